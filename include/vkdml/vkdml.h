@@ -1,0 +1,190 @@
+// vkdml: DirectML's gather/scatter operators on any Vulkan 1.1 device.
+//
+// The flow mirrors DirectML's:
+//   CreateDevice -> Device::CreateOperator (all validation) -> Device::CompileOperator (pipelines)
+//   -> Device::CreateBindingTable + BindInputs/BindOutputs -> RecordDispatch into a command
+//   buffer -> submit and wait (yours, or Device::Submit) -> BindingTable::IndexStatus if checked.
+// Device::Run is the convenience path: host memory in, host memory out.
+//
+// Every call returns a Result; on failure its message names the field and the expected versus
+// actual values. vkdml loads Vulkan through volk and links no libvulkan.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "vkdml/dml.h"
+
+namespace vkdml {
+
+enum class Status {
+  Ok = 0,
+  InvalidArgument,  // a descriptor, binding or call argument is wrong
+  Unsupported,      // valid, but this device or vkdml cannot run it
+  IndexOutOfRange,  // a checked execution met an out-of-range index
+  OutOfMemory,
+  DeviceError,  // Vulkan failed (device lost, no driver, ...)
+};
+
+struct Result {
+  Status status = Status::Ok;
+  std::string message;
+
+  bool ok() const { return status == Status::Ok; }
+  explicit operator bool() const { return ok(); }
+};
+
+// Element size in bytes of a data type; 0 for UNKNOWN or an out-of-range value.
+UINT DataTypeSize(DML_TENSOR_DATA_TYPE type);
+// "FLOAT32", "INT64", ...; "UNKNOWN" for anything else.
+const char* DataTypeName(DML_TENSOR_DATA_TYPE type);
+// DirectML's required TotalTensorSizeInBytes: round_up((dot(Sizes-1, Strides)+1) * elemSize, 4),
+// packed strides when Strides is null. Returns 0 if the arguments are not a valid tensor.
+UINT64 CalcBufferTensorSize(DML_TENSOR_DATA_TYPE type, UINT dimensionCount, const UINT* sizes,
+                            const UINT* strides);
+
+// Optional device features vkdml uses. 1- and 2-byte tensors need 8-/16-bit storage buffer
+// access; 4- and 8-byte tensors and every index type need nothing beyond Vulkan 1.1.
+struct DeviceFeatures {
+  bool storageBuffer8BitAccess = false;
+  bool storageBuffer16BitAccess = false;
+};
+
+struct DeviceDesc {
+  // vkdml creates its own instance and device when `device` is VK_NULL_HANDLE.
+  // physicalDeviceIndex < 0 picks the first discrete GPU, else the first device.
+  int physicalDeviceIndex = -1;
+  // Enable VK_LAYER_KHRONOS_validation (fails if it is not installed). Each message goes to
+  // onValidationMessage (stderr if empty).
+  bool enableValidation = false;
+  std::function<void(const char* message)> onValidationMessage;
+
+  // Or adopt the caller's Vulkan objects (all of them, with the features it enabled). vkdml
+  // borrows them and never destroys them. getInstanceProcAddr may be null to use the system
+  // loader. The queue must support compute; vkdml only submits to it from Device::Submit and
+  // Device::Run.
+  VkInstance instance = VK_NULL_HANDLE;
+  VkPhysicalDevice physicalDevice = VK_NULL_HANDLE;
+  VkDevice device = VK_NULL_HANDLE;
+  VkQueue queue = VK_NULL_HANDLE;
+  uint32_t queueFamilyIndex = 0;
+  PFN_vkGetInstanceProcAddr getInstanceProcAddr = nullptr;
+  DeviceFeatures enabledFeatures;
+};
+
+struct DeviceInfo {
+  std::string name;
+  VkPhysicalDeviceType type = VK_PHYSICAL_DEVICE_TYPE_OTHER;
+  std::string driverName;  // from VkPhysicalDeviceDriverProperties where available
+  std::string driverInfo;
+  uint32_t apiVersion = 0;
+  uint32_t driverVersion = 0;
+  uint64_t maxStorageBufferRange = 0;
+  float timestampPeriod = 0;         // nanoseconds per timestamp tick
+  bool timestampsSupported = false;  // on the queue vkdml uses
+  DeviceFeatures available;          // what the physical device offers
+  DeviceFeatures enabled;            // what this Device uses
+};
+
+// Lists the physical devices vkdml could use (with their optional features), in Vulkan's order.
+Result EnumerateDevices(std::vector<DeviceInfo>* out);
+
+class Device;
+class Operator;
+class CompiledOperator;
+class BindingTable;
+
+// A buffer vkdml allocates, for callers without an allocator of their own (tests, tools).
+class Buffer {
+ public:
+  enum class Memory { DeviceLocal, HostVisible };
+  virtual ~Buffer() = default;
+  virtual VkBuffer Handle() const = 0;
+  virtual UINT64 Size() const = 0;
+  // Copies through a staging buffer when the memory is not host visible. Waits for completion.
+  virtual Result Write(UINT64 offset, const void* data, UINT64 size) = 0;
+  virtual Result Read(UINT64 offset, void* data, UINT64 size) = 0;
+  // Whole-buffer binding, or a sub-range.
+  DML_BUFFER_BINDING Binding() const { return {Handle(), 0, Size()}; }
+  DML_BUFFER_BINDING Binding(UINT64 offset, UINT64 size) const { return {Handle(), offset, size}; }
+};
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual const DeviceInfo& Info() const = 0;
+  virtual VkDevice Handle() const = 0;
+  virtual VkPhysicalDevice PhysicalDevice() const = 0;
+  virtual VkInstance Instance() const = 0;
+  virtual VkQueue Queue() const = 0;  // the queue Submit and Run use
+  virtual uint32_t QueueFamilyIndex() const = 0;
+  virtual PFN_vkGetDeviceProcAddr GetDeviceProcAddr() const = 0;
+
+  // Validates desc against the operator's page and this device's features.
+  virtual Result CreateOperator(const DML_OPERATOR_DESC& desc, std::unique_ptr<Operator>* out) = 0;
+  // Builds the pipelines. flags: DML_EXECUTION_FLAGS, e.g. VKDML_EXECUTION_FLAG_CHECK_INDICES.
+  virtual Result CompileOperator(const Operator& op, UINT flags,
+                                 std::unique_ptr<CompiledOperator>* out) = 0;
+  // One binding table per concurrent use of a compiled operator; it owns its descriptor set.
+  virtual Result CreateBindingTable(const CompiledOperator& op,
+                                    std::unique_ptr<BindingTable>* out) = 0;
+
+  // Records the operator's work into cmd (compute pipeline, descriptor sets, push constants,
+  // dispatches, and the barriers between its own passes). The caller orders it against other
+  // work: make earlier writes to the inputs available to compute-shader reads, and put a
+  // compute-shader-write barrier before reading the outputs. The binding table must stay alive
+  // and unchanged until the command buffer has completed.
+  virtual Result RecordDispatch(VkCommandBuffer cmd, BindingTable& table) = 0;
+
+  // Records with `record` into a one-time command buffer, submits it and waits.
+  virtual Result Submit(const std::function<void(VkCommandBuffer)>& record) = 0;
+
+  virtual Result CreateBuffer(UINT64 size, Buffer::Memory memory, std::unique_ptr<Buffer>* out) = 0;
+
+  // Convenience path: validates, compiles (cached by nothing: compile once and reuse the
+  // CompiledOperator for repeated runs), uploads, runs and reads back. inputs/outputs are host
+  // pointers in the operator's binding order, each holding its tensor's TotalTensorSizeInBytes.
+  virtual Result Run(const CompiledOperator& op, const std::vector<const void*>& inputs,
+                     const std::vector<void*>& outputs) = 0;
+};
+
+Result CreateDevice(const DeviceDesc& desc, std::unique_ptr<Device>* out);
+
+// A validated operator: what DirectML calls an IDMLOperator.
+class Operator {
+ public:
+  virtual ~Operator() = default;
+  virtual DML_OPERATOR_TYPE Type() const = 0;
+  // Binding order, as DirectML's: inputs (InputTensor, IndicesTensor[, UpdatesTensor]) then
+  // outputs (OutputTensor).
+  virtual UINT InputCount() const = 0;
+  virtual UINT OutputCount() const = 0;
+  // TotalTensorSizeInBytes of input i / output i.
+  virtual UINT64 InputSize(UINT i) const = 0;
+  virtual UINT64 OutputSize(UINT i) const = 0;
+};
+
+class CompiledOperator {
+ public:
+  virtual ~CompiledOperator() = default;
+  virtual const Operator& Op() const = 0;
+  virtual UINT Flags() const = 0;
+};
+
+class BindingTable {
+ public:
+  virtual ~BindingTable() = default;
+  // Checks each binding: a live buffer range that holds the tensor's TotalTensorSizeInBytes,
+  // an offset that is a multiple of the element size and of GuaranteedBaseOffsetAlignment.
+  virtual Result BindInputs(UINT count, const DML_BUFFER_BINDING* bindings) = 0;
+  virtual Result BindOutputs(UINT count, const DML_BUFFER_BINDING* bindings) = 0;
+  // After a checked execution (VKDML_EXECUTION_FLAG_CHECK_INDICES) has completed: Ok, or
+  // IndexOutOfRange naming the first offending index (its position in IndicesTensor, its value
+  // and the valid range). Ok for an unchecked operator.
+  virtual Result IndexStatus() = 0;
+};
+
+}  // namespace vkdml

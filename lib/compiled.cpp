@@ -1,0 +1,442 @@
+// Compiled operators (pipelines + plan uniforms), binding tables (descriptor sets), recording,
+// and the convenience path.
+#include <algorithm>
+#include <cstring>
+
+#include "device.h"
+#include "error.h"
+#include "operator.h"
+
+namespace vkdml::detail {
+
+namespace {
+
+constexpr UINT kGroupSize = 256;    // local_size_x of indexed.comp
+constexpr UINT kMaxGroups = 65535;  // grid-stride loops cover the rest
+constexpr UINT kVectorBytes = 16;   // widened plans move uvec4
+constexpr UINT kPlanWords = 64;     // one Plan in glsl/common.glsl: 16 uvec4
+constexpr UINT kPlanSlots = 5;      // pass 0 and 1, each plain and widened; then the report
+constexpr UINT kReportSlot = 4;
+constexpr UINT kFlagSigned = 1, kFlagIndex64 = 2;
+
+// Writes a plan in glsl/common.glsl's std140 layout.
+void PackPlan(const Plan& p, UINT flags, uint32_t* w) {
+  std::memset(w, 0, kPlanWords * sizeof(uint32_t));
+  w[0] = p.rank;
+  w[1] = p.tuple;
+  w[2] = flags;
+  w[3] = p.count;
+  const UINT* arrays[] = {p.sizes,    p.direct,    p.indexed,    p.indices,
+                          p.position, p.tupleSize, p.tupleStride};
+  for (UINT a = 0; a < 7; ++a) std::memcpy(w + 4 + 8 * a, arrays[a], 8 * sizeof(uint32_t));
+  w[60] = p.componentStride;
+}
+
+std::string ModuleName(Pass::Kind kind, UINT elemSize) {
+  return Str(kind == Pass::Kind::Gather ? "gather_e" : "scatter_e", elemSize);
+}
+
+class CompiledOperatorImpl final : public CompiledOperator {
+ public:
+  struct PassState {
+    Pass pass;
+    Plan wide;  // valid when widePipeline is set
+    VkPipeline pipeline = VK_NULL_HANDLE, widePipeline = VK_NULL_HANDLE;
+  };
+  OperatorImpl op;
+  UINT flags = 0;
+  bool checked = false;
+  std::vector<PassState> passes;
+  VkPipeline report = VK_NULL_HANDLE;
+  std::unique_ptr<BufferImpl> plans;  // uniform buffer, kPlanSlots plans
+
+  const Operator& Op() const override { return op; }
+  UINT Flags() const override { return flags; }
+};
+
+class BindingTableImpl final : public BindingTable {
+ public:
+  BindingTableImpl(DeviceImpl* device, const CompiledOperatorImpl* op) : device_(device), op_(op) {}
+  ~BindingTableImpl() override {
+    if (pool_) device_->Vk().vkDestroyDescriptorPool(device_->Handle(), pool_, nullptr);
+  }
+  Result Init();
+  Result BindInputs(UINT count, const DML_BUFFER_BINDING* bindings) override;
+  Result BindOutputs(UINT count, const DML_BUFFER_BINDING* bindings) override;
+  Result IndexStatus() override;
+  Result Record(VkCommandBuffer cmd);
+
+ private:
+  Result Bind(bool outputs, UINT count, const DML_BUFFER_BINDING* bindings);
+  Result CheckAliasing(bool* inPlace) const;
+  void Barrier(VkCommandBuffer cmd, VkPipelineStageFlags src, VkAccessFlags srcAccess,
+               VkPipelineStageFlags dst, VkAccessFlags dstAccess) const;
+
+  DeviceImpl* device_;
+  const CompiledOperatorImpl* op_;
+  VkDescriptorPool pool_ = VK_NULL_HANDLE;
+  VkDescriptorSet set_ = VK_NULL_HANDLE;
+  std::unique_ptr<BufferImpl> status_;  // checked mode: position, lo, hi
+  std::vector<DML_BUFFER_BINDING> inputs_, outputs_;
+  bool inputsBound_ = false, outputsBound_ = false;
+  UINT64 delta_[kBindingCount] = {};  // binding offset minus the descriptor's aligned offset
+};
+
+Result BindingTableImpl::Init() {
+  const auto& vk = device_->Vk();
+  VkDescriptorPoolSize sizes[] = {{VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, 1},
+                                  {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kBindingCount - 1}};
+  VkDescriptorPoolCreateInfo pci{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+  pci.maxSets = 1;
+  pci.poolSizeCount = 2;
+  pci.pPoolSizes = sizes;
+  VKDML_VK(vk.vkCreateDescriptorPool(device_->Handle(), &pci, nullptr, &pool_));
+  VkDescriptorSetLayout layout = device_->SetLayout();
+  VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+  ai.descriptorPool = pool_;
+  ai.descriptorSetCount = 1;
+  ai.pSetLayouts = &layout;
+  VKDML_VK(vk.vkAllocateDescriptorSets(device_->Handle(), &ai, &set_));
+  VKDML_TRY(device_->CreateInternalBuffer(
+      16, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+      Buffer::Memory::HostVisible, &status_));
+  std::memset(status_->Mapped(), 0xFF, 16);
+
+  VkDescriptorBufferInfo plans{op_->plans->Handle(), 0, op_->plans->Size()};
+  VkDescriptorBufferInfo status{status_->Handle(), 0, 16};
+  VkWriteDescriptorSet w[2] = {{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET},
+                               {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET}};
+  w[0].dstSet = w[1].dstSet = set_;
+  w[0].descriptorCount = w[1].descriptorCount = 1;
+  w[0].dstBinding = kBindPlans;
+  w[0].descriptorType = VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER;
+  w[0].pBufferInfo = &plans;
+  w[1].dstBinding = kBindStatus;
+  w[1].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+  w[1].pBufferInfo = &status;
+  vk.vkUpdateDescriptorSets(device_->Handle(), 2, w, 0, nullptr);
+  return {};
+}
+
+Result BindingTableImpl::Bind(bool outputs, UINT count, const DML_BUFFER_BINDING* bindings) {
+  const auto& tensors = outputs ? op_->op.outputs : op_->op.inputs;
+  const char* what = outputs ? "outputs" : "inputs";
+  const char* call = outputs ? "BindOutputs" : "BindInputs";
+  if (count != tensors.size())
+    return Fail(Status::InvalidArgument, call, ": count is ", count, ", expected ", tensors.size(),
+                " (", op_->op.name, " has ", tensors.size(), " ", what, ")");
+  if (!bindings) return Fail(Status::InvalidArgument, call, ": bindings is null");
+
+  const UINT64 align = std::max<UINT64>(device_->Limits().minStorageBufferOffsetAlignment, 1);
+  const UINT64 maxRange = device_->Limits().maxStorageBufferRange;
+  VkDescriptorBufferInfo infos[kBindingCount];
+  VkWriteDescriptorSet writes[kBindingCount];
+  UINT64 deltas[kBindingCount];
+  UINT n = 0;
+  for (UINT i = 0; i < count; ++i) {
+    const DML_BUFFER_BINDING& b = bindings[i];
+    const Tensor& t = tensors[i];
+    if (!b.Buffer)
+      return Fail(Status::InvalidArgument, what, "[", i, "].Buffer is VK_NULL_HANDLE (", t.field,
+                  ")");
+    if (b.SizeInBytes < t.totalBytes)
+      return Fail(Status::InvalidArgument, what, "[", i, "].SizeInBytes is ", b.SizeInBytes,
+                  ", expected at least ", t.totalBytes, " (", t.field, ".TotalTensorSizeInBytes)");
+    if (b.Offset % t.elemSize)
+      return Fail(Status::InvalidArgument, what, "[", i, "].Offset is ", b.Offset,
+                  ", expected a multiple of ", t.elemSize, " (the ", DataTypeName(t.type),
+                  " element size of ", t.field, ")");
+    if (t.alignment && b.Offset % t.alignment)
+      return Fail(Status::InvalidArgument, what, "[", i, "].Offset is ", b.Offset,
+                  ", expected a multiple of ", t.alignment, " (", t.field,
+                  ".GuaranteedBaseOffsetAlignment)");
+    UINT64 base = b.Offset / align * align, delta = b.Offset - base;
+    if (delta + t.totalBytes > maxRange)
+      return Fail(Status::Unsupported, what, "[", i, "]: ", t.field, " spans ",
+                  delta + t.totalBytes, " bytes from the aligned offset ", base,
+                  ", more than this device's maxStorageBufferRange ", maxRange);
+    UINT binding = outputs ? kBindOutput
+                           : (i == 0   ? kBindInput
+                              : i == 1 ? kBindIndices
+                                       : kBindUpdates);
+    infos[n] = {b.Buffer, base, delta + t.totalBytes};
+    writes[n] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+    writes[n].dstSet = set_;
+    writes[n].dstBinding = binding;
+    writes[n].descriptorCount = 1;
+    writes[n].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    deltas[n] = delta;
+    ++n;
+    if (!outputs && i == 0 && count == 2) {  // gathers have no updates: give the slot the input
+      infos[n] = infos[n - 1];
+      writes[n] = writes[n - 1];
+      writes[n].dstBinding = kBindUpdates;
+      deltas[n] = delta;
+      ++n;
+    }
+  }
+  for (UINT i = 0; i < n; ++i) {
+    writes[i].pBufferInfo = &infos[i];
+    delta_[writes[i].dstBinding] = deltas[i];
+  }
+  device_->Vk().vkUpdateDescriptorSets(device_->Handle(), n, writes, 0, nullptr);
+  (outputs ? outputs_ : inputs_).assign(bindings, bindings + count);
+  (outputs ? outputsBound_ : inputsBound_) = true;
+  return {};
+}
+
+Result BindingTableImpl::BindInputs(UINT count, const DML_BUFFER_BINDING* bindings) {
+  return Bind(false, count, bindings);
+}
+
+Result BindingTableImpl::BindOutputs(UINT count, const DML_BUFFER_BINDING* bindings) {
+  return Bind(true, count, bindings);
+}
+
+// An output may share memory with an input only as ScatterND's in-place form: OutputTensor bound
+// exactly where InputTensor is, with the same strides.
+Result BindingTableImpl::CheckAliasing(bool* inPlace) const {
+  *inPlace = false;
+  const auto& in = op_->op.inputs;
+  const Tensor& out = op_->op.outputs[0];
+  const DML_BUFFER_BINDING& o = outputs_[0];
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    const DML_BUFFER_BINDING& b = inputs_[i];
+    if (b.Buffer != o.Buffer) continue;
+    bool disjoint =
+        b.Offset + in[i].totalBytes <= o.Offset || o.Offset + out.totalBytes <= b.Offset;
+    if (disjoint) continue;
+    bool same = i == 0 && op_->op.type == DML_OPERATOR_SCATTER_ND && b.Offset == o.Offset &&
+                std::equal(out.strides, out.strides + out.dims, in[0].strides);
+    if (same) {
+      *inPlace = true;
+      continue;
+    }
+    return Fail(Status::InvalidArgument, "RecordDispatch: outputs[0] (", out.field, ", bytes [",
+                o.Offset, ", ", o.Offset + out.totalBytes, ")) overlaps inputs[", i, "] (",
+                in[i].field, ", bytes [", b.Offset, ", ", b.Offset + in[i].totalBytes,
+                ")) in the same VkBuffer",
+                op_->op.type == DML_OPERATOR_SCATTER_ND && i == 0
+                    ? "; in-place ScatterND needs the same offset and strides"
+                    : "");
+  }
+  return {};
+}
+
+void BindingTableImpl::Barrier(VkCommandBuffer cmd, VkPipelineStageFlags src,
+                               VkAccessFlags srcAccess, VkPipelineStageFlags dst,
+                               VkAccessFlags dstAccess) const {
+  VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  barrier.srcAccessMask = srcAccess;
+  barrier.dstAccessMask = dstAccess;
+  device_->Vk().vkCmdPipelineBarrier(cmd, src, dst, 0, 1, &barrier, 0, nullptr, 0, nullptr);
+}
+
+Result BindingTableImpl::Record(VkCommandBuffer cmd) {
+  if (!inputsBound_ || !outputsBound_)
+    return Fail(Status::InvalidArgument, "RecordDispatch: ", !inputsBound_ ? "inputs" : "outputs",
+                " are not bound (call BindingTable::", !inputsBound_ ? "BindInputs" : "BindOutputs",
+                " first)");
+  if (!cmd) return Fail(Status::InvalidArgument, "RecordDispatch: cmd is VK_NULL_HANDLE");
+  bool inPlace;
+  VKDML_TRY(CheckAliasing(&inPlace));
+
+  const auto& vk = device_->Vk();
+  const VkPipelineStageFlags compute = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT;
+  const VkAccessFlags readWrite = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+  VkPipelineLayout layout = device_->PipelineLayout();
+  vk.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, 1, &set_, 0, nullptr);
+  if (op_->checked) {
+    vk.vkCmdFillBuffer(cmd, status_->Handle(), 0, 16, 0xFFFFFFFFu);
+    Barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, compute, readWrite);
+  }
+  const UINT elemSize = op_->op.ElemSize();
+  const UINT indexBase = UINT(delta_[kBindIndices] / 4);
+  bool first = true;
+  for (size_t i = 0; i < op_->passes.size(); ++i) {
+    const auto& s = op_->passes[i];
+    if (s.pass.skipInPlace && inPlace) continue;
+    const UINT src = s.pass.kind == Pass::Kind::Gather ? kBindInput : kBindUpdates;
+    const bool wide = s.widePipeline && delta_[src] % kVectorBytes == 0 &&
+                      delta_[kBindOutput] % kVectorBytes == 0;
+    const UINT unit = wide ? kVectorBytes : elemSize;
+    const Plan& plan = wide ? s.wide : s.pass.plan;
+    uint32_t push[4] = {UINT(2 * i + (wide ? 1 : 0)), UINT(delta_[src] / unit), indexBase,
+                        UINT(delta_[kBindOutput] / unit)};
+    if (!first) Barrier(cmd, compute, readWrite, compute, readWrite);
+    first = false;
+    vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, wide ? s.widePipeline : s.pipeline);
+    vk.vkCmdPushConstants(cmd, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), push);
+    UINT groups =
+        std::min<UINT>((plan.count + kGroupSize - 1) / kGroupSize,
+                       std::min(kMaxGroups, device_->Limits().maxComputeWorkGroupCount[0]));
+    vk.vkCmdDispatch(cmd, groups, 1, 1);
+  }
+  if (op_->checked) {
+    Barrier(cmd, compute, readWrite, compute, readWrite);
+    uint32_t push[4] = {kReportSlot, 0, indexBase, 0};
+    vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, op_->report);
+    vk.vkCmdPushConstants(cmd, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), push);
+    vk.vkCmdDispatch(cmd, 1, 1, 1);
+    Barrier(cmd, compute, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
+            VK_ACCESS_HOST_READ_BIT);
+  }
+  return {};
+}
+
+Result BindingTableImpl::IndexStatus() {
+  if (!op_->checked) return {};
+  uint32_t s[4];
+  std::memcpy(s, status_->Mapped(), sizeof(s));
+  if (s[0] == 0xFFFFFFFFu) return {};
+  const OperatorImpl& op = op_->op;
+  const Tensor& indices = op.Indices();
+  const bool isSigned = IsSignedIndexType(indices.type);
+  const bool is64 = indices.elemSize == 8;
+  std::string coords;
+  UINT rest = s[0], c[kMaxDims];
+  for (UINT d = indices.dims; d-- > 0;) {
+    c[d] = rest % indices.sizes[d];
+    rest /= indices.sizes[d];
+  }
+  for (UINT d = 0; d < indices.dims; ++d) coords += Str(d ? "," : "", c[d]);
+  UINT64 raw = is64 ? (UINT64(s[2]) << 32 | s[1]) : s[1];
+  std::string value = isSigned ? Str(is64 ? int64_t(raw) : int64_t(int32_t(s[1]))) : Str(raw);
+  UINT64 n = op.componentSizes[s[0] % op.componentSizes.size()];
+  std::string range = isSigned ? Str("[-", n, ", ", n - 1, "]") : Str("[0, ", n - 1, "]");
+  return Fail(Status::IndexOutOfRange, op.name, ": IndicesTensor[", coords, "] is ", value,
+              ", outside the valid range ", range);
+}
+
+}  // namespace
+
+// Device entry points -----------------------------------------------------------------------
+
+Result DeviceImpl::CreateOperator(const DML_OPERATOR_DESC& desc, std::unique_ptr<Operator>* out) {
+  if (!out) return Fail(Status::InvalidArgument, "CreateOperator: out is null");
+  auto op = std::make_unique<OperatorImpl>();
+  VKDML_TRY(BuildOperator(desc, op.get()));
+  std::vector<const Tensor*> all;
+  for (const Tensor& t : op->inputs) all.push_back(&t);
+  for (const Tensor& t : op->outputs) all.push_back(&t);
+  for (const Tensor* t : all) {
+    if (t->totalBytes > limits_.maxStorageBufferRange)
+      return Fail(Status::Unsupported, op->name, ": ", t->field, ".TotalTensorSizeInBytes is ",
+                  t->totalBytes, ", more than this device's maxStorageBufferRange ",
+                  limits_.maxStorageBufferRange);
+    bool missing8 = t->elemSize == 1 && !info_.enabled.storageBuffer8BitAccess;
+    bool missing16 = t->elemSize == 2 && !info_.enabled.storageBuffer16BitAccess;
+    if (missing8 || missing16)
+      return Fail(Status::Unsupported, op->name, ": ", t->field, ".DataType is ",
+                  DataTypeName(t->type), ", which needs ",
+                  missing8 ? "storageBuffer8BitAccess" : "storageBuffer16BitAccess",
+                  ", not enabled on device ", info_.name);
+  }
+  *out = std::move(op);
+  return {};
+}
+
+Result DeviceImpl::CompileOperator(const Operator& op, UINT flags,
+                                   std::unique_ptr<CompiledOperator>* out) {
+  if (!out) return Fail(Status::InvalidArgument, "CompileOperator: out is null");
+  const UINT known = DML_EXECUTION_FLAG_ALLOW_HALF_PRECISION_COMPUTATION |
+                     DML_EXECUTION_FLAG_DISABLE_META_COMMANDS |
+                     DML_EXECUTION_FLAG_DESCRIPTORS_VOLATILE | VKDML_EXECUTION_FLAG_CHECK_INDICES;
+  if (flags & ~known)
+    return Fail(Status::InvalidArgument, "CompileOperator: flags has unknown bits 0x", std::hex,
+                flags & ~known);
+  auto c = std::make_unique<CompiledOperatorImpl>();
+  c->op = static_cast<const OperatorImpl&>(op);
+  c->flags = flags;
+  c->checked = (flags & VKDML_EXECUTION_FLAG_CHECK_INDICES) != 0;
+  const Tensor& indices = c->op.Indices();
+  const UINT indexFlags = (IsSignedIndexType(indices.type) ? kFlagSigned : 0) |
+                          (indices.elemSize == 8 ? kFlagIndex64 : 0);
+
+  std::vector<uint32_t> words(kPlanSlots * kPlanWords, 0);
+  for (size_t i = 0; i < c->op.passes.size(); ++i) {
+    CompiledOperatorImpl::PassState s;
+    s.pass = c->op.passes[i];
+    VKDML_TRY(Pipeline(ModuleName(s.pass.kind, c->op.ElemSize()), c->checked, &s.pipeline));
+    PackPlan(s.pass.plan, indexFlags, &words[(2 * i) * kPlanWords]);
+    if (s.pass.plan.Widen(c->op.ElemSize(), kVectorBytes, &s.wide)) {
+      VKDML_TRY(Pipeline(ModuleName(s.pass.kind, kVectorBytes), c->checked, &s.widePipeline));
+      PackPlan(s.wide, indexFlags, &words[(2 * i + 1) * kPlanWords]);
+    }
+    c->passes.push_back(s);
+  }
+  if (c->checked) {
+    VKDML_TRY(Pipeline("report", false, &c->report));
+    Plan report;
+    for (UINT d = 0; d < indices.dims; ++d)
+      report.AddDim(indices.sizes[d], 0, 0, indices.strides[d], 0);
+    PackPlan(report, indexFlags, &words[kReportSlot * kPlanWords]);
+  }
+  VKDML_TRY(CreateInternalBuffer(words.size() * sizeof(uint32_t),
+                                 VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT, Buffer::Memory::HostVisible,
+                                 &c->plans));
+  std::memcpy(c->plans->Mapped(), words.data(), words.size() * sizeof(uint32_t));
+  *out = std::move(c);
+  return {};
+}
+
+Result DeviceImpl::CreateBindingTable(const CompiledOperator& op,
+                                      std::unique_ptr<BindingTable>* out) {
+  if (!out) return Fail(Status::InvalidArgument, "CreateBindingTable: out is null");
+  auto t = std::make_unique<BindingTableImpl>(this, static_cast<const CompiledOperatorImpl*>(&op));
+  VKDML_TRY(t->Init());
+  *out = std::move(t);
+  return {};
+}
+
+Result DeviceImpl::RecordDispatch(VkCommandBuffer cmd, BindingTable& table) {
+  return static_cast<BindingTableImpl&>(table).Record(cmd);
+}
+
+Result DeviceImpl::Run(const CompiledOperator& compiled, const std::vector<const void*>& inputs,
+                       const std::vector<void*>& outputs) {
+  const Operator& op = compiled.Op();
+  if (inputs.size() != op.InputCount() || outputs.size() != op.OutputCount())
+    return Fail(Status::InvalidArgument, "Run: ", inputs.size(), " inputs and ", outputs.size(),
+                " outputs, expected ", op.InputCount(), " and ", op.OutputCount());
+  std::vector<std::unique_ptr<Buffer>> in(inputs.size()), out(outputs.size());
+  std::vector<DML_BUFFER_BINDING> inBindings, outBindings;
+  for (UINT i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i]) return Fail(Status::InvalidArgument, "Run: inputs[", i, "] is null");
+    VKDML_TRY(CreateBuffer(op.InputSize(i), Buffer::Memory::DeviceLocal, &in[i]));
+    VKDML_TRY(in[i]->Write(0, inputs[i], op.InputSize(i)));
+    inBindings.push_back(in[i]->Binding());
+  }
+  for (UINT i = 0; i < outputs.size(); ++i) {
+    if (!outputs[i]) return Fail(Status::InvalidArgument, "Run: outputs[", i, "] is null");
+    VKDML_TRY(CreateBuffer(op.OutputSize(i), Buffer::Memory::DeviceLocal, &out[i]));
+    // Bytes between strided elements keep the caller's values.
+    VKDML_TRY(out[i]->Write(0, outputs[i], op.OutputSize(i)));
+    outBindings.push_back(out[i]->Binding());
+  }
+  std::unique_ptr<BindingTable> table;
+  VKDML_TRY(CreateBindingTable(compiled, &table));
+  VKDML_TRY(table->BindInputs(UINT(inBindings.size()), inBindings.data()));
+  VKDML_TRY(table->BindOutputs(UINT(outBindings.size()), outBindings.data()));
+  Result recorded;
+  VKDML_TRY(Submit([&](VkCommandBuffer cmd) {
+    VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;  // the uploads
+    barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+    vk_.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &barrier, 0, nullptr, 0,
+                             nullptr);
+    recorded = RecordDispatch(cmd, *table);
+    barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;  // before the read-back
+    barrier.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT;
+    vk_.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                             VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &barrier, 0, nullptr, 0,
+                             nullptr);
+  }));
+  VKDML_TRY(recorded);
+  for (UINT i = 0; i < outputs.size(); ++i)
+    VKDML_TRY(out[i]->Read(0, outputs[i], op.OutputSize(i)));
+  return table->IndexStatus();
+}
+
+}  // namespace vkdml::detail

@@ -1,0 +1,590 @@
+#include "device.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "error.h"
+#include "operator.h"
+#include "spirv_table.h"
+
+namespace vkdml {
+namespace detail {
+
+const char* VkResultName(VkResult r) {
+  switch (r) {
+    case VK_SUCCESS:
+      return "VK_SUCCESS";
+    case VK_NOT_READY:
+      return "VK_NOT_READY";
+    case VK_TIMEOUT:
+      return "VK_TIMEOUT";
+    case VK_ERROR_OUT_OF_HOST_MEMORY:
+      return "VK_ERROR_OUT_OF_HOST_MEMORY";
+    case VK_ERROR_OUT_OF_DEVICE_MEMORY:
+      return "VK_ERROR_OUT_OF_DEVICE_MEMORY";
+    case VK_ERROR_INITIALIZATION_FAILED:
+      return "VK_ERROR_INITIALIZATION_FAILED";
+    case VK_ERROR_DEVICE_LOST:
+      return "VK_ERROR_DEVICE_LOST";
+    case VK_ERROR_MEMORY_MAP_FAILED:
+      return "VK_ERROR_MEMORY_MAP_FAILED";
+    case VK_ERROR_LAYER_NOT_PRESENT:
+      return "VK_ERROR_LAYER_NOT_PRESENT";
+    case VK_ERROR_EXTENSION_NOT_PRESENT:
+      return "VK_ERROR_EXTENSION_NOT_PRESENT";
+    case VK_ERROR_FEATURE_NOT_PRESENT:
+      return "VK_ERROR_FEATURE_NOT_PRESENT";
+    case VK_ERROR_INCOMPATIBLE_DRIVER:
+      return "VK_ERROR_INCOMPATIBLE_DRIVER";
+    case VK_ERROR_TOO_MANY_OBJECTS:
+      return "VK_ERROR_TOO_MANY_OBJECTS";
+    case VK_ERROR_OUT_OF_POOL_MEMORY:
+      return "VK_ERROR_OUT_OF_POOL_MEMORY";
+    default:
+      return "VkResult error";
+  }
+}
+
+namespace {
+
+std::mutex gVolkMutex;
+
+// Loads the Vulkan loader once (or adopts the caller's vkGetInstanceProcAddr).
+Result LoadVulkan(PFN_vkGetInstanceProcAddr custom) {
+  std::lock_guard<std::mutex> lock(gVolkMutex);
+  if (custom) {
+    volkInitializeCustom(custom);
+    return {};
+  }
+  static VkResult loaded = volkInitialize();
+  if (loaded != VK_SUCCESS)
+    return Fail(Status::DeviceError,
+                "no Vulkan loader found (libvulkan.so.1): install libvulkan1 and a driver, e.g. "
+                "mesa-vulkan-drivers");
+  return {};
+}
+
+// Instance-level entry points come from volk's globals; load them for this instance.
+void LoadInstance(VkInstance instance) {
+  std::lock_guard<std::mutex> lock(gVolkMutex);
+  volkLoadInstanceOnly(instance);
+}
+
+bool HasExtension(const std::vector<VkExtensionProperties>& list, const char* name) {
+  for (const auto& e : list)
+    if (std::strcmp(e.extensionName, name) == 0) return true;
+  return false;
+}
+
+std::vector<VkExtensionProperties> DeviceExtensions(VkPhysicalDevice pd) {
+  uint32_t n = 0;
+  vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, nullptr);
+  std::vector<VkExtensionProperties> list(n);
+  vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, list.data());
+  list.resize(n);
+  return list;
+}
+
+// Fills what vkdml reports about a physical device (all but `enabled`).
+DeviceInfo Describe(VkPhysicalDevice pd, uint32_t queueFamily) {
+  DeviceInfo info;
+  VkPhysicalDeviceProperties props;
+  vkGetPhysicalDeviceProperties(pd, &props);
+  info.name = props.deviceName;
+  info.type = props.deviceType;
+  info.apiVersion = props.apiVersion;
+  info.driverVersion = props.driverVersion;
+  info.maxStorageBufferRange = props.limits.maxStorageBufferRange;
+  info.timestampPeriod = props.limits.timestampPeriod;
+
+  auto extensions = DeviceExtensions(pd);
+  bool is12 =
+      VK_API_VERSION_MINOR(props.apiVersion) >= 2 || VK_API_VERSION_MAJOR(props.apiVersion) > 1;
+  VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+  VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  if (is12 || HasExtension(extensions, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME)) {
+    props2.pNext = &driver;
+    vkGetPhysicalDeviceProperties2(pd, &props2);
+    info.driverName = driver.driverName;
+    info.driverInfo = driver.driverInfo;
+  }
+
+  VkPhysicalDevice8BitStorageFeatures s8{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES};
+  VkPhysicalDevice16BitStorageFeatures s16{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+  bool has8 = is12 || HasExtension(extensions, VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
+  s16.pNext = has8 ? &s8 : nullptr;
+  VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &s16};
+  vkGetPhysicalDeviceFeatures2(pd, &features);
+  info.available.storageBuffer8BitAccess = has8 && s8.storageBuffer8BitAccess;
+  info.available.storageBuffer16BitAccess = s16.storageBuffer16BitAccess;
+
+  uint32_t n = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, nullptr);
+  std::vector<VkQueueFamilyProperties> families(n);
+  vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, families.data());
+  info.timestampsSupported = queueFamily < n && families[queueFamily].timestampValidBits > 0 &&
+                             props.limits.timestampPeriod > 0;
+  return info;
+}
+
+// The first queue family with compute, or UINT32_MAX.
+uint32_t ComputeQueueFamily(VkPhysicalDevice pd) {
+  uint32_t n = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, nullptr);
+  std::vector<VkQueueFamilyProperties> families(n);
+  vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, families.data());
+  for (uint32_t i = 0; i < n; ++i)
+    if (families[i].queueFlags & VK_QUEUE_COMPUTE_BIT) return i;
+  return UINT32_MAX;
+}
+
+Result PhysicalDevices(VkInstance instance, std::vector<VkPhysicalDevice>* out) {
+  uint32_t n = 0;
+  VKDML_VK(vkEnumeratePhysicalDevices(instance, &n, nullptr));
+  out->resize(n);
+  VKDML_VK(vkEnumeratePhysicalDevices(instance, &n, out->data()));
+  out->resize(n);
+  if (n == 0)
+    return Fail(Status::DeviceError,
+                "no Vulkan device found: install a driver (e.g. mesa-vulkan-drivers for lavapipe)");
+  return {};
+}
+
+}  // namespace
+
+VkBool32 VKAPI_PTR DebugCallback(VkDebugUtilsMessageSeverityFlagBitsEXT,
+                                 VkDebugUtilsMessageTypeFlagsEXT,
+                                 const VkDebugUtilsMessengerCallbackDataEXT* data, void* user) {
+  auto* self = static_cast<DeviceImpl*>(user);
+  const char* message = data && data->pMessage ? data->pMessage : "(no message)";
+  if (self->onValidationMessage_)
+    self->onValidationMessage_(message);
+  else
+    std::fprintf(stderr, "vkdml validation: %s\n", message);
+  return VK_FALSE;
+}
+
+Result DeviceImpl::CreateInstance(const DeviceDesc& desc) {
+  if (volkGetInstanceVersion() < VK_API_VERSION_1_1)
+    return Fail(Status::Unsupported, "the Vulkan loader supports only Vulkan 1.0, expected 1.1");
+  VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+  app.pApplicationName = "vkdml";
+  app.pEngineName = "vkdml";
+  app.apiVersion = VK_API_VERSION_1_1;
+  VkInstanceCreateInfo ci{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+  ci.pApplicationInfo = &app;
+
+  const char* layer = "VK_LAYER_KHRONOS_validation";
+  const char* extension = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
+  VkDebugUtilsMessengerCreateInfoEXT messenger{
+      VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
+  VkValidationFeatureEnableEXT enables[] = {
+      VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
+  VkValidationFeaturesEXT features{VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT};
+  if (desc.enableValidation) {
+    uint32_t n = 0;
+    vkEnumerateInstanceLayerProperties(&n, nullptr);
+    std::vector<VkLayerProperties> layers(n);
+    vkEnumerateInstanceLayerProperties(&n, layers.data());
+    bool found = false;
+    for (const auto& l : layers) found = found || std::strcmp(l.layerName, layer) == 0;
+    if (!found)
+      return Fail(Status::Unsupported,
+                  "DeviceDesc.enableValidation is set but VK_LAYER_KHRONOS_validation is not "
+                  "installed (Debian: vulkan-validationlayers)");
+    onValidationMessage_ = desc.onValidationMessage;
+    messenger.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
+                                VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+    messenger.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                            VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT |
+                            VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT;
+    messenger.pfnUserCallback = DebugCallback;
+    messenger.pUserData = this;
+    features.enabledValidationFeatureCount = 1;
+    features.pEnabledValidationFeatures = enables;
+    features.pNext = &messenger;
+    ci.pNext = &features;
+    ci.enabledLayerCount = 1;
+    ci.ppEnabledLayerNames = &layer;
+    ci.enabledExtensionCount = 1;
+    ci.ppEnabledExtensionNames = &extension;
+  }
+  VKDML_VK(vkCreateInstance(&ci, nullptr, &instance_));
+  LoadInstance(instance_);
+  if (desc.enableValidation)
+    VKDML_VK(vkCreateDebugUtilsMessengerEXT(instance_, &messenger, nullptr, &messenger_));
+  return {};
+}
+
+Result DeviceImpl::PickPhysicalDevice(int index) {
+  std::vector<VkPhysicalDevice> all;
+  VKDML_TRY(PhysicalDevices(instance_, &all));
+  if (index >= int(all.size()))
+    return Fail(Status::InvalidArgument, "DeviceDesc.physicalDeviceIndex is ", index,
+                ", expected less than ", all.size(), " (the number of Vulkan devices)");
+  if (index < 0) {
+    index = 0;
+    for (size_t i = 0; i < all.size(); ++i) {
+      VkPhysicalDeviceProperties p;
+      vkGetPhysicalDeviceProperties(all[i], &p);
+      if (p.deviceType == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU) {
+        index = int(i);
+        break;
+      }
+    }
+  }
+  physical_ = all[size_t(index)];
+  queueFamily_ = ComputeQueueFamily(physical_);
+  if (queueFamily_ == UINT32_MAX)
+    return Fail(Status::Unsupported, "Vulkan device ", index, " has no compute queue");
+  return {};
+}
+
+Result DeviceImpl::CreateLogicalDevice() {
+  DeviceInfo d = Describe(physical_, queueFamily_);
+  if (VK_API_VERSION_MINOR(d.apiVersion) < 1 && VK_API_VERSION_MAJOR(d.apiVersion) == 1)
+    return Fail(Status::Unsupported, "Vulkan device ", d.name,
+                " supports Vulkan 1.0, expected 1.1");
+  float priority = 1.0f;
+  VkDeviceQueueCreateInfo queue{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+  queue.queueFamilyIndex = queueFamily_;
+  queue.queueCount = 1;
+  queue.pQueuePriorities = &priority;
+
+  auto extensions = DeviceExtensions(physical_);
+  std::vector<const char*> enable;
+  bool is12 = VK_API_VERSION_MINOR(d.apiVersion) >= 2;
+  if (d.available.storageBuffer8BitAccess && !is12)
+    enable.push_back(VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
+  VkPhysicalDevice8BitStorageFeatures s8{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES};
+  s8.storageBuffer8BitAccess = d.available.storageBuffer8BitAccess;
+  VkPhysicalDevice16BitStorageFeatures s16{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+  s16.storageBuffer16BitAccess = d.available.storageBuffer16BitAccess;
+  s16.pNext = d.available.storageBuffer8BitAccess ? &s8 : nullptr;
+  VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &s16};
+
+  VkDeviceCreateInfo ci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, &features};
+  ci.queueCreateInfoCount = 1;
+  ci.pQueueCreateInfos = &queue;
+  ci.enabledExtensionCount = uint32_t(enable.size());
+  ci.ppEnabledExtensionNames = enable.data();
+  VKDML_VK(vkCreateDevice(physical_, &ci, nullptr, &device_));
+  info_.enabled = d.available;
+  return {};
+}
+
+Result DeviceImpl::ReadInfo() {
+  DeviceFeatures enabled = info_.enabled;
+  info_ = Describe(physical_, queueFamily_);
+  info_.enabled = enabled;
+  VkPhysicalDeviceProperties props;
+  vkGetPhysicalDeviceProperties(physical_, &props);
+  limits_ = props.limits;
+  vkGetPhysicalDeviceMemoryProperties(physical_, &memoryProps_);
+  return {};
+}
+
+Result DeviceImpl::CreateLayouts() {
+  VkDescriptorSetLayoutBinding b[kBindingCount];
+  for (uint32_t i = 0; i < kBindingCount; ++i) {
+    b[i] = {};
+    b[i].binding = i;
+    b[i].descriptorType =
+        i == 0 ? VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    b[i].descriptorCount = 1;
+    b[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
+  }
+  VkDescriptorSetLayoutCreateInfo sci{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+  sci.bindingCount = kBindingCount;
+  sci.pBindings = b;
+  VKDML_VK(vk_.vkCreateDescriptorSetLayout(device_, &sci, nullptr, &setLayout_));
+  VkPushConstantRange push{VK_SHADER_STAGE_COMPUTE_BIT, 0, 4 * sizeof(uint32_t)};
+  VkPipelineLayoutCreateInfo pci{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+  pci.setLayoutCount = 1;
+  pci.pSetLayouts = &setLayout_;
+  pci.pushConstantRangeCount = 1;
+  pci.pPushConstantRanges = &push;
+  VKDML_VK(vk_.vkCreatePipelineLayout(device_, &pci, nullptr, &pipelineLayout_));
+  return {};
+}
+
+Result DeviceImpl::Init(const DeviceDesc& desc) {
+  VKDML_TRY(LoadVulkan(desc.getInstanceProcAddr));
+  if (desc.device) {
+    if (!desc.instance || !desc.physicalDevice || !desc.queue)
+      return Fail(Status::InvalidArgument,
+                  "DeviceDesc.device is set, so instance, physicalDevice and queue must be too");
+    instance_ = desc.instance;
+    physical_ = desc.physicalDevice;
+    device_ = desc.device;
+    queue_ = desc.queue;
+    queueFamily_ = desc.queueFamilyIndex;
+    LoadInstance(instance_);
+    info_.enabled = desc.enabledFeatures;
+  } else {
+    owned_ = true;
+    VKDML_TRY(CreateInstance(desc));
+    VKDML_TRY(PickPhysicalDevice(desc.physicalDeviceIndex));
+    VKDML_TRY(CreateLogicalDevice());
+  }
+  getDeviceProcAddr_ = vkGetDeviceProcAddr;
+  volkLoadDeviceTable(&vk_, device_);
+  if (!queue_) vk_.vkGetDeviceQueue(device_, queueFamily_, 0, &queue_);
+  VKDML_TRY(ReadInfo());
+  if (desc.device) {
+    info_.enabled.storageBuffer8BitAccess &= info_.available.storageBuffer8BitAccess;
+    info_.enabled.storageBuffer16BitAccess &= info_.available.storageBuffer16BitAccess;
+  }
+  VKDML_TRY(CreateLayouts());
+
+  VkCommandPoolCreateInfo pool{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  pool.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+  pool.queueFamilyIndex = queueFamily_;
+  VKDML_VK(vk_.vkCreateCommandPool(device_, &pool, nullptr, &commandPool_));
+  VkCommandBufferAllocateInfo alloc{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  alloc.commandPool = commandPool_;
+  alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  alloc.commandBufferCount = 1;
+  VKDML_VK(vk_.vkAllocateCommandBuffers(device_, &alloc, &commandBuffer_));
+  VkFenceCreateInfo fence{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  VKDML_VK(vk_.vkCreateFence(device_, &fence, nullptr, &fence_));
+  return {};
+}
+
+DeviceImpl::~DeviceImpl() {
+  if (device_) {
+    vk_.vkDeviceWaitIdle(device_);
+    for (auto& p : pipelines_) vk_.vkDestroyPipeline(device_, p.second, nullptr);
+    if (pipelineLayout_) vk_.vkDestroyPipelineLayout(device_, pipelineLayout_, nullptr);
+    if (setLayout_) vk_.vkDestroyDescriptorSetLayout(device_, setLayout_, nullptr);
+    if (fence_) vk_.vkDestroyFence(device_, fence_, nullptr);
+    if (commandPool_) vk_.vkDestroyCommandPool(device_, commandPool_, nullptr);
+    if (owned_) vk_.vkDestroyDevice(device_, nullptr);
+  }
+  if (owned_ && instance_) {
+    if (messenger_) vkDestroyDebugUtilsMessengerEXT(instance_, messenger_, nullptr);
+    vkDestroyInstance(instance_, nullptr);
+  }
+}
+
+int DeviceImpl::FindMemoryType(uint32_t typeBits, VkMemoryPropertyFlags want) const {
+  for (uint32_t i = 0; i < memoryProps_.memoryTypeCount; ++i)
+    if ((typeBits & (1u << i)) && (memoryProps_.memoryTypes[i].propertyFlags & want) == want)
+      return int(i);
+  return -1;
+}
+
+Result DeviceImpl::Pipeline(const std::string& module, bool checked, VkPipeline* out) {
+  std::lock_guard<std::mutex> lock(pipelineMutex_);
+  auto key = std::make_pair(module, checked);
+  auto it = pipelines_.find(key);
+  if (it != pipelines_.end()) {
+    *out = it->second;
+    return {};
+  }
+  const SpirvModule* spirv = FindSpirv(module.c_str());
+  if (!spirv) return Fail(Status::DeviceError, "internal: no SPIR-V module named ", module);
+  VkShaderModuleCreateInfo mci{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+  mci.codeSize = spirv->count * sizeof(uint32_t);
+  mci.pCode = spirv->words;
+  VkShaderModule shader;
+  VKDML_VK(vk_.vkCreateShaderModule(device_, &mci, nullptr, &shader));
+  VkBool32 checkedValue = checked;
+  VkSpecializationMapEntry entry{0, 0, sizeof(VkBool32)};
+  VkSpecializationInfo spec{1, &entry, sizeof(VkBool32), &checkedValue};
+  VkComputePipelineCreateInfo ci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+  ci.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
+  ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+  ci.stage.module = shader;
+  ci.stage.pName = "main";
+  ci.stage.pSpecializationInfo = module == "report" ? nullptr : &spec;
+  ci.layout = pipelineLayout_;
+  VkPipeline pipeline;
+  VkResult r = vk_.vkCreateComputePipelines(device_, VK_NULL_HANDLE, 1, &ci, nullptr, &pipeline);
+  vk_.vkDestroyShaderModule(device_, shader, nullptr);
+  VKDML_VK(r);
+  pipelines_[key] = pipeline;
+  *out = pipeline;
+  return {};
+}
+
+Result DeviceImpl::Submit(const std::function<void(VkCommandBuffer)>& record) {
+  std::lock_guard<std::mutex> lock(submitMutex_);
+  VKDML_VK(vk_.vkResetCommandBuffer(commandBuffer_, 0));
+  VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  VKDML_VK(vk_.vkBeginCommandBuffer(commandBuffer_, &begin));
+  record(commandBuffer_);
+  VKDML_VK(vk_.vkEndCommandBuffer(commandBuffer_));
+  VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  submit.commandBufferCount = 1;
+  submit.pCommandBuffers = &commandBuffer_;
+  VKDML_VK(vk_.vkResetFences(device_, 1, &fence_));
+  VKDML_VK(vk_.vkQueueSubmit(queue_, 1, &submit, fence_));
+  VKDML_VK(vk_.vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX));
+  return {};
+}
+
+// Buffers ------------------------------------------------------------------------------------
+
+Result DeviceImpl::CreateInternalBuffer(UINT64 size, VkBufferUsageFlags usage,
+                                        Buffer::Memory memory, std::unique_ptr<BufferImpl>* out) {
+  auto b = std::make_unique<BufferImpl>(this, usage);
+  VKDML_TRY(b->Allocate(size, memory));
+  *out = std::move(b);
+  return {};
+}
+
+Result DeviceImpl::CreateBuffer(UINT64 size, Buffer::Memory memory, std::unique_ptr<Buffer>* out) {
+  if (size == 0)
+    return Fail(Status::InvalidArgument, "CreateBuffer: size is 0, expected at least 1");
+  std::unique_ptr<BufferImpl> b;
+  VKDML_TRY(CreateInternalBuffer(size,
+                                 VK_BUFFER_USAGE_STORAGE_BUFFER_BIT |
+                                     VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                                     VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                                 memory, &b));
+  *out = std::move(b);
+  return {};
+}
+
+Result BufferImpl::Allocate(UINT64 size, Memory memory) {
+  const auto& vk = device_->Vk();
+  VkDevice dev = device_->Handle();
+  VkBufferCreateInfo ci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  ci.size = size;
+  ci.usage = usage_;
+  ci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  VKDML_VK(vk.vkCreateBuffer(dev, &ci, nullptr, &buffer_));
+  size_ = size;
+  VkMemoryRequirements req;
+  vk.vkGetBufferMemoryRequirements(dev, buffer_, &req);
+  int type = -1;
+  if (memory == Memory::HostVisible) {
+    type = device_->FindMemoryType(req.memoryTypeBits, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                                           VK_MEMORY_PROPERTY_HOST_COHERENT_BIT |
+                                                           VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+    if (type < 0)
+      type = device_->FindMemoryType(req.memoryTypeBits, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                                             VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+  } else {
+    type = device_->FindMemoryType(req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+    if (type < 0) type = device_->FindMemoryType(req.memoryTypeBits, 0);
+  }
+  if (type < 0) return Fail(Status::Unsupported, "no suitable Vulkan memory type for a buffer");
+  VkMemoryAllocateInfo ai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+  ai.allocationSize = req.size;
+  ai.memoryTypeIndex = uint32_t(type);
+  VKDML_VK(vk.vkAllocateMemory(dev, &ai, nullptr, &memory_));
+  VKDML_VK(vk.vkBindBufferMemory(dev, buffer_, memory_, 0));
+  if (memory == Memory::HostVisible) VKDML_VK(vk.vkMapMemory(dev, memory_, 0, size, 0, &mapped_));
+  return {};
+}
+
+BufferImpl::~BufferImpl() {
+  const auto& vk = device_->Vk();
+  if (buffer_) vk.vkDestroyBuffer(device_->Handle(), buffer_, nullptr);
+  if (memory_) vk.vkFreeMemory(device_->Handle(), memory_, nullptr);
+}
+
+Result BufferImpl::CheckRange(const char* what, UINT64 offset, UINT64 size,
+                              const void* data) const {
+  if (!data && size) return Fail(Status::InvalidArgument, "Buffer::", what, ": data is null");
+  if (offset > size_ || size > size_ - offset)
+    return Fail(Status::InvalidArgument, "Buffer::", what, ": bytes [", offset, ", ", offset + size,
+                ") are outside the buffer's ", size_, " bytes");
+  return {};
+}
+
+namespace {
+constexpr UINT64 kStagingChunk = 64ull << 20;
+}
+
+Result BufferImpl::Write(UINT64 offset, const void* data, UINT64 size) {
+  VKDML_TRY(CheckRange("Write", offset, size, data));
+  if (mapped_) {
+    std::memcpy(static_cast<char*>(mapped_) + offset, data, size);
+    return {};
+  }
+  std::unique_ptr<BufferImpl> staging;
+  VKDML_TRY(device_->CreateInternalBuffer(std::min(size, kStagingChunk) + 1,
+                                          VK_BUFFER_USAGE_TRANSFER_SRC_BIT, Memory::HostVisible,
+                                          &staging));
+  for (UINT64 done = 0; done < size;) {
+    UINT64 n = std::min(size - done, kStagingChunk);
+    std::memcpy(staging->Mapped(), static_cast<const char*>(data) + done, n);
+    VKDML_TRY(device_->Submit([&](VkCommandBuffer cmd) {
+      VkBufferCopy region{0, offset + done, n};
+      device_->Vk().vkCmdCopyBuffer(cmd, staging->Handle(), buffer_, 1, &region);
+    }));
+    done += n;
+  }
+  return {};
+}
+
+Result BufferImpl::Read(UINT64 offset, void* data, UINT64 size) {
+  VKDML_TRY(CheckRange("Read", offset, size, data));
+  if (mapped_) {
+    std::memcpy(data, static_cast<const char*>(mapped_) + offset, size);
+    return {};
+  }
+  std::unique_ptr<BufferImpl> staging;
+  VKDML_TRY(device_->CreateInternalBuffer(std::min(size, kStagingChunk) + 1,
+                                          VK_BUFFER_USAGE_TRANSFER_DST_BIT, Memory::HostVisible,
+                                          &staging));
+  for (UINT64 done = 0; done < size;) {
+    UINT64 n = std::min(size - done, kStagingChunk);
+    VKDML_TRY(device_->Submit([&](VkCommandBuffer cmd) {
+      VkBufferCopy region{offset + done, 0, n};
+      device_->Vk().vkCmdCopyBuffer(cmd, buffer_, staging->Handle(), 1, &region);
+      VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+      barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+      barrier.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+      device_->Vk().vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                                         VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &barrier, 0, nullptr, 0,
+                                         nullptr);
+    }));
+    std::memcpy(static_cast<char*>(data) + done, staging->Mapped(), n);
+    done += n;
+  }
+  return {};
+}
+
+}  // namespace detail
+
+// Public entry points ------------------------------------------------------------------------
+
+Result CreateDevice(const DeviceDesc& desc, std::unique_ptr<Device>* out) {
+  if (!out) return detail::Fail(Status::InvalidArgument, "CreateDevice: out is null");
+  auto device = std::make_unique<detail::DeviceImpl>();
+  VKDML_TRY(device->Init(desc));
+  *out = std::move(device);
+  return {};
+}
+
+Result EnumerateDevices(std::vector<DeviceInfo>* out) {
+  VKDML_TRY(detail::LoadVulkan(nullptr));
+  VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+  app.pApplicationName = "vkdml";
+  app.apiVersion = VK_API_VERSION_1_1;
+  VkInstanceCreateInfo ci{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+  ci.pApplicationInfo = &app;
+  VkInstance instance;
+  VKDML_VK(vkCreateInstance(&ci, nullptr, &instance));
+  detail::LoadInstance(instance);
+  std::vector<VkPhysicalDevice> all;
+  Result r = detail::PhysicalDevices(instance, &all);
+  out->clear();
+  for (VkPhysicalDevice pd : all) {
+    out->push_back(detail::Describe(pd, detail::ComputeQueueFamily(pd)));
+    out->back().enabled = out->back().available;
+  }
+  vkDestroyInstance(instance, nullptr);
+  return r;
+}
+
+}  // namespace vkdml

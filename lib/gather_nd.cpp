@@ -1,0 +1,32 @@
+// DML_OPERATOR_GATHER_ND and DML_OPERATOR_GATHER_ND1: validation and lowering.
+#include "error.h"
+#include "nd_layout.h"
+#include "operator.h"
+
+namespace vkdml::detail {
+
+Result BuildGatherND(const DML_GATHER_ND1_OPERATOR_DESC& desc, bool hasBatch, OperatorImpl* op) {
+  Tensor input, indices, output;
+  VKDML_TRY(ValidateTensor(desc.InputTensor, "InputTensor", TensorRole::Data, &input));
+  VKDML_TRY(ValidateTensor(desc.IndicesTensor, "IndicesTensor", TensorRole::Indices, &indices));
+  VKDML_TRY(ValidateTensor(desc.OutputTensor, "OutputTensor", TensorRole::Data, &output));
+  VKDML_TRY(CheckSameRank(indices, input));
+  VKDML_TRY(CheckSameRank(output, input));
+  VKDML_TRY(CheckSameType(output, input));
+  VKDML_TRY(CheckNoOverlap(output));
+
+  NdLayout l;
+  VKDML_TRY(ValidateNdLayout(input, indices, desc.InputDimensionCount, desc.IndicesDimensionCount,
+                             hasBatch ? desc.BatchDimensionCount : 0, &l));
+  VKDML_TRY(CheckSizes(output, l.resultRank, l.result, l.resultWhat));
+
+  Pass gather;
+  gather.plan = NdPlan(l, input, input, indices, output);
+  op->inputs = {input, indices};
+  op->outputs = {output};
+  op->passes = {gather};
+  for (UINT j = 0; j < l.k; ++j) op->componentSizes.push_back(input.ActualSize(l.r, l.b + j));
+  return {};
+}
+
+}  // namespace vkdml::detail

@@ -1,0 +1,59 @@
+// A validated operator, lowered to passes of the indexed-copy kernel (plan.h).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "plan.h"
+
+namespace vkdml::detail {
+
+// Descriptor bindings shared by every kernel (glsl/common.glsl).
+enum Binding : UINT {
+  kBindPlans = 0,
+  kBindInput = 1,
+  kBindIndices = 2,
+  kBindUpdates = 3,
+  kBindOutput = 4,
+  kBindStatus = 5,
+  kBindingCount = 6
+};
+
+struct Pass {
+  enum class Kind { Gather, Scatter } kind = Kind::Gather;
+  Plan plan;
+  bool skipInPlace = false;  // ScatterND's copy: nothing to do when OutputTensor is InputTensor
+};
+
+class OperatorImpl final : public Operator {
+ public:
+  DML_OPERATOR_TYPE type = DML_OPERATOR_INVALID;
+  const char* name = "";
+  std::vector<Tensor> inputs;   // InputTensor, IndicesTensor[, UpdatesTensor]
+  std::vector<Tensor> outputs;  // OutputTensor
+  std::vector<Pass> passes;
+  // What each index component indexes, for checked-mode messages: component j of an index
+  // tuple (j = position % tuple) has valid values for a dimension of size componentSizes[j].
+  std::vector<UINT> componentSizes;
+
+  const Tensor& Indices() const { return inputs[1]; }
+  UINT ElemSize() const { return inputs[0].elemSize; }
+
+  DML_OPERATOR_TYPE Type() const override { return type; }
+  UINT InputCount() const override { return UINT(inputs.size()); }
+  UINT OutputCount() const override { return UINT(outputs.size()); }
+  UINT64 InputSize(UINT i) const override { return i < inputs.size() ? inputs[i].totalBytes : 0; }
+  UINT64 OutputSize(UINT i) const override {
+    return i < outputs.size() ? outputs[i].totalBytes : 0;
+  }
+};
+
+// Each validates its descriptor (messages without the operator-name prefix) and fills op.
+Result BuildGatherElements(const DML_GATHER_ELEMENTS_OPERATOR_DESC& desc, OperatorImpl* op);
+Result BuildGatherND(const DML_GATHER_ND1_OPERATOR_DESC& desc, bool hasBatch, OperatorImpl* op);
+Result BuildScatterND(const DML_SCATTER_ND_OPERATOR_DESC& desc, OperatorImpl* op);
+
+// Dispatches on desc.Type, adds the "GATHER_ND: " prefix to messages.
+Result BuildOperator(const DML_OPERATOR_DESC& desc, OperatorImpl* op);
+
+}  // namespace vkdml::detail

@@ -1,0 +1,68 @@
+#include "plan.h"
+
+namespace vkdml::detail {
+
+void Plan::AddDim(UINT size, UINT directStride, UINT indexedStride, UINT indicesStride,
+                  UINT positionStride) {
+  sizes[rank] = size;
+  direct[rank] = directStride;
+  indexed[rank] = indexedStride;
+  indices[rank] = indicesStride;
+  position[rank] = positionStride;
+  ++rank;
+  count *= size;
+}
+
+void Plan::AddComponent(UINT size, UINT stride) {
+  tupleSize[tuple] = size;
+  tupleStride[tuple] = stride;
+  ++tuple;
+}
+
+void Plan::Simplify() {
+  Plan p = *this;
+  rank = 0;
+  count = 1;
+  for (UINT d = 0; d < p.rank; ++d) {
+    if (p.sizes[d] == 1) continue;
+    if (rank > 0) {
+      UINT o = rank - 1, n = p.sizes[d];
+      bool merge = direct[o] == p.direct[d] * n && indexed[o] == p.indexed[d] * n &&
+                   indices[o] == p.indices[d] * n && position[o] == p.position[d] * n;
+      if (merge) {
+        sizes[o] *= n;  // stays below 2^32: the product is an element count
+        direct[o] = p.direct[d];
+        indexed[o] = p.indexed[d];
+        indices[o] = p.indices[d];
+        position[o] = p.position[d];
+        count *= n;
+        continue;
+      }
+    }
+    AddDim(p.sizes[d], p.direct[d], p.indexed[d], p.indices[d], p.position[d]);
+  }
+}
+
+bool Plan::Widen(UINT elemSize, UINT vecBytes, Plan* out) const {
+  if (rank == 0 || vecBytes % elemSize) return false;
+  const UINT per = vecBytes / elemSize, last = rank - 1;
+  if (direct[last] != 1 || indexed[last] != 1 || indices[last] != 0 || position[last] != 0 ||
+      sizes[last] % per)
+    return false;
+  for (UINT d = 0; d < last; ++d)
+    if (direct[d] % per || indexed[d] % per) return false;
+  for (UINT j = 0; j < tuple; ++j)
+    if (tupleStride[j] % per) return false;
+  Plan w = *this;
+  w.sizes[last] /= per;
+  w.count /= per;
+  for (UINT d = 0; d < last; ++d) {
+    w.direct[d] /= per;
+    w.indexed[d] /= per;
+  }
+  for (UINT j = 0; j < tuple; ++j) w.tupleStride[j] /= per;
+  *out = w;
+  return true;
+}
+
+}  // namespace vkdml::detail

@@ -1,0 +1,38 @@
+// The kernel plan every operator lowers to: an indexed copy over up to 8 loop dimensions.
+//
+// For each element of the loop space, with coordinates c:
+//   direct   = sum c[d] * direct[d]        (gather: OutputTensor, scatter: UpdatesTensor)
+//   indexed  = sum c[d] * indexed[d]       (gather: InputTensor,  scatter: OutputTensor)
+//            + sum_j clamp(indices[sum c[d] * indices[d] + j * componentStride]) * tupleStride[j]
+//   gather:  out[direct]  = in[indexed];   scatter: out[indexed] = updates[direct]
+// A plan with tuple == 0 is a strided copy (ScatterND's first pass).
+#pragma once
+
+#include "tensor.h"
+
+namespace vkdml::detail {
+
+struct Plan {
+  UINT rank = 0;
+  UINT sizes[kMaxDims] = {};
+  UINT direct[kMaxDims] = {};
+  UINT indexed[kMaxDims] = {};
+  UINT indices[kMaxDims] = {};      // IndicesTensor strides, 0 on slice dimensions
+  UINT position[kMaxDims] = {};     // row-major element position in IndicesTensor (checked mode)
+  UINT tuple = 0;                   // index components per loop element
+  UINT tupleSize[kMaxDims] = {};    // size n of the dimension component j indexes
+  UINT tupleStride[kMaxDims] = {};  // indexed-side stride of that dimension
+  UINT componentStride = 0;         // IndicesTensor stride between components
+  UINT count = 1;                   // loop elements (a tensor's count: below 2^32)
+
+  void AddDim(UINT size, UINT directStride, UINT indexedStride, UINT indicesStride,
+              UINT positionStride);
+  void AddComponent(UINT size, UINT stride);
+  // Drops size-1 dimensions and merges neighbours that are contiguous on every side.
+  void Simplify();
+  // The same copy done in vecBytes units (e.g. 16 for uvec4) when the innermost dimension is a
+  // contiguous run on both sides whose length and every stride are whole vectors.
+  bool Widen(UINT elemSize, UINT vecBytes, Plan* out) const;
+};
+
+}  // namespace vkdml::detail

@@ -1,0 +1,49 @@
+// The one place that owns DML_BUFFER_TENSOR_DESC arithmetic: validation, element sizes, packed
+// strides, required sizes, and the right-aligned views the operators use.
+#pragma once
+
+#include "vkdml/vkdml.h"
+
+namespace vkdml::detail {
+
+constexpr UINT kMaxDims = 8;
+
+// A validated buffer tensor with explicit strides (packed strides filled in when omitted).
+struct Tensor {
+  const char* field = "";  // "InputTensor", ...: names the descriptor field in messages
+  DML_TENSOR_DATA_TYPE type = DML_TENSOR_DATA_TYPE_UNKNOWN;
+  UINT elemSize = 0;
+  UINT dims = 0;
+  UINT sizes[kMaxDims] = {};
+  UINT strides[kMaxDims] = {};
+  UINT64 totalBytes = 0;  // TotalTensorSizeInBytes
+  UINT alignment = 0;     // GuaranteedBaseOffsetAlignment
+
+  // Size and stride of dimension a of the trailing `actual` dimensions (right alignment).
+  UINT ActualSize(UINT actual, UINT a) const { return sizes[dims - actual + a]; }
+  UINT ActualStride(UINT actual, UINT a) const { return strides[dims - actual + a]; }
+};
+
+enum class TensorRole { Data, Indices };
+
+// Checks desc against DirectML's rules for a tensor in the given role.
+Result ValidateTensor(const DML_TENSOR_DESC* desc, const char* field, TensorRole role, Tensor* out);
+
+// Outputs may not broadcast or place two elements at one address.
+Result CheckNoOverlap(const Tensor& t);
+
+// The leading dims - actual sizes must be 1. countField names the count ("InputDimensionCount").
+Result CheckLeadingOnes(const Tensor& t, UINT actual, const char* countField);
+
+// a.DimensionCount == b.DimensionCount, a.DataType == b.DataType.
+Result CheckSameRank(const Tensor& t, const Tensor& reference);
+Result CheckSameType(const Tensor& t, const Tensor& reference);
+
+// t's sizes equal `expected` right-aligned with leading 1s. `what[i]` explains expected[i]
+// ("InputTensor.Sizes[3]"); expectedCount may not exceed t.dims (checked, with a message).
+Result CheckSizes(const Tensor& t, UINT expectedCount, const UINT* expected,
+                  const std::string* what);
+
+bool IsSignedIndexType(DML_TENSOR_DATA_TYPE type);
+
+}  // namespace vkdml::detail
