@@ -1,35 +1,64 @@
 #version 450
 // The indexed copy every operator lowers to (lib/plan.h): gather when SCATTER is 0, scatter
 // when 1. ELEM is the element size in bytes (1, 2, 4, 8, or 16 for widened plans): the kernel
-// moves bytes and never looks at data types.
+// moves bytes and never looks at data types. INDEX64 selects 64-bit index loads.
+// Rank, tuple size, index flags and the unroll factor are specialization constants, so loops
+// fully unroll.
 #extension GL_GOOGLE_include_directive : require
 #if ELEM == 1
 #extension GL_EXT_shader_8bit_storage : require
 #define T uint8_t
+#define V uint  // registers hold 8- and 16-bit values widened (storage-only types)
 #elif ELEM == 2
 #extension GL_EXT_shader_16bit_storage : require
 #define T uint16_t
+#define V uint
 #elif ELEM == 4
 #define T uint
+#define V T
 #elif ELEM == 8
 #define T uvec2
+#define V T
 #elif ELEM == 16
 #define T uvec4
+#define V T
 #endif
 
 layout(local_size_x = 256) in;
 layout(constant_id = 0) const bool kChecked = false;
+layout(constant_id = 1) const uint kRank = 1;
+layout(constant_id = 2) const uint kTuple = 0;
+layout(constant_id = 3) const uint kFlags = 0;
+layout(constant_id = 4) const uint kUnroll = 4;  // elements in flight per thread
+#ifndef TILED
+#define TILED 1
+#endif
 
 #include "common.glsl"
 
-layout(std430, set = 0, binding = 1) readonly buffer Input { T inputData[]; };
-layout(std430, set = 0, binding = 3) readonly buffer Updates { T updatesData[]; };
-layout(std430, set = 0, binding = 4) writeonly buffer Output { T outputData[]; };
+layout(std430, set = 0, binding = 1) restrict readonly buffer Input { T inputData[]; };
+#if INDEX64
+layout(std430, set = 0, binding = 2) restrict readonly buffer Indices { uvec2 indexData[]; };
+#else
+layout(std430, set = 0, binding = 2) restrict readonly buffer Indices { uint indexData[]; };
+#endif
+layout(std430, set = 0, binding = 3) restrict readonly buffer Updates { T updatesData[]; };
+layout(std430, set = 0, binding = 4) restrict writeonly buffer Output { T outputData[]; };
 
-// Clamps index (lo, hi) into [-n, n-1] (signed) or [0, n-1] (unsigned), then maps a negative
-// value to value + n. Records the element's position when checking and it was out of range.
-uint clampIndex(uvec2 v, uint n, uint flags, uint position) {
-  bool negative = (flags & kFlagSigned) != 0u && int(v.y) < 0;
+// Index element e as (lo, hi), sign- or zero-extended from 32 bits.
+uvec2 readIndex(uint e) {
+#if INDEX64
+  return indexData[pc.indexBase + e];
+#else
+  uint lo = indexData[pc.indexBase + e];
+  return uvec2(lo, (kFlags & kFlagSigned) != 0u && int(lo) < 0 ? 0xFFFFFFFFu : 0u);
+#endif
+}
+
+// Clamps (lo, hi) into [-n, n-1] (signed) or [0, n-1] (unsigned), then maps a negative value
+// to value + n. When checking, records the position of an out-of-range index.
+uint clampIndex(uvec2 v, uint n, uint position) {
+  bool negative = (kFlags & kFlagSigned) != 0u && int(v.y) < 0;
   bool inRange;
   uint result;
   if (negative) {
@@ -43,33 +72,77 @@ uint clampIndex(uvec2 v, uint n, uint flags, uint position) {
   return result;
 }
 
+// Offsets of loop element i on the direct and the indexed side.
+uvec2 locate(uint p, uint i) {
+  uint rest = i, direct = 0u, indexed = 0u, index = 0u, position = 0u;
+  for (int d = int(kRank) - 1; d >= 0; --d) {
+    uint c = rest;
+    if (d > 0) {  // multiply-shift division by sizes[d]; dimension 0 takes the rest
+      uint hi, lo;
+      umulExtended(rest, AT(plans[p].magic, d), hi, lo);
+      uint l = AT(plans[p].shift, d);
+      uint q = (hi + ((rest - hi) >> min(l, 1u))) >> (max(l, 1u) - 1u);
+      c = rest - q * AT(plans[p].sizes, d);
+      rest = q;
+    }
+    direct += c * AT(plans[p].direct, d);
+    indexed += c * AT(plans[p].indexed, d);
+    index += c * AT(plans[p].indices, d);
+    position += c * AT(plans[p].position, d);
+  }
+  for (uint j = 0u; j < kTuple; ++j)
+    indexed += clampIndex(readIndex(index + j * plans[p].extra.x), AT(plans[p].tupleSize, j),
+                          position + j) * AT(plans[p].tupleStride, j);
+  return uvec2(direct, indexed);
+}
+
 void main() {
   const uint p = pc.plan;
-  const uint rank = plans[p].head.x, tuple = plans[p].head.y, flags = plans[p].head.z;
   const uint count = plans[p].head.w;
-  const uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
-  for (uint i = gl_GlobalInvocationID.x; i < count;) {
-    uint rest = i, direct = 0u, indexed = 0u, index = 0u, position = 0u;
-    for (uint d = rank; d-- > 0u;) {
-      uint size = AT(plans[p].sizes, d);
-      uint c = rest % size;
-      rest /= size;
-      direct += c * AT(plans[p].direct, d);
-      indexed += c * AT(plans[p].indexed, d);
-      index += c * AT(plans[p].indices, d);
-      position += c * AT(plans[p].position, d);
-    }
-    for (uint j = 0u; j < tuple; ++j) {
-      uvec2 v = readIndex(index + j * plans[p].extra.x, flags);
-      indexed += clampIndex(v, AT(plans[p].tupleSize, j), flags, position + j) *
-                 AT(plans[p].tupleStride, j);
-    }
-#if SCATTER
-    outputData[pc.dstBase + indexed] = updatesData[pc.srcBase + direct];
+#if TILED
+  // Each workgroup copies tiles of kUnroll * 256 consecutive elements (thread t takes t,
+  // t + 256, ...), then strides over the grid: neighbouring elements stay in one workgroup.
+  const uint tile = kUnroll * gl_WorkGroupSize.x;
+  const uint step = gl_NumWorkGroups.x * tile;
+  uint base = gl_WorkGroupID.x * tile;
+  while (base < count) {
+    uint i = base + gl_LocalInvocationID.x;
+    const uint inc = gl_WorkGroupSize.x;
 #else
-    outputData[pc.dstBase + direct] = inputData[pc.srcBase + indexed];
+  const uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+  uint i = gl_GlobalInvocationID.x;
+  while (i < count) {
+    const uint inc = step;
 #endif
-    if (count - i <= step) break;  // i + step would pass count (or wrap around 2^32)
-    i += step;
+    uvec2 at[kUnroll];
+    uint n = 0u;
+    for (uint u = 0u; u < kUnroll; ++u) {
+      if (i < count) {
+        at[u] = locate(p, i);
+        n = u + 1u;
+      }
+      i = count - i <= inc ? count : i + inc;  // no wrap-around past 2^32
+    }
+    V v[kUnroll];
+    for (uint u = 0u; u < kUnroll; ++u)  // every load before any store: loads overlap
+      if (u < n) {
+#if SCATTER
+        v[u] = V(updatesData[pc.srcBase + at[u].x]);
+#else
+        v[u] = V(inputData[pc.srcBase + at[u].y]);
+#endif
+      }
+    for (uint u = 0u; u < kUnroll; ++u)
+      if (u < n) {
+#if SCATTER
+        outputData[pc.dstBase + at[u].y] = T(v[u]);
+#else
+        outputData[pc.dstBase + at[u].x] = T(v[u]);
+#endif
+      }
+#if TILED
+    if (count - base <= step) break;
+    base += step;
+#endif
   }
 }

@@ -7,6 +7,8 @@ layout(local_size_x = 1) in;
 
 #include "common.glsl"
 
+layout(std430, set = 0, binding = 2) restrict readonly buffer Indices { uint indexWords[]; };
+
 void main() {
   const uint p = pc.plan;
   uint position = status[0];
@@ -17,7 +19,10 @@ void main() {
     element += (rest % size) * AT(plans[p].indices, d);
     rest /= size;
   }
-  uvec2 v = readIndex(element, plans[p].head.z);
-  status[1] = v.x;
-  status[2] = v.y;
+  bool wide = (plans[p].head.z & kFlagIndex64) != 0u;
+  uint w = (wide ? 2u : 1u) * (pc.indexBase + element);
+  uint lo = indexWords[w];
+  bool negative = (plans[p].head.z & kFlagSigned) != 0u && int(lo) < 0;
+  status[1] = lo;
+  status[2] = wide ? indexWords[w + 1u] : (negative ? 0xFFFFFFFFu : 0u);
 }

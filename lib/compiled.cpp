@@ -2,6 +2,7 @@
 // and the convenience path.
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 
 #include "device.h"
 #include "error.h"
@@ -14,10 +15,26 @@ namespace {
 constexpr UINT kGroupSize = 256;    // local_size_x of indexed.comp
 constexpr UINT kMaxGroups = 65535;  // grid-stride loops cover the rest
 constexpr UINT kVectorBytes = 16;   // widened plans move uvec4
-constexpr UINT kPlanWords = 64;     // one Plan in glsl/common.glsl: 16 uvec4
-constexpr UINT kPlanSlots = 5;      // pass 0 and 1, each plain and widened; then the report
+constexpr UINT kPlanWords = 80;     // one Plan in glsl/common.glsl: 20 uvec4
+
+// Elements each thread moves per step (indexed.comp's kUnroll): enough loads in flight to cover
+// memory latency; uvec4 elements need fewer. Measured on an H100 (.dev notes, docs/perf.md).
+UINT Unroll(UINT elemSize) {
+  return elemSize >= 16 ? 4 : 8;
+}
+constexpr UINT kPlanSlots = 5;  // pass 0 and 1, each plain and widened; then the report
 constexpr UINT kReportSlot = 4;
 constexpr UINT kFlagSigned = 1, kFlagIndex64 = 2;
+
+// Unsigned 32-bit division by d as a multiply and shifts (Granlund and Montgomery, 1994):
+// with l = ceil(log2 d), magic = floor(2^32 (2^l - d) / d) + 1, t = mulhi(n, magic),
+// n / d = (t + ((n - t) >> min(l, 1))) >> (max(l, 1) - 1) for every 32-bit n.
+void Magic(UINT d, UINT* magic, UINT* shift) {
+  UINT l = 0;
+  while ((UINT64(1) << l) < d) ++l;
+  *magic = UINT(((UINT64(1) << 32) * ((UINT64(1) << l) - d)) / d + 1);
+  *shift = l;
+}
 
 // Writes a plan in glsl/common.glsl's std140 layout.
 void PackPlan(const Plan& p, UINT flags, uint32_t* w) {
@@ -26,14 +43,16 @@ void PackPlan(const Plan& p, UINT flags, uint32_t* w) {
   w[1] = p.tuple;
   w[2] = flags;
   w[3] = p.count;
-  const UINT* arrays[] = {p.sizes,    p.direct,    p.indexed,    p.indices,
-                          p.position, p.tupleSize, p.tupleStride};
-  for (UINT a = 0; a < 7; ++a) std::memcpy(w + 4 + 8 * a, arrays[a], 8 * sizeof(uint32_t));
-  w[60] = p.componentStride;
+  UINT magic[kMaxDims] = {}, shift[kMaxDims] = {};
+  for (UINT d = 0; d < p.rank; ++d) Magic(p.sizes[d], &magic[d], &shift[d]);
+  const UINT* arrays[] = {p.sizes,   magic,      shift,       p.direct,     p.indexed,
+                          p.indices, p.position, p.tupleSize, p.tupleStride};
+  for (UINT a = 0; a < 9; ++a) std::memcpy(w + 4 + 8 * a, arrays[a], 8 * sizeof(uint32_t));
+  w[76] = p.componentStride;
 }
 
-std::string ModuleName(Pass::Kind kind, UINT elemSize) {
-  return Str(kind == Pass::Kind::Gather ? "gather_e" : "scatter_e", elemSize);
+std::string ModuleName(Pass::Kind kind, UINT elemSize, UINT indexSize) {
+  return Str(kind == Pass::Kind::Gather ? "gather_e" : "scatter_e", elemSize, "_i", indexSize * 8);
 }
 
 class CompiledOperatorImpl final : public CompiledOperator {
@@ -49,6 +68,9 @@ class CompiledOperatorImpl final : public CompiledOperator {
   std::vector<PassState> passes;
   VkPipeline report = VK_NULL_HANDLE;
   std::unique_ptr<BufferImpl> plans;  // uniform buffer, kPlanSlots plans
+  // Device::Run's binding table, made on first use.
+  mutable std::mutex runMutex;
+  mutable std::unique_ptr<BindingTable> runTable;
 
   const Operator& Op() const override { return op; }
   UINT Flags() const override { return flags; }
@@ -139,6 +161,12 @@ Result BindingTableImpl::Bind(bool outputs, UINT count, const DML_BUFFER_BINDING
     if (!b.Buffer)
       return Fail(Status::InvalidArgument, what, "[", i, "].Buffer is VK_NULL_HANDLE (", t.field,
                   ")");
+    UINT64 bufferSize;
+    if (device_->KnownBufferSize(b.Buffer, &bufferSize) &&
+        (b.Offset > bufferSize || b.SizeInBytes > bufferSize - b.Offset))
+      return Fail(Status::InvalidArgument, what, "[", i, "] covers bytes [", b.Offset, ", ",
+                  b.Offset + b.SizeInBytes, "), outside the ", bufferSize,
+                  "-byte vkdml::Buffer it names (", t.field, ")");
     if (b.SizeInBytes < t.totalBytes)
       return Fail(Status::InvalidArgument, what, "[", i, "].SizeInBytes is ", b.SizeInBytes,
                   ", expected at least ", t.totalBytes, " (", t.field, ".TotalTensorSizeInBytes)");
@@ -251,7 +279,7 @@ Result BindingTableImpl::Record(VkCommandBuffer cmd) {
     Barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, compute, readWrite);
   }
   const UINT elemSize = op_->op.ElemSize();
-  const UINT indexBase = UINT(delta_[kBindIndices] / 4);
+  const UINT indexBase = UINT(delta_[kBindIndices] / op_->op.Indices().elemSize);
   bool first = true;
   for (size_t i = 0; i < op_->passes.size(); ++i) {
     const auto& s = op_->passes[i];
@@ -267,9 +295,10 @@ Result BindingTableImpl::Record(VkCommandBuffer cmd) {
     first = false;
     vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, wide ? s.widePipeline : s.pipeline);
     vk.vkCmdPushConstants(cmd, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), push);
+    const UINT64 perGroup = kGroupSize * Unroll(wide ? kVectorBytes : elemSize);
     UINT groups =
-        std::min<UINT>((plan.count + kGroupSize - 1) / kGroupSize,
-                       std::min(kMaxGroups, device_->Limits().maxComputeWorkGroupCount[0]));
+        UINT(std::min<UINT64>((UINT64(plan.count) + perGroup - 1) / perGroup,
+                              std::min(kMaxGroups, device_->Limits().maxComputeWorkGroupCount[0])));
     vk.vkCmdDispatch(cmd, groups, 1, 1);
   }
   if (op_->checked) {
@@ -357,16 +386,21 @@ Result DeviceImpl::CompileOperator(const Operator& op, UINT flags,
   for (size_t i = 0; i < c->op.passes.size(); ++i) {
     CompiledOperatorImpl::PassState s;
     s.pass = c->op.passes[i];
-    VKDML_TRY(Pipeline(ModuleName(s.pass.kind, c->op.ElemSize()), c->checked, &s.pipeline));
-    PackPlan(s.pass.plan, indexFlags, &words[(2 * i) * kPlanWords]);
-    if (s.pass.plan.Widen(c->op.ElemSize(), kVectorBytes, &s.wide)) {
-      VKDML_TRY(Pipeline(ModuleName(s.pass.kind, kVectorBytes), c->checked, &s.widePipeline));
+    const Plan& plan = s.pass.plan;
+    const UINT indexSize = indices.elemSize;
+    DeviceImpl::Specialization spec = {c->checked, plan.rank, plan.tuple, indexFlags,
+                                       Unroll(c->op.ElemSize())};
+    VKDML_TRY(Pipeline(ModuleName(s.pass.kind, c->op.ElemSize(), indexSize), spec, &s.pipeline));
+    PackPlan(plan, indexFlags, &words[(2 * i) * kPlanWords]);
+    if (plan.Widen(c->op.ElemSize(), kVectorBytes, &s.wide)) {
+      spec[4] = Unroll(kVectorBytes);
+      VKDML_TRY(Pipeline(ModuleName(s.pass.kind, kVectorBytes, indexSize), spec, &s.widePipeline));
       PackPlan(s.wide, indexFlags, &words[(2 * i + 1) * kPlanWords]);
     }
     c->passes.push_back(s);
   }
   if (c->checked) {
-    VKDML_TRY(Pipeline("report", false, &c->report));
+    VKDML_TRY(Pipeline("report", {}, &c->report));
     Plan report;
     for (UINT d = 0; d < indices.dims; ++d)
       report.AddDim(indices.sizes[d], 0, 0, indices.strides[d], 0);
@@ -399,44 +433,75 @@ Result DeviceImpl::Run(const CompiledOperator& compiled, const std::vector<const
   if (inputs.size() != op.InputCount() || outputs.size() != op.OutputCount())
     return Fail(Status::InvalidArgument, "Run: ", inputs.size(), " inputs and ", outputs.size(),
                 " outputs, expected ", op.InputCount(), " and ", op.OutputCount());
-  std::vector<std::unique_ptr<Buffer>> in(inputs.size()), out(outputs.size());
-  std::vector<DML_BUFFER_BINDING> inBindings, outBindings;
-  for (UINT i = 0; i < inputs.size(); ++i) {
+  for (size_t i = 0; i < inputs.size(); ++i)
     if (!inputs[i]) return Fail(Status::InvalidArgument, "Run: inputs[", i, "] is null");
-    VKDML_TRY(CreateBuffer(op.InputSize(i), Buffer::Memory::DeviceLocal, &in[i]));
-    VKDML_TRY(in[i]->Write(0, inputs[i], op.InputSize(i)));
-    inBindings.push_back(in[i]->Binding());
-  }
-  for (UINT i = 0; i < outputs.size(); ++i) {
+  for (size_t i = 0; i < outputs.size(); ++i)
     if (!outputs[i]) return Fail(Status::InvalidArgument, "Run: outputs[", i, "] is null");
-    VKDML_TRY(CreateBuffer(op.OutputSize(i), Buffer::Memory::DeviceLocal, &out[i]));
-    // Bytes between strided elements keep the caller's values.
-    VKDML_TRY(out[i]->Write(0, outputs[i], op.OutputSize(i)));
-    outBindings.push_back(out[i]->Binding());
+
+  // Every tensor at a 256-byte aligned offset of one arena: staged in host memory, copied to
+  // device memory, run, and copied back, all in one submit.
+  const UINT count = op.InputCount() + op.OutputCount();
+  std::vector<UINT64> offset(count), size(count);
+  UINT64 total = 0;
+  for (UINT i = 0; i < count; ++i) {
+    size[i] = i < op.InputCount() ? op.InputSize(i) : op.OutputSize(i - op.InputCount());
+    offset[i] = total;
+    total += (size[i] + 255) / 256 * 256;
   }
-  std::unique_ptr<BindingTable> table;
-  VKDML_TRY(CreateBindingTable(compiled, &table));
-  VKDML_TRY(table->BindInputs(UINT(inBindings.size()), inBindings.data()));
-  VKDML_TRY(table->BindOutputs(UINT(outBindings.size()), outBindings.data()));
+  std::lock_guard<std::mutex> lock(runMutex_);
+  if (!runStaging_ || runStaging_->Size() < total) {
+    runStaging_.reset();
+    runDevice_.reset();
+    VKDML_TRY(CreateInternalBuffer(
+        total, VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+        Buffer::Memory::HostVisible, &runStaging_));
+    VKDML_TRY(CreateInternalBuffer(total,
+                                   VK_BUFFER_USAGE_STORAGE_BUFFER_BIT |
+                                       VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                                       VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                                   Buffer::Memory::DeviceLocal, &runDevice_));
+  }
+  auto* host = static_cast<char*>(runStaging_->Mapped());
+  std::vector<DML_BUFFER_BINDING> bindings(count);
+  for (UINT i = 0; i < count; ++i) {
+    // Outputs are uploaded too: bytes between strided elements keep the caller's values.
+    const void* src = i < op.InputCount() ? inputs[i] : outputs[i - op.InputCount()];
+    std::memcpy(host + offset[i], src, size[i]);
+    bindings[i] = {runDevice_->Handle(), offset[i], size[i]};
+  }
+  auto& c = static_cast<const CompiledOperatorImpl&>(compiled);
+  std::lock_guard<std::mutex> tableLock(c.runMutex);
+  if (!c.runTable) VKDML_TRY(CreateBindingTable(compiled, &c.runTable));
+  BindingTable& table = *c.runTable;
+  VKDML_TRY(table.BindInputs(op.InputCount(), bindings.data()));
+  VKDML_TRY(table.BindOutputs(op.OutputCount(), bindings.data() + op.InputCount()));
+
   Result recorded;
   VKDML_TRY(Submit([&](VkCommandBuffer cmd) {
-    VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-    barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;  // the uploads
-    barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
-    vk_.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT,
-                             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &barrier, 0, nullptr, 0,
-                             nullptr);
-    recorded = RecordDispatch(cmd, *table);
-    barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;  // before the read-back
-    barrier.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT;
-    vk_.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                             VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &barrier, 0, nullptr, 0,
-                             nullptr);
+    auto barrier = [&](VkPipelineStageFlags src, VkAccessFlags srcAccess, VkPipelineStageFlags dst,
+                       VkAccessFlags dstAccess) {
+      VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, srcAccess, dstAccess};
+      vk_.vkCmdPipelineBarrier(cmd, src, dst, 0, 1, &b, 0, nullptr, 0, nullptr);
+    };
+    VkBufferCopy all{0, 0, total};
+    vk_.vkCmdCopyBuffer(cmd, runStaging_->Handle(), runDevice_->Handle(), 1, &all);
+    barrier(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+            VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+            VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+    recorded = RecordDispatch(cmd, table);
+    barrier(VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+            VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
+    for (UINT i = op.InputCount(); i < count; ++i) {
+      VkBufferCopy back{offset[i], offset[i], size[i]};
+      vk_.vkCmdCopyBuffer(cmd, runDevice_->Handle(), runStaging_->Handle(), 1, &back);
+    }
+    barrier(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+            VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
   }));
   VKDML_TRY(recorded);
-  for (UINT i = 0; i < outputs.size(); ++i)
-    VKDML_TRY(out[i]->Read(0, outputs[i], op.OutputSize(i)));
-  return table->IndexStatus();
+  for (UINT i = op.InputCount(); i < count; ++i)
+    std::memcpy(outputs[i - op.InputCount()], host + offset[i], size[i]);
+  return table.IndexStatus();
 }
 
 }  // namespace vkdml::detail

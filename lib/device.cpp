@@ -1,6 +1,7 @@
 #include "device.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <vector>
@@ -100,11 +101,10 @@ DeviceInfo Describe(VkPhysicalDevice pd, uint32_t queueFamily) {
   info.timestampPeriod = props.limits.timestampPeriod;
 
   auto extensions = DeviceExtensions(pd);
-  bool is12 =
-      VK_API_VERSION_MINOR(props.apiVersion) >= 2 || VK_API_VERSION_MAJOR(props.apiVersion) > 1;
   VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
   VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
-  if (is12 || HasExtension(extensions, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME)) {
+  // Queried through the extensions: vkdml's instances are Vulkan 1.1.
+  if (HasExtension(extensions, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME)) {
     props2.pNext = &driver;
     vkGetPhysicalDeviceProperties2(pd, &props2);
     info.driverName = driver.driverName;
@@ -114,7 +114,7 @@ DeviceInfo Describe(VkPhysicalDevice pd, uint32_t queueFamily) {
   VkPhysicalDevice8BitStorageFeatures s8{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES};
   VkPhysicalDevice16BitStorageFeatures s16{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
-  bool has8 = is12 || HasExtension(extensions, VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
+  bool has8 = HasExtension(extensions, VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
   s16.pNext = has8 ? &s8 : nullptr;
   VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &s16};
   vkGetPhysicalDeviceFeatures2(pd, &features);
@@ -214,6 +214,8 @@ Result DeviceImpl::CreateInstance(const DeviceDesc& desc) {
   }
   VKDML_VK(vkCreateInstance(&ci, nullptr, &instance_));
   LoadInstance(instance_);
+  destroyInstance_ = vkDestroyInstance;
+  destroyMessenger_ = vkDestroyDebugUtilsMessengerEXT;
   if (desc.enableValidation)
     VKDML_VK(vkCreateDebugUtilsMessengerEXT(instance_, &messenger, nullptr, &messenger_));
   return {};
@@ -256,9 +258,8 @@ Result DeviceImpl::CreateLogicalDevice() {
 
   auto extensions = DeviceExtensions(physical_);
   std::vector<const char*> enable;
-  bool is12 = VK_API_VERSION_MINOR(d.apiVersion) >= 2;
-  if (d.available.storageBuffer8BitAccess && !is12)
-    enable.push_back(VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
+  // vkdml's instance asks for Vulkan 1.1, so 1.2's core features come as extensions.
+  if (d.available.storageBuffer8BitAccess) enable.push_back(VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
   VkPhysicalDevice8BitStorageFeatures s8{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES};
   s8.storageBuffer8BitAccess = d.available.storageBuffer8BitAccess;
   VkPhysicalDevice16BitStorageFeatures s16{
@@ -358,6 +359,8 @@ Result DeviceImpl::Init(const DeviceDesc& desc) {
 DeviceImpl::~DeviceImpl() {
   if (device_) {
     vk_.vkDeviceWaitIdle(device_);
+    runStaging_.reset();
+    runDevice_.reset();
     for (auto& p : pipelines_) vk_.vkDestroyPipeline(device_, p.second, nullptr);
     if (pipelineLayout_) vk_.vkDestroyPipelineLayout(device_, pipelineLayout_, nullptr);
     if (setLayout_) vk_.vkDestroyDescriptorSetLayout(device_, setLayout_, nullptr);
@@ -366,8 +369,8 @@ DeviceImpl::~DeviceImpl() {
     if (owned_) vk_.vkDestroyDevice(device_, nullptr);
   }
   if (owned_ && instance_) {
-    if (messenger_) vkDestroyDebugUtilsMessengerEXT(instance_, messenger_, nullptr);
-    vkDestroyInstance(instance_, nullptr);
+    if (messenger_) destroyMessenger_(instance_, messenger_, nullptr);
+    destroyInstance_(instance_, nullptr);
   }
 }
 
@@ -378,9 +381,10 @@ int DeviceImpl::FindMemoryType(uint32_t typeBits, VkMemoryPropertyFlags want) co
   return -1;
 }
 
-Result DeviceImpl::Pipeline(const std::string& module, bool checked, VkPipeline* out) {
+Result DeviceImpl::Pipeline(const std::string& module, const Specialization& spec,
+                            VkPipeline* out) {
   std::lock_guard<std::mutex> lock(pipelineMutex_);
-  auto key = std::make_pair(module, checked);
+  auto key = std::make_pair(module, spec);
   auto it = pipelines_.find(key);
   if (it != pipelines_.end()) {
     *out = it->second;
@@ -393,15 +397,15 @@ Result DeviceImpl::Pipeline(const std::string& module, bool checked, VkPipeline*
   mci.pCode = spirv->words;
   VkShaderModule shader;
   VKDML_VK(vk_.vkCreateShaderModule(device_, &mci, nullptr, &shader));
-  VkBool32 checkedValue = checked;
-  VkSpecializationMapEntry entry{0, 0, sizeof(VkBool32)};
-  VkSpecializationInfo spec{1, &entry, sizeof(VkBool32), &checkedValue};
+  VkSpecializationMapEntry entries[std::tuple_size<Specialization>::value];
+  for (uint32_t i = 0; i < spec.size(); ++i) entries[i] = {i, i * 4, 4};
+  VkSpecializationInfo specInfo{uint32_t(spec.size()), entries, sizeof(spec), spec.data()};
   VkComputePipelineCreateInfo ci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
   ci.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
   ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
   ci.stage.module = shader;
   ci.stage.pName = "main";
-  ci.stage.pSpecializationInfo = module == "report" ? nullptr : &spec;
+  ci.stage.pSpecializationInfo = &specInfo;
   ci.layout = pipelineLayout_;
   VkPipeline pipeline;
   VkResult r = vk_.vkCreateComputePipelines(device_, VK_NULL_HANDLE, 1, &ci, nullptr, &pipeline);
@@ -425,7 +429,15 @@ Result DeviceImpl::Submit(const std::function<void(VkCommandBuffer)>& record) {
   submit.pCommandBuffers = &commandBuffer_;
   VKDML_VK(vk_.vkResetFences(device_, 1, &fence_));
   VKDML_VK(vk_.vkQueueSubmit(queue_, 1, &submit, fence_));
-  VKDML_VK(vk_.vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX));
+  // Short work finishes sooner than a blocking wait wakes up: poll for a moment first.
+  auto start = std::chrono::steady_clock::now();
+  VkResult status;
+  while ((status = vk_.vkGetFenceStatus(device_, fence_)) == VK_NOT_READY)
+    if (std::chrono::steady_clock::now() - start > std::chrono::microseconds(500)) {
+      status = vk_.vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX);
+      break;
+    }
+  VKDML_VK(status);
   return {};
 }
 
@@ -452,6 +464,24 @@ Result DeviceImpl::CreateBuffer(UINT64 size, Buffer::Memory memory, std::unique_
   return {};
 }
 
+void DeviceImpl::TrackBuffer(VkBuffer buffer, UINT64 size) {
+  std::lock_guard<std::mutex> lock(buffersMutex_);
+  buffers_[buffer] = size;
+}
+
+void DeviceImpl::UntrackBuffer(VkBuffer buffer) {
+  std::lock_guard<std::mutex> lock(buffersMutex_);
+  buffers_.erase(buffer);
+}
+
+bool DeviceImpl::KnownBufferSize(VkBuffer buffer, UINT64* size) {
+  std::lock_guard<std::mutex> lock(buffersMutex_);
+  auto it = buffers_.find(buffer);
+  if (it == buffers_.end()) return false;
+  *size = it->second;
+  return true;
+}
+
 Result BufferImpl::Allocate(UINT64 size, Memory memory) {
   const auto& vk = device_->Vk();
   VkDevice dev = device_->Handle();
@@ -461,6 +491,7 @@ Result BufferImpl::Allocate(UINT64 size, Memory memory) {
   ci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
   VKDML_VK(vk.vkCreateBuffer(dev, &ci, nullptr, &buffer_));
   size_ = size;
+  device_->TrackBuffer(buffer_, size);
   VkMemoryRequirements req;
   vk.vkGetBufferMemoryRequirements(dev, buffer_, &req);
   int type = -1;
@@ -487,7 +518,10 @@ Result BufferImpl::Allocate(UINT64 size, Memory memory) {
 
 BufferImpl::~BufferImpl() {
   const auto& vk = device_->Vk();
-  if (buffer_) vk.vkDestroyBuffer(device_->Handle(), buffer_, nullptr);
+  if (buffer_) {
+    device_->UntrackBuffer(buffer_);
+    vk.vkDestroyBuffer(device_->Handle(), buffer_, nullptr);
+  }
   if (memory_) vk.vkFreeMemory(device_->Handle(), memory_, nullptr);
 }
 

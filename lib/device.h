@@ -1,6 +1,7 @@
 // The Vulkan side of a Device: handles, the function table, buffers and one-shot submits.
 #pragma once
 
+#include <array>
 #include <map>
 #include <mutex>
 #include <string>
@@ -66,10 +67,16 @@ class DeviceImpl final : public Device {
   int FindMemoryType(uint32_t typeBits, VkMemoryPropertyFlags want) const;
   VkDescriptorSetLayout SetLayout() const { return setLayout_; }
   VkPipelineLayout PipelineLayout() const { return pipelineLayout_; }
-  // The compute pipeline for an embedded SPIR-V module, created once per (module, checked).
-  Result Pipeline(const std::string& module, bool checked, VkPipeline* out);
+  // The compute pipeline for an embedded SPIR-V module and its specialization constants
+  // (glsl/indexed.comp: checked, rank, tuple size, index flags, unroll), created once per key.
+  using Specialization = std::array<uint32_t, 5>;
+  Result Pipeline(const std::string& module, const Specialization& spec, VkPipeline* out);
   Result CreateInternalBuffer(UINT64 size, VkBufferUsageFlags usage, Buffer::Memory memory,
                               std::unique_ptr<BufferImpl>* out);
+  // Sizes of the live buffers vkdml made, so bindings into them can be range-checked.
+  void TrackBuffer(VkBuffer buffer, UINT64 size);
+  void UntrackBuffer(VkBuffer buffer);
+  bool KnownBufferSize(VkBuffer buffer, UINT64* size);
 
  private:
   Result CreateInstance(const DeviceDesc& desc);
@@ -85,7 +92,11 @@ class DeviceImpl final : public Device {
   VkDevice device_ = VK_NULL_HANDLE;
   VkQueue queue_ = VK_NULL_HANDLE;
   uint32_t queueFamily_ = 0;
+  // Instance-level entry points this Device needs later, kept here: volk's globals follow
+  // whichever instance was loaded last (EnumerateDevices loads its own).
   PFN_vkGetDeviceProcAddr getDeviceProcAddr_ = nullptr;
+  PFN_vkDestroyInstance destroyInstance_ = nullptr;
+  PFN_vkDestroyDebugUtilsMessengerEXT destroyMessenger_ = nullptr;
   VolkDeviceTable vk_{};
   VkPhysicalDeviceLimits limits_{};
   VkPhysicalDeviceMemoryProperties memoryProps_{};
@@ -95,7 +106,13 @@ class DeviceImpl final : public Device {
   VkDescriptorSetLayout setLayout_ = VK_NULL_HANDLE;
   VkPipelineLayout pipelineLayout_ = VK_NULL_HANDLE;
   std::mutex pipelineMutex_;
-  std::map<std::pair<std::string, bool>, VkPipeline> pipelines_;
+  std::map<std::pair<std::string, Specialization>, VkPipeline> pipelines_;
+
+  std::mutex buffersMutex_;
+  std::map<VkBuffer, UINT64> buffers_;
+
+  std::mutex runMutex_;  // Run's arenas: staging (host visible) and device local
+  std::unique_ptr<BufferImpl> runStaging_, runDevice_;
 
   std::mutex submitMutex_;
   VkCommandPool commandPool_ = VK_NULL_HANDLE;

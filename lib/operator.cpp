@@ -31,8 +31,16 @@ Result BuildOperator(const DML_OPERATOR_DESC& desc, OperatorImpl* op) {
       op->name = "SCATTER_ND";
       r = BuildScatterND(*static_cast<const DML_SCATTER_ND_OPERATOR_DESC*>(desc.Desc), op);
       break;
+    case DML_OPERATOR_GATHER:
+    case DML_OPERATOR_SCATTER_ELEMENTS:
+      return Fail(Status::Unsupported, "DML_OPERATOR_DESC.Type is ",
+                  desc.Type == DML_OPERATOR_GATHER ? "DML_OPERATOR_GATHER (67)"
+                                                   : "DML_OPERATOR_SCATTER_ELEMENTS (94)",
+                  ", a DirectML operator vkdml does not provide yet; it provides "
+                  "DML_OPERATOR_GATHER_ELEMENTS (107), DML_OPERATOR_GATHER_ND (108), "
+                  "DML_OPERATOR_SCATTER_ND (109) and DML_OPERATOR_GATHER_ND1 (140)");
     default:
-      return Fail(Status::Unsupported, "DML_OPERATOR_DESC.Type is ", int(desc.Type),
+      return Fail(Status::InvalidArgument, "DML_OPERATOR_DESC.Type is ", int(desc.Type),
                   ", expected an operator vkdml implements: DML_OPERATOR_GATHER_ELEMENTS (107), "
                   "DML_OPERATOR_GATHER_ND (108), DML_OPERATOR_SCATTER_ND (109) or "
                   "DML_OPERATOR_GATHER_ND1 (140)");
