@@ -1,0 +1,127 @@
+// vkdml: the command-line tool. `vkdml devices`, `vkdml demo`, `vkdml run`, `vkdml bench`.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "ops.h"
+#ifdef VKDML_CLI_HAVE_BENCH
+#include "bench.h"
+#endif
+
+namespace {
+
+const char kUsage[] =
+    "usage: vkdml COMMAND [options]   (vkdml COMMAND --help for a command's options)\n"
+    "\n"
+    "DirectML's GatherND, GatherND1, GatherElements and ScatterND on Vulkan.\n"
+    "Commands:\n"
+    "  devices   list the Vulkan devices and the optional features vkdml uses\n"
+    "  demo      run the operator pages' examples and check them against the pages\n"
+    "  run       run an ONNX operator on .npy arrays (gather-nd, gather-elements, scatter-nd)\n"
+    "  bench     measure the operators' throughput\n"
+    "Exit status: 0 success, 1 device failure (or a demo mismatch), 2 bad input.\n";
+
+const char kDevicesUsage[] =
+    "usage: vkdml devices\n"
+    "\n"
+    "Lists every Vulkan physical device: index, name, type, driver name and version, Vulkan\n"
+    "API version, maxStorageBufferRange and the optional features vkdml uses (8- and 16-bit\n"
+    "storage buffer access, needed for 1- and 2-byte data types). '*' marks the device used\n"
+    "when --device is not given.\n";
+
+const char* TypeName(VkPhysicalDeviceType t) {
+  switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
+      return "integrated GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+      return "discrete GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
+      return "virtual GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_CPU:
+      return "CPU";
+    default:
+      return "other";
+  }
+}
+
+std::string Version(uint32_t v) {
+  return std::to_string(VK_API_VERSION_MAJOR(v)) + "." + std::to_string(VK_API_VERSION_MINOR(v)) +
+         "." + std::to_string(VK_API_VERSION_PATCH(v));
+}
+
+int DevicesMain(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(kDevicesUsage, stdout);
+      return 0;
+    }
+    std::fprintf(stderr, "vkdml devices: unexpected argument '%s' (see --help)\n", argv[i]);
+    return cli::kExitBadInput;
+  }
+  std::vector<vkdml::DeviceInfo> devices;
+  vkdml::Result r = vkdml::EnumerateDevices(&devices);
+  if (!r) {
+    std::fprintf(stderr, "vkdml devices: %s\n", r.message.c_str());
+    return cli::kExitDevice;
+  }
+  if (devices.empty()) {
+    std::fprintf(stderr, "vkdml devices: no Vulkan physical devices found\n");
+    return cli::kExitDevice;
+  }
+  size_t chosen = 0;
+  for (size_t i = devices.size(); i-- > 0;)
+    if (devices[i].type == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU) chosen = i;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    const vkdml::DeviceInfo& d = devices[i];
+    std::printf("%c %zu: %s\n", i == chosen ? '*' : ' ', i, d.name.c_str());
+    std::printf("     type: %s\n", TypeName(d.type));
+    std::printf("     driver: %s%s%s, version %s (0x%x)\n",
+                d.driverName.empty() ? "unknown" : d.driverName.c_str(),
+                d.driverInfo.empty() ? "" : " ", d.driverInfo.c_str(),
+                Version(d.driverVersion).c_str(), d.driverVersion);
+    std::printf("     Vulkan API version: %s\n", Version(d.apiVersion).c_str());
+    std::printf("     maxStorageBufferRange: %llu bytes\n",
+                static_cast<unsigned long long>(d.maxStorageBufferRange));
+    std::printf("     storageBuffer8BitAccess: %s, storageBuffer16BitAccess: %s\n",
+                d.available.storageBuffer8BitAccess ? "yes" : "no",
+                d.available.storageBuffer16BitAccess ? "yes" : "no");
+  }
+  std::printf("(* = the default device, used when --device is not given)\n");
+  return 0;
+}
+
+int BenchCommand(int argc, char** argv) {
+#ifdef VKDML_CLI_HAVE_BENCH
+  return BenchMain(argc, argv);
+#else
+  (void)argc;
+  (void)argv;
+  std::fprintf(stderr, "vkdml bench: not built into this vkdml (examples/bench.cpp missing)\n");
+  return cli::kExitBadInput;
+#endif
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string command = argc > 1 ? argv[1] : "";
+  if (command == "--help" || command == "-h" || command == "help") {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  int (*handler)(int, char**) = command == "devices" ? DevicesMain
+                                : command == "demo"  ? cli::DemoMain
+                                : command == "run"   ? cli::RunMain
+                                : command == "bench" ? BenchCommand
+                                                     : nullptr;
+  if (!handler) {
+    if (command.empty())
+      std::fprintf(stderr, "vkdml: no command given\n%s", kUsage);
+    else
+      std::fprintf(stderr, "vkdml: unknown command '%s', expected devices, demo, run or bench\n",
+                   command.c_str());
+    return cli::kExitBadInput;
+  }
+  return handler(argc - 1, argv + 1);
+}

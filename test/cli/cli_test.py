@@ -1,0 +1,408 @@
+#!/usr/bin/python3
+"""Tests of the `vkdml` command-line tool: cli_test.py PATH_TO_VKDML GROUP.
+
+Groups: help, roundtrip (every data and index type through .npy), shapes (0-d, 1-d, 8-d,
+Fortran order, views, empty arrays), errors (exit codes and messages, no partial output),
+indices (negative, clamped and checked indices). The expected values come from NumPy.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+VKDML = os.path.abspath(sys.argv[1])
+TMP = tempfile.mkdtemp(prefix="vkdml_cli_test_")
+failures = []
+DATA_TYPES = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
+              np.uint64, np.float16, np.float32, np.float64]
+INDEX_TYPES = [np.int32, np.int64, np.uint32, np.uint64]
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what)
+
+
+def path(name):
+    return os.path.join(TMP, name)
+
+
+def save(name, a, version=None):
+    p = path(name)
+    with open(p, "wb") as f:
+        np.lib.format.write_array(f, a, version=version)
+    return p
+
+
+def vkdml(*args):
+    return subprocess.run([VKDML, *args], capture_output=True, text=True)
+
+
+def run_op(op, inp, idx, upd=None, extra=(), version=None):
+    """Runs `vkdml run`; returns (CompletedProcess, output array or None)."""
+    out = path("out.npy")
+    if os.path.exists(out):
+        os.remove(out)
+    args = ["run", op, "--input", save("in.npy", inp, version), "--indices",
+            save("idx.npy", idx, version), "--output", out, *extra]
+    if upd is not None:
+        args += ["--updates", save("upd.npy", upd, version)]
+    p = vkdml(*args)
+    result = np.load(out) if p.returncode == 0 else None
+    if p.returncode != 0 and os.path.exists(out):
+        failures.append(f"{op}: {out} exists after a failed run")
+    return p, result
+
+
+def same(a, b):
+    """Exactly equal: dtype, shape and bytes (NaN payloads included)."""
+    return (a is not None and a.dtype == b.dtype and a.shape == b.shape and
+            np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes())
+
+
+def fix(idx, n):
+    """The library's index semantics: clamp into [-n, n-1] (signed) or [0, n-1], then wrap."""
+    i = np.asarray(idx).astype(np.float64)
+    lo = -n if np.issubdtype(np.asarray(idx).dtype, np.signedinteger) else 0
+    i = np.clip(i, lo, n - 1).astype(np.int64)
+    return np.where(i < 0, i + n, i)
+
+
+def ref_gather_nd(data, indices, b=0):
+    k = indices.shape[-1]
+    batch = indices.shape[:b]
+    out = np.empty(indices.shape[:-1] + data.shape[b + k:], data.dtype)
+    for pos in np.ndindex(*indices.shape[:-1]):
+        tup = tuple(int(fix(v, data.shape[b + j])) for j, v in enumerate(indices[pos]))
+        out[pos] = data[pos[:b] + tup]
+    del batch
+    return out
+
+
+def ref_gather_elements(data, indices, axis):
+    out = np.empty(indices.shape, data.dtype)
+    for pos in np.ndindex(*indices.shape):
+        src = list(pos)
+        src[axis] = int(fix(indices[pos], data.shape[axis]))
+        out[pos] = data[tuple(src)]
+    return out
+
+
+def ref_scatter_nd(data, indices, updates):
+    out = np.array(data, order="C")
+    for pos in np.ndindex(*indices.shape[:-1]):
+        tup = tuple(int(fix(v, data.shape[j])) for j, v in enumerate(indices[pos]))
+        out[tup] = updates[pos]
+    return out
+
+
+def sample(dtype, shape, seed=1):
+    rng = np.random.default_rng(seed)
+    n = int(np.prod(shape))
+    if dtype == np.bool_:
+        return rng.integers(0, 2, n).astype(np.bool_).reshape(shape)
+    if np.issubdtype(dtype, np.floating):
+        a = rng.standard_normal(n).astype(dtype)
+        special = np.array([np.nan, -np.inf, np.inf, -0.0], dtype)
+        a[:min(4, n)] = special[:min(4, n)]
+        return a.reshape(shape)
+    info = np.iinfo(dtype)
+    a = rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
+    a[:2] = [info.min, info.max][:min(2, n)]
+    return a.reshape(shape)
+
+
+def expect_ok(what, p, got, want):
+    check(p.returncode == 0, f"{what}: exit {p.returncode}, stderr: {p.stderr.strip()}")
+    if p.returncode == 0:
+        check(same(got, want), f"{what}: got {got!r}, expected {want!r}")
+        check(p.stderr == "", f"{what}: stderr is {p.stderr!r}, expected nothing")
+
+
+def expect_error(what, p, status, text):
+    check(p.returncode == status and text in p.stderr and p.stderr.count("\n") == 1,
+          f"{what}: expected exit {status} and one stderr line containing {text!r}; got exit "
+          f"{p.returncode}, stderr {p.stderr!r}")
+
+
+def group_help():
+    for cmd in ([], ["devices"], ["demo"], ["run"]):
+        p = vkdml(*cmd, "--help")
+        check(p.returncode == 0 and "usage: vkdml" in p.stdout, f"vkdml {cmd} --help")
+    p = vkdml()
+    check(p.returncode == 2 and "no command" in p.stderr, "vkdml with no command")
+    p = vkdml("frobnicate")
+    check(p.returncode == 2 and "unknown command 'frobnicate'" in p.stderr, "unknown command")
+    p = vkdml("demo", "--device", "0")
+    check(p.returncode == 0 and "6 examples, 6 match the pages, 0 do not" in p.stdout,
+          f"vkdml demo --device 0: {p.stdout} {p.stderr}")
+    p = vkdml("demo", "--device", "99")
+    check(p.returncode == 2 and "--device is 99, expected 0 to" in p.stderr, "demo --device 99")
+    p = vkdml("devices", "extra")
+    check(p.returncode == 2 and "unexpected argument 'extra'" in p.stderr, "devices extra")
+    p = vkdml("devices")
+    check(p.returncode == 0 and "maxStorageBufferRange" in p.stdout and "0:" in p.stdout and
+          "storageBuffer8BitAccess" in p.stdout, f"vkdml devices: {p.stdout} {p.stderr}")
+
+
+def group_roundtrip():
+    for dt in DATA_TYPES:
+        data = sample(dt, (3, 4))
+        name = np.dtype(dt).name
+        # gather-elements with the identity indices returns the input bit for bit
+        ident = np.broadcast_to(np.arange(3, dtype=np.int64)[:, None], (3, 4)).copy()
+        p, got = run_op("gather-elements", data, ident)
+        expect_ok(f"gather-elements identity {name}", p, got, data)
+        idx = np.array([[2], [0], [1], [2]], np.int32)
+        p, got = run_op("gather-nd", data, idx)
+        expect_ok(f"gather-nd {name}", p, got, ref_gather_nd(data, idx))
+        upd = sample(dt, (2, 4), seed=2)
+        sidx = np.array([[2], [0]], np.uint32)
+        p, got = run_op("scatter-nd", data, sidx, upd)
+        expect_ok(f"scatter-nd {name}", p, got, ref_scatter_nd(data, sidx, upd))
+    for it in INDEX_TYPES:
+        data = sample(np.float32, (4, 3))
+        idx = np.array([[3, 2], [0, 1], [1, 0]], it)
+        p, got = run_op("gather-nd", data, idx)
+        expect_ok(f"gather-nd indices {np.dtype(it).name}", p, got, ref_gather_nd(data, idx))
+    for version in [(1, 0), (2, 0), (3, 0)]:
+        data = sample(np.int16, (2, 5))
+        idx = np.array([[1], [0]], np.int64)
+        p, got = run_op("gather-nd", data, idx, version=version)
+        expect_ok(f"npy format version {version}", p, got, data[::-1])
+    # The output file itself: format 1.0, C order, the input's dtype.
+    with open(path("out.npy"), "rb") as f:
+        check(np.lib.format.read_magic(f) == (1, 0), "output is format 1.0")
+        shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+        check(not fortran and shape == (2, 5) and dtype == np.int16, "output header")
+
+
+def group_shapes():
+    # 0-d output and 0-d updates.
+    data = np.arange(5, dtype=np.float32)
+    p, got = run_op("gather-nd", data, np.array([3], np.int64))
+    expect_ok("gather-nd to a 0-d output", p, got, np.array(3, np.float32))
+    p, got = run_op("scatter-nd", data, np.array([1], np.int64), np.array(9, np.float32))
+    expect_ok("scatter-nd with 0-d updates", p, got, np.array([0, 9, 2, 3, 4], np.float32))
+    # 1-d
+    idx = np.array([4, 0, -1, 2], np.int64)
+    p, got = run_op("gather-elements", data, idx)
+    expect_ok("gather-elements 1-d", p, got, data[[4, 0, 4, 2]])
+    # 8-d, and every axis of it, negative axes too
+    data8 = sample(np.int32, (2, 1, 3, 2, 1, 2, 3, 2))
+    for axis in range(-8, 8):
+        idx8 = np.zeros_like(data8, np.int64)
+        idx8[...] = data8.shape[axis] - 1
+        p, got = run_op("gather-elements", data8, idx8, extra=["--axis", str(axis)])
+        expect_ok(f"gather-elements 8-d axis {axis}", p, got,
+                  ref_gather_elements(data8, idx8, axis % 8))
+    idx = np.array([[[1, 0, 2], [0, 0, 1]]], np.int32)
+    p, got = run_op("gather-nd", data8, idx)
+    expect_ok("gather-nd 8-d input", p, got, ref_gather_nd(data8, idx))
+    # Batch dims
+    data = sample(np.float64, (2, 3, 4))
+    idx = np.array([[[2, 1], [0, 3]], [[1, 1], [2, 0]]], np.int64)
+    p, got = run_op("gather-nd", data, idx, extra=["--batch-dims", "1"])
+    expect_ok("gather-nd batch dims 1", p, got, ref_gather_nd(data, idx, 1))
+    idx = np.array([[[1], [3]], [[0], [2]]], np.int64).reshape(2, 1, 2, 1)
+    data4 = sample(np.float32, (2, 1, 4, 3))
+    p, got = run_op("gather-nd", data4, idx, extra=["--batch-dims", "2"])
+    expect_ok("gather-nd batch dims 2", p, got, ref_gather_nd(data4, idx, 2))
+    # Fortran order for every input of every operator, alone and together
+    data = sample(np.float32, (3, 4, 2))
+    gidx = np.array([[2, 1], [0, 3], [1, 0]], np.int64)
+    eidx = sample(np.int64, (3, 4, 2)) % 4
+    sidx = np.array([[2, 1], [0, 3]], np.int32)
+    upd = sample(np.float32, (2, 2), seed=5)
+    for fd in (False, True):
+        for fi in (False, True):
+            f = (lambda a, on: np.asfortranarray(a) if on else np.ascontiguousarray(a))
+            what = f"(input {'F' if fd else 'C'}, indices {'F' if fi else 'C'})"
+            p, got = run_op("gather-nd", f(data, fd), f(gidx, fi))
+            expect_ok("gather-nd Fortran " + what, p, got, ref_gather_nd(data, gidx))
+            p, got = run_op("gather-elements", f(data, fd), f(eidx, fi), extra=["--axis", "1"])
+            expect_ok("gather-elements Fortran " + what, p, got,
+                      ref_gather_elements(data, eidx, 1))
+            p, got = run_op("scatter-nd", f(data, fd), f(sidx, fi), f(upd, fd))
+            expect_ok("scatter-nd Fortran " + what, p, got, ref_scatter_nd(data, sidx, upd))
+    # ONNX GatherElements: indices smaller than the input on non-axis dims (a strided view)
+    data = sample(np.int16, (4, 5, 3))
+    idx = np.array([[[3], [0]], [[1], [2]]], np.int64)  # (2, 2, 1), axis 1
+    for fd in (False, True):
+        d = np.asfortranarray(data) if fd else data
+        p, got = run_op("gather-elements", d, idx, extra=["--axis", "-2"])
+        expect_ok(f"gather-elements smaller indices ({'F' if fd else 'C'})", p, got,
+                  ref_gather_elements(data, idx, 1))
+    # Empty arrays need no device: an empty output, or a scatter without updates.
+    p, got = run_op("gather-nd", np.ones((3, 2), np.float32), np.zeros((0, 1), np.int64))
+    expect_ok("gather-nd with no index tuples", p, got, np.zeros((0, 2), np.float32))
+    data = np.asfortranarray(sample(np.uint8, (3, 2)))
+    p, got = run_op("scatter-nd", data, np.zeros((0, 1), np.int64), np.zeros((0, 2), np.uint8))
+    expect_ok("scatter-nd with no updates", p, got, np.ascontiguousarray(data))
+    p, got = run_op("gather-elements", np.zeros((2, 0), np.float32), np.zeros((2, 0), np.int64),
+                    extra=["--axis", "1"])
+    expect_ok("gather-elements empty", p, got, np.zeros((2, 0), np.float32))
+
+
+def group_indices():
+    data = np.arange(10, dtype=np.float32).reshape(5, 2)
+    for it in INDEX_TYPES:
+        vals = [-1, -5, 7, -9, 0] if np.issubdtype(it, np.signedinteger) else [7, 0, 4, 99, 2**31]
+        idx = np.array(vals, np.int64).astype(it).reshape(5, 1)
+        p, got = run_op("gather-nd", data, idx)
+        expect_ok(f"clamped {np.dtype(it).name} indices", p, got, ref_gather_nd(data, idx))
+        p, got = run_op("gather-nd", data, idx, extra=["--check-indices"])
+        bad = 2 if np.issubdtype(it, np.signedinteger) else 0
+        rng = "[-5, 4]" if np.issubdtype(it, np.signedinteger) else "[0, 4]"
+        expect_error(f"--check-indices {np.dtype(it).name}", p, 2,
+                     f"idx.npy: indices[{bad},0] is {vals[bad]}, outside the valid range {rng}")
+    idx = np.array([[-1], [-5], [4]], np.int64)
+    p, got = run_op("gather-nd", data, idx, extra=["--check-indices"])
+    expect_ok("--check-indices with valid negative indices", p, got, data[[4, 0, 4]])
+    eidx = np.array([[0, 1], [-5, 5]], np.int32)
+    p, got = run_op("gather-elements", data.T.copy(), eidx, extra=["--axis", "1",
+                                                                   "--check-indices"])
+    expect_error("gather-elements --check-indices", p, 2,
+                 "idx.npy: indices[1,1] is 5, outside the valid range [-5, 4]")
+    sidx = np.array([[1], [6]], np.int64)
+    p, got = run_op("scatter-nd", data, sidx, np.ones((2, 2), np.float32),
+                    extra=["--check-indices"])
+    expect_error("scatter-nd --check-indices", p, 2,
+                 "indices[1,0] is 6, outside the valid range [-5, 4]")
+
+
+def group_errors():
+    data = np.arange(6, dtype=np.float32).reshape(3, 2)
+    idx = np.array([[1], [0]], np.int64)
+    inp, ind = save("e_in.npy", data), save("e_idx.npy", idx)
+    out = path("e_out.npy")
+
+    def run(*args):
+        return vkdml("run", *args)
+
+    base = ["--input", inp, "--indices", ind, "--output", out]
+    expect_error("gather not implemented", run("gather", *base), 2,
+                 "operator 'gather' (ONNX Gather, DML_OPERATOR_GATHER) is not implemented yet")
+    expect_error("scatter-elements not implemented",
+                 run("scatter-elements", *base, "--updates", inp), 2,
+                 "operator 'scatter-elements' (ONNX ScatterElements")
+    for red in ("add", "mul", "min", "max"):
+        expect_error(f"--reduction {red}", run("scatter-nd", *base, "--updates", inp,
+                                               "--reduction", red), 2,
+                     f"'scatter-nd' with --reduction {red}")
+    expect_error("bad --reduction", run("scatter-nd", *base, "--reduction", "sum"), 2,
+                 "--reduction is 'sum', expected none, add, mul, min or max")
+    expect_error("unknown operator", run("gatherx", *base), 2, "unknown operator 'gatherx'")
+    expect_error("no operator", run(*base), 2, "no operator given")
+    expect_error("unknown option", run("gather-nd", *base, "--frob", "1"), 2,
+                 "unknown option --frob")
+    expect_error("missing --output", run("gather-nd", "--input", inp, "--indices", ind), 2,
+                 "--output is required")
+    expect_error("missing --updates", run("scatter-nd", *base), 2, "--updates is required")
+    expect_error("--axis on gather-nd", run("gather-nd", *base, "--axis", "0"), 2,
+                 "--axis does not apply to gather-nd")
+    expect_error("bad --axis", run("gather-elements", *base, "--axis", "x"), 2,
+                 "--axis is 'x', expected an integer")
+    expect_error("missing file", run("gather-nd", "--input", path("nope.npy"), "--indices", ind,
+                                     "--output", out), 2, "nope.npy: cannot open")
+    expect_error("--device out of range", run("gather-nd", *base, "--device", "99"), 2,
+                 "--device is 99, expected 0 to")
+
+    # Malformed and unsupported files
+    def raw(name, header_dict, data_bytes, version=1):
+        h = header_dict.encode()
+        lenb = len(h).to_bytes(2 if version == 1 else 4, "little")
+        with open(path(name), "wb") as f:
+            f.write(b"\x93NUMPY" + bytes([version, 0]) + lenb + h + data_bytes)
+        return path(name)
+
+    cases = [
+        ("big-endian", save("be.npy", data.astype(">f4")),
+         "be.npy: descr is '>f4' (big-endian), expected little-endian ('<f4')"),
+        ("complex", save("c.npy", data.astype(np.complex64)), "c.npy: descr is '<c8' (complex)"),
+        ("structured", save("s.npy", np.zeros(2, dtype=[("a", "<f4")])),
+         "s.npy: descr is a structured dtype"),
+        ("truncated", raw("t.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 2), }",
+                          b"\0" * 20), "t.npy: truncated data: 20 bytes of data, expected 24"),
+        ("bad header", raw("h.npy", "{'descr': '<f4', 'shape': (3, 2), }", b"\0" * 24),
+         "h.npy: header has no fortran_order"),
+        ("bad version", raw("v.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (1,)}",
+                            b"\0" * 4, version=9), "v.npy: format version is 9.0"),
+    ]
+    with open(path("n.npy"), "wb") as f:
+        f.write(b"PK\x03\x04 not an npy")
+    cases.append(("not npy", path("n.npy"), "n.npy: not a .npy file"))
+    with open(path("o.npy"), "wb") as f:
+        np.save(f, np.array([1, "a"], dtype=object), allow_pickle=True)
+    cases.append(("object", path("o.npy"), "o.npy: descr is '|O' (object)"))
+    for what, bad, msg in cases:
+        expect_error(what, run("gather-nd", "--input", bad, "--indices", ind, "--output", out), 2,
+                     msg)
+    # Shapes and types against the operator
+    expect_error("float indices", run("gather-nd", "--input", inp, "--indices", inp, "--output",
+                                      out), 2, "e_in.npy: dtype is float32, expected an index type")
+    big = save("r9.npy", np.zeros((1,) * 9, np.float32))
+    expect_error("rank 9", run("gather-elements", "--input", big, "--indices", ind, "--output",
+                               out), 2, "r9.npy: rank is 9 (shape (1, 1, 1, 1, 1, 1, 1, 1, 1)), "
+                                        "expected at most 8")
+    expect_error("tuple too long", run("gather-nd", "--input", inp, "--indices",
+                                       save("k3.npy", np.zeros((2, 3), np.int64)), "--output",
+                                       out), 2,
+                 "k3.npy: shape[-1] (the index tuple size) is 3, expected 1 to 2")
+    expect_error("updates shape", run("scatter-nd", *base, "--updates",
+                                      save("u.npy", np.zeros((2, 3), np.float32))), 2,
+                 "u.npy: shape is (2, 3), expected (2, 2)")
+    expect_error("updates dtype", run("scatter-nd", *base, "--updates",
+                                      save("u2.npy", np.zeros((2, 2), np.float64))), 2,
+                 "u2.npy: dtype is float64, expected float32")
+    expect_error("gather-elements rank", run("gather-elements", *base[:2], "--indices",
+                                             save("i1.npy", np.zeros(2, np.int64)), *base[4:]), 2,
+                 "i1.npy: rank is 1 (shape (2,)), expected 2")
+    expect_error("gather-elements axis", run("gather-elements", *base, "--axis", "2"), 2,
+                 "--axis is 2, expected -2 to 1")
+    expect_error("gather-elements larger indices",
+                 run("gather-elements", *base[:2], "--indices",
+                     save("i3.npy", np.zeros((3, 3), np.int64)), *base[4:], "--axis", "0"), 2,
+                 "i3.npy: shape[1] is 3, expected at most 2")
+    expect_error("batch dims", run("gather-nd", *base, "--batch-dims", "2"), 2,
+                 "--batch-dims is 2, expected 0 to 1")
+    expect_error("output rank 9", run("gather-nd", "--input", save("w.npy", np.zeros(
+        (2, 1, 1, 1, 1, 1, 1, 1), np.float32)), "--indices",
+        save("w_idx.npy", np.zeros((2, 1, 1), np.int64)), "--output", out), 2,
+        "the output would have rank 9")
+    expect_error("empty input", run("gather-nd", "--input", save("z.npy", np.zeros(
+        (0, 2), np.float32)), "--indices", ind, "--output", out), 2,
+        "z.npy: has no elements (shape (0, 2)), so no index into it is valid")
+    expect_error("output directory missing", run("gather-nd", *base[:4], "--output",
+                                                 path("nodir/out.npy")), 2,
+                 "nodir/out.npy: cannot create a temporary file")
+
+    # A failed run leaves an existing output untouched and no temporary file behind.
+    with open(out, "wb") as f:
+        f.write(b"previous content")
+    oob = save("oob.npy", np.array([[7]], np.int64))
+    before = sorted(os.listdir(TMP))
+    p = run("gather-nd", *base[:4], "--output", out, "--check-indices", "--indices", oob)
+    expect_error("check-indices failure", p, 2, "outside the valid range")
+    check(sorted(os.listdir(TMP)) == before, "a failed run leaves no temporary file")
+    with open(out, "rb") as f:
+        check(f.read() == b"previous content", "a failed run leaves the output untouched")
+    p = run("gather-nd", *base)
+    check(p.returncode == 0 and same(np.load(out), data[[1, 0]]), "success replaces the output")
+
+
+GROUPS = {"help": group_help, "roundtrip": group_roundtrip, "shapes": group_shapes,
+          "errors": group_errors, "indices": group_indices}
+
+if __name__ == "__main__":
+    GROUPS[sys.argv[2]]()
+    for name in os.listdir(TMP):
+        os.remove(os.path.join(TMP, name))
+    os.rmdir(TMP)
+    if failures:
+        print(f"{len(failures)} check(s) failed")
+        sys.exit(1)
+    print(f"cli.{sys.argv[2]}: all checks passed")
