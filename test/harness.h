@@ -1,0 +1,133 @@
+// Test harness: one shared vkdml::Device (with the validation layer), tensor descriptors that own
+// their arrays, and Execute(), which runs an operator through the recording path or Device::Run
+// with every buffer byte accounted for.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "reference.h"
+#include "vkdml/vkdml.h"
+
+namespace vt {
+
+using namespace vkdml;
+using Bytes = std::vector<uint8_t>;
+
+// The device every test shares, created on first use with validation on. Validation messages
+// are collected; Fixture fails a test that produced any.
+Device& Dev();
+bool HaveDevice();
+void DestroyDevice();
+std::vector<std::string> TakeValidationMessages();
+// FAILs (REQUIRE-style) with the text of every validation message that arrived.
+void RequireNoValidationMessages();
+// The same, but a non-fatal failure (each distinct message printed once per process); returns
+// whether none arrived.
+bool CheckNoValidationMessages();
+
+// Every TEST_CASE_METHOD(vt::Fixture, ...) fails if a validation message arrived during it.
+struct Fixture {
+  Fixture();
+  ~Fixture();
+};
+
+// The poison byte written into every output buffer before a run.
+constexpr uint8_t kPoison = 0xA5;
+
+// A DML_BUFFER_TENSOR_DESC + DML_TENSOR_DESC that own their Sizes/Strides arrays. Copies fix up
+// the pointers; call Fix() after changing `sizes`/`strides` by hand.
+struct TensorDesc {
+  std::vector<UINT> sizes;
+  std::vector<UINT> strides;  // empty: Strides = nullptr (packed)
+  DML_BUFFER_TENSOR_DESC buf{};
+  DML_TENSOR_DESC desc{};
+
+  TensorDesc() = default;
+  // totalBytes 0: vkdml::CalcBufferTensorSize.
+  TensorDesc(DML_TENSOR_DATA_TYPE type, std::vector<UINT> sizes, std::vector<UINT> strides = {},
+             UINT64 totalBytes = 0, UINT alignment = 0);
+  TensorDesc(const TensorDesc& o);
+  TensorDesc& operator=(const TensorDesc& o);
+  void Fix();
+  const DML_TENSOR_DESC* Desc() { return &desc; }
+  DML_TENSOR_DATA_TYPE Type() const { return buf.DataType; }
+  UINT64 Total() const { return buf.TotalTensorSizeInBytes; }
+  ref::Tensor Ref() const { return ref::Tensor(buf.DataType, sizes, strides); }
+  std::string ToString() const;
+};
+
+// An operator description with its tensors, in binding order (inputs, then the output).
+struct OpSpec {
+  DML_OPERATOR_TYPE type = DML_OPERATOR_INVALID;
+  std::vector<TensorDesc> tensors;  // GatherX: input, indices, output; ScatterND: + updates
+  UINT r = 0, q = 0, b = 0, axis = 0;
+
+  static OpSpec GatherND(TensorDesc input, TensorDesc indices, TensorDesc output, UINT r, UINT q);
+  static OpSpec GatherND1(TensorDesc input, TensorDesc indices, TensorDesc output, UINT r, UINT q,
+                          UINT b);
+  static OpSpec GatherElements(TensorDesc input, TensorDesc indices, TensorDesc output, UINT axis);
+  static OpSpec ScatterND(TensorDesc input, TensorDesc indices, TensorDesc updates,
+                          TensorDesc output, UINT r, UINT q);
+
+  UINT InputCount() const { return type == DML_OPERATOR_SCATTER_ND ? 3 : 2; }
+  TensorDesc& Output() { return tensors.back(); }
+  // Rebuilds and returns the DML_OPERATOR_DESC (valid while this OpSpec lives, unmoved).
+  const DML_OPERATOR_DESC& Desc();
+  std::string ToString() const;
+
+  // The reference applied to the given input images; `outputs` holds the output's initial image
+  // (poison) and receives the elements. Returns the first out-of-range index.
+  ref::IndexError Reference(const std::vector<Bytes>& inputs, Bytes* output) const;
+
+  // Filled by Desc(); validation tests change them afterwards and pass `op` directly.
+  DML_GATHER_ND_OPERATOR_DESC gnd{};
+  DML_GATHER_ND1_OPERATOR_DESC gnd1{};
+  DML_GATHER_ELEMENTS_OPERATOR_DESC ge{};
+  DML_SCATTER_ND_OPERATOR_DESC snd{};
+  DML_OPERATOR_DESC op{};
+  // The operator desc's pointer to tensor i (binding order), in the typed desc.
+  const DML_TENSOR_DESC** TensorSlot(size_t i);
+  // "GATHER_ND", ... (the prefix of vkdml's messages); "InputTensor", ... for tensor i.
+  const char* Name() const;
+  const char* TensorName(size_t i) const;
+};
+
+enum class Path { Record, Run };
+
+struct ExecOptions {
+  Path path = Path::Record;
+  Buffer::Memory memory = Buffer::Memory::DeviceLocal;
+  UINT flags = DML_EXECUTION_FLAG_NONE;
+  // Record path: byte offset of each binding (inputs, then outputs) in its buffer; missing = 0.
+  std::vector<UINT64> offsets;
+  bool oneBuffer = false;  // every binding a sub-range of one buffer
+  UINT64 guard = 64;       // bytes after each binding that must stay untouched
+  bool inPlace = false;    // bind the output to input 0's exact range (ScatterND in place)
+};
+
+struct ExecResult {
+  std::vector<Bytes> outputs;   // each output's TotalTensorSizeInBytes bytes after the run
+  Result indexStatus;           // BindingTable::IndexStatus() (record path)
+  Result runResult;             // Device::Run's result (run path)
+  bool outsideClean = true;     // record path: nothing outside the output changed
+  bool validationClean = true;  // no validation message during the run (else a failed check)
+};
+
+// Runs spec once. inputs: one image per input (TotalTensorSizeInBytes each); outputs: the initial
+// image of each output. REQUIREs every API call to succeed (except Run's result, which is
+// returned), CHECKs that every byte outside the output tensors, inputs included, is unchanged
+// and that no validation message arrived.
+ExecResult Execute(OpSpec& spec, const std::vector<Bytes>& inputs,
+                   const std::vector<Bytes>& outputs, const ExecOptions& opts);
+
+// Empty when equal; else a description of the first differing bytes (and how many differ).
+// `tensor` (optional) names element coordinates of mismatching bytes.
+std::string DiffBytes(const Bytes& actual, const Bytes& expected, const ref::Tensor* tensor);
+
+Bytes Poisoned(UINT64 size);
+std::string Str(const Result& r);
+
+}  // namespace vt

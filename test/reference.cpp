@@ -1,0 +1,330 @@
+#include "reference.h"
+
+#include <cstring>
+#include <sstream>
+#include <stdexcept>
+
+namespace ref {
+
+using namespace vkdml;
+
+uint32_t ElementSize(DML_TENSOR_DATA_TYPE type) {
+  switch (type) {
+    case DML_TENSOR_DATA_TYPE_UINT8:
+    case DML_TENSOR_DATA_TYPE_INT8:
+      return 1;
+    case DML_TENSOR_DATA_TYPE_FLOAT16:
+    case DML_TENSOR_DATA_TYPE_UINT16:
+    case DML_TENSOR_DATA_TYPE_INT16:
+      return 2;
+    case DML_TENSOR_DATA_TYPE_FLOAT32:
+    case DML_TENSOR_DATA_TYPE_UINT32:
+    case DML_TENSOR_DATA_TYPE_INT32:
+      return 4;
+    case DML_TENSOR_DATA_TYPE_FLOAT64:
+    case DML_TENSOR_DATA_TYPE_UINT64:
+    case DML_TENSOR_DATA_TYPE_INT64:
+      return 8;
+    default:
+      return 0;
+  }
+}
+
+bool IsIndexType(DML_TENSOR_DATA_TYPE type) {
+  return type == DML_TENSOR_DATA_TYPE_INT32 || type == DML_TENSOR_DATA_TYPE_UINT32 ||
+         type == DML_TENSOR_DATA_TYPE_INT64 || type == DML_TENSOR_DATA_TYPE_UINT64;
+}
+
+bool IsSignedIndexType(DML_TENSOR_DATA_TYPE type) {
+  return type == DML_TENSOR_DATA_TYPE_INT32 || type == DML_TENSOR_DATA_TYPE_INT64;
+}
+
+const char* TypeName(DML_TENSOR_DATA_TYPE type) {
+  switch (type) {
+    case DML_TENSOR_DATA_TYPE_FLOAT32:
+      return "FLOAT32";
+    case DML_TENSOR_DATA_TYPE_FLOAT16:
+      return "FLOAT16";
+    case DML_TENSOR_DATA_TYPE_UINT32:
+      return "UINT32";
+    case DML_TENSOR_DATA_TYPE_UINT16:
+      return "UINT16";
+    case DML_TENSOR_DATA_TYPE_UINT8:
+      return "UINT8";
+    case DML_TENSOR_DATA_TYPE_INT32:
+      return "INT32";
+    case DML_TENSOR_DATA_TYPE_INT16:
+      return "INT16";
+    case DML_TENSOR_DATA_TYPE_INT8:
+      return "INT8";
+    case DML_TENSOR_DATA_TYPE_FLOAT64:
+      return "FLOAT64";
+    case DML_TENSOR_DATA_TYPE_UINT64:
+      return "UINT64";
+    case DML_TENSOR_DATA_TYPE_INT64:
+      return "INT64";
+    default:
+      return "UNKNOWN";
+  }
+}
+
+std::vector<uint32_t> PackedStrides(const std::vector<uint32_t>& sizes) {
+  std::vector<uint32_t> strides(sizes.size());
+  uint64_t s = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    strides[i] = static_cast<uint32_t>(s);
+    s *= sizes[i];
+  }
+  return strides;
+}
+
+Tensor::Tensor(DML_TENSOR_DATA_TYPE t, std::vector<uint32_t> s, std::vector<uint32_t> st)
+    : type(t), sizes(std::move(s)), strides(std::move(st)) {
+  if (strides.empty()) strides = PackedStrides(sizes);
+  if (strides.size() != sizes.size()) throw std::invalid_argument("ref::Tensor: strides rank");
+}
+
+uint64_t Tensor::ElementCount() const {
+  uint64_t n = 1;
+  for (uint32_t s : sizes) n *= s;
+  return n;
+}
+
+uint64_t Tensor::ByteOffset(const Coord& coord) const {
+  uint64_t element = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) element += uint64_t(coord[i]) * strides[i];
+  return element * ElemSize();
+}
+
+uint64_t Tensor::RequiredBytes() const {
+  uint64_t last = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) last += uint64_t(sizes[i] - 1) * strides[i];
+  uint64_t bytes = (last + 1) * ElemSize();
+  return (bytes + 3) / 4 * 4;
+}
+
+void ForEachCoord(const std::vector<uint32_t>& sizes, const std::function<void(const Coord&)>& f) {
+  for (uint32_t s : sizes)
+    if (s == 0) return;
+  Coord c(sizes.size(), 0);
+  while (true) {
+    f(c);
+    size_t d = sizes.size();
+    while (d > 0) {
+      --d;
+      if (++c[d] < sizes[d]) break;
+      c[d] = 0;
+      if (d == 0) return;
+    }
+    if (sizes.empty()) return;
+  }
+}
+
+IndexValue ReadIndex(const Tensor& indices, const uint8_t* bytes, const Coord& coord) {
+  const uint8_t* p = bytes + indices.ByteOffset(coord);
+  IndexValue v;
+  switch (indices.type) {
+    case DML_TENSOR_DATA_TYPE_INT32: {
+      int32_t x;
+      std::memcpy(&x, p, 4);
+      v.isSigned = true;
+      v.s = x;
+      break;
+    }
+    case DML_TENSOR_DATA_TYPE_UINT32: {
+      uint32_t x;
+      std::memcpy(&x, p, 4);
+      v.u = x;
+      break;
+    }
+    case DML_TENSOR_DATA_TYPE_INT64: {
+      int64_t x;
+      std::memcpy(&x, p, 8);
+      v.isSigned = true;
+      v.s = x;
+      break;
+    }
+    case DML_TENSOR_DATA_TYPE_UINT64: {
+      uint64_t x;
+      std::memcpy(&x, p, 8);
+      v.u = x;
+      break;
+    }
+    default:
+      throw std::invalid_argument("ref::ReadIndex: not an index type");
+  }
+  return v;
+}
+
+void WriteIndexU(DML_TENSOR_DATA_TYPE type, uint8_t* dst, uint64_t v) {
+  if (ElementSize(type) == 4) {
+    uint32_t x = static_cast<uint32_t>(v);
+    std::memcpy(dst, &x, 4);
+  } else {
+    std::memcpy(dst, &v, 8);
+  }
+}
+
+void WriteIndex(DML_TENSOR_DATA_TYPE type, uint8_t* dst, int64_t v) {
+  WriteIndexU(type, dst, static_cast<uint64_t>(v));
+}
+
+uint32_t ClampIndex(const IndexValue& v, uint32_t n) {
+  if (v.isSigned) {
+    int64_t x = v.s;
+    if (x < -int64_t(n)) x = -int64_t(n);
+    if (x > int64_t(n) - 1) x = int64_t(n) - 1;
+    if (x < 0) x += n;
+    return static_cast<uint32_t>(x);
+  }
+  uint64_t x = v.u;
+  if (x > uint64_t(n) - 1) x = uint64_t(n) - 1;
+  return static_cast<uint32_t>(x);
+}
+
+bool IndexInRange(const IndexValue& v, uint32_t n) {
+  if (v.isSigned) return v.s >= -int64_t(n) && v.s <= int64_t(n) - 1;
+  return v.u <= uint64_t(n) - 1;
+}
+
+namespace {
+
+std::string Message(const Coord& coord, const IndexValue& v, uint32_t n) {
+  std::ostringstream s;
+  s << "IndicesTensor[";
+  for (size_t i = 0; i < coord.size(); ++i) s << (i ? "," : "") << coord[i];
+  s << "] is ";
+  if (v.isSigned)
+    s << v.s << ", outside the valid range [" << -int64_t(n) << ", " << int64_t(n) - 1 << "]";
+  else
+    s << v.u << ", outside the valid range [0, " << int64_t(n) - 1 << "]";
+  return s.str();
+}
+
+// First out-of-range element of indices; rangeOf(coord) is n, the size that element indexes.
+IndexError FirstError(const Tensor& indices, const uint8_t* idx,
+                      const std::function<uint32_t(const Coord&)>& rangeOf) {
+  IndexError e;
+  ForEachCoord(indices.sizes, [&](const Coord& c) {
+    if (e.found) return;
+    IndexValue v = ReadIndex(indices, idx, c);
+    uint32_t n = rangeOf(c);
+    if (!IndexInRange(v, n)) {
+      e.found = true;
+      e.coord = c;
+      e.message = Message(c, v, n);
+    }
+  });
+  return e;
+}
+
+void Copy(const Tensor& dstT, uint8_t* dst, const Coord& dc, const Tensor& srcT, const uint8_t* src,
+          const Coord& sc) {
+  std::memcpy(dst + dstT.ByteOffset(dc), src + srcT.ByteOffset(sc), srcT.ElemSize());
+}
+
+// Input coordinate (all D dims) that ND-style operators read for the "actual" coordinate a of
+// the output (GatherND) or updates (ScatterND). a = batch(b) + index-dims(q-1-b) + slice dims.
+Coord NDInputCoord(const Tensor& input, const Tensor& indices, const uint8_t* idx, const Coord& a,
+                   uint32_t r, uint32_t q, uint32_t b) {
+  const uint32_t D = input.Dims();
+  const uint32_t k = indices.sizes[D - 1];
+  Coord ic(D, 0);
+  for (uint32_t j = 0; j + 1 < q; ++j) ic[D - q + j] = a[j];
+  Coord dc(D, 0);
+  for (uint32_t j = 0; j < b; ++j) dc[D - r + j] = a[j];
+  for (uint32_t t = 0; t < k; ++t) {
+    ic[D - 1] = t;
+    uint32_t n = input.sizes[D - r + b + t];
+    dc[D - r + b + t] = ClampIndex(ReadIndex(indices, idx, ic), n);
+  }
+  for (uint32_t j = 0; j < r - b - k; ++j) dc[D - r + b + k + j] = a[q - 1 + j];
+  return dc;
+}
+
+Coord Trailing(const Coord& c, uint32_t count) {
+  return Coord(c.end() - count, c.end());
+}
+
+void CheckND(const Tensor& input, const Tensor& indices, uint32_t r, uint32_t q, uint32_t b) {
+  const uint32_t D = input.Dims();
+  if (indices.Dims() != D || r < 1 || r > D || q < 1 || q > D || b >= r || b >= q ||
+      indices.sizes[D - 1] < 1 || indices.sizes[D - 1] > r - b)
+    throw std::invalid_argument("ref: invalid ND arguments");
+}
+
+}  // namespace
+
+std::vector<uint32_t> GatherNDOutputSizes(const std::vector<uint32_t>& inputSizes,
+                                          const std::vector<uint32_t>& indicesSizes, uint32_t r,
+                                          uint32_t q, uint32_t b) {
+  const uint32_t D = static_cast<uint32_t>(inputSizes.size());
+  const uint32_t k = indicesSizes[D - 1];
+  std::vector<uint32_t> actual;
+  for (uint32_t j = 0; j + 1 < q; ++j) actual.push_back(indicesSizes[D - q + j]);
+  for (uint32_t j = b + k; j < r; ++j) actual.push_back(inputSizes[D - r + j]);
+  if (actual.size() > D) return {};
+  std::vector<uint32_t> out(D - actual.size(), 1);
+  out.insert(out.end(), actual.begin(), actual.end());
+  return out;
+}
+
+IndexError GatherND(const Tensor& input, const uint8_t* in, const Tensor& indices,
+                    const uint8_t* idx, const Tensor& output, uint8_t* out, uint32_t r, uint32_t q,
+                    uint32_t b) {
+  CheckND(input, indices, r, q, b);
+  const uint32_t D = input.Dims();
+  const uint32_t k = indices.sizes[D - 1];
+  const uint32_t R = (q - 1) + (r - b - k);  // rank of the output's actual shape
+  if (output.sizes != GatherNDOutputSizes(input.sizes, indices.sizes, r, q, b))
+    throw std::invalid_argument("ref::GatherND: output sizes");
+  ForEachCoord(output.sizes, [&](const Coord& oc) {
+    Coord dc = NDInputCoord(input, indices, idx, Trailing(oc, R), r, q, b);
+    Copy(output, out, oc, input, in, dc);
+  });
+  return FirstError(indices, idx,
+                    [&](const Coord& c) { return input.sizes[D - r + b + c[D - 1]]; });
+}
+
+IndexError GatherElements(const Tensor& input, const uint8_t* in, const Tensor& indices,
+                          const uint8_t* idx, const Tensor& output, uint8_t* out, uint32_t axis) {
+  if (output.sizes != indices.sizes || axis >= input.Dims())
+    throw std::invalid_argument("ref::GatherElements: arguments");
+  ForEachCoord(output.sizes, [&](const Coord& c) {
+    Coord dc = c;
+    dc[axis] = ClampIndex(ReadIndex(indices, idx, c), input.sizes[axis]);
+    Copy(output, out, c, input, in, dc);
+  });
+  return FirstError(indices, idx, [&](const Coord&) { return input.sizes[axis]; });
+}
+
+std::vector<ScatterWrite> ScatterNDWrites(const Tensor& input, const Tensor& indices,
+                                          const uint8_t* idx, const Tensor& updates,
+                                          const Tensor& output, uint32_t r, uint32_t q) {
+  CheckND(input, indices, r, q, 0);
+  const uint32_t D = input.Dims();
+  const uint32_t k = indices.sizes[D - 1];
+  const uint32_t R = (q - 1) + (r - k);  // rank of the updates' actual shape
+  if (updates.sizes != GatherNDOutputSizes(input.sizes, indices.sizes, r, q, 0) ||
+      output.sizes != input.sizes)
+    throw std::invalid_argument("ref::ScatterND: sizes");
+  std::vector<ScatterWrite> writes;
+  ForEachCoord(updates.sizes, [&](const Coord& uc) {
+    Coord dc = NDInputCoord(input, indices, idx, Trailing(uc, R), r, q, 0);
+    writes.push_back({output.ByteOffset(dc), updates.ByteOffset(uc)});
+  });
+  return writes;
+}
+
+IndexError ScatterND(const Tensor& input, const uint8_t* in, const Tensor& indices,
+                     const uint8_t* idx, const Tensor& updates, const uint8_t* upd,
+                     const Tensor& output, uint8_t* out, uint32_t r, uint32_t q) {
+  std::vector<ScatterWrite> writes = ScatterNDWrites(input, indices, idx, updates, output, r, q);
+  ForEachCoord(output.sizes, [&](const Coord& c) { Copy(output, out, c, input, in, c); });
+  for (const ScatterWrite& w : writes)
+    std::memcpy(out + w.outOffset, upd + w.updOffset, updates.ElemSize());
+  const uint32_t D = input.Dims();
+  return FirstError(indices, idx, [&](const Coord& c) { return input.sizes[D - r + c[D - 1]]; });
+}
+
+}  // namespace ref

@@ -1,0 +1,101 @@
+// An independent CPU reference for vkdml's operators, written from the operator pages in
+// shared/spec and test/SEMANTICS.md (not from the library). It works on raw bytes: every tensor is
+// a byte image of TotalTensorSizeInBytes with element strides, and only element bytes are read or
+// written (padding is left exactly as it was). Clarity over speed: nested coordinate loops.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "vkdml/dml.h"
+
+namespace ref {
+
+using vkdml::DML_TENSOR_DATA_TYPE;
+using Coord = std::vector<uint32_t>;
+
+// Element size in bytes, from the type's name (1, 2, 4 or 8); 0 for anything else.
+uint32_t ElementSize(DML_TENSOR_DATA_TYPE type);
+bool IsIndexType(DML_TENSOR_DATA_TYPE type);
+bool IsSignedIndexType(DML_TENSOR_DATA_TYPE type);
+const char* TypeName(DML_TENSOR_DATA_TYPE type);
+
+// Row-major packed strides (in elements).
+std::vector<uint32_t> PackedStrides(const std::vector<uint32_t>& sizes);
+
+struct Tensor {
+  DML_TENSOR_DATA_TYPE type = vkdml::DML_TENSOR_DATA_TYPE_UNKNOWN;
+  std::vector<uint32_t> sizes;
+  std::vector<uint32_t> strides;  // same length as sizes; empty means packed
+
+  Tensor() = default;
+  Tensor(DML_TENSOR_DATA_TYPE t, std::vector<uint32_t> s, std::vector<uint32_t> st = {});
+
+  uint32_t Dims() const { return static_cast<uint32_t>(sizes.size()); }
+  uint32_t ElemSize() const { return ElementSize(type); }
+  uint64_t ElementCount() const;
+  // Byte offset of the element at coord (coord has Dims() entries).
+  uint64_t ByteOffset(const Coord& coord) const;
+  // round_up((dot(sizes - 1, strides) + 1) * elementSize, 4), DirectML's minimum size.
+  uint64_t RequiredBytes() const;
+};
+
+// Calls f(coord) for every coordinate of sizes, in row-major order (last dimension fastest).
+void ForEachCoord(const std::vector<uint32_t>& sizes, const std::function<void(const Coord&)>& f);
+
+// One index element as read from the indices tensor.
+struct IndexValue {
+  bool isSigned = false;
+  int64_t s = 0;   // valid when isSigned
+  uint64_t u = 0;  // valid when !isSigned
+};
+IndexValue ReadIndex(const Tensor& indices, const uint8_t* bytes, const Coord& coord);
+// Encodes v as the index type into 4 or 8 little-endian bytes at dst (truncating as a C cast).
+void WriteIndex(DML_TENSOR_DATA_TYPE type, uint8_t* dst, int64_t v);
+void WriteIndexU(DML_TENSOR_DATA_TYPE type, uint8_t* dst, uint64_t v);
+// test/SEMANTICS.md: clamp into [-n, n-1] (signed) or [0, n-1] (unsigned), then negative + n.
+uint32_t ClampIndex(const IndexValue& v, uint32_t n);
+bool IndexInRange(const IndexValue& v, uint32_t n);
+
+// The first index element that is outside its valid range, in row-major order of the indices
+// tensor (over all its dimensions), with the message the checked mode reports.
+struct IndexError {
+  bool found = false;
+  Coord coord;
+  std::string message;  // "IndicesTensor[0,3,1] is 7, outside the valid range [-5, 4]"
+};
+
+// GatherND1 (GatherND is BatchDimensionCount = 0). r = InputDimensionCount,
+// q = IndicesDimensionCount, b = BatchDimensionCount. Writes output's elements into out.
+IndexError GatherND(const Tensor& input, const uint8_t* in, const Tensor& indices,
+                    const uint8_t* idx, const Tensor& output, uint8_t* out, uint32_t r, uint32_t q,
+                    uint32_t b);
+
+IndexError GatherElements(const Tensor& input, const uint8_t* in, const Tensor& indices,
+                          const uint8_t* idx, const Tensor& output, uint8_t* out, uint32_t axis);
+
+// output = input (element-wise), then every update element is written to its target, in
+// row-major order of the updates tensor (the last colliding one wins here).
+IndexError ScatterND(const Tensor& input, const uint8_t* in, const Tensor& indices,
+                     const uint8_t* idx, const Tensor& updates, const uint8_t* upd,
+                     const Tensor& output, uint8_t* out, uint32_t r, uint32_t q);
+
+// Where each update element of ScatterND lands: byte offsets in the output and in updates.
+struct ScatterWrite {
+  uint64_t outOffset;
+  uint64_t updOffset;
+};
+std::vector<ScatterWrite> ScatterNDWrites(const Tensor& input, const Tensor& indices,
+                                          const uint8_t* idx, const Tensor& updates,
+                                          const Tensor& output, uint32_t r, uint32_t q);
+
+// The size formula of the GatherND / GatherND1 / ScatterND pages: indices.shape[:-1] +
+// input.shape[b+k:], right-aligned into D dimensions with leading 1s. Empty when it does not
+// fit into D dimensions.
+std::vector<uint32_t> GatherNDOutputSizes(const std::vector<uint32_t>& inputSizes,
+                                          const std::vector<uint32_t>& indicesSizes, uint32_t r,
+                                          uint32_t q, uint32_t b);
+
+}  // namespace ref

@@ -1,0 +1,29 @@
+// Catch2 main: pins the Vulkan environment, runs the tests, then destroys the shared device and
+// fails the run if the validation layer had anything to say while tearing it down.
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "harness.h"
+
+int main(int argc, char** argv) {
+  // The same as CTest's ENVIRONMENT_MODIFICATION, for direct runs of the executable.
+  unsetenv("VK_LOADER_LAYERS_ENABLE");
+#ifdef VKDML_TEST_DRIVER_FILES
+  if (!std::getenv("VK_DRIVER_FILES") && !std::getenv("VK_ICD_FILENAMES")) {
+    setenv("VK_DRIVER_FILES", VKDML_TEST_DRIVER_FILES, 1);
+    setenv("VK_ICD_FILENAMES", VKDML_TEST_DRIVER_FILES, 1);  // loaders before 1.3.207
+  }
+#endif
+  int failed = Catch::Session().run(argc, argv);
+  if (vt::HaveDevice()) {
+    vt::DestroyDevice();
+    std::vector<std::string> messages = vt::TakeValidationMessages();
+    for (const std::string& m : messages)
+      std::fprintf(stderr, "validation message while destroying the device:\n%s\n", m.c_str());
+    if (!messages.empty() && failed == 0) failed = 1;
+  }
+  return failed;
+}

@@ -1,0 +1,151 @@
+// Every example of the four operator pages (shared/spec), with the outputs the pages give, on
+// every index type; and the pages' size-formula examples as validation successes.
+#include <catch2/catch.hpp>
+
+#include "harness.h"
+#include "test_util.h"
+
+using namespace vt;
+
+namespace {
+
+const DML_TENSOR_DATA_TYPE F32 = DML_TENSOR_DATA_TYPE_FLOAT32;
+
+std::vector<float> Iota(size_t n, float start) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = start + float(i);
+  return v;
+}
+
+// Checks the example: the reference agrees with the page, and so does the library on all paths.
+void CheckExample(OpSpec& spec, const std::vector<Bytes>& inputs, const std::vector<float>& page) {
+  const Bytes expected = ToBytes(page, spec.Output().Total());
+  REQUIRE(expected.size() == spec.Output().Total());
+  Bytes refOut(expected.size(), 0);
+  ref::IndexError err = spec.Reference(inputs, &refOut);
+  REQUIRE_FALSE(err.found);
+  REQUIRE(refOut == expected);  // the reference reads the page the same way
+  CheckAllPaths(spec, inputs, expected, Poisoned(expected.size()));
+}
+
+}  // namespace
+
+TEST_CASE_METHOD(Fixture, "GatherND example 1: 1D remapping", "[spec][gather_nd]") {
+  const DML_TENSOR_DATA_TYPE it = GENERATE(from_range(IndexTypes()));
+  INFO("index type " << ref::TypeName(it));
+  TensorDesc input(F32, {2, 2}), indices(it, {2, 1}), output(F32, {2, 2});
+  OpSpec spec = OpSpec::GatherND(input, indices, output, 2, 2);
+  CheckExample(spec, {ToBytes(Iota(4, 0)), IndexBytes(it, {1, 0}, indices.Total())}, {2, 3, 0, 1});
+}
+
+TEST_CASE_METHOD(Fixture, "GatherND example 2: 2D remapping", "[spec][gather_nd]") {
+  const DML_TENSOR_DATA_TYPE it = GENERATE(from_range(IndexTypes()));
+  INFO("index type " << ref::TypeName(it));
+  TensorDesc input(F32, {1, 2, 2, 2}), indices(it, {1, 1, 2, 2}), output(F32, {1, 1, 2, 2});
+  OpSpec spec = OpSpec::GatherND(input, indices, output, 3, 2);
+  CheckExample(spec, {ToBytes(Iota(8, 0)), IndexBytes(it, {0, 1, 1, 0}, indices.Total())},
+               {2, 3, 4, 5});
+}
+
+TEST_CASE_METHOD(Fixture, "GatherND1 example 1: 1D remapping", "[spec][gather_nd1]") {
+  const DML_TENSOR_DATA_TYPE it = GENERATE(from_range(IndexTypes()));
+  INFO("index type " << ref::TypeName(it));
+  TensorDesc input(F32, {2, 2}), indices(it, {2, 1}), output(F32, {2, 2});
+  OpSpec spec = OpSpec::GatherND1(input, indices, output, 2, 2, 0);
+  CheckExample(spec, {ToBytes(Iota(4, 0)), IndexBytes(it, {1, 0}, indices.Total())}, {2, 3, 0, 1});
+}
+
+TEST_CASE_METHOD(Fixture, "GatherND1 example 2: 2D remapping with batch count",
+                 "[spec][gather_nd1]") {
+  const DML_TENSOR_DATA_TYPE it = GENERATE(from_range(IndexTypes()));
+  INFO("index type " << ref::TypeName(it));
+  TensorDesc input(F32, {1, 3, 2, 2}), indices(it, {1, 3, 2, 2}), output(F32, {1, 1, 3, 2});
+  OpSpec spec = OpSpec::GatherND1(input, indices, output, 3, 3, 1);
+  CheckExample(
+      spec,
+      {ToBytes(Iota(12, 0)), IndexBytes(it, {0, 0, 1, 1, 1, 1, 0, 0, 0, 1, 1, 0}, indices.Total())},
+      {0, 3, 7, 4, 9, 10});
+}
+
+TEST_CASE_METHOD(Fixture, "GatherElements example (axis 0)", "[spec][gather_elements]") {
+  const DML_TENSOR_DATA_TYPE it = GENERATE(from_range(IndexTypes()));
+  INFO("index type " << ref::TypeName(it));
+  // The page gives the output type as UINT32; it is the input's, FLOAT32 (spec/README.md).
+  TensorDesc input(F32, {3, 3}), indices(it, {2, 3}), output(F32, {2, 3});
+  OpSpec spec = OpSpec::GatherElements(input, indices, output, 0);
+  CheckExample(spec, {ToBytes(Iota(9, 1)), IndexBytes(it, {1, 2, 0, 2, 0, 0}, indices.Total())},
+               {4, 8, 3, 7, 2, 3});
+}
+
+TEST_CASE_METHOD(Fixture, "ScatterND example (ONNX shapes padded to equal rank)",
+                 "[spec][scatter_nd]") {
+  const DML_TENSOR_DATA_TYPE it = GENERATE(from_range(IndexTypes()));
+  INFO("index type " << ref::TypeName(it));
+  // Input {8}, indices {4,1}, updates {4}: DimensionCount 2 with leading 1s.
+  TensorDesc input(F32, {1, 8}), indices(it, {4, 1}), updates(F32, {1, 4}), output(F32, {1, 8});
+  OpSpec spec = OpSpec::ScatterND(input, indices, updates, output, 1, 2);
+  CheckExample(spec,
+               {ToBytes(Iota(8, 1)), IndexBytes(it, {4, 3, 1, 7}, indices.Total()),
+                ToBytes(std::vector<float>{9, 10, 11, 12})},
+               {1, 11, 3, 10, 9, 6, 7, 12});
+}
+
+// The size formula example of the GatherND / GatherND1 / ScatterND pages:
+// input {3,4,5,6,7} (r 5), indices {1,1,1,2,3} (q 3) -> output / updates {1,1,2,6,7}.
+TEST_CASE_METHOD(Fixture, "Size formula example {3,4,5,6,7} is valid and runs",
+                 "[spec][validation]") {
+  const std::vector<UINT> inSizes = {3, 4, 5, 6, 7}, idxSizes = {1, 1, 1, 2, 3};
+  const std::vector<UINT> outSizes = {1, 1, 2, 6, 7};
+  REQUIRE(ref::GatherNDOutputSizes(inSizes, idxSizes, 5, 3, 0) == outSizes);
+  const DML_TENSOR_DATA_TYPE it = DML_TENSOR_DATA_TYPE_INT64;
+  TensorDesc input(F32, inSizes), indices(it, idxSizes), small(F32, outSizes);
+  const Bytes in = ToBytes(Iota(3 * 4 * 5 * 6 * 7, 0));
+  const Bytes idx = IndexBytes(it, {2, 3, 4, 0, -1, 1}, indices.Total());
+
+  SECTION("GatherND") {
+    OpSpec spec = OpSpec::GatherND(input, indices, small, 5, 3);
+    Bytes expected = Poisoned(small.Total());
+    spec.Reference({in, idx}, &expected);
+    CheckAllPaths(spec, {in, idx}, expected, Poisoned(small.Total()));
+  }
+  SECTION("GatherND1, BatchDimensionCount 0") {
+    OpSpec spec = OpSpec::GatherND1(input, indices, small, 5, 3, 0);
+    Bytes expected = Poisoned(small.Total());
+    spec.Reference({in, idx}, &expected);
+    CheckAllPaths(spec, {in, idx}, expected, Poisoned(small.Total()));
+  }
+  SECTION("ScatterND (as UpdatesTensor.Sizes)") {
+    TensorDesc output(F32, inSizes);
+    OpSpec spec = OpSpec::ScatterND(input, indices, small, output, 5, 3);
+    const Bytes upd = ToBytes(Iota(2 * 6 * 7, 1000));
+    Bytes expected = Poisoned(output.Total());
+    spec.Reference({in, idx, upd}, &expected);
+    CheckAllPaths(spec, {in, idx, upd}, expected, Poisoned(output.Total()));
+  }
+}
+
+// The pages' member examples combined: input {1,1,4,6} with InputDimensionCount 3 (actual
+// {1,4,6}) and indices {1,4,5,2} with IndicesDimensionCount 3 (a 4x5 array of 2-tuples):
+// output = {4,5} + {6} -> {1,4,5,6}.
+TEST_CASE_METHOD(Fixture, "Member examples {1,1,4,6} / {1,4,5,2} are valid and run",
+                 "[spec][validation]") {
+  const std::vector<UINT> inSizes = {1, 1, 4, 6}, idxSizes = {1, 4, 5, 2};
+  REQUIRE(ref::GatherNDOutputSizes(inSizes, idxSizes, 3, 3, 0) == std::vector<UINT>{1, 4, 5, 6});
+  const DML_TENSOR_DATA_TYPE it = DML_TENSOR_DATA_TYPE_UINT32;
+  TensorDesc input(F32, inSizes), indices(it, idxSizes), output(F32, {1, 4, 5, 6});
+  std::vector<int64_t> values;
+  for (int i = 0; i < 20; ++i) {
+    values.push_back(0);  // the size-1 dimension
+    values.push_back(i % 4);
+  }
+  const Bytes in = ToBytes(Iota(24, 0)), idx = IndexBytes(it, values, indices.Total());
+  OpSpec spec = OpSpec::GatherND(input, indices, output, 3, 3);
+  Bytes expected = Poisoned(output.Total());
+  REQUIRE_FALSE(spec.Reference({in, idx}, &expected).found);
+  // Spot-check the reference against the page's pseudocode: output[i, j, x] = input[0, i', x].
+  std::vector<float> out(120);
+  std::memcpy(out.data(), expected.data(), 480);
+  for (int i = 0; i < 20; ++i)
+    for (int x = 0; x < 6; ++x) REQUIRE(out[i * 6 + x] == float((i % 4) * 6 + x));
+  CheckAllPaths(spec, {in, idx}, expected, Poisoned(output.Total()));
+}

@@ -1,0 +1,92 @@
+// Small helpers shared by the test files.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "harness.h"
+
+namespace vt {
+
+template <typename T>
+Bytes ToBytes(const std::vector<T>& v, UINT64 total = 0) {
+  Bytes b(std::max<UINT64>(total, v.size() * sizeof(T)), 0);
+  std::memcpy(b.data(), v.data(), v.size() * sizeof(T));
+  return b;
+}
+
+// Packed index tensor bytes of the given index type.
+inline Bytes IndexBytes(DML_TENSOR_DATA_TYPE type, const std::vector<int64_t>& values,
+                        UINT64 total) {
+  Bytes b(total, 0);
+  const uint32_t es = ref::ElementSize(type);
+  for (size_t i = 0; i < values.size(); ++i) ref::WriteIndex(type, b.data() + i * es, values[i]);
+  return b;
+}
+
+inline const std::vector<DML_TENSOR_DATA_TYPE>& IndexTypes() {
+  static const std::vector<DML_TENSOR_DATA_TYPE> t = {
+      DML_TENSOR_DATA_TYPE_INT32, DML_TENSOR_DATA_TYPE_UINT32, DML_TENSOR_DATA_TYPE_INT64,
+      DML_TENSOR_DATA_TYPE_UINT64};
+  return t;
+}
+
+inline const std::vector<DML_TENSOR_DATA_TYPE>& DataTypes() {
+  static const std::vector<DML_TENSOR_DATA_TYPE> t = {
+      DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_FLOAT16, DML_TENSOR_DATA_TYPE_INT32,
+      DML_TENSOR_DATA_TYPE_INT16,   DML_TENSOR_DATA_TYPE_INT8,    DML_TENSOR_DATA_TYPE_UINT32,
+      DML_TENSOR_DATA_TYPE_UINT16,  DML_TENSOR_DATA_TYPE_UINT8,   DML_TENSOR_DATA_TYPE_FLOAT64,
+      DML_TENSOR_DATA_TYPE_INT64,   DML_TENSOR_DATA_TYPE_UINT64};
+  return t;
+}
+
+// Whether this device can run tensors of the type (1-/2-byte types need 8-/16-bit storage).
+inline bool DeviceSupports(DML_TENSOR_DATA_TYPE type) {
+  const DeviceFeatures& f = Dev().Info().enabled;
+  switch (ref::ElementSize(type)) {
+    case 1:
+      return f.storageBuffer8BitAccess;
+    case 2:
+      return f.storageBuffer16BitAccess;
+    default:
+      return true;
+  }
+}
+
+// Runs spec on the given inputs through the recording path and Device::Run and checks every
+// byte of the output image against `expected` (an image of the output's TotalTensorSizeInBytes).
+inline void CheckAllPaths(OpSpec& spec, const std::vector<Bytes>& inputs, const Bytes& expected,
+                          const Bytes& initial) {
+  struct Variant {
+    const char* name;
+    ExecOptions opts;
+  };
+  std::vector<Variant> variants(3);
+  variants[0].name = "record, device-local, offset 0";
+  variants[1].name = "record, host-visible, offsets 20/36/.. in one buffer";
+  variants[1].opts.memory = Buffer::Memory::HostVisible;
+  variants[1].opts.oneBuffer = true;
+  for (size_t i = 0; i < spec.tensors.size(); ++i) {
+    const UINT64 es = ref::ElementSize(spec.tensors[i].Type());
+    variants[1].opts.offsets.push_back((20 + 16 * i + es - 1) / es * es);
+  }
+  variants[2].name = "Device::Run";
+  variants[2].opts.path = Path::Run;
+  for (const Variant& v : variants) {
+    INFO("path: " << v.name);
+    ExecResult res = Execute(spec, inputs, {initial}, v.opts);
+    if (v.opts.path == Path::Run) {
+      INFO("Run: " << Str(res.runResult));
+      REQUIRE(res.runResult.ok());
+    }
+    const ref::Tensor t = spec.Output().Ref();
+    std::string diff = DiffBytes(res.outputs[0], expected, &t);
+    INFO("output differs: " << diff);
+    CHECK(diff.empty());
+  }
+}
+
+}  // namespace vt

@@ -1,0 +1,877 @@
+// One test per validation rule of test/SEMANTICS.md (1-25 and the binding rules): the Status and
+// the message (operator prefix, field name, actual and expected values where the doc gives them).
+#include <catch2/catch.hpp>
+
+#include <functional>
+
+#include "harness.h"
+#include "test_util.h"
+
+using namespace vt;
+using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
+
+namespace {
+
+const DML_TENSOR_DATA_TYPE F32 = DML_TENSOR_DATA_TYPE_FLOAT32;
+const DML_TENSOR_DATA_TYPE F16 = DML_TENSOR_DATA_TYPE_FLOAT16;
+const DML_TENSOR_DATA_TYPE I32 = DML_TENSOR_DATA_TYPE_INT32;
+const DML_TENSOR_DATA_TYPE I64 = DML_TENSOR_DATA_TYPE_INT64;
+
+// Valid baselines, D = 3.
+OpSpec BaseGatherND() {
+  // data {3,4} (r 2), indices {5,1} (q 2) -> output {5} + {4} = {1,5,4}
+  return OpSpec::GatherND(TensorDesc(F32, {1, 3, 4}), TensorDesc(I32, {1, 5, 1}),
+                          TensorDesc(F32, {1, 5, 4}), 2, 2);
+}
+OpSpec BaseGatherND1() {
+  // data {2,3,4} (r 3), indices {2,5,1} (q 3), batch 1 -> output {2,5} + {4} = {2,5,4}
+  return OpSpec::GatherND1(TensorDesc(F32, {2, 3, 4}), TensorDesc(I32, {2, 5, 1}),
+                           TensorDesc(F32, {2, 5, 4}), 3, 3, 1);
+}
+OpSpec BaseGatherElements() {
+  return OpSpec::GatherElements(TensorDesc(F32, {1, 3, 4}), TensorDesc(I32, {1, 2, 4}),
+                                TensorDesc(F32, {1, 2, 4}), 1);
+}
+OpSpec BaseScatterND() {
+  return OpSpec::ScatterND(TensorDesc(F32, {1, 3, 4}), TensorDesc(I32, {1, 5, 1}),
+                           TensorDesc(F32, {1, 5, 4}), TensorDesc(F32, {1, 3, 4}), 2, 2);
+}
+
+std::vector<std::function<OpSpec()>> AllBases() {
+  return {BaseGatherND, BaseGatherND1, BaseGatherElements, BaseScatterND};
+}
+
+Result Create(const DML_OPERATOR_DESC& desc) {
+  std::unique_ptr<Operator> op;
+  Result r = Dev().CreateOperator(desc, &op);
+  if (r.ok()) CHECK(op != nullptr);
+  return r;
+}
+
+// Creates spec.op as it is now (after mutations of the typed desc / tensors).
+Result CreateRaw(OpSpec& spec) {
+  return Create(spec.op);
+}
+
+// Requires status and that the message starts with the operator prefix and contains every
+// fragment.
+void Expect(const Result& r, Status status, const std::string& prefix,
+            const std::vector<std::string>& fragments) {
+  INFO("result: " << Str(r));
+  REQUIRE(r.status == status);
+  if (!prefix.empty()) CHECK_THAT(r.message, StartsWith(prefix + ": "));
+  for (const std::string& f : fragments) CHECK_THAT(r.message, Contains(f));
+}
+
+void ExpectInvalid(OpSpec& spec, const std::vector<std::string>& fragments) {
+  INFO("operator: " << spec.ToString());
+  Expect(CreateRaw(spec), Status::InvalidArgument, spec.Name(), fragments);
+}
+
+}  // namespace
+
+TEST_CASE_METHOD(Fixture, "Baselines are valid", "[validation]") {
+  for (auto& base : AllBases()) {
+    OpSpec spec = base();
+    spec.Desc();
+    INFO(spec.ToString());
+    Result r = CreateRaw(spec);
+    INFO(Str(r));
+    REQUIRE(r.ok());
+  }
+}
+
+TEST_CASE_METHOD(Fixture, "Device info", "[validation][device]") {
+  const DeviceInfo& info = Dev().Info();
+  INFO("device " << info.name << " driver " << info.driverName);
+  CHECK(!info.name.empty());
+  CHECK(info.maxStorageBufferRange > 0);
+  CHECK(info.apiVersion >= VK_MAKE_API_VERSION(0, 1, 1, 0));
+  // 1- and 2-byte tensors need these; where the device has them vkdml must use them, or the
+  // random tests would silently lose those types.
+  CHECK(info.enabled.storageBuffer8BitAccess == info.available.storageBuffer8BitAccess);
+  CHECK(info.enabled.storageBuffer16BitAccess == info.available.storageBuffer16BitAccess);
+}
+
+// EnumerateDevices creates and destroys an instance of its own; the live Device must survive it
+// (and its destruction at exit, in main, must not crash).
+TEST_CASE_METHOD(Fixture, "EnumerateDevices while a Device is alive", "[validation][device]") {
+  const DeviceInfo& info = Dev().Info();
+  std::vector<DeviceInfo> all;
+  Result r = EnumerateDevices(&all);
+  INFO(Str(r));
+  REQUIRE(r.ok());
+  REQUIRE(!all.empty());
+  bool found = false;
+  for (const DeviceInfo& d : all) found = found || d.name == info.name;
+  CHECK(found);
+  // The device still works.
+  OpSpec spec =
+      OpSpec::GatherElements(TensorDesc(F32, {2}), TensorDesc(I32, {2}), TensorDesc(F32, {2}), 0);
+  const Bytes in = ToBytes(std::vector<float>{1, 2});
+  const Bytes idx = IndexBytes(I32, {1, 0}, 8);
+  ExecResult res = Execute(spec, {in, idx}, {Poisoned(8)}, ExecOptions{});
+  CHECK(res.outputs[0] == ToBytes(std::vector<float>{2, 1}));
+}
+
+TEST_CASE_METHOD(Fixture, "DataTypeSize, DataTypeName, CalcBufferTensorSize", "[validation]") {
+  for (DML_TENSOR_DATA_TYPE t : DataTypes()) {
+    CHECK(DataTypeSize(t) == ref::ElementSize(t));
+    CHECK(std::string(DataTypeName(t)) == ref::TypeName(t));
+  }
+  CHECK(DataTypeSize(DML_TENSOR_DATA_TYPE_UNKNOWN) == 0);
+  for (int v : {12, 99, -1}) {  // not in the enum
+    CHECK(DataTypeSize(static_cast<DML_TENSOR_DATA_TYPE>(v)) == 0);
+    CHECK(std::string(DataTypeName(static_cast<DML_TENSOR_DATA_TYPE>(v))) == "UNKNOWN");
+  }
+
+  const UINT s1[] = {2, 3};
+  const UINT st1[] = {4, 1};
+  CHECK(CalcBufferTensorSize(F32, 2, s1, nullptr) == 24);
+  // (1*4 + 2*1 + 1) * 2 = 14 -> 16
+  CHECK(CalcBufferTensorSize(F16, 2, s1, st1) == 16);
+  CHECK(CalcBufferTensorSize(DML_TENSOR_DATA_TYPE_UINT8, 2, s1, nullptr) == 8);
+  const UINT s2[] = {3};
+  CHECK(CalcBufferTensorSize(DML_TENSOR_DATA_TYPE_UINT8, 1, s2, nullptr) == 4);
+  const UINT st0[] = {0};
+  CHECK(CalcBufferTensorSize(I64, 1, s2, st0) == 8);  // broadcast: one element
+  const UINT s8[] = {2, 1, 2, 1, 2, 1, 2, 3};
+  CHECK(CalcBufferTensorSize(DML_TENSOR_DATA_TYPE_UINT16, 8, s8, nullptr) == 96);
+  // Against the reference's formula on a few strided shapes.
+  const UINT s3[] = {3, 1, 5};
+  const UINT st3[] = {7, 0, 2};
+  CHECK(CalcBufferTensorSize(DML_TENSOR_DATA_TYPE_INT8, 3, s3, st3) ==
+        ref::Tensor(DML_TENSOR_DATA_TYPE_INT8, {3, 1, 5}, {7, 0, 2}).RequiredBytes());
+  CHECK(ref::Tensor(DML_TENSOR_DATA_TYPE_INT8, {3, 1, 5}, {7, 0, 2}).RequiredBytes() == 24);
+  // Not a tensor: 0.
+  CHECK(CalcBufferTensorSize(F32, 0, s1, nullptr) == 0);
+  CHECK(CalcBufferTensorSize(F32, 9, s8, nullptr) == 0);
+  CHECK(CalcBufferTensorSize(F32, 2, nullptr, nullptr) == 0);
+  const UINT z[] = {2, 0};
+  CHECK(CalcBufferTensorSize(F32, 2, z, nullptr) == 0);
+  CHECK(CalcBufferTensorSize(DML_TENSOR_DATA_TYPE_UNKNOWN, 2, s1, nullptr) == 0);
+}
+
+TEST_CASE_METHOD(Fixture, "Rule 1: a tensor pointer is null", "[validation]") {
+  for (auto& base : AllBases()) {
+    for (size_t i = 0; i < base().tensors.size(); ++i) {
+      OpSpec spec = base();
+      spec.Desc();
+      *spec.TensorSlot(i) = nullptr;
+      ExpectInvalid(spec, {std::string(spec.TensorName(i)) + " is null"});
+    }
+  }
+}
+
+TEST_CASE_METHOD(Fixture, "Rule 2: Type is not DML_TENSOR_TYPE_BUFFER", "[validation]") {
+  for (auto& base : AllBases()) {
+    for (size_t i = 0; i < base().tensors.size(); ++i) {
+      for (int type : {0, 2, 77}) {
+        OpSpec spec = base();
+        spec.Desc();
+        spec.tensors[i].desc.Type = static_cast<DML_TENSOR_TYPE>(type);
+        ExpectInvalid(spec, {std::string(spec.TensorName(i)) + ".Type"});
+      }
+    }
+  }
+}
+
+TEST_CASE_METHOD(Fixture, "Rule 3: Desc is null", "[validation]") {
+  for (auto& base : AllBases()) {
+    for (size_t i = 0; i < base().tensors.size(); ++i) {
+      OpSpec spec = base();
+      spec.Desc();
+      spec.tensors[i].desc.Desc = nullptr;
+      ExpectInvalid(spec, {std::string(spec.TensorName(i)) + ".Desc is null"});
+    }
+  }
+}
+
+TEST_CASE_METHOD(Fixture, "Rule 4: DimensionCount not in 1..8", "[validation]") {
+  for (auto& base : AllBases()) {
+    for (size_t i = 0; i < base().tensors.size(); ++i) {
+      for (UINT dims : {0u, 9u}) {
+        OpSpec spec = base();
+        spec.tensors[i].sizes.assign(9, 1);  // readable, should the library look
+        spec.tensors[i].strides.clear();
+        spec.Desc();
+        spec.tensors[i].buf.DimensionCount = dims;
+        ExpectInvalid(spec, {std::string(spec.TensorName(i)) + ".DimensionCount is " +
+                             std::to_string(dims) + ", expected 1 to 8"});
+      }
+    }
+  }
+}
+
+TEST_CASE_METHOD(Fixture, "Rule 5: Sizes is null", "[validation]") {
+  for (auto& base : AllBases()) {
+    for (size_t i = 0; i < base().tensors.size(); ++i) {
+      OpSpec spec = base();
+      spec.Desc();
+      spec.tensors[i].buf.Sizes = nullptr;
+      ExpectInvalid(spec, {std::string(spec.TensorName(i)) + ".Sizes is null"});
+    }
+  }
+}
+
+TEST_CASE_METHOD(Fixture, "Rule 6: a size is 0", "[validation]") {
+  for (auto& base : AllBases()) {
+    for (size_t i = 0; i < base().tensors.size(); ++i) {
+      OpSpec spec = base();
+      spec.tensors[i].sizes[1] = 0;
+      spec.Desc();
+      ExpectInvalid(spec, {std::string(spec.TensorName(i)) + ".Sizes[1] is 0"});
+    }
+  }
+}
+
+TEST_CASE_METHOD(Fixture, "Rule 7: more than 4294967295 elements", "[validation]") {
+  for (auto& base : AllBases()) {
+    for (size_t i : {size_t(0), base().tensors.size() - 1}) {
+      OpSpec spec = base();
+      spec.tensors[i].sizes = {65536, 65536, 2};
+      spec.tensors[i].buf.TotalTensorSizeInBytes = (UINT64(1) << 33) * 4;
+      spec.Desc();
+      ExpectInvalid(spec, {std::string(spec.TensorName(i)) + " has", "elements"});
+    }
+  }
+  // Exactly 2^32 elements (one too many), strided: still too many elements.
+  OpSpec spec = BaseGatherElements();
+  spec.tensors[0].sizes = {65536, 65536, 1};
+  spec.tensors[0].buf.TotalTensorSizeInBytes = (UINT64(1) << 32) * 4;
+  spec.Desc();
+  ExpectInvalid(spec, {"InputTensor has", "elements"});
+}
+
+TEST_CASE_METHOD(Fixture, "Rule 8: data type not supported for the role", "[validation]") {
+  for (auto& base : AllBases()) {
+    const size_t n = base().tensors.size();
+    // Index types: only INT32, UINT32, INT64, UINT64.
+    for (DML_TENSOR_DATA_TYPE t :
+         {DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_FLOAT16, DML_TENSOR_DATA_TYPE_INT16,
+          DML_TENSOR_DATA_TYPE_UINT16, DML_TENSOR_DATA_TYPE_INT8, DML_TENSOR_DATA_TYPE_UINT8,
+          DML_TENSOR_DATA_TYPE_FLOAT64, DML_TENSOR_DATA_TYPE_UNKNOWN,
+          static_cast<DML_TENSOR_DATA_TYPE>(12)}) {
+      OpSpec spec = base();
+      spec.tensors[1].buf.DataType = t;
+      spec.Desc();
+      INFO("indices type " << int(t));
+      ExpectInvalid(spec, {"IndicesTensor.DataType"});
+    }
+    // Data tensors: UNKNOWN or out of the enum.
+    for (size_t i = 0; i < n; ++i) {
+      if (i == 1) continue;
+      for (int t : {0, 12, 1000}) {
+        OpSpec spec = base();
+        spec.tensors[i].buf.DataType = static_cast<DML_TENSOR_DATA_TYPE>(t);
+        spec.Desc();
+        INFO("data type " << t);
+        ExpectInvalid(spec, {std::string(spec.TensorName(i)) + ".DataType"});
+      }
+    }
+  }
+}
+
+TEST_CASE_METHOD(Fixture, "Rule 9: TotalTensorSizeInBytes below the required size",
+                 "[validation]") {
+  for (auto& base : AllBases()) {
+    for (size_t i = 0; i < base().tensors.size(); ++i) {
+      OpSpec spec = base();
+      const UINT64 required = spec.tensors[i].Total();
+      REQUIRE(required == spec.tensors[i].Ref().RequiredBytes());
+      spec.tensors[i].buf.TotalTensorSizeInBytes = required - 4;
+      spec.Desc();
+      ExpectInvalid(
+          spec, {std::string(spec.TensorName(i)) + ".TotalTensorSizeInBytes is " +
+                 std::to_string(required - 4) + ", expected at least " + std::to_string(required)});
+    }
+  }
+  // Strided, with the round-up: FLOAT16 {2,3} strides {4,1} needs (4+2+1)*2 = 14 -> 16 bytes.
+  OpSpec spec = OpSpec::GatherElements(TensorDesc(F16, {2, 3}, {4, 1}, 12), TensorDesc(I32, {2, 3}),
+                                       TensorDesc(F16, {2, 3}), 0);
+  spec.Desc();
+  ExpectInvalid(spec, {"InputTensor.TotalTensorSizeInBytes is 12, expected at least 16"});
+  // A larger size than required is fine.
+  OpSpec ok = OpSpec::GatherElements(TensorDesc(F16, {2, 3}, {4, 1}, 1000), TensorDesc(I32, {2, 3}),
+                                     TensorDesc(F16, {2, 3}, {}, 64), 0);
+  Result r = Create(ok.Desc());
+  INFO(Str(r));
+  CHECK(r.ok());
+}
+
+TEST_CASE_METHOD(Fixture, "Rule 10: GuaranteedBaseOffsetAlignment not 0 or a power of two",
+                 "[validation]") {
+  for (auto& base : AllBases()) {
+    for (size_t i = 0; i < base().tensors.size(); ++i) {
+      for (UINT a : {3u, 6u, 24u, 0x80000001u}) {
+        OpSpec spec = base();
+        spec.tensors[i].buf.GuaranteedBaseOffsetAlignment = a;
+        spec.Desc();
+        INFO("alignment " << a);
+        ExpectInvalid(spec, {std::string(spec.TensorName(i)) + ".GuaranteedBaseOffsetAlignment"});
+      }
+      for (UINT a : {0u, 1u, 2u, 16u, 256u, 0x80000000u}) {
+        OpSpec spec = base();
+        spec.tensors[i].buf.GuaranteedBaseOffsetAlignment = a;
+        Result r = Create(spec.Desc());
+        INFO("alignment " << a << ": " << Str(r));
+        CHECK(r.ok());
+      }
+    }
+  }
+}
+
+TEST_CASE_METHOD(Fixture, "Rule 11: output strides broadcast or overlap", "[validation]") {
+  for (auto& base : {BaseGatherND, BaseScatterND}) {
+    // Output sizes {1,5,4} (GatherND) / {1,3,4} (ScatterND).
+    const bool scatter = base().type == DML_OPERATOR_SCATTER_ND;
+    const UINT rows = scatter ? 3 : 5;
+    for (std::vector<UINT> strides :
+         std::vector<std::vector<UINT>>{{20, 0, 1},     // broadcast rows
+                                        {20, 4, 0},     // broadcast columns
+                                        {20, 1, 1},     // rows and columns overlap
+                                        {20, 2, 1},     // partial overlap
+                                        {20, 3, 1}}) {  // (rows 3 apart, 4 columns)
+      OpSpec spec = base();
+      TensorDesc& out = spec.Output();
+      out = TensorDesc(F32, out.sizes, strides, 4 * 64);
+      spec.Desc();
+      INFO("strides " << strides[0] << "," << strides[1] << "," << strides[2]);
+      ExpectInvalid(spec, {"OutputTensor.Strides"});
+    }
+    // Not overlapping: padded, transposed, and a size-1 dimension with any stride.
+    for (std::vector<UINT> strides :
+         std::vector<std::vector<UINT>>{{100, 5, 1}, {1, 1, rows}, {7, 1, rows + 1}}) {
+      OpSpec spec = base();
+      TensorDesc& out = spec.Output();
+      out = TensorDesc(F32, out.sizes, strides);
+      Result r = Create(spec.Desc());
+      INFO("strides " << strides[0] << "," << strides[1] << "," << strides[2] << ": " << Str(r));
+      CHECK(r.ok());
+    }
+  }
+  // Inputs may broadcast.
+  OpSpec spec = BaseGatherND();
+  spec.tensors[0] = TensorDesc(F32, {1, 3, 4}, {0, 0, 0});
+  spec.tensors[1] = TensorDesc(I32, {1, 5, 1}, {0, 0, 0});
+  Result r = Create(spec.Desc());
+  INFO(Str(r));
+  CHECK(r.ok());
+}
+
+TEST_CASE_METHOD(Fixture, "Rule 12: DimensionCounts differ", "[validation]") {
+  for (auto& base : AllBases()) {
+    for (size_t i = 1; i < base().tensors.size(); ++i) {
+      OpSpec spec = base();
+      TensorDesc& t = spec.tensors[i];
+      std::vector<UINT> sizes(t.sizes.begin() + 1, t.sizes.end());  // drop the leading 1
+      t = TensorDesc(t.Type(), sizes);
+      spec.Desc();
+      ExpectInvalid(spec, {std::string(spec.TensorName(i)) +
+                           ".DimensionCount is 2, expected 3 (InputTensor.DimensionCount)"});
+    }
+  }
+}
+
+TEST_CASE_METHOD(Fixture, "Rule 13: output (updates) data type differs from input",
+                 "[validation]") {
+  for (auto& base : AllBases()) {
+    for (size_t i = 2; i < base().tensors.size(); ++i) {
+      for (DML_TENSOR_DATA_TYPE t : {I32, DML_TENSOR_DATA_TYPE_UINT32}) {
+        OpSpec spec = base();
+        spec.tensors[i].buf.DataType = t;  // same size as FLOAT32
+        spec.Desc();
+        ExpectInvalid(spec, {std::string(spec.TensorName(i)) + ".DataType is " + ref::TypeName(t) +
+                             ", expected FLOAT32 (InputTensor.DataType)"});
+      }
+    }
+  }
+}
+
+TEST_CASE_METHOD(Fixture, "Rule 14: GatherElements Axis >= DimensionCount", "[validation]") {
+  for (UINT axis : {3u, 4u, 0xFFFFFFFFu}) {
+    OpSpec spec = BaseGatherElements();
+    spec.axis = axis;
+    spec.Desc();
+    ExpectInvalid(spec, {"Axis is " + std::to_string(axis)});
+  }
+}
+
+TEST_CASE_METHOD(Fixture, "Rule 15: GatherElements Indices/Output size mismatch", "[validation]") {
+  {  // input {1,3,4}, axis 1: indices {1,2,5} differs at 2
+    OpSpec spec = BaseGatherElements();
+    spec.tensors[1] = TensorDesc(I32, {1, 2, 5});
+    spec.tensors[2] = TensorDesc(F32, {1, 2, 5});
+    spec.Desc();
+    ExpectInvalid(spec, {"IndicesTensor.Sizes[2] is 5, expected 4"});
+  }
+  {  // indices {2,2,4} differs at 0
+    OpSpec spec = BaseGatherElements();
+    spec.tensors[1] = TensorDesc(I32, {2, 2, 4});
+    spec.tensors[2] = TensorDesc(F32, {2, 2, 4});
+    spec.Desc();
+    ExpectInvalid(spec, {"IndicesTensor.Sizes[0] is 2, expected 1"});
+  }
+  {  // output {1,3,4} vs indices {1,2,4}
+    OpSpec spec = BaseGatherElements();
+    spec.tensors[2] = TensorDesc(F32, {1, 3, 4});
+    spec.Desc();
+    ExpectInvalid(spec, {"OutputTensor.Sizes[1] is 3, expected 2"});
+  }
+  {  // along the axis any size is fine, larger than the input's too
+    OpSpec spec = BaseGatherElements();
+    spec.tensors[1] = TensorDesc(I32, {1, 7, 4});
+    spec.tensors[2] = TensorDesc(F32, {1, 7, 4});
+    Result r = Create(spec.Desc());
+    INFO(Str(r));
+    CHECK(r.ok());
+  }
+}
+
+TEST_CASE_METHOD(Fixture, "Rule 16: InputDimensionCount / IndicesDimensionCount not in [1, D]",
+                 "[validation]") {
+  for (auto& base : {BaseGatherND, BaseGatherND1, BaseScatterND}) {
+    for (UINT v : {0u, 4u, 100u}) {
+      OpSpec spec = base();
+      spec.r = v;
+      spec.Desc();
+      ExpectInvalid(spec, {"InputDimensionCount is " + std::to_string(v)});
+      spec = base();
+      spec.q = v;
+      spec.Desc();
+      ExpectInvalid(spec, {"IndicesDimensionCount is " + std::to_string(v)});
+    }
+  }
+}
+
+TEST_CASE_METHOD(Fixture, "Rule 17: leading size outside the actual dims is not 1",
+                 "[validation]") {
+  {  // GatherND r 2: InputTensor.Sizes[0] must be 1
+    OpSpec spec = BaseGatherND();
+    spec.tensors[0] = TensorDesc(F32, {2, 3, 4});
+    spec.Desc();
+    ExpectInvalid(spec, {"InputTensor.Sizes[0] is 2, expected 1"});
+  }
+  {  // q 2: IndicesTensor.Sizes[0] must be 1
+    OpSpec spec = BaseGatherND();
+    spec.tensors[1] = TensorDesc(I32, {3, 5, 1});
+    spec.Desc();
+    ExpectInvalid(spec, {"IndicesTensor.Sizes[0] is 3, expected 1"});
+  }
+  {  // ScatterND, input and output {2,3,4} with r 2
+    OpSpec spec = BaseScatterND();
+    spec.tensors[0] = TensorDesc(F32, {2, 3, 4});
+    spec.tensors[3] = TensorDesc(F32, {2, 3, 4});
+    spec.Desc();
+    ExpectInvalid(spec, {"InputTensor.Sizes[0] is 2, expected 1"});
+  }
+  {  // D 4, r 2: Sizes[0] and Sizes[1] must be 1; Sizes[1] is not
+    OpSpec spec = OpSpec::GatherND(TensorDesc(F32, {1, 6, 3, 4}), TensorDesc(I32, {1, 1, 5, 1}),
+                                   TensorDesc(F32, {1, 1, 5, 4}), 2, 2);
+    spec.Desc();
+    ExpectInvalid(spec, {"InputTensor.Sizes[1] is 6, expected 1"});
+  }
+}
+
+TEST_CASE_METHOD(Fixture, "Rule 18: BatchDimensionCount >= q or >= r", "[validation]") {
+  {  // r 3, q 3, B 3
+    OpSpec spec = BaseGatherND1();
+    spec.b = 3;
+    spec.Desc();
+    ExpectInvalid(spec, {"BatchDimensionCount is 3"});
+  }
+  {  // B 2 >= q 2 (r 3): data {2,3,4}, indices {1,2,1}
+    OpSpec spec = OpSpec::GatherND1(TensorDesc(F32, {2, 3, 4}), TensorDesc(I32, {1, 2, 1}),
+                                    TensorDesc(F32, {1, 2, 4}), 3, 2, 2);
+    spec.Desc();
+    ExpectInvalid(spec, {"BatchDimensionCount is 2"});
+  }
+  {  // B 2 >= r 2 (q 3): data {1,3,4}, indices {3,4,1}
+    OpSpec spec = OpSpec::GatherND1(TensorDesc(F32, {1, 3, 4}), TensorDesc(I32, {3, 4, 1}),
+                                    TensorDesc(F32, {1, 3, 4}), 2, 3, 2);
+    spec.Desc();
+    ExpectInvalid(spec, {"BatchDimensionCount is 2"});
+  }
+}
+
+TEST_CASE_METHOD(Fixture, "Rule 19: tuple size k > r - B", "[validation]") {
+  {  // GatherND r 2, k 3
+    OpSpec spec = BaseGatherND();
+    spec.tensors[1] = TensorDesc(I32, {1, 5, 3});
+    spec.tensors[2] = TensorDesc(F32, {1, 1, 5});
+    spec.Desc();
+    ExpectInvalid(spec, {"IndicesTensor.Sizes[2] is 3"});
+  }
+  {  // GatherND1 r 3, B 1, k 3
+    OpSpec spec = BaseGatherND1();
+    spec.tensors[1] = TensorDesc(I32, {2, 5, 3});
+    spec.tensors[2] = TensorDesc(F32, {1, 2, 5});
+    spec.Desc();
+    ExpectInvalid(spec, {"IndicesTensor.Sizes[2] is 3"});
+  }
+  {  // ScatterND r 2, k 3
+    OpSpec spec = BaseScatterND();
+    spec.tensors[1] = TensorDesc(I32, {1, 5, 3});
+    spec.tensors[2] = TensorDesc(F32, {1, 1, 5});
+    spec.Desc();
+    ExpectInvalid(spec, {"IndicesTensor.Sizes[2] is 3"});
+  }
+  {  // k = r - B is fine: GatherND1 k 2 -> output {2,5} + {} = {1,2,5}
+    OpSpec spec = BaseGatherND1();
+    spec.tensors[1] = TensorDesc(I32, {2, 5, 2});
+    spec.tensors[2] = TensorDesc(F32, {1, 2, 5});
+    Result r = Create(spec.Desc());
+    INFO(Str(r));
+    CHECK(r.ok());
+  }
+}
+
+TEST_CASE_METHOD(Fixture, "Rule 20: batch sizes differ between indices and input", "[validation]") {
+  {  // D 3: input batch {2}, indices batch {3}
+    OpSpec spec = BaseGatherND1();
+    spec.tensors[1] = TensorDesc(I32, {3, 5, 1});
+    spec.tensors[2] = TensorDesc(F32, {3, 5, 4});
+    spec.Desc();
+    ExpectInvalid(spec, {"IndicesTensor.Sizes[0] is 3, expected 2 (InputTensor.Sizes[0]"});
+  }
+  {  // D 4, r 3, q 4, B 1: indices batch dim is Sizes[0], input's is Sizes[1]
+    OpSpec spec = OpSpec::GatherND1(TensorDesc(F32, {1, 2, 3, 4}), TensorDesc(I32, {3, 5, 5, 1}),
+                                    TensorDesc(F32, {3, 5, 5, 4}), 3, 4, 1);
+    spec.Desc();
+    ExpectInvalid(spec, {"IndicesTensor.Sizes[0] is 3, expected 2 (InputTensor.Sizes[1]"});
+  }
+}
+
+TEST_CASE_METHOD(Fixture, "Rule 21: output (updates) would need more than D dimensions",
+                 "[validation]") {
+  {  // data {2,3,4} r 3, indices {5,6,1} q 3: {5,6} + {3,4} is 4 dims > 3
+    OpSpec spec = OpSpec::GatherND(TensorDesc(F32, {2, 3, 4}), TensorDesc(I32, {5, 6, 1}),
+                                   TensorDesc(F32, {6, 3, 4}), 3, 3);
+    spec.Desc();
+    ExpectInvalid(spec, {"OutputTensor", "dimensions"});
+  }
+  {
+    OpSpec spec = OpSpec::GatherND1(TensorDesc(F32, {2, 3, 4}), TensorDesc(I32, {5, 6, 1}),
+                                    TensorDesc(F32, {6, 3, 4}), 3, 3, 0);
+    spec.Desc();
+    ExpectInvalid(spec, {"OutputTensor", "dimensions"});
+  }
+  {
+    OpSpec spec = OpSpec::ScatterND(TensorDesc(F32, {2, 3, 4}), TensorDesc(I32, {5, 6, 1}),
+                                    TensorDesc(F32, {6, 3, 4}), TensorDesc(F32, {2, 3, 4}), 3, 3);
+    spec.Desc();
+    ExpectInvalid(spec, {"UpdatesTensor", "dimensions"});
+  }
+}
+
+TEST_CASE_METHOD(Fixture, "Rule 22: output (updates) sizes differ from the formula",
+                 "[validation]") {
+  {
+    OpSpec spec = BaseGatherND();
+    spec.tensors[2] = TensorDesc(F32, {1, 5, 3});
+    spec.Desc();
+    ExpectInvalid(spec, {"OutputTensor.Sizes[2] is 3, expected 4"});
+  }
+  {  // a leading dimension must be 1
+    OpSpec spec = BaseGatherND();
+    spec.tensors[2] = TensorDesc(F32, {2, 5, 4});
+    spec.Desc();
+    ExpectInvalid(spec, {"OutputTensor.Sizes[0] is 2, expected 1"});
+  }
+  {
+    OpSpec spec = BaseGatherND1();
+    spec.tensors[2] = TensorDesc(F32, {2, 4, 4});
+    spec.Desc();
+    ExpectInvalid(spec, {"OutputTensor.Sizes[1] is 4, expected 5"});
+  }
+  {  // left-aligned instead of right-aligned
+    OpSpec spec = BaseGatherND();
+    spec.tensors[2] = TensorDesc(F32, {5, 4, 1});
+    spec.Desc();
+    ExpectInvalid(spec, {"OutputTensor.Sizes[0] is 5, expected 1"});
+  }
+  {
+    OpSpec spec = BaseScatterND();
+    spec.tensors[2] = TensorDesc(F32, {1, 5, 3});
+    spec.Desc();
+    ExpectInvalid(spec, {"UpdatesTensor.Sizes[2] is 3, expected 4"});
+  }
+}
+
+TEST_CASE_METHOD(Fixture, "Rule 23: ScatterND Output.Sizes != Input.Sizes", "[validation]") {
+  OpSpec spec = BaseScatterND();
+  spec.tensors[3] = TensorDesc(F32, {1, 3, 5});
+  spec.Desc();
+  ExpectInvalid(spec, {"OutputTensor.Sizes[2] is 5, expected 4 (InputTensor.Sizes[2])"});
+}
+
+TEST_CASE_METHOD(Fixture, "Rule 24: unknown operator type / null desc", "[validation]") {
+  OpSpec spec = BaseGatherND();
+  spec.Desc();
+  for (int t : {0, 12345, -1}) {
+    DML_OPERATOR_DESC d{static_cast<DML_OPERATOR_TYPE>(t), spec.op.Desc};
+    Result r = Create(d);
+    INFO("type " << t << ": " << Str(r));
+    REQUIRE(r.status == Status::InvalidArgument);
+    CHECK_THAT(r.message, Contains("DML_OPERATOR_DESC.Type"));
+  }
+  for (DML_OPERATOR_TYPE t : {DML_OPERATOR_GATHER_ND, DML_OPERATOR_GATHER_ND1,
+                              DML_OPERATOR_GATHER_ELEMENTS, DML_OPERATOR_SCATTER_ND}) {
+    DML_OPERATOR_DESC d{t, nullptr};
+    Result r = Create(d);
+    INFO("type " << int(t) << ": " << Str(r));
+    REQUIRE(r.status == Status::InvalidArgument);
+    CHECK_THAT(r.message, Contains("DML_OPERATOR_DESC.Desc is null"));
+  }
+}
+
+TEST_CASE_METHOD(Fixture, "Rule 25: tensor larger than maxStorageBufferRange", "[validation]") {
+  const UINT64 range = Dev().Info().maxStorageBufferRange;
+  INFO("maxStorageBufferRange " << range);
+  REQUIRE(range >= 4);
+  REQUIRE(range / 4 + 1 <= 0xFFFFFFFFull);
+  const UINT fits = static_cast<UINT>(range / 4);  // FLOAT32 elements that fit
+  {                                                // exactly the limit: fine
+    OpSpec spec = OpSpec::GatherElements(TensorDesc(F32, {fits}), TensorDesc(I32, {1}),
+                                         TensorDesc(F32, {1}), 0);
+    REQUIRE(spec.tensors[0].Total() <= range);
+    Result r = Create(spec.Desc());
+    INFO(Str(r));
+    CHECK(r.ok());
+  }
+  {  // input one element over
+    OpSpec spec = OpSpec::GatherElements(TensorDesc(F32, {fits + 1}), TensorDesc(I32, {1}),
+                                         TensorDesc(F32, {1}), 0);
+    REQUIRE(spec.tensors[0].Total() > range);
+    Expect(Create(spec.Desc()), Status::Unsupported, "GATHER_ELEMENTS", {"maxStorageBufferRange"});
+  }
+  {  // indices over (GatherElements with a large indices / output along the axis)
+    const UINT n = static_cast<UINT>(range / 8 + 1);
+    OpSpec spec =
+        OpSpec::GatherElements(TensorDesc(F32, {2}), TensorDesc(I64, {n}), TensorDesc(F32, {n}), 0);
+    Expect(Create(spec.Desc()), Status::Unsupported, "GATHER_ELEMENTS", {"maxStorageBufferRange"});
+  }
+  {  // a strided output that spans more than the range
+    OpSpec spec = BaseScatterND();
+    spec.tensors[3] = TensorDesc(F32, {1, 3, 4}, {1, fits / 2, 1});
+    REQUIRE(spec.tensors[3].Total() > range);
+    Expect(Create(spec.Desc()), Status::Unsupported, "SCATTER_ND", {"maxStorageBufferRange"});
+  }
+}
+
+TEST_CASE_METHOD(Fixture, "1- and 2-byte data need 8-/16-bit storage", "[validation]") {
+  for (DML_TENSOR_DATA_TYPE t : DataTypes()) {
+    OpSpec spec = OpSpec::GatherElements(TensorDesc(t, {3, 4}), TensorDesc(I32, {2, 4}),
+                                         TensorDesc(t, {2, 4}), 0);
+    Result r = Create(spec.Desc());
+    INFO(ref::TypeName(t) << ": " << Str(r));
+    if (DeviceSupports(t))
+      CHECK(r.ok());
+    else
+      CHECK(r.status == Status::Unsupported);
+  }
+}
+
+// ----- Binding rules -----
+
+namespace {
+
+struct Bound {
+  OpSpec spec;
+  std::unique_ptr<Operator> op;
+  std::unique_ptr<CompiledOperator> compiled;
+  std::unique_ptr<BindingTable> table;
+  std::vector<std::unique_ptr<Buffer>> buffers;
+  std::vector<DML_BUFFER_BINDING> bindings;  // valid ones, inputs then the output
+};
+
+// input {2,2} FLOAT32 (16 bytes), indices {2,1} INT64 (16 bytes), output {2,2}.
+void MakeBound(Bound* b, UINT alignment = 0) {
+  b->spec = OpSpec::GatherND(TensorDesc(F32, {2, 2}, {}, 0, alignment),
+                             TensorDesc(I64, {2, 1}, {}, 0, alignment),
+                             TensorDesc(F32, {2, 2}, {}, 0, alignment), 2, 2);
+  Result r = Dev().CreateOperator(b->spec.Desc(), &b->op);
+  INFO(Str(r));
+  REQUIRE(r.ok());
+  r = Dev().CompileOperator(*b->op, 0, &b->compiled);
+  INFO(Str(r));
+  REQUIRE(r.ok());
+  r = Dev().CreateBindingTable(*b->compiled, &b->table);
+  INFO(Str(r));
+  REQUIRE(r.ok());
+  for (int i = 0; i < 3; ++i) {
+    std::unique_ptr<Buffer> buf;
+    r = Dev().CreateBuffer(256, Buffer::Memory::DeviceLocal, &buf);
+    REQUIRE(r.ok());
+    b->bindings.push_back(buf->Binding(0, 16));
+    b->buffers.push_back(std::move(buf));
+  }
+}
+
+void ExpectBind(const Result& r, const std::string& fragment) {
+  INFO("result: " << Str(r));
+  REQUIRE(r.status == Status::InvalidArgument);
+  CHECK_THAT(r.message, Contains(fragment));
+}
+
+}  // namespace
+
+TEST_CASE_METHOD(Fixture, "Binding: count differs from the operator's", "[validation][binding]") {
+  Bound b;
+  MakeBound(&b);
+  ExpectBind(b.table->BindInputs(1, b.bindings.data()), "BindInputs: count is 1, expected 2");
+  ExpectBind(b.table->BindInputs(3, b.bindings.data()), "BindInputs: count is 3, expected 2");
+  ExpectBind(b.table->BindOutputs(0, b.bindings.data() + 2), "BindOutputs: count is 0, expected 1");
+  ExpectBind(b.table->BindOutputs(2, b.bindings.data() + 1), "BindOutputs: count is 2, expected 1");
+  CHECK(b.table->BindInputs(2, b.bindings.data()).ok());
+  CHECK(b.table->BindOutputs(1, b.bindings.data() + 2).ok());
+}
+
+TEST_CASE_METHOD(Fixture, "Binding: Buffer is VK_NULL_HANDLE", "[validation][binding]") {
+  Bound b;
+  MakeBound(&b);
+  std::vector<DML_BUFFER_BINDING> in = {b.bindings[0], b.bindings[1]};
+  in[1].Buffer = VK_NULL_HANDLE;
+  ExpectBind(b.table->BindInputs(2, in.data()), "inputs[1].Buffer is VK_NULL_HANDLE");
+  DML_BUFFER_BINDING out = b.bindings[2];
+  out.Buffer = VK_NULL_HANDLE;
+  ExpectBind(b.table->BindOutputs(1, &out), "outputs[0].Buffer is VK_NULL_HANDLE");
+}
+
+TEST_CASE_METHOD(Fixture, "Binding: SizeInBytes < TotalTensorSizeInBytes",
+                 "[validation][binding]") {
+  Bound b;
+  MakeBound(&b);
+  std::vector<DML_BUFFER_BINDING> in = {b.bindings[0], b.bindings[1]};
+  in[0].SizeInBytes = 12;
+  ExpectBind(b.table->BindInputs(2, in.data()),
+             "inputs[0].SizeInBytes is 12, expected at least 16");
+  in[0].SizeInBytes = 16;
+  in[1].SizeInBytes = 8;
+  ExpectBind(b.table->BindInputs(2, in.data()), "inputs[1].SizeInBytes is 8, expected at least 16");
+  DML_BUFFER_BINDING out = b.bindings[2];
+  out.SizeInBytes = 0;
+  ExpectBind(b.table->BindOutputs(1, &out), "outputs[0].SizeInBytes is 0, expected at least 16");
+  out.SizeInBytes = 100;  // more is fine
+  CHECK(b.table->BindOutputs(1, &out).ok());
+}
+
+TEST_CASE_METHOD(Fixture, "Binding: Offset not a multiple of the element size / alignment",
+                 "[validation][binding]") {
+  SECTION("element size") {
+    Bound b;
+    MakeBound(&b);
+    std::vector<DML_BUFFER_BINDING> in = {b.bindings[0], b.bindings[1]};
+    in[0].Offset = 2;
+    ExpectBind(b.table->BindInputs(2, in.data()),
+               "inputs[0].Offset is 2, expected a multiple of 4");
+    in[0].Offset = 4;
+    in[1].Offset = 4;  // INT64 indices
+    ExpectBind(b.table->BindInputs(2, in.data()),
+               "inputs[1].Offset is 4, expected a multiple of 8");
+    in[1].Offset = 8;
+    CHECK(b.table->BindInputs(2, in.data()).ok());
+    DML_BUFFER_BINDING out = b.bindings[2];
+    out.Offset = 6;
+    ExpectBind(b.table->BindOutputs(1, &out), "outputs[0].Offset is 6, expected a multiple of 4");
+    out.Offset = 36;  // 4-aligned, not 16-aligned: fine
+    CHECK(b.table->BindOutputs(1, &out).ok());
+  }
+  SECTION("GuaranteedBaseOffsetAlignment 16") {
+    Bound b;
+    MakeBound(&b, 16);
+    std::vector<DML_BUFFER_BINDING> in = {b.bindings[0], b.bindings[1]};
+    in[0].Offset = 8;
+    ExpectBind(b.table->BindInputs(2, in.data()),
+               "inputs[0].Offset is 8, expected a multiple of 16");
+    in[0].Offset = 48;
+    CHECK(b.table->BindInputs(2, in.data()).ok());
+    DML_BUFFER_BINDING out = b.bindings[2];
+    out.Offset = 4;
+    ExpectBind(b.table->BindOutputs(1, &out), "outputs[0].Offset is 4, expected a multiple of 16");
+  }
+}
+
+TEST_CASE_METHOD(Fixture, "Binding: RecordDispatch before both are bound",
+                 "[validation][binding]") {
+  Bound b;
+  MakeBound(&b);
+  Result recorded;
+  Result r =
+      Dev().Submit([&](VkCommandBuffer cmd) { recorded = Dev().RecordDispatch(cmd, *b.table); });
+  INFO("Submit: " << Str(r));
+  CHECK(r.ok());
+  ExpectBind(recorded, "not bound");
+  REQUIRE(b.table->BindInputs(2, b.bindings.data()).ok());
+  r = Dev().Submit([&](VkCommandBuffer cmd) { recorded = Dev().RecordDispatch(cmd, *b.table); });
+  CHECK(r.ok());
+  ExpectBind(recorded, "not bound");  // the output still is not
+}
+
+TEST_CASE_METHOD(Fixture, "Binding: a range past the end of a vkdml::Buffer",
+                 "[validation][binding]") {
+  // BindingTable: "Checks each binding: a live buffer range that holds the tensor's
+  // TotalTensorSizeInBytes". vkdml made this buffer and knows its size (256 bytes).
+  Bound b;
+  MakeBound(&b);
+  std::vector<DML_BUFFER_BINDING> in = {b.buffers[0]->Binding(248, 16), b.bindings[1]};
+  Result r = b.table->BindInputs(2, in.data());
+  INFO("BindInputs: " << Str(r));
+  CHECK(r.status == Status::InvalidArgument);
+  CHECK_THAT(r.message, Contains("inputs[0]"));
+}
+
+TEST_CASE_METHOD(Fixture, "Device::Run: argument checks and the checked mode",
+                 "[validation][run]") {
+  OpSpec spec =
+      OpSpec::GatherElements(TensorDesc(F32, {4}), TensorDesc(I32, {2}), TensorDesc(F32, {2}), 0);
+  std::unique_ptr<Operator> op;
+  REQUIRE(Dev().CreateOperator(spec.Desc(), &op).ok());
+  std::unique_ptr<CompiledOperator> checked, plain;
+  REQUIRE(Dev().CompileOperator(*op, VKDML_EXECUTION_FLAG_CHECK_INDICES, &checked).ok());
+  REQUIRE(Dev().CompileOperator(*op, 0, &plain).ok());
+  const float data[4] = {1, 2, 3, 4};
+  const int32_t idx[2] = {1, 7};
+  float out[2] = {0, 0};
+  {
+    Result r = Dev().Run(*plain, {data}, {out});
+    INFO(Str(r));
+    CHECK(r.status == Status::InvalidArgument);
+    r = Dev().Run(*plain, {data, nullptr}, {out});
+    INFO(Str(r));
+    CHECK(r.status == Status::InvalidArgument);
+    r = Dev().Run(*plain, {data, idx}, {nullptr});
+    INFO(Str(r));
+    CHECK(r.status == Status::InvalidArgument);
+  }
+  {  // unchecked: clamps, Ok
+    Result r = Dev().Run(*plain, {data, idx}, {out});
+    INFO(Str(r));
+    CHECK(r.ok());
+    CHECK(out[0] == 2);
+    CHECK(out[1] == 4);
+  }
+  {  // checked: clamps, and Run reports the first offending index (no binding table to ask)
+    out[0] = out[1] = 0;
+    Result r = Dev().Run(*checked, {data, idx}, {out});
+    INFO(Str(r));
+    CHECK(r.status == Status::IndexOutOfRange);
+    CHECK_THAT(r.message, Contains("IndicesTensor[1] is 7, outside the valid range [-4, 3]"));
+    CHECK(out[0] == 2);
+    CHECK(out[1] == 4);
+  }
+  {  // unknown execution flags
+    std::unique_ptr<CompiledOperator> c;
+    Result r = Dev().CompileOperator(*op, 0x8000, &c);
+    INFO(Str(r));
+    CHECK(r.status == Status::InvalidArgument);
+    for (UINT f : {UINT(DML_EXECUTION_FLAG_ALLOW_HALF_PRECISION_COMPUTATION),
+                   UINT(DML_EXECUTION_FLAG_DISABLE_META_COMMANDS),
+                   UINT(DML_EXECUTION_FLAG_DESCRIPTORS_VOLATILE)}) {
+      r = Dev().CompileOperator(*op, f, &c);
+      INFO("flag " << f << ": " << Str(r));
+      CHECK(r.ok());
+    }
+  }
+}
