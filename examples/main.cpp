@@ -3,10 +3,8 @@
 #include <string>
 #include <vector>
 
-#include "ops.h"
-#ifdef VKDML_CLI_HAVE_BENCH
 #include "bench.h"
-#endif
+#include "ops.h"
 
 namespace {
 
@@ -92,14 +90,7 @@ int DevicesMain(int argc, char** argv) {
 }
 
 int BenchCommand(int argc, char** argv) {
-#ifdef VKDML_CLI_HAVE_BENCH
   return BenchMain(argc, argv);
-#else
-  (void)argc;
-  (void)argv;
-  std::fprintf(stderr, "vkdml bench: not built into this vkdml (examples/bench.cpp missing)\n");
-  return cli::kExitBadInput;
-#endif
 }
 
 }  // namespace

@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""Runs `vkdml bench --json` and the PyTorch peers (bench_torch.py) in one invocation and prints
+a markdown table: case | vkdml ms | torch ms | ratio | vkdml GB/s | copy GB/s | % of copy.
+
+ratio = torch ms / vkdml ms: above 1 means vkdml is faster. GB/s counts the minimum bytes a case
+must move (examples/BENCH.md); "% of copy" compares vkdml with a plain uvec4 copy kernel moving the
+same byte count, timed in the same run.
+
+  python3 examples/bench_compare.py --size full                             # GPU machine, CUDA
+  /usr/bin/python3 examples/bench_compare.py --size small --torch-device cpu --threads 2  # lavapipe
+"""
+import argparse
+import datetime
+import glob
+import json
+import os
+import shlex
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import bench_torch  # noqa: E402
+
+
+def find_vkdml():
+    root = os.path.dirname(HERE)
+    found = sorted(glob.glob(os.path.join(root, "build*", "examples", "vkdml")), key=os.path.getmtime)
+    return found[-1] if found else "vkdml"
+
+
+def fmt(v, spec):
+    return "-" if v is None else format(v, spec)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    bench_torch.add_arguments(p)
+    p.add_argument("--vkdml", default=None, help="the vkdml executable (default: newest build*/)")
+    p.add_argument("--device", type=int, default=None, help="vkdml's Vulkan device index")
+    p.add_argument("--skip-torch", action="store_true", help="vkdml only")
+    p.add_argument("--out", default=None, help="also write the markdown here")
+    p.add_argument("--raw", default=None, help="write both sides' JSON lines here")
+    args = p.parse_args()
+    cases = bench_torch.case_list(args)
+    exe = args.vkdml or find_vkdml()
+
+    cmd = [exe, "bench", "--json", "--size", args.size, "--runs", str(args.runs),
+           "--warmup", str(args.warmup), "--latency-calls", str(args.latency_calls)]
+    if cases:
+        cmd += ["--case", ",".join(cases)]
+    if args.device is not None:
+        cmd += ["--device", str(args.device)]
+    print("running: " + " ".join(shlex.quote(c) for c in cmd), file=sys.stderr, flush=True)
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)  # progress goes to stderr
+    vk = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    if not vk:
+        sys.exit(f"bench_compare: {exe} printed no results (exit status {proc.returncode})")
+
+    torch_rows = []
+    if not args.skip_torch:
+        torch_rows = bench_torch.run(cases, args.size == "small", args.torch_device, args.threads,
+                                     args.runs, args.warmup, args.latency_calls)
+    peers = {r["case"]: r for r in torch_rows}
+
+    d = vk[0]
+    torch_dev = torch_rows[0]["device"] if torch_rows else "-"
+    lines = [
+        f"**vkdml** on {d['device']} (driver {d['driver']}, Vulkan {d.get('vulkan', '?')}); "
+        f"**torch** {bench_torch.torch.__version__} on {torch_dev}; size {args.size}; "
+        f"{datetime.datetime.now().astimezone().strftime('%Y-%m-%d %H:%M %Z')}",
+        "",
+        "Command: `" + " ".join(shlex.quote(a) for a in [os.path.basename(sys.executable)]
+                                + [os.path.relpath(sys.argv[0])] + sys.argv[1:]) + "`",
+        "",
+        "| case | vkdml ms | torch ms | ratio | vkdml GB/s | copy GB/s | % of copy |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    failed = proc.returncode != 0
+    for r in vk:
+        name = r["case"]
+        peer = peers.get("latency" if name.startswith("latency") else name, {})
+        if r.get("error") or r.get("skipped"):
+            why = r.get("error") or r.get("skipped")
+            lines.append(f"| {name} | {'skipped' if r.get('skipped') else 'ERROR'}: {why} "
+                         "| | | | | |")
+            continue
+        if r.get("mismatches"):
+            name += f" (**{r['mismatches']} MISMATCHES**)"
+            failed = True
+        vms, tms = r["median_ms"], peer.get("median_ms")
+        ratio = tms / vms if tms and vms else None
+        pct = r.get("pct_of_copy")
+        note = " ¹" if peer.get("peer_index_dtype") else ""
+        lines.append(f"| {name} | {fmt(vms, '.4f')} | {fmt(tms, '.4f')}{note} | "
+                     f"{fmt(ratio, '.2f')} | {fmt(r.get('gbps'), '.1f')} | "
+                     f"{fmt(r.get('copy_gbps'), '.1f')} | "
+                     f"{'-' if pct is None else format(pct, '.1f') + '%'} |")
+    lines.append("")
+    lines.append("ratio = torch ms / vkdml ms (above 1: vkdml faster). GB/s = minimum bytes "
+                 "(examples/BENCH.md) / median time. Latency rows: host time per call "
+                 "(latency-run: Device::Run; latency-replay: one pre-recorded command buffer, "
+                 "submit + wait), against torch.gather + synchronize.")
+    if any(r.get("peer_index_dtype") for r in torch_rows):
+        lines.append("¹ torch.gather takes int64 indices only here: the peer used int64.")
+    errors = [r for r in torch_rows if r.get("error")]
+    for r in errors:
+        lines.append(f"torch {r['case']}: ERROR {r['error']}")
+    text = "\n".join(lines)
+    print(text)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(text + "\n")
+    if args.raw:
+        with open(args.raw, "w") as f:
+            for r in vk:
+                f.write(json.dumps(dict(r, side="vkdml")) + "\n")
+            for r in torch_rows:
+                f.write(json.dumps(dict(r, side="torch")) + "\n")
+    return 1 if failed or errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,261 @@
+#!/usr/bin/env python3
+"""PyTorch peers of `vkdml bench`: the same cases, shapes and dtypes, random data.
+
+GPU kernels are timed with torch.cuda.Event (median of --runs after --warmup), CPU ones with
+time.perf_counter. The latency case is host time per call (torch.gather + synchronize), median
+of at least 200 calls. Prints one JSON object per line and case (--json), or a table.
+
+  python3 examples/bench_torch.py --size full                        # CUDA
+  /usr/bin/python3 examples/bench_torch.py --size small --torch-device cpu --threads 2
+
+bench_compare.py imports this module to put both sides in one table.
+"""
+import argparse
+import json
+import math
+import statistics
+import sys
+import os
+import time
+
+# OpenMP's default spin-waiting starves a CPU-quota'd machine (2 threads on a 2-core VM measured
+# an 8 ms floor per op); sleeping waits cost nothing on CUDA runs. Must precede `import torch`.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+import torch  # noqa: E402
+
+L2_ROTATE_BYTES = 4 * 60e6  # rotate input sets below ~4x a large GPU L2, as vkdml bench does
+MAX_ROTATION = 16
+
+CASE_NAMES = [
+    "rows-f32", "rows-f16", "tuples-f32", "elements-axis1-f32", "elements-axis0-f32",
+    "elements-axis1-i32idx", "scatter-rows-f32", "scatter-rows-inplace", "latency",
+]
+
+
+def specs(small):
+    """The cases of examples/bench.cpp (MakeSpecs), same shapes."""
+    rows, picks = (16384, 4096) if small else (1048576, 262144)
+    side, tuples = (512, 16384) if small else (4096, 1048576)
+    sq = 1024 if small else 8192
+    s = []
+    s.append(dict(case="rows-f32", op="GatherND", dtype="float32", index_dtype="int64",
+                  input_shape=[rows, 256], indices_shape=[picks, 1], updates_shape=None, axis=None,
+                  peer="torch.index_select(x, 0, i)"))
+    s.append(dict(s[0], case="rows-f16", dtype="float16"))
+    s.append(dict(case="tuples-f32", op="GatherND", dtype="float32", index_dtype="int64",
+                  input_shape=[side, side, 16], indices_shape=[tuples, 2], updates_shape=None,
+                  axis=None, peer="x[i0, i1]"))
+    el = dict(case="elements-axis1-f32", op="GatherElements", dtype="float32", index_dtype="int64",
+              input_shape=[sq, sq], indices_shape=[sq, sq], updates_shape=None, axis=1,
+              peer="torch.gather(x, 1, i)")
+    s.append(el)
+    s.append(dict(el, case="elements-axis0-f32", axis=0, peer="torch.gather(x, 0, i)"))
+    s.append(dict(el, case="elements-axis1-i32idx", index_dtype="int32"))
+    sc = dict(case="scatter-rows-f32", op="ScatterND", dtype="float32", index_dtype="int64",
+              input_shape=[rows, 256], indices_shape=[picks, 1], updates_shape=[picks, 256],
+              axis=None, in_place=False, peer="x.clone().index_copy_(0, i, u)")
+    s.append(sc)
+    s.append(dict(sc, case="scatter-rows-inplace", in_place=True, peer="x.index_copy_(0, i, u)"))
+    s.append(dict(case="latency", op="GatherElements", dtype="float32", index_dtype="int64",
+                  input_shape=[64, 64], indices_shape=[64, 64], updates_shape=None, axis=1,
+                  peer="torch.gather(x, 1, i) + synchronize"))
+    for c in s:
+        c.setdefault("in_place", False)
+        c["batch_dims"] = 0
+    return s
+
+
+def _dtype(name):
+    return {"float32": torch.float32, "float16": torch.float16, "int32": torch.int32,
+            "int64": torch.int64}[name]
+
+
+def _size(t):
+    return {torch.float32: 4, torch.float16: 2, torch.int32: 4, torch.int64: 8}[t]
+
+
+def min_bytes(c):
+    """examples/BENCH.md's formulas, as vkdml bench computes them."""
+    es, isz = _size(_dtype(c["dtype"])), _size(_dtype(c["index_dtype"]))
+    idx = math.prod(c["indices_shape"]) * isz
+    if c["op"] == "GatherND":
+        k = c["indices_shape"][-1]
+        out = math.prod(c["indices_shape"][:-1]) * math.prod(c["input_shape"][k:]) * es
+    elif c["op"] == "GatherElements":
+        out = math.prod(c["indices_shape"]) * es
+    else:
+        upd = math.prod(c["updates_shape"]) * es
+        if c["in_place"]:
+            return idx + 2 * upd
+        return 2 * math.prod(c["input_shape"]) * es + idx + upd
+    return idx + 2 * out
+
+
+def _nbytes(t):
+    return t.numel() * t.element_size()  # Tensor.nbytes is newer than Debian's torch
+
+
+def _data(shape, dtype, device, gen):
+    # Values in +-[1, 2): never zero.
+    x = torch.rand(shape, generator=gen, device="cpu", dtype=torch.float32) + 1.0
+    x = torch.where(torch.rand(shape, generator=gen) < 0.5, -x, x)
+    return x.to(device=device, dtype=dtype)
+
+
+def _make_inputs(c, device, gen):
+    """Returns (fn, working_set_bytes, notes): fn() runs the peer once on one input set."""
+    dt, it = _dtype(c["dtype"]), _dtype(c["index_dtype"])
+    x = _data(c["input_shape"], dt, device, gen)
+    notes = {}
+    if c["op"] == "GatherND" and c["indices_shape"][-1] == 1:
+        i = torch.randint(0, c["input_shape"][0], (c["indices_shape"][0],), generator=gen)
+        i = i.to(device=device, dtype=it)
+        return (lambda: torch.index_select(x, 0, i)), _nbytes(x) + _nbytes(i), notes
+    if c["op"] == "GatherND":
+        n = c["indices_shape"][0]
+        i0 = torch.randint(0, c["input_shape"][0], (n,), generator=gen).to(device=device, dtype=it)
+        i1 = torch.randint(0, c["input_shape"][1], (n,), generator=gen).to(device=device, dtype=it)
+        return (lambda: x[i0, i1]), _nbytes(x) + _nbytes(i0) + _nbytes(i1), notes
+    if c["op"] == "GatherElements":
+        axis = c["axis"]
+        i = torch.randint(0, c["input_shape"][axis], c["indices_shape"], generator=gen)
+        i = i.to(device=device, dtype=it)
+        try:
+            torch.gather(x, axis, i)
+        except RuntimeError:  # torch.gather wants int64 indices
+            i = i.to(torch.int64)
+            notes["peer_index_dtype"] = "int64"
+        return (lambda: torch.gather(x, axis, i)), _nbytes(x) + 2 * _nbytes(i), notes
+    rows = c["input_shape"][0]
+    i = torch.randperm(rows, generator=gen)[: c["indices_shape"][0]].to(device=device, dtype=it)
+    u = _data(c["updates_shape"], dt, device, gen)
+    if c["in_place"]:
+        return (lambda: x.index_copy_(0, i, u)), _nbytes(x) + _nbytes(i) + _nbytes(u), notes
+    return (lambda: x.clone().index_copy_(0, i, u)), 2 * _nbytes(x) + _nbytes(i) + _nbytes(u), notes
+
+
+def _median_ms(fns, device, warmup, runs):
+    """Times fns[k % len(fns)]() runs times after warmup calls; median milliseconds."""
+    cuda = device.type == "cuda"
+    total = max(warmup, len(fns)) + runs
+    times = []
+    for k in range(total):
+        fn = fns[k % len(fns)]
+        timed = k >= total - runs
+        if cuda:
+            if timed:
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                fn()
+                end.record()
+                times.append((start, end))
+            else:
+                fn()
+        else:
+            t0 = time.perf_counter()
+            fn()
+            if timed:
+                times.append((time.perf_counter() - t0) * 1e3)
+    if cuda:
+        torch.cuda.synchronize()
+        times = [s.elapsed_time(e) for s, e in times]
+    return statistics.median(times), min(times), max(times)
+
+
+def _latency(c, device, calls, gen):
+    fn, _, notes = _make_inputs(c, device, gen)
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    times = []
+    for k in range(20 + calls):
+        t0 = time.perf_counter()
+        fn()
+        sync()
+        if k >= 20:
+            times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times), min(times), max(times), notes
+
+
+def device_name(device):
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return f"cpu ({torch.get_num_threads()} threads)"
+
+
+def run(cases=None, small=False, device="cuda", threads=None, runs=30, warmup=5,
+        latency_calls=200, progress=True):
+    """Runs the peers; returns a list of dicts (one per case)."""
+    device = torch.device(device)
+    if threads:
+        torch.set_num_threads(threads)
+    gen = torch.Generator().manual_seed(1)
+    out = []
+    chosen = [c for c in specs(small) if not cases or c["case"] in cases
+              or (c["case"] == "latency" and any(n.startswith("latency") for n in cases))]
+    for n, c in enumerate(chosen):
+        if progress:
+            print(f"[{n + 1}/{len(chosen)}] torch {c['case']}", file=sys.stderr, flush=True)
+        r = dict(c, size="small" if small else "full", device=device_name(device),
+                 torch=torch.__version__, bytes=min_bytes(c))
+        try:
+            if c["case"] == "latency":
+                med, lo, hi, notes = _latency(c, device, max(200, latency_calls), gen)
+                r.update(median_ms=med, min_ms=lo, max_ms=hi, runs=max(200, latency_calls),
+                         timing="host", rotation=1, **notes)
+            else:
+                fn, ws, notes = _make_inputs(c, device, gen)
+                fns = [fn]
+                if device.type == "cuda" and ws < L2_ROTATE_BYTES:
+                    rot = min(MAX_ROTATION, math.ceil(L2_ROTATE_BYTES / ws))
+                    fns += [_make_inputs(c, device, gen)[0] for _ in range(rot - 1)]
+                med, lo, hi = _median_ms(fns, device, warmup, runs)
+                r.update(median_ms=med, min_ms=lo, max_ms=hi, runs=runs,
+                         timing="cuda-events" if device.type == "cuda" else "host",
+                         rotation=len(fns), **notes)
+                del fns, fn
+            r["gbps"] = r["bytes"] / (r["median_ms"] * 1e6)
+        except RuntimeError as e:  # torch.cuda.OutOfMemoryError is one too
+            r.update(error=str(e).splitlines()[0], median_ms=None, gbps=None)
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+        out.append(r)
+    return out
+
+
+def add_arguments(p):
+    p.add_argument("--case", action="append", default=[],
+                   help="case name (repeat, or comma-separated); default all")
+    p.add_argument("--size", choices=["full", "small"], default="full")
+    p.add_argument("--torch-device", default="cuda", help="cuda, cuda:N or cpu")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    p.add_argument("--runs", type=int, default=30)
+    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--latency-calls", type=int, default=200)
+
+
+def case_list(args):
+    names = [n for arg in args.case for n in arg.split(",") if n]
+    for n in names:
+        if n not in CASE_NAMES and n not in ("latency-run", "latency-replay"):
+            sys.exit(f"bench_torch: unknown case {n!r}; expected one of {', '.join(CASE_NAMES)}")
+    return names
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_arguments(p)
+    p.add_argument("--json", action="store_true", help="one JSON object per line and case")
+    args = p.parse_args()
+    results = run(case_list(args), args.size == "small", args.torch_device, args.threads,
+                  args.runs, args.warmup, args.latency_calls)
+    for r in results:
+        if args.json:
+            print(json.dumps(r), flush=True)
+        elif r.get("error"):
+            print(f"{r['case']:<22} ERROR {r['error']}")
+        else:
+            print(f"{r['case']:<22} {r['median_ms']:10.4f} ms {r['gbps']:10.2f} GB/s   {r['peer']}")
+    return 1 if any(r.get("error") for r in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
