@@ -25,6 +25,9 @@ UINT Unroll(UINT elemSize) {
 constexpr UINT kPlanSlots = 5;  // pass 0 and 1, each plain and widened; then the report
 constexpr UINT kReportSlot = 4;
 constexpr UINT kFlagSigned = 1, kFlagIndex64 = 2;
+// Device::Run binds host memory directly up to this many bytes of tensors: for small work a
+// copy to device memory costs more than the kernel's reads over the bus.
+constexpr UINT64 kDirectRunBytes = 256 << 10;
 
 // Unsigned 32-bit division by d as a multiply and shifts (Granlund and Montgomery, 1994):
 // with l = ceil(log2 d), magic = floor(2^32 (2^l - d) / d) + 1, t = mulhi(n, magic),
@@ -68,9 +71,11 @@ class CompiledOperatorImpl final : public CompiledOperator {
   std::vector<PassState> passes;
   VkPipeline report = VK_NULL_HANDLE;
   std::unique_ptr<BufferImpl> plans;  // uniform buffer, kPlanSlots plans
-  // Device::Run's binding table, made on first use.
+  // Device::Run's binding table, made on first use, and the arena layout it is bound to.
   mutable std::mutex runMutex;
   mutable std::unique_ptr<BindingTable> runTable;
+  mutable std::vector<DML_BUFFER_BINDING> runBindings;
+  mutable UINT64 runArena = 0;  // DeviceImpl's arena generation when runBindings were bound
 
   const Operator& Op() const override { return op; }
   UINT Flags() const override { return flags; }
@@ -386,6 +391,9 @@ Result DeviceImpl::CompileOperator(const Operator& op, UINT flags,
   for (size_t i = 0; i < c->op.passes.size(); ++i) {
     CompiledOperatorImpl::PassState s;
     s.pass = c->op.passes[i];
+    Plan striped;
+    if (s.pass.kind == Pass::Kind::Gather && s.pass.plan.Stripe(c->op.ElemSize(), &striped))
+      s.pass.plan = striped;
     const Plan& plan = s.pass.plan;
     const UINT indexSize = indices.elemSize;
     DeviceImpl::Specialization spec = {c->checked, plan.rank, plan.tuple, indexFlags,
@@ -438,8 +446,9 @@ Result DeviceImpl::Run(const CompiledOperator& compiled, const std::vector<const
   for (size_t i = 0; i < outputs.size(); ++i)
     if (!outputs[i]) return Fail(Status::InvalidArgument, "Run: outputs[", i, "] is null");
 
-  // Every tensor at a 256-byte aligned offset of one arena: staged in host memory, copied to
-  // device memory, run, and copied back, all in one submit.
+  // Every tensor at a 256-byte aligned offset of one host-visible arena. Small work binds the
+  // arena itself (one dispatch, no copies); larger work is copied to device memory and back,
+  // all in one submit.
   const UINT count = op.InputCount() + op.OutputCount();
   std::vector<UINT64> offset(count), size(count);
   UINT64 total = 0;
@@ -448,33 +457,45 @@ Result DeviceImpl::Run(const CompiledOperator& compiled, const std::vector<const
     offset[i] = total;
     total += (size[i] + 255) / 256 * 256;
   }
+  const bool direct = total <= kDirectRunBytes;
   std::lock_guard<std::mutex> lock(runMutex_);
+  const VkBufferUsageFlags usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT |
+                                   VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                                   VK_BUFFER_USAGE_TRANSFER_DST_BIT;
   if (!runStaging_ || runStaging_->Size() < total) {
+    ++runArenaGeneration_;  // binding tables that name the old arena must bind again
     runStaging_.reset();
+    VKDML_TRY(CreateInternalBuffer(total, usage, Buffer::Memory::HostVisible, &runStaging_));
+  }
+  if (!direct && (!runDevice_ || runDevice_->Size() < total)) {
+    ++runArenaGeneration_;
     runDevice_.reset();
-    VKDML_TRY(CreateInternalBuffer(
-        total, VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
-        Buffer::Memory::HostVisible, &runStaging_));
-    VKDML_TRY(CreateInternalBuffer(total,
-                                   VK_BUFFER_USAGE_STORAGE_BUFFER_BIT |
-                                       VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-                                       VK_BUFFER_USAGE_TRANSFER_DST_BIT,
-                                   Buffer::Memory::DeviceLocal, &runDevice_));
+    VKDML_TRY(CreateInternalBuffer(total, usage, Buffer::Memory::DeviceLocal, &runDevice_));
   }
   auto* host = static_cast<char*>(runStaging_->Mapped());
+  VkBuffer bound = direct ? runStaging_->Handle() : runDevice_->Handle();
   std::vector<DML_BUFFER_BINDING> bindings(count);
   for (UINT i = 0; i < count; ++i) {
     // Outputs are uploaded too: bytes between strided elements keep the caller's values.
     const void* src = i < op.InputCount() ? inputs[i] : outputs[i - op.InputCount()];
     std::memcpy(host + offset[i], src, size[i]);
-    bindings[i] = {runDevice_->Handle(), offset[i], size[i]};
+    bindings[i] = {bound, offset[i], size[i]};
   }
   auto& c = static_cast<const CompiledOperatorImpl&>(compiled);
   std::lock_guard<std::mutex> tableLock(c.runMutex);
   if (!c.runTable) VKDML_TRY(CreateBindingTable(compiled, &c.runTable));
   BindingTable& table = *c.runTable;
-  VKDML_TRY(table.BindInputs(op.InputCount(), bindings.data()));
-  VKDML_TRY(table.BindOutputs(op.OutputCount(), bindings.data() + op.InputCount()));
+  auto same = [](const DML_BUFFER_BINDING& a, const DML_BUFFER_BINDING& b) {
+    return a.Buffer == b.Buffer && a.Offset == b.Offset && a.SizeInBytes == b.SizeInBytes;
+  };
+  if (c.runArena != runArenaGeneration_ || c.runBindings.size() != count ||
+      !std::equal(bindings.begin(), bindings.end(), c.runBindings.begin(), same)) {
+    c.runArena = 0;
+    VKDML_TRY(table.BindInputs(op.InputCount(), bindings.data()));
+    VKDML_TRY(table.BindOutputs(op.OutputCount(), bindings.data() + op.InputCount()));
+    c.runBindings = bindings;
+    c.runArena = runArenaGeneration_;
+  }
 
   Result recorded;
   VKDML_TRY(Submit([&](VkCommandBuffer cmd) {
@@ -483,6 +504,12 @@ Result DeviceImpl::Run(const CompiledOperator& compiled, const std::vector<const
       VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, srcAccess, dstAccess};
       vk_.vkCmdPipelineBarrier(cmd, src, dst, 0, 1, &b, 0, nullptr, 0, nullptr);
     };
+    if (direct) {  // host writes before the submit are visible to it
+      recorded = RecordDispatch(cmd, table);
+      barrier(VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+              VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
+      return;
+    }
     VkBufferCopy all{0, 0, total};
     vk_.vkCmdCopyBuffer(cmd, runStaging_->Handle(), runDevice_->Handle(), 1, &all);
     barrier(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,

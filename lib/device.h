@@ -113,6 +113,7 @@ class DeviceImpl final : public Device {
 
   std::mutex runMutex_;  // Run's arenas: staging (host visible) and device local
   std::unique_ptr<BufferImpl> runStaging_, runDevice_;
+  UINT64 runArenaGeneration_ = 1;  // bumped whenever an arena is replaced
 
   std::mutex submitMutex_;
   VkCommandPool commandPool_ = VK_NULL_HANDLE;

@@ -1,5 +1,7 @@
 #include "plan.h"
 
+#include <algorithm>
+
 namespace vkdml::detail {
 
 void Plan::AddDim(UINT size, UINT directStride, UINT indexedStride, UINT indicesStride,
@@ -62,6 +64,31 @@ bool Plan::Widen(UINT elemSize, UINT vecBytes, Plan* out) const {
   }
   for (UINT j = 0; j < tuple; ++j) w.tupleStride[j] /= per;
   *out = w;
+  return true;
+}
+
+bool Plan::Stripe(UINT elemSize, Plan* out) const {
+  constexpr UINT64 kMaxStripeBytes = 4u << 20;        // input rows one stripe touches: fits in L2
+  const UINT width = std::max(32u, 128u / elemSize);  // >= one warp, >= one 128-byte line
+  if (rank < 2 || tuple == 0) return false;
+  const UINT last = rank - 1;
+  if (direct[last] != 1 || indexed[last] != 1 || indices[last] == 0 || sizes[last] <= width ||
+      sizes[last] % width)
+    return false;
+  UINT64 stripeBytes = UINT64(width) * elemSize;
+  for (UINT j = 0; j < tuple; ++j) {
+    if (tupleStride[j] < sizes[last]) return false;  // the index moves within the stripe's row
+    stripeBytes *= tupleSize[j];
+  }
+  if (stripeBytes > kMaxStripeBytes) return false;
+  Plan p;
+  p.AddDim(sizes[last] / width, width, width, indices[last] * width, position[last] * width);
+  for (UINT d = 0; d < last; ++d)
+    p.AddDim(sizes[d], direct[d], indexed[d], indices[d], position[d]);
+  p.AddDim(width, 1, 1, indices[last], position[last]);
+  for (UINT j = 0; j < tuple; ++j) p.AddComponent(tupleSize[j], tupleStride[j]);
+  p.componentStride = componentStride;
+  *out = p;
   return true;
 }
 

@@ -33,6 +33,11 @@ struct Plan {
   // The same copy done in vecBytes units (e.g. 16 for uvec4) when the innermost dimension is a
   // contiguous run on both sides whose length and every stride are whole vectors.
   bool Widen(UINT elemSize, UINT vecBytes, Plan* out) const;
+  // The same gather walked in stripes of the innermost dimension, outermost, when each element
+  // has its own index into an outer dimension (GatherElements off the last axis): a stripe's
+  // rows of the input then stay in cache, and each memory sector fetched serves many elements
+  // instead of one. False when that does not apply or the stripe's working set is too large.
+  bool Stripe(UINT elemSize, Plan* out) const;
 };
 
 }  // namespace vkdml::detail

@@ -573,6 +573,43 @@ TEST_CASE_METHOD(Fixture, "Large GatherElements, strided, on UINT16 and INT64 in
   RunCase(c);
 }
 
+// GatherElements off the last axis with a wide last dimension takes the striped walk
+// (lib/plan.cpp: Plan::Stripe); these shapes reach it for every element size, with and without
+// checked mode, and with odd widths that must not.
+TEST_CASE_METHOD(Fixture, "GatherElements on an outer axis, wide rows (striped walk)",
+                 "[random][gather_elements]") {
+  Rng rng(BaseSeed() ^ 0x1004);
+  const DML_TENSOR_DATA_TYPE types[] = {DML_TENSOR_DATA_TYPE_UINT8, DML_TENSOR_DATA_TYPE_FLOAT16,
+                                        DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_INT64};
+  struct Shape {
+    std::vector<UINT> input, indices;
+    UINT axis;
+  };
+  const Shape shapes[] = {{{37, 256}, {41, 256}, 0},
+                          {{3, 29, 512}, {3, 5, 512}, 1},
+                          {{9, 4, 300}, {2, 4, 300}, 0},  // 300: no whole stripes
+                          {{70, 1024}, {70, 1024}, 0}};
+  for (DML_TENSOR_DATA_TYPE type : types) {
+    if (!DeviceSupports(type)) continue;
+    for (const Shape& sh : shapes) {
+      const DML_TENSOR_DATA_TYPE it =
+          rng.U(0, 1) ? DML_TENSOR_DATA_TYPE_INT32 : DML_TENSOR_DATA_TYPE_INT64;
+      TensorDesc in(type, sh.input), ix(it, sh.indices), out(type, sh.indices);
+      Case c;
+      c.spec = OpSpec::GatherElements(in, ix, out, sh.axis);
+      const UINT n = sh.input[sh.axis];
+      Bytes indices(ix.Total());
+      IndexEncoder enc{it, 0.2, 0.02};
+      FillIndices(ix.Ref(), &indices,
+                  [&](const ref::Coord&) { return enc.Encode(rng, enc.Target(rng, n), n); });
+      c.inputs = {RandomBytes(rng, in.Total()), indices};
+      c.opts.flags = rng.U(0, 1) ? VKDML_EXECUTION_FLAG_CHECK_INDICES : 0;
+      INFO(DataTypeName(type) << " input " << sh.input[0] << "x... axis " << sh.axis);
+      RunCase(c);
+    }
+  }
+}
+
 // ----- The checked mode -----
 
 TEST_CASE_METHOD(Fixture, "Checked mode names the first offending index across workgroups",
