@@ -296,23 +296,24 @@ struct Progress {
 // Vulkan: the loader (opened with dlopen), an optional device of our own, and the device
 // functions the benchmark records itself.
 
-#define BENCH_DEVICE_FUNCTIONS(X)                                                            \
-  X(vkCreateShaderModule)                                                                    \
-  X(vkDestroyShaderModule)                                                                   \
-  X(vkCreateDescriptorSetLayout)                                                             \
-  X(vkDestroyDescriptorSetLayout)                                                            \
-  X(vkCreatePipelineLayout)                                                                  \
-  X(vkDestroyPipelineLayout)                                                                 \
-  X(vkCreateComputePipelines) X(vkDestroyPipeline) X(vkCreateDescriptorPool)                 \
-      X(vkDestroyDescriptorPool) X(vkResetDescriptorPool) X(vkAllocateDescriptorSets)        \
-          X(vkUpdateDescriptorSets) X(vkCreateQueryPool) X(vkDestroyQueryPool)               \
-              X(vkGetQueryPoolResults) X(vkCmdResetQueryPool) X(vkCmdWriteTimestamp)         \
-                  X(vkCmdBindPipeline) X(vkCmdBindDescriptorSets) X(vkCmdPushConstants)      \
-                      X(vkCmdDispatch) X(vkCmdPipelineBarrier) X(vkCreateCommandPool)        \
-                          X(vkDestroyCommandPool) X(vkAllocateCommandBuffers)                \
-                              X(vkBeginCommandBuffer) X(vkEndCommandBuffer) X(vkQueueSubmit) \
-                                  X(vkCreateFence) X(vkDestroyFence) X(vkWaitForFences)      \
-                                      X(vkResetFences) X(vkDeviceWaitIdle)
+#define BENCH_DEVICE_FUNCTIONS(X)                                                                \
+  X(vkCreateShaderModule)                                                                        \
+  X(vkDestroyShaderModule)                                                                       \
+  X(vkCreateDescriptorSetLayout)                                                                 \
+  X(vkDestroyDescriptorSetLayout)                                                                \
+  X(vkCreatePipelineLayout)                                                                      \
+  X(vkDestroyPipelineLayout)                                                                     \
+  X(vkCreateComputePipelines)                                                                    \
+  X(vkDestroyPipeline)                                                                           \
+  X(vkCreateDescriptorPool) X(vkDestroyDescriptorPool) X(vkResetDescriptorPool)                  \
+      X(vkAllocateDescriptorSets) X(vkUpdateDescriptorSets) X(vkCreateQueryPool)                 \
+          X(vkDestroyQueryPool) X(vkGetQueryPoolResults) X(vkCmdResetQueryPool)                  \
+              X(vkCmdWriteTimestamp) X(vkCmdBindPipeline) X(vkCmdBindDescriptorSets)             \
+                  X(vkCmdPushConstants) X(vkCmdDispatch) X(vkCmdPipelineBarrier)                 \
+                      X(vkCreateCommandPool) X(vkDestroyCommandPool) X(vkAllocateCommandBuffers) \
+                          X(vkBeginCommandBuffer) X(vkEndCommandBuffer) X(vkQueueSubmit)         \
+                              X(vkCreateFence) X(vkDestroyFence) X(vkWaitForFences)              \
+                                  X(vkResetFences) X(vkDeviceWaitIdle)
 
 struct Vk {
   VkDevice device = VK_NULL_HANDLE;
@@ -939,6 +940,19 @@ struct Context {
       return ms;
     }
     *timing = "gpu-timestamps";
+    // GPU clocks fall while the host prepares data and take a while to come back: keep the GPU
+    // busy with untimed iterations for a quarter of a second before the timed submit.
+    for (auto start = Clock::now(); Seconds(start, Clock::now()) < 0.25;)
+      Check(dev->Submit([&](VkCommandBuffer cmd) {
+        for (int it = 0; it < 8; ++it)
+          for (size_t k = 0; k < nb; ++k) {
+            Barrier(vk, cmd, VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                    VK_ACCESS_TRANSFER_WRITE_BIT | kShaderRW, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                    kShaderRW);
+            bodies[k](cmd, it);
+          }
+      }),
+            "Device::Submit");
     VkQueryPoolCreateInfo qpci{};
     qpci.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO;
     qpci.queryType = VK_QUERY_TYPE_TIMESTAMP;
@@ -997,7 +1011,7 @@ struct Context {
     std::vector<VkDescriptorSet> sets;
     Bytes block;  // the source contents, repeated
     UINT64 half = 0;
-    uint32_t count = 0, groups = 0;
+    uint32_t count = 0, groupsX = 0, groupsY = 0;  // 2D grid: one invocation per element
     double movedBytes = 0;
   };
 
@@ -1005,7 +1019,9 @@ struct Context {
     job->half = (static_cast<UINT64>(std::ceil(bytes / 2)) + 15) / 16 * 16;
     const UINT64 half = job->half;
     job->count = static_cast<uint32_t>(half / 16);
-    job->groups = std::max(1u, std::min((job->count + 255) / 256, 65535u));
+    const UINT64 groups = std::max<UINT64>(1, (UINT64(job->count) + 255) / 256);
+    job->groupsX = static_cast<uint32_t>(std::min<UINT64>(groups, 65535));
+    job->groupsY = static_cast<uint32_t>((groups + job->groupsX - 1) / job->groupsX);
     job->movedBytes = 2.0 * static_cast<double>(half);
     Step(name,
          Format("copy kernel buffers, 2 x %s", HumanBytes(static_cast<double>(half)).c_str()));
@@ -1049,7 +1065,7 @@ struct Context {
     vk.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, 1,
                                &job.sets[static_cast<size_t>(it) % job.sets.size()], 0, nullptr);
     vk.vkCmdPushConstants(cmd, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, 4, &job.count);
-    vk.vkCmdDispatch(cmd, job.groups, 1, 1);
+    vk.vkCmdDispatch(cmd, job.groupsX, job.groupsY, 1);
   }
 
   // Checks the copy too: a broken reference would make every ratio meaningless.
@@ -1199,6 +1215,25 @@ std::vector<Result> Context::RunLatency(const Spec& s) {
     res.runs = calls;
     res.bytes = MinBytes(s);
     res.mismatches = Verify(s, hosts[last], out.data(), &res.checked, &res.firstMismatch);
+    results.push_back(res);
+  }
+  {
+    // The floor under both: Device::Submit of an empty command buffer (submit + fence wait).
+    Step(s.name, Format("empty Device::Submit x %d", calls));
+    Result res;
+    res.spec = &s;
+    res.caseName = "latency-empty-submit";
+    res.timing = "host";
+    std::vector<double> ms;
+    for (int it = 0; it < warm + calls; ++it) {
+      auto t0 = Clock::now();
+      Check(dev->Submit([](VkCommandBuffer) {}), "Device::Submit");
+      if (it >= warm) ms.push_back(Seconds(t0, Clock::now()) * 1e3);
+    }
+    res.ms = Median(ms);
+    res.minMs = *std::min_element(ms.begin(), ms.end());
+    res.maxMs = *std::max_element(ms.begin(), ms.end());
+    res.runs = calls;
     results.push_back(res);
   }
 
@@ -1468,11 +1503,12 @@ int BenchMain(int argc, char** argv) {
   for (const Spec& s : all) {
     bool take = opt.cases.empty();
     for (const std::string& c : opt.cases)
-      take |= c == s.name || (s.latency && (c == "latency-run" || c == "latency-replay"));
+      take |= c == s.name || (s.latency && (c == "latency-run" || c == "latency-replay" ||
+                                            c == "latency-empty-submit"));
     if (take) chosen.push_back(&s);
   }
   for (const std::string& c : opt.cases) {
-    bool known = c == "latency-run" || c == "latency-replay";
+    bool known = c == "latency-run" || c == "latency-replay" || c == "latency-empty-submit";
     for (const Spec& s : all) known |= c == s.name;
     if (!known) {
       std::fprintf(stderr, "vkdml bench: unknown case '%s' (see --list)\n", c.c_str());

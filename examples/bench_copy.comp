@@ -1,5 +1,6 @@
-// The reference kernel of `vkdml bench`: a plain uvec4 buffer copy (16 bytes per invocation and
-// iteration, grid-stride loop), timed on the same byte count as each case.
+// The reference kernel of `vkdml bench`: a plain uvec4 buffer copy, one 16-byte element per
+// invocation, timed on the same byte count as each case. The grid is 2D (x at most 65535
+// workgroups) so that every element gets its own invocation: no loop, whatever the size.
 #version 450
 layout(local_size_x = 256) in;
 
@@ -11,8 +12,7 @@ layout(push_constant) uniform Push {
 } pc;
 
 void main() {
-  uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
-  for (uint i = gl_GlobalInvocationID.x; i < pc.count; i += stride) {
-    dst[i] = src[i];
-  }
+  uint group = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+  uint i = group * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
+  if (i < pc.count) dst[i] = src[i];
 }
