@@ -18,7 +18,7 @@ struct Plan {
 const uint kFlagSigned = 1u;   // INT32 / INT64 indices
 const uint kFlagIndex64 = 2u;  // 64-bit indices
 
-layout(std140, set = 0, binding = 0) uniform Plans { Plan plans[5]; };
+layout(std140, set = 0, binding = 0) uniform Plans { Plan plans[7]; };  // lib/compiled.cpp: kPlanSlots
 layout(std430, set = 0, binding = 5) restrict buffer Status { uint status[4]; };
 
 layout(push_constant) uniform Push {

@@ -1,6 +1,7 @@
 #version 450
 // The indexed copy every operator lowers to (lib/plan.h): gather when SCATTER is 0, scatter
-// when 1. ELEM is the element size in bytes (1, 2, 4, 8, or 16 for widened plans): the kernel
+// when 1; MARK sets a bit per element's indexed offset instead of copying (ScatterND's mask of
+// slices it overwrites, which its copy pass then skips). ELEM is the element size in bytes (1, 2, 4, 8, or 16 for widened plans): the kernel
 // moves bytes and never looks at data types. INDEX64 selects 64-bit index loads.
 // Rank, tuple size, index flags and the unroll factor are specialization constants, so loops
 // fully unroll.
@@ -24,12 +25,17 @@
 #define V T
 #endif
 
+#ifndef MARK
+#define MARK 0
+#endif
+
 layout(local_size_x = 256) in;
 layout(constant_id = 0) const bool kChecked = false;
 layout(constant_id = 1) const uint kRank = 1;
 layout(constant_id = 2) const uint kTuple = 0;
 layout(constant_id = 3) const uint kFlags = 0;
 layout(constant_id = 4) const uint kUnroll = 4;  // elements in flight per thread
+layout(constant_id = 5) const bool kMaskSkip = false;  // skip elements whose mask bit is set
 #ifndef TILED
 #define TILED 1
 #endif
@@ -44,6 +50,7 @@ layout(std430, set = 0, binding = 2) restrict readonly buffer Indices { uint ind
 #endif
 layout(std430, set = 0, binding = 3) restrict readonly buffer Updates { T updatesData[]; };
 layout(std430, set = 0, binding = 4) restrict writeonly buffer Output { T outputData[]; };
+layout(std430, set = 0, binding = 6) restrict buffer Mask { uint maskWords[]; };
 
 // Index element e as (lo, hi), sign- or zero-extended from 32 bits.
 uvec2 readIndex(uint e) {
@@ -72,8 +79,9 @@ uint clampIndex(uvec2 v, uint n, uint position) {
   return result;
 }
 
-// Offsets of loop element i on the direct and the indexed side.
-uvec2 locate(uint p, uint i) {
+// Offsets of loop element i on the direct and the indexed side, and in IndicesTensor (or, for
+// a plan without index components, its slot in the mask).
+uvec3 locate(uint p, uint i) {
   uint rest = i, direct = 0u, indexed = 0u, index = 0u, position = 0u;
   for (int d = int(kRank) - 1; d >= 0; --d) {
     uint c = rest;
@@ -93,7 +101,11 @@ uvec2 locate(uint p, uint i) {
   for (uint j = 0u; j < kTuple; ++j)
     indexed += clampIndex(readIndex(index + j * plans[p].extra.x), AT(plans[p].tupleSize, j),
                           position + j) * AT(plans[p].tupleStride, j);
-  return uvec2(direct, indexed);
+  return uvec3(direct, indexed, index);
+}
+
+bool masked(uint slot) {
+  return kMaskSkip && (maskWords[slot >> 5] & (1u << (slot & 31u))) != 0u;
 }
 
 void main() {
@@ -114,7 +126,7 @@ void main() {
   while (i < count) {
     const uint inc = step;
 #endif
-    uvec2 at[kUnroll];
+    uvec3 at[kUnroll];
     uint n = 0u;
     for (uint u = 0u; u < kUnroll; ++u) {
       if (i < count) {
@@ -123,9 +135,15 @@ void main() {
       }
       i = count - i <= inc ? count : i + inc;  // no wrap-around past 2^32
     }
+#if MARK
+    for (uint u = 0u; u < kUnroll; ++u)
+      if (u < n) atomicOr(maskWords[at[u].y >> 5], 1u << (at[u].y & 31u));
+#else
+    bool skip[kUnroll];
+    for (uint u = 0u; u < kUnroll; ++u) skip[u] = u >= n || masked(at[u].z);
     V v[kUnroll];
     for (uint u = 0u; u < kUnroll; ++u)  // every load before any store: loads overlap
-      if (u < n) {
+      if (!skip[u]) {
 #if SCATTER
         v[u] = V(updatesData[pc.srcBase + at[u].x]);
 #else
@@ -133,13 +151,14 @@ void main() {
 #endif
       }
     for (uint u = 0u; u < kUnroll; ++u)
-      if (u < n) {
+      if (!skip[u]) {
 #if SCATTER
         outputData[pc.dstBase + at[u].y] = T(v[u]);
 #else
         outputData[pc.dstBase + at[u].x] = T(v[u]);
 #endif
       }
+#endif
 #if TILED
     if (count - base <= step) break;
     base += step;

@@ -22,8 +22,9 @@ constexpr UINT kPlanWords = 80;     // one Plan in glsl/common.glsl: 20 uvec4
 UINT Unroll(UINT elemSize) {
   return elemSize >= 16 ? 4 : 8;
 }
-constexpr UINT kPlanSlots = 5;  // pass 0 and 1, each plain and widened; then the report
-constexpr UINT kReportSlot = 4;
+constexpr UINT kMaxPasses = 3;                   // ScatterND: mark, copy, scatter
+constexpr UINT kPlanSlots = 2 * kMaxPasses + 1;  // each pass plain and widened; the report
+constexpr UINT kReportSlot = 2 * kMaxPasses;
 constexpr UINT kFlagSigned = 1, kFlagIndex64 = 2;
 // Device::Run binds host memory directly up to this many bytes of tensors: for small work a
 // copy to device memory costs more than the kernel's reads over the bus.
@@ -55,6 +56,7 @@ void PackPlan(const Plan& p, UINT flags, uint32_t* w) {
 }
 
 std::string ModuleName(Pass::Kind kind, UINT elemSize, UINT indexSize) {
+  if (kind == Pass::Kind::Mark) return Str("mark_i", indexSize * 8);
   return Str(kind == Pass::Kind::Gather ? "gather_e" : "scatter_e", elemSize, "_i", indexSize * 8);
 }
 
@@ -104,6 +106,7 @@ class BindingTableImpl final : public BindingTable {
   VkDescriptorPool pool_ = VK_NULL_HANDLE;
   VkDescriptorSet set_ = VK_NULL_HANDLE;
   std::unique_ptr<BufferImpl> status_;  // checked mode: position, lo, hi
+  std::unique_ptr<BufferImpl> mask_;    // ScatterND: the slices its scatter overwrites
   std::vector<DML_BUFFER_BINDING> inputs_, outputs_;
   bool inputsBound_ = false, outputsBound_ = false;
   UINT64 delta_[kBindingCount] = {};  // binding offset minus the descriptor's aligned offset
@@ -111,6 +114,10 @@ class BindingTableImpl final : public BindingTable {
 
 Result BindingTableImpl::Init() {
   const auto& vk = device_->Vk();
+  const UINT64 maskBytes = std::max<UINT64>(op_->op.maskWords * 4, 4);
+  VKDML_TRY(device_->CreateInternalBuffer(
+      maskBytes, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+      Buffer::Memory::DeviceLocal, &mask_));
   VkDescriptorPoolSize sizes[] = {{VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, 1},
                                   {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kBindingCount - 1}};
   VkDescriptorPoolCreateInfo pci{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
@@ -131,17 +138,22 @@ Result BindingTableImpl::Init() {
 
   VkDescriptorBufferInfo plans{op_->plans->Handle(), 0, op_->plans->Size()};
   VkDescriptorBufferInfo status{status_->Handle(), 0, 16};
-  VkWriteDescriptorSet w[2] = {{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET},
+  VkDescriptorBufferInfo mask{mask_->Handle(), 0, maskBytes};
+  VkWriteDescriptorSet w[3] = {{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET},
+                               {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET},
                                {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET}};
-  w[0].dstSet = w[1].dstSet = set_;
-  w[0].descriptorCount = w[1].descriptorCount = 1;
+  w[0].dstSet = w[1].dstSet = w[2].dstSet = set_;
+  w[0].descriptorCount = w[1].descriptorCount = w[2].descriptorCount = 1;
   w[0].dstBinding = kBindPlans;
   w[0].descriptorType = VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER;
   w[0].pBufferInfo = &plans;
   w[1].dstBinding = kBindStatus;
   w[1].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
   w[1].pBufferInfo = &status;
-  vk.vkUpdateDescriptorSets(device_->Handle(), 2, w, 0, nullptr);
+  w[2].dstBinding = kBindMask;
+  w[2].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+  w[2].pBufferInfo = &mask;
+  vk.vkUpdateDescriptorSets(device_->Handle(), 3, w, 0, nullptr);
   return {};
 }
 
@@ -279,10 +291,11 @@ Result BindingTableImpl::Record(VkCommandBuffer cmd) {
   const VkAccessFlags readWrite = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
   VkPipelineLayout layout = device_->PipelineLayout();
   vk.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, 1, &set_, 0, nullptr);
-  if (op_->checked) {
-    vk.vkCmdFillBuffer(cmd, status_->Handle(), 0, 16, 0xFFFFFFFFu);
+  const bool clearMask = op_->op.maskWords && !inPlace;
+  if (op_->checked) vk.vkCmdFillBuffer(cmd, status_->Handle(), 0, 16, 0xFFFFFFFFu);
+  if (clearMask) vk.vkCmdFillBuffer(cmd, mask_->Handle(), 0, op_->op.maskWords * 4, 0);
+  if (op_->checked || clearMask)
     Barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, compute, readWrite);
-  }
   const UINT elemSize = op_->op.ElemSize();
   const UINT indexBase = UINT(delta_[kBindIndices] / op_->op.Indices().elemSize);
   bool first = true;
@@ -387,6 +400,9 @@ Result DeviceImpl::CompileOperator(const Operator& op, UINT flags,
   const UINT indexFlags = (IsSignedIndexType(indices.type) ? kFlagSigned : 0) |
                           (indices.elemSize == 8 ? kFlagIndex64 : 0);
 
+  if (c->op.passes.size() > kMaxPasses)
+    return Fail(Status::DeviceError, "internal: ", c->op.passes.size(), " passes, at most ",
+                kMaxPasses);
   std::vector<uint32_t> words(kPlanSlots * kPlanWords, 0);
   for (size_t i = 0; i < c->op.passes.size(); ++i) {
     CompiledOperatorImpl::PassState s;
@@ -396,8 +412,8 @@ Result DeviceImpl::CompileOperator(const Operator& op, UINT flags,
       s.pass.plan = striped;
     const Plan& plan = s.pass.plan;
     const UINT indexSize = indices.elemSize;
-    DeviceImpl::Specialization spec = {c->checked, plan.rank, plan.tuple, indexFlags,
-                                       Unroll(c->op.ElemSize())};
+    DeviceImpl::Specialization spec = {
+        c->checked, plan.rank, plan.tuple, indexFlags, Unroll(c->op.ElemSize()), s.pass.maskSkip};
     VKDML_TRY(Pipeline(ModuleName(s.pass.kind, c->op.ElemSize(), indexSize), spec, &s.pipeline));
     PackPlan(plan, indexFlags, &words[(2 * i) * kPlanWords]);
     if (plan.Widen(c->op.ElemSize(), kVectorBytes, &s.wide)) {

@@ -16,13 +16,16 @@ enum Binding : UINT {
   kBindUpdates = 3,
   kBindOutput = 4,
   kBindStatus = 5,
-  kBindingCount = 6
+  kBindMask = 6,
+  kBindingCount = 7
 };
 
 struct Pass {
-  enum class Kind { Gather, Scatter } kind = Kind::Gather;
+  // Mark: set the mask bit of each plan element's indexed offset (glsl/indexed.comp, MARK).
+  enum class Kind { Gather, Scatter, Mark } kind = Kind::Gather;
   Plan plan;
   bool skipInPlace = false;  // ScatterND's copy: nothing to do when OutputTensor is InputTensor
+  bool maskSkip = false;     // skip elements whose mask bit (at their `indices` offset) is set
 };
 
 class OperatorImpl final : public Operator {
@@ -35,6 +38,7 @@ class OperatorImpl final : public Operator {
   // What each index component indexes, for checked-mode messages: component j of an index
   // tuple (j = position % tuple) has valid values for a dimension of size componentSizes[j].
   std::vector<UINT> componentSizes;
+  UINT64 maskWords = 0;  // 32-bit words of the mask a Mark pass sets (0: no mask)
 
   const Tensor& Indices() const { return inputs[1]; }
   UINT ElemSize() const { return inputs[0].elemSize; }

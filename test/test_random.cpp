@@ -395,6 +395,7 @@ enum class Op { GatherND, GatherND1, GatherElements, ScatterND };
 
 void RandomSweep(Op op, uint64_t salt, int perCombination) {
   const uint64_t base = BaseSeed();
+  const char* only = std::getenv("VKDML_TEST_CASE");  // replay one case of the sweep
   int failures = 0, runs = 0, skipped = 0, noisy = 0;
   uint64_t counter = 0;
   for (DML_TENSOR_DATA_TYPE dt : DataTypes()) {
@@ -421,6 +422,7 @@ void RandomSweep(Op op, uint64_t salt, int perCombination) {
             break;
         }
         c.opts = RandomOptions(rng, c.spec, true);
+        if (only && std::strtoull(only, nullptr, 10) != counter) continue;
         INFO("seed " << seed << " (VKDML_TEST_SEED=" << base << ", case " << counter << ")");
         INFO("case: " << c.spec.ToString() << "\n  " << Describe(c.opts));
         if (!DeviceSupports(dt)) {
@@ -444,6 +446,7 @@ void RandomSweep(Op op, uint64_t salt, int perCombination) {
   CHECK(failures == 0);
   CHECK(noisy == 0);
   CHECK(skipped == 0);
+  CHECK((only || runs > 0));
 }
 
 }  // namespace
