@@ -36,9 +36,6 @@ layout(constant_id = 2) const uint kTuple = 0;
 layout(constant_id = 3) const uint kFlags = 0;
 layout(constant_id = 4) const uint kUnroll = 4;  // elements in flight per thread
 layout(constant_id = 5) const bool kMaskSkip = false;  // skip elements whose mask bit is set
-#ifndef TILED
-#define TILED 1
-#endif
 
 #include "common.glsl"
 
@@ -111,7 +108,6 @@ bool masked(uint slot) {
 void main() {
   const uint p = pc.plan;
   const uint count = plans[p].head.w;
-#if TILED
   // Each workgroup copies tiles of kUnroll * 256 consecutive elements (thread t takes t,
   // t + 256, ...), then strides over the grid: neighbouring elements stay in one workgroup.
   const uint tile = kUnroll * gl_WorkGroupSize.x;
@@ -120,12 +116,6 @@ void main() {
   while (base < count) {
     uint i = base + gl_LocalInvocationID.x;
     const uint inc = gl_WorkGroupSize.x;
-#else
-  const uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
-  uint i = gl_GlobalInvocationID.x;
-  while (i < count) {
-    const uint inc = step;
-#endif
     uvec3 at[kUnroll];
     uint n = 0u;
     for (uint u = 0u; u < kUnroll; ++u) {
@@ -159,9 +149,7 @@ void main() {
 #endif
       }
 #endif
-#if TILED
     if (count - base <= step) break;
     base += step;
-#endif
   }
 }

@@ -18,7 +18,7 @@ constexpr UINT kVectorBytes = 16;   // widened plans move uvec4
 constexpr UINT kPlanWords = 80;     // one Plan in glsl/common.glsl: 20 uvec4
 
 // Elements each thread moves per step (indexed.comp's kUnroll): enough loads in flight to cover
-// memory latency; uvec4 elements need fewer. Measured on an H100 (.dev notes, docs/perf.md).
+// memory latency; uvec4 elements need fewer (examples/PERF_NOTES.md).
 UINT Unroll(UINT elemSize) {
   return elemSize >= 16 ? 4 : 8;
 }

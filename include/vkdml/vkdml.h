@@ -112,6 +112,8 @@ class Buffer {
   DML_BUFFER_BINDING Binding(UINT64 offset, UINT64 size) const { return {Handle(), offset, size}; }
 };
 
+// Operators, compiled operators, binding tables and buffers belong to the Device that made
+// them: destroy them before it.
 class Device {
  public:
   virtual ~Device() = default;
@@ -125,7 +127,8 @@ class Device {
 
   // Validates desc against the operator's page and this device's features.
   virtual Result CreateOperator(const DML_OPERATOR_DESC& desc, std::unique_ptr<Operator>* out) = 0;
-  // Builds the pipelines. flags: DML_EXECUTION_FLAGS, e.g. VKDML_EXECUTION_FLAG_CHECK_INDICES.
+  // Builds the pipelines. flags: DML_EXECUTION_FLAGS, e.g. VKDML_EXECUTION_FLAG_CHECK_INDICES;
+  // unknown bits are an error.
   virtual Result CompileOperator(const Operator& op, UINT flags,
                                  std::unique_ptr<CompiledOperator>* out) = 0;
   // One binding table per concurrent use of a compiled operator; it owns its descriptor set.
@@ -144,9 +147,11 @@ class Device {
 
   virtual Result CreateBuffer(UINT64 size, Buffer::Memory memory, std::unique_ptr<Buffer>* out) = 0;
 
-  // Convenience path: validates, compiles (cached by nothing: compile once and reuse the
-  // CompiledOperator for repeated runs), uploads, runs and reads back. inputs/outputs are host
-  // pointers in the operator's binding order, each holding its tensor's TotalTensorSizeInBytes.
+  // Convenience path: uploads, runs and reads back in one submit (compile once, Run many
+  // times). inputs/outputs are host pointers in the operator's binding order, each holding its
+  // tensor's TotalTensorSizeInBytes. Output bytes between strided elements keep the values the
+  // caller's buffer had. With VKDML_EXECUTION_FLAG_CHECK_INDICES an out-of-range index makes
+  // Run return Status::IndexOutOfRange, and the outputs still hold the clamped results.
   virtual Result Run(const CompiledOperator& op, const std::vector<const void*>& inputs,
                      const std::vector<void*>& outputs) = 0;
 };
