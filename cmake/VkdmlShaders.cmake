@@ -22,12 +22,14 @@ function(vkdml_shader var name source)
   set(${var} ${${var}} "${out}" PARENT_SCOPE)
 endfunction()
 
-# vkdml_embed_spirv(OUT_CPP SPV_FILES...): writes OUT_CPP defining vkdml::detail::FindSpirv().
-function(vkdml_embed_spirv out_cpp)
+# vkdml_embed_spirv(OUT_CPP NAMESPACE HEADER SPV_FILES...): writes OUT_CPP defining
+# NAMESPACE::FindSpirv(name); HEADER (an include path) declares NAMESPACE::SpirvModule.
+function(vkdml_embed_spirv out_cpp namespace header)
   string(REPLACE ";" "|" files "${ARGN}")  # one argument through add_custom_command
   add_custom_command(
     OUTPUT "${out_cpp}"
-    COMMAND "${CMAKE_COMMAND}" -DOUT=${out_cpp} "-DSPV=${files}"
+    COMMAND "${CMAKE_COMMAND}" -DOUT=${out_cpp} "-DSPV=${files}" -DNAMESPACE=${namespace}
+            -DHEADER=${header}
             -P "${PROJECT_SOURCE_DIR}/cmake/EmbedSpirv.cmake"
     DEPENDS ${ARGN} "${PROJECT_SOURCE_DIR}/cmake/EmbedSpirv.cmake"
     COMMENT "Embedding SPIR-V"

@@ -35,10 +35,7 @@
 
 #include "vkdml/vkdml.h"
 
-namespace bench {
-// Generated from bench_copy.comp by bench_embed.cmake.
-const uint32_t* FindSpirv(const char* name, size_t* count);
-}  // namespace bench
+#include "bench_spirv.h"
 
 namespace {
 
@@ -86,6 +83,17 @@ double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Host time (ms) of each of `calls` calls of fn(iteration), after `warm` untimed ones.
+std::vector<double> HostTimes(int warm, int calls, const std::function<void(int)>& fn) {
+  std::vector<double> ms;
+  for (int it = 0; it < warm + calls; ++it) {
+    auto t0 = Clock::now();
+    fn(it);
+    if (it >= warm) ms.push_back(Seconds(t0, Clock::now()) * 1e3);
+  }
+  return ms;
 }
 
 uint64_t Product(const std::vector<uint32_t>& v, size_t begin = 0, size_t end = SIZE_MAX) {
@@ -296,24 +304,25 @@ struct Progress {
 // Vulkan: the loader (opened with dlopen), an optional device of our own, and the device
 // functions the benchmark records itself.
 
-#define BENCH_DEVICE_FUNCTIONS(X)                                                                \
-  X(vkCreateShaderModule)                                                                        \
-  X(vkDestroyShaderModule)                                                                       \
-  X(vkCreateDescriptorSetLayout)                                                                 \
-  X(vkDestroyDescriptorSetLayout)                                                                \
-  X(vkCreatePipelineLayout)                                                                      \
-  X(vkDestroyPipelineLayout)                                                                     \
-  X(vkCreateComputePipelines)                                                                    \
-  X(vkDestroyPipeline)                                                                           \
-  X(vkCreateDescriptorPool) X(vkDestroyDescriptorPool) X(vkResetDescriptorPool)                  \
-      X(vkAllocateDescriptorSets) X(vkUpdateDescriptorSets) X(vkCreateQueryPool)                 \
-          X(vkDestroyQueryPool) X(vkGetQueryPoolResults) X(vkCmdResetQueryPool)                  \
-              X(vkCmdWriteTimestamp) X(vkCmdBindPipeline) X(vkCmdBindDescriptorSets)             \
-                  X(vkCmdPushConstants) X(vkCmdDispatch) X(vkCmdPipelineBarrier)                 \
-                      X(vkCreateCommandPool) X(vkDestroyCommandPool) X(vkAllocateCommandBuffers) \
-                          X(vkBeginCommandBuffer) X(vkEndCommandBuffer) X(vkQueueSubmit)         \
-                              X(vkCreateFence) X(vkDestroyFence) X(vkWaitForFences)              \
-                                  X(vkResetFences) X(vkDeviceWaitIdle)
+#define BENCH_DEVICE_FUNCTIONS(X)                                                                 \
+  X(vkCreateShaderModule)                                                                         \
+  X(vkDestroyShaderModule)                                                                        \
+  X(vkCreateDescriptorSetLayout)                                                                  \
+  X(vkDestroyDescriptorSetLayout)                                                                 \
+  X(vkCreatePipelineLayout)                                                                       \
+  X(vkDestroyPipelineLayout)                                                                      \
+  X(vkCreateComputePipelines)                                                                     \
+  X(vkDestroyPipeline)                                                                            \
+  X(vkCreateDescriptorPool)                                                                       \
+  X(vkDestroyDescriptorPool) X(vkResetDescriptorPool) X(vkAllocateDescriptorSets)                 \
+      X(vkUpdateDescriptorSets) X(vkCreateQueryPool) X(vkDestroyQueryPool)                        \
+          X(vkGetQueryPoolResults) X(vkCmdResetQueryPool) X(vkCmdWriteTimestamp)                  \
+              X(vkCmdBindPipeline) X(vkCmdBindDescriptorSets) X(vkCmdPushConstants)               \
+                  X(vkCmdDispatch) X(vkCmdPipelineBarrier) X(vkCreateCommandPool)                 \
+                      X(vkDestroyCommandPool) X(vkAllocateCommandBuffers) X(vkBeginCommandBuffer) \
+                          X(vkEndCommandBuffer) X(vkQueueSubmit) X(vkCreateFence)                 \
+                              X(vkDestroyFence) X(vkWaitForFences) X(vkResetFences)               \
+                                  X(vkDeviceWaitIdle)
 
 struct Vk {
   VkDevice device = VK_NULL_HANDLE;
@@ -774,6 +783,14 @@ struct Result {
   std::string firstMismatch;
 };
 
+// A latency row from host-timed calls.
+void SetHostTimes(Result* r, const std::vector<double>& ms) {
+  r->ms = Median(ms);
+  r->minMs = *std::min_element(ms.begin(), ms.end());
+  r->maxMs = *std::max_element(ms.begin(), ms.end());
+  r->runs = static_cast<int>(ms.size());
+}
+
 void Barrier(const Vk& vk, VkCommandBuffer cmd, VkPipelineStageFlags src, VkAccessFlags srcAccess,
              VkPipelineStageFlags dst, VkAccessFlags dstAccess) {
   VkMemoryBarrier b{};
@@ -840,13 +857,12 @@ struct Context {
   }
 
   void CreateCopyKernel() {
-    size_t words = 0;
-    const uint32_t* code = bench::FindSpirv("bench_copy", &words);
-    if (!code) throw BenchError("bench_copy.spv is not embedded");
+    const bench::SpirvModule* copy = bench::FindSpirv("bench_copy");
+    if (!copy) throw BenchError("bench_copy.spv is not embedded");
     VkShaderModuleCreateInfo smci{};
     smci.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO;
-    smci.codeSize = words * 4;
-    smci.pCode = code;
+    smci.codeSize = copy->count * 4;
+    smci.pCode = copy->words;
     VkCheck(vk.vkCreateShaderModule(vk.device, &smci, nullptr, &module), "vkCreateShaderModule");
     VkDescriptorSetLayoutBinding b[2]{};
     for (uint32_t i = 0; i < 2; ++i) {
@@ -1199,20 +1215,13 @@ std::vector<Result> Context::RunLatency(const Spec& s) {
     res.spec = &s;
     res.caseName = "latency-run";
     res.timing = "host";
-    std::vector<double> ms;
     size_t last = 0;
-    for (int it = 0; it < warm + calls; ++it) {
+    SetHostTimes(&res, HostTimes(warm, calls, [&](int it) {
       last = static_cast<size_t>(it) % sets;
-      auto t0 = Clock::now();
       Check(
           dev->Run(*compiled, {hosts[last].input.data(), hosts[last].indices.data()}, {out.data()}),
           "Device::Run");
-      if (it >= warm) ms.push_back(Seconds(t0, Clock::now()) * 1e3);
-    }
-    res.ms = Median(ms);
-    res.minMs = *std::min_element(ms.begin(), ms.end());
-    res.maxMs = *std::max_element(ms.begin(), ms.end());
-    res.runs = calls;
+    }));
     res.bytes = MinBytes(s);
     res.mismatches = Verify(s, hosts[last], out.data(), &res.checked, &res.firstMismatch);
     results.push_back(res);
@@ -1224,16 +1233,9 @@ std::vector<Result> Context::RunLatency(const Spec& s) {
     res.spec = &s;
     res.caseName = "latency-empty-submit";
     res.timing = "host";
-    std::vector<double> ms;
-    for (int it = 0; it < warm + calls; ++it) {
-      auto t0 = Clock::now();
+    SetHostTimes(&res, HostTimes(warm, calls, [&](int) {
       Check(dev->Submit([](VkCommandBuffer) {}), "Device::Submit");
-      if (it >= warm) ms.push_back(Seconds(t0, Clock::now()) * 1e3);
-    }
-    res.ms = Median(ms);
-    res.minMs = *std::min_element(ms.begin(), ms.end());
-    res.maxMs = *std::max_element(ms.begin(), ms.end());
-    res.runs = calls;
+    }));
     results.push_back(res);
   }
 
@@ -1299,18 +1301,11 @@ std::vector<Result> Context::RunLatency(const Spec& s) {
   si.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
   si.commandBufferCount = 1;
   si.pCommandBuffers = &cmd;
-  std::vector<double> ms;
-  for (int it = 0; it < warm + calls; ++it) {
-    auto t0 = Clock::now();
+  SetHostTimes(&res, HostTimes(warm, calls, [&](int) {
     VkCheck(vk.vkQueueSubmit(own.queue, 1, &si, fence), "vkQueueSubmit");
     VkCheck(vk.vkWaitForFences(vk.device, 1, &fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
     VkCheck(vk.vkResetFences(vk.device, 1, &fence), "vkResetFences");
-    if (it >= warm) ms.push_back(Seconds(t0, Clock::now()) * 1e3);
-  }
-  res.ms = Median(ms);
-  res.minMs = *std::min_element(ms.begin(), ms.end());
-  res.maxMs = *std::max_element(ms.begin(), ms.end());
-  res.runs = calls;
+  }));
   Check(output->Read(0, out.data(), outSize), "Buffer::Read");
   res.mismatches = Verify(s, hosts[0], out.data(), &res.checked, &res.firstMismatch);
   results.push_back(res);

@@ -1,0 +1,18 @@
+// The benchmark's own SPIR-V (bench_copy.comp), embedded by cmake/EmbedSpirv.cmake.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace bench {
+
+struct SpirvModule {
+  const char* name;
+  const uint32_t* words;
+  size_t count;
+};
+
+// nullptr if no module has that name.
+const SpirvModule* FindSpirv(const char* name);
+
+}  // namespace bench
