@@ -1,0 +1,96 @@
+// Embedding: a Device made from the caller's own Vulkan objects (here, the shared test device's
+// handles) runs operators, honours the features the caller says it enabled, and destroys
+// nothing it borrowed.
+#include "test_util.h"
+
+using namespace vt;
+
+namespace {
+
+DeviceDesc Borrowed(Device& owner, DeviceFeatures enabled) {
+  DeviceDesc d;
+  d.instance = owner.Instance();
+  d.physicalDevice = owner.PhysicalDevice();
+  d.device = owner.Handle();
+  d.queue = owner.Queue();
+  d.queueFamilyIndex = owner.QueueFamilyIndex();
+  d.enabledFeatures = enabled;
+  return d;
+}
+
+// GatherElements {3} -> {3} on `device`: output = input[indices].
+std::vector<float> GatherOn(Device& device) {
+  OpSpec spec = OpSpec::GatherElements(TensorDesc(DML_TENSOR_DATA_TYPE_FLOAT32, {3}),
+                                       TensorDesc(DML_TENSOR_DATA_TYPE_INT32, {3}),
+                                       TensorDesc(DML_TENSOR_DATA_TYPE_FLOAT32, {3}), 0);
+  std::unique_ptr<Operator> op;
+  std::unique_ptr<CompiledOperator> compiled;
+  REQUIRE(device.CreateOperator(spec.Desc(), &op).ok());
+  REQUIRE(device.CompileOperator(*op, DML_EXECUTION_FLAG_NONE, &compiled).ok());
+  const float in[3] = {10, 20, 30};
+  const int32_t idx[3] = {2, -3, 1};
+  std::vector<float> out(3, -1);
+  Result r = device.Run(*compiled, {in, idx}, {out.data()});
+  INFO(Str(r));
+  REQUIRE(r.ok());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE_METHOD(Fixture, "Embedding: a Device over the caller's VkDevice runs operators",
+                 "[embedding]") {
+  std::unique_ptr<Device> borrowed;
+  Result r = CreateDevice(Borrowed(Dev(), Dev().Info().enabled), &borrowed);
+  INFO(Str(r));
+  REQUIRE(r.ok());
+  CHECK(borrowed->Handle() == Dev().Handle());
+  CHECK(borrowed->Queue() == Dev().Queue());
+  CHECK(borrowed->Info().name == Dev().Info().name);
+  CHECK(GatherOn(*borrowed) == std::vector<float>{30, 10, 20});
+  borrowed.reset();
+  // The owner's VkDevice and VkInstance survived the borrower.
+  CHECK(GatherOn(Dev()) == std::vector<float>{30, 10, 20});
+}
+
+TEST_CASE_METHOD(Fixture, "Embedding: types whose storage feature the caller did not enable",
+                 "[embedding]") {
+  std::unique_ptr<Device> borrowed;
+  REQUIRE(CreateDevice(Borrowed(Dev(), DeviceFeatures{}), &borrowed).ok());
+  CHECK(!borrowed->Info().enabled.storageBuffer8BitAccess);
+  CHECK(!borrowed->Info().enabled.storageBuffer16BitAccess);
+  const struct {
+    DML_TENSOR_DATA_TYPE type;
+    const char* feature;
+  } needs[] = {{DML_TENSOR_DATA_TYPE_INT8, "storageBuffer8BitAccess"},
+               {DML_TENSOR_DATA_TYPE_UINT8, "storageBuffer8BitAccess"},
+               {DML_TENSOR_DATA_TYPE_FLOAT16, "storageBuffer16BitAccess"},
+               {DML_TENSOR_DATA_TYPE_UINT16, "storageBuffer16BitAccess"}};
+  for (const auto& n : needs) {
+    OpSpec spec =
+        OpSpec::GatherElements(TensorDesc(n.type, {4}), TensorDesc(DML_TENSOR_DATA_TYPE_INT32, {4}),
+                               TensorDesc(n.type, {4}), 0);
+    std::unique_ptr<Operator> op;
+    Result r = borrowed->CreateOperator(spec.Desc(), &op);
+    INFO(DataTypeName(n.type) << ": " << Str(r));
+    CHECK(r.status == Status::Unsupported);
+    CHECK_THAT(r.message, Catch::Matchers::Contains(n.feature));
+    CHECK_THAT(r.message, Catch::Matchers::Contains("InputTensor.DataType"));
+  }
+  // 4- and 8-byte types need nothing optional.
+  CHECK(GatherOn(*borrowed) == std::vector<float>{30, 10, 20});
+  OpSpec wide = OpSpec::GatherElements(TensorDesc(DML_TENSOR_DATA_TYPE_INT64, {4}),
+                                       TensorDesc(DML_TENSOR_DATA_TYPE_UINT64, {4}),
+                                       TensorDesc(DML_TENSOR_DATA_TYPE_INT64, {4}), 0);
+  std::unique_ptr<Operator> op;
+  CHECK(borrowed->CreateOperator(wide.Desc(), &op).ok());
+}
+
+TEST_CASE_METHOD(Fixture, "Embedding: an incomplete DeviceDesc is refused", "[embedding]") {
+  DeviceDesc d = Borrowed(Dev(), {});
+  d.queue = VK_NULL_HANDLE;
+  std::unique_ptr<Device> borrowed;
+  Result r = CreateDevice(d, &borrowed);
+  CHECK(r.status == Status::InvalidArgument);
+  CHECK_THAT(r.message, Catch::Matchers::Contains("queue"));
+}
