@@ -17,11 +17,6 @@ constexpr UINT kMaxGroups = 65535;  // grid-stride loops cover the rest
 constexpr UINT kVectorBytes = 16;   // widened plans move uvec4
 constexpr UINT kPlanWords = 80;     // one Plan in glsl/common.glsl: 20 uvec4
 
-// Elements each thread moves per step (indexed.comp's kUnroll): enough loads in flight to cover
-// memory latency; uvec4 elements need fewer (examples/PERF_NOTES.md).
-UINT Unroll(UINT elemSize) {
-  return elemSize >= 16 ? 4 : 8;
-}
 constexpr UINT kMaxPasses = 3;                   // ScatterND: mark, copy, scatter
 constexpr UINT kPlanSlots = 2 * kMaxPasses + 1;  // each pass plain and widened; the report
 constexpr UINT kReportSlot = 2 * kMaxPasses;
@@ -29,6 +24,12 @@ constexpr UINT kFlagSigned = 1, kFlagIndex64 = 2;
 // Device::Run binds host memory directly up to this many bytes of tensors: for small work a
 // copy to device memory costs more than the kernel's reads over the bus.
 constexpr UINT64 kDirectRunBytes = 256 << 10;
+
+// Elements each thread moves per step (indexed.comp's kUnroll): enough loads in flight to cover
+// memory latency; uvec4 elements need fewer (examples/PERF_NOTES.md).
+UINT Unroll(UINT elemSize) {
+  return elemSize >= 16 ? 4 : 8;
+}
 
 // Unsigned 32-bit division by d as a multiply and shifts (Granlund and Montgomery, 1994):
 // with l = ceil(log2 d), magic = floor(2^32 (2^l - d) / d) + 1, t = mulhi(n, magic),
