@@ -304,25 +304,43 @@ struct Progress {
 // Vulkan: the loader (opened with dlopen), an optional device of our own, and the device
 // functions the benchmark records itself.
 
-#define BENCH_DEVICE_FUNCTIONS(X)                                                                \
-  X(vkCreateShaderModule)                                                                        \
-  X(vkDestroyShaderModule)                                                                       \
-  X(vkCreateDescriptorSetLayout)                                                                 \
-  X(vkDestroyDescriptorSetLayout)                                                                \
-  X(vkCreatePipelineLayout)                                                                      \
-  X(vkDestroyPipelineLayout)                                                                     \
-  X(vkCreateComputePipelines)                                                                    \
-  X(vkDestroyPipeline)                                                                           \
-  X(vkCreateDescriptorPool)                                                                      \
-  X(vkDestroyDescriptorPool)                                                                     \
-  X(vkResetDescriptorPool) X(vkAllocateDescriptorSets) X(vkUpdateDescriptorSets)                 \
-      X(vkCreateQueryPool) X(vkDestroyQueryPool) X(vkGetQueryPoolResults) X(vkCmdResetQueryPool) \
-          X(vkCmdWriteTimestamp) X(vkCmdBindPipeline) X(vkCmdBindDescriptorSets)                 \
-              X(vkCmdPushConstants) X(vkCmdDispatch) X(vkCmdPipelineBarrier)                     \
-                  X(vkCreateCommandPool) X(vkDestroyCommandPool) X(vkAllocateCommandBuffers)     \
-                      X(vkBeginCommandBuffer) X(vkEndCommandBuffer) X(vkQueueSubmit)             \
-                          X(vkCreateFence) X(vkDestroyFence) X(vkWaitForFences) X(vkResetFences) \
-                              X(vkDeviceWaitIdle)
+// clang-format off
+#define BENCH_DEVICE_FUNCTIONS(X) \
+  X(vkCreateShaderModule) \
+  X(vkDestroyShaderModule) \
+  X(vkCreateDescriptorSetLayout) \
+  X(vkDestroyDescriptorSetLayout) \
+  X(vkCreatePipelineLayout) \
+  X(vkDestroyPipelineLayout) \
+  X(vkCreateComputePipelines) \
+  X(vkDestroyPipeline) \
+  X(vkCreateDescriptorPool) \
+  X(vkDestroyDescriptorPool) \
+  X(vkResetDescriptorPool) \
+  X(vkAllocateDescriptorSets) \
+  X(vkUpdateDescriptorSets) \
+  X(vkCreateQueryPool) \
+  X(vkDestroyQueryPool) \
+  X(vkGetQueryPoolResults) \
+  X(vkCmdResetQueryPool) \
+  X(vkCmdWriteTimestamp) \
+  X(vkCmdBindPipeline) \
+  X(vkCmdBindDescriptorSets) \
+  X(vkCmdPushConstants) \
+  X(vkCmdDispatch) \
+  X(vkCmdPipelineBarrier) \
+  X(vkCreateCommandPool) \
+  X(vkDestroyCommandPool) \
+  X(vkAllocateCommandBuffers) \
+  X(vkBeginCommandBuffer) \
+  X(vkEndCommandBuffer) \
+  X(vkQueueSubmit) \
+  X(vkCreateFence) \
+  X(vkDestroyFence) \
+  X(vkWaitForFences) \
+  X(vkResetFences) \
+  X(vkDeviceWaitIdle)
+// clang-format on
 
 struct Vk {
   VkDevice device = VK_NULL_HANDLE;
