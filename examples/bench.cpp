@@ -801,6 +801,15 @@ struct Result {
   std::string firstMismatch;
 };
 
+// A latency row of case s, timed on the host.
+Result HostRow(const Spec& s, const char* name) {
+  Result r;
+  r.spec = &s;
+  r.caseName = name;
+  r.timing = "host";
+  return r;
+}
+
 // A latency row from host-timed calls.
 void SetHostTimes(Result* r, const std::vector<double>& ms) {
   r->ms = Median(ms);
@@ -1229,10 +1238,7 @@ std::vector<Result> Context::RunLatency(const Spec& s) {
 
   {
     Step(s.name, Format("Device::Run x %d", calls));
-    Result res;
-    res.spec = &s;
-    res.caseName = "latency-run";
-    res.timing = "host";
+    Result res = HostRow(s, "latency-run");
     size_t last = 0;
     SetHostTimes(&res, HostTimes(warm, calls, [&](int it) {
       last = static_cast<size_t>(it) % sets;
@@ -1247,20 +1253,14 @@ std::vector<Result> Context::RunLatency(const Spec& s) {
   {
     // The floor under both: Device::Submit of an empty command buffer (submit + fence wait).
     Step(s.name, Format("empty Device::Submit x %d", calls));
-    Result res;
-    res.spec = &s;
-    res.caseName = "latency-empty-submit";
-    res.timing = "host";
+    Result res = HostRow(s, "latency-empty-submit");
     SetHostTimes(&res, HostTimes(warm, calls, [&](int) {
       Check(dev->Submit([](VkCommandBuffer) {}), "Device::Submit");
     }));
     results.push_back(res);
   }
 
-  Result res;
-  res.spec = &s;
-  res.caseName = "latency-replay";
-  res.timing = "host";
+  Result res = HostRow(s, "latency-replay");
   res.bytes = MinBytes(s);
   if (!own.queue) {
     res.skipped = true;
