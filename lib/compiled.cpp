@@ -79,6 +79,7 @@ class CompiledOperatorImpl final : public CompiledOperator {
   mutable std::unique_ptr<BindingTable> runTable;
   mutable std::vector<DML_BUFFER_BINDING> runBindings;
   mutable UINT64 runArena = 0;  // DeviceImpl's arena generation when runBindings were bound
+  UINT64 serial = 0;            // DeviceImpl::NextSerial, names it in Run's recorded commands
 
   const Operator& Op() const override { return op; }
   UINT Flags() const override { return flags; }
@@ -397,6 +398,7 @@ Result DeviceImpl::CompileOperator(const Operator& op, UINT flags,
   c->op = static_cast<const OperatorImpl&>(op);
   c->flags = flags;
   c->checked = (flags & VKDML_EXECUTION_FLAG_CHECK_INDICES) != 0;
+  c->serial = NextSerial();
   const Tensor& indices = c->op.Indices();
   const UINT indexFlags = (IsSignedIndexType(indices.type) ? kFlagSigned : 0) |
                           (indices.elemSize == 8 ? kFlagIndex64 : 0);
@@ -431,10 +433,12 @@ Result DeviceImpl::CompileOperator(const Operator& op, UINT flags,
       report.AddDim(indices.sizes[d], 0, 0, indices.strides[d], 0);
     PackPlan(report, indexFlags, &words[kReportSlot * kPlanWords]);
   }
-  VKDML_TRY(CreateInternalBuffer(words.size() * sizeof(uint32_t),
-                                 VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT, Buffer::Memory::HostVisible,
-                                 &c->plans));
-  std::memcpy(c->plans->Mapped(), words.data(), words.size() * sizeof(uint32_t));
+  // In device memory: every dispatch reads it first, and a read from host memory crosses the bus.
+  const UINT64 planBytes = words.size() * sizeof(uint32_t);
+  VKDML_TRY(CreateInternalBuffer(
+      planBytes, VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+      Buffer::Memory::DeviceLocal, &c->plans));
+  VKDML_TRY(c->plans->Write(0, words.data(), planBytes));
   *out = std::move(c);
   return {};
 }
@@ -508,41 +512,50 @@ Result DeviceImpl::Run(const CompiledOperator& compiled, const std::vector<const
   if (c.runArena != runArenaGeneration_ || c.runBindings.size() != count ||
       !std::equal(bindings.begin(), bindings.end(), c.runBindings.begin(), same)) {
     c.runArena = 0;
+    runRecorded_ = {};  // updating the descriptor set invalidates the recorded commands
     VKDML_TRY(table.BindInputs(op.InputCount(), bindings.data()));
     VKDML_TRY(table.BindOutputs(op.OutputCount(), bindings.data() + op.InputCount()));
     c.runBindings = bindings;
     c.runArena = runArenaGeneration_;
   }
 
-  Result recorded;
-  VKDML_TRY(Submit([&](VkCommandBuffer cmd) {
+  // The commands depend only on the operator and the arena: record them once, then replay.
+  const RunKey key{c.serial, runArenaGeneration_, direct};
+  if (!(runRecorded_ == key)) {
+    runRecorded_ = {};
+    VkCommandBuffer cmd = runCommands_;
+    VKDML_VK(vk_.vkResetCommandBuffer(cmd, 0));
+    VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    VKDML_VK(vk_.vkBeginCommandBuffer(cmd, &begin));
     auto barrier = [&](VkPipelineStageFlags src, VkAccessFlags srcAccess, VkPipelineStageFlags dst,
                        VkAccessFlags dstAccess) {
       VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, srcAccess, dstAccess};
       vk_.vkCmdPipelineBarrier(cmd, src, dst, 0, 1, &b, 0, nullptr, 0, nullptr);
     };
     if (direct) {  // host writes before the submit are visible to it
-      recorded = RecordDispatch(cmd, table);
+      VKDML_TRY(RecordDispatch(cmd, table));
+    } else {
+      VkBufferCopy all{0, 0, total};
+      vk_.vkCmdCopyBuffer(cmd, runStaging_->Handle(), runDevice_->Handle(), 1, &all);
+      barrier(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+              VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+              VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+      VKDML_TRY(RecordDispatch(cmd, table));
       barrier(VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
-              VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
-      return;
+              VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
+      for (UINT i = op.InputCount(); i < count; ++i) {
+        VkBufferCopy back{offset[i], offset[i], size[i]};
+        vk_.vkCmdCopyBuffer(cmd, runDevice_->Handle(), runStaging_->Handle(), 1, &back);
+      }
     }
-    VkBufferCopy all{0, 0, total};
-    vk_.vkCmdCopyBuffer(cmd, runStaging_->Handle(), runDevice_->Handle(), 1, &all);
-    barrier(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
-            VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-            VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
-    recorded = RecordDispatch(cmd, table);
-    barrier(VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
-            VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
-    for (UINT i = op.InputCount(); i < count; ++i) {
-      VkBufferCopy back{offset[i], offset[i], size[i]};
-      vk_.vkCmdCopyBuffer(cmd, runDevice_->Handle(), runStaging_->Handle(), 1, &back);
-    }
-    barrier(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
-            VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
-  }));
-  VKDML_TRY(recorded);
+    // Host reads after the wait see the results (the dispatch's or the copies' writes).
+    barrier(VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+            VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
+            VK_ACCESS_HOST_READ_BIT);
+    VKDML_VK(vk_.vkEndCommandBuffer(cmd));
+    runRecorded_ = key;
+  }
+  VKDML_TRY(SubmitRecorded(runCommands_));
   for (UINT i = op.InputCount(); i < count; ++i)
     std::memcpy(outputs[i - op.InputCount()], host + offset[i], size[i]);
   return table.IndexStatus();

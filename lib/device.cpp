@@ -342,15 +342,19 @@ Result DeviceImpl::Init(const DeviceDesc& desc) {
   }
   VKDML_TRY(CreateLayouts());
 
+  // Two pools: Submit records under submitMutex_, Run under runMutex_.
   VkCommandPoolCreateInfo pool{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   pool.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
   pool.queueFamilyIndex = queueFamily_;
   VKDML_VK(vk_.vkCreateCommandPool(device_, &pool, nullptr, &commandPool_));
+  VKDML_VK(vk_.vkCreateCommandPool(device_, &pool, nullptr, &runPool_));
   VkCommandBufferAllocateInfo alloc{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
   alloc.commandPool = commandPool_;
   alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
   alloc.commandBufferCount = 1;
   VKDML_VK(vk_.vkAllocateCommandBuffers(device_, &alloc, &commandBuffer_));
+  alloc.commandPool = runPool_;
+  VKDML_VK(vk_.vkAllocateCommandBuffers(device_, &alloc, &runCommands_));
   VkFenceCreateInfo fence{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
   VKDML_VK(vk_.vkCreateFence(device_, &fence, nullptr, &fence_));
   return {};
@@ -366,6 +370,7 @@ DeviceImpl::~DeviceImpl() {
     if (setLayout_) vk_.vkDestroyDescriptorSetLayout(device_, setLayout_, nullptr);
     if (fence_) vk_.vkDestroyFence(device_, fence_, nullptr);
     if (commandPool_) vk_.vkDestroyCommandPool(device_, commandPool_, nullptr);
+    if (runPool_) vk_.vkDestroyCommandPool(device_, runPool_, nullptr);
     if (owned_) vk_.vkDestroyDevice(device_, nullptr);
   }
   if (owned_ && instance_) {
@@ -424,9 +429,18 @@ Result DeviceImpl::Submit(const std::function<void(VkCommandBuffer)>& record) {
   VKDML_VK(vk_.vkBeginCommandBuffer(commandBuffer_, &begin));
   record(commandBuffer_);
   VKDML_VK(vk_.vkEndCommandBuffer(commandBuffer_));
+  return SubmitLocked(commandBuffer_);
+}
+
+Result DeviceImpl::SubmitRecorded(VkCommandBuffer cmd) {
+  std::lock_guard<std::mutex> lock(submitMutex_);
+  return SubmitLocked(cmd);
+}
+
+Result DeviceImpl::SubmitLocked(VkCommandBuffer cmd) {
   VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
   submit.commandBufferCount = 1;
-  submit.pCommandBuffers = &commandBuffer_;
+  submit.pCommandBuffers = &cmd;
   VKDML_VK(vk_.vkResetFences(device_, 1, &fence_));
   VKDML_VK(vk_.vkQueueSubmit(queue_, 1, &submit, fence_));
   // Short work finishes sooner than a blocking wait wakes up: poll for a moment first.

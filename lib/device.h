@@ -2,6 +2,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <string>
@@ -74,6 +75,10 @@ class DeviceImpl final : public Device {
   Result Pipeline(const std::string& module, const Specialization& spec, VkPipeline* out);
   Result CreateInternalBuffer(UINT64 size, VkBufferUsageFlags usage, Buffer::Memory memory,
                               std::unique_ptr<BufferImpl>* out);
+  // Submits a recorded command buffer and waits for it (Submit and Run).
+  Result SubmitRecorded(VkCommandBuffer cmd);
+  // A fresh serial number per compiled operator (Run's recorded command buffer names one).
+  UINT64 NextSerial() { return ++serial_; }
   // Sizes of the live buffers vkdml made, so bindings into them can be range-checked.
   void TrackBuffer(VkBuffer buffer, UINT64 size);
   void UntrackBuffer(VkBuffer buffer);
@@ -85,6 +90,7 @@ class DeviceImpl final : public Device {
   Result CreateLogicalDevice();
   Result ReadInfo();
   Result CreateLayouts();
+  Result SubmitLocked(VkCommandBuffer cmd);  // submitMutex_ held
 
   bool owned_ = false;
   VkInstance instance_ = VK_NULL_HANDLE;
@@ -112,9 +118,19 @@ class DeviceImpl final : public Device {
   std::mutex buffersMutex_;
   std::map<VkBuffer, UINT64> buffers_;
 
-  std::mutex runMutex_;  // Run's arenas: staging (host visible) and device local
+  std::mutex runMutex_;  // Run's arenas (staging: host visible, and device local), its commands
   std::unique_ptr<BufferImpl> runStaging_, runDevice_;
   UINT64 runArenaGeneration_ = 1;  // bumped whenever an arena is replaced
+  VkCommandPool runPool_ = VK_NULL_HANDLE;
+  VkCommandBuffer runCommands_ = VK_NULL_HANDLE;  // replayed while runRecorded_ still holds
+  struct RunKey {
+    UINT64 serial = 0, arena = 0;
+    bool direct = false;
+    bool operator==(const RunKey& o) const {
+      return serial == o.serial && arena == o.arena && direct == o.direct;
+    }
+  } runRecorded_;
+  std::atomic<UINT64> serial_{0};
 
   std::mutex submitMutex_;
   VkCommandPool commandPool_ = VK_NULL_HANDLE;
