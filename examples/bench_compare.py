@@ -96,6 +96,10 @@ def main():
                      f"{fmt(ratio, '.2f')} | {fmt(r.get('gbps'), '.1f')} | "
                      f"{fmt(r.get('copy_gbps'), '.1f')} | "
                      f"{'-' if pct is None else format(pct, '.1f') + '%'} |")
+        host = peers.get("latency-host", {}).get("median_ms")
+        if r["case"] == "latency-run" and host:  # Device::Run moves host data in and out too
+            lines.append(f"| latency-run vs torch from/to host | {fmt(vms, '.4f')} | "
+                         f"{fmt(host, '.4f')} | {fmt(host / vms, '.2f')} | | | - |")
     lines.append("")
     lines.append("ratio = torch ms / vkdml ms (above 1: vkdml faster). GB/s = minimum bytes "
                  "(examples/BENCH.md) / median time. Latency rows: host time per call "

@@ -2,8 +2,8 @@
 """PyTorch peers of `vkdml bench`: the same cases, shapes and dtypes, random data.
 
 GPU kernels are timed with torch.cuda.Event (median of --runs after --warmup), CPU ones with
-time.perf_counter. The latency case is host time per call (torch.gather + synchronize), median
-of at least 200 calls. Prints one JSON object per line and case (--json), or a table.
+time.perf_counter. The latency cases are host time per call, median of at least 200 calls:
+torch.gather + synchronize, and (latency-host) the same from and to host tensors. Prints one JSON object per line and case (--json), or a table.
 
   python3 examples/bench_torch.py --size full                        # CUDA
   /usr/bin/python3 examples/bench_torch.py --size small --torch-device cpu --threads 2
@@ -29,6 +29,7 @@ MAX_ROTATION = 16
 CASE_NAMES = [
     "rows-f32", "rows-f16", "tuples-f32", "elements-axis1-f32", "elements-axis0-f32",
     "elements-axis1-i32idx", "scatter-rows-f32", "scatter-rows-inplace", "latency",
+    "latency-host", "elements-axis0-64rows", "tuples-f32-4mib",
 ]
 
 
@@ -59,6 +60,13 @@ def specs(small):
     s.append(dict(case="latency", op="GatherElements", dtype="float32", index_dtype="int64",
                   input_shape=[64, 64], indices_shape=[64, 64], updates_shape=None, axis=1,
                   peer="torch.gather(x, 1, i) + synchronize"))
+    # Device::Run's like-for-like peer: host tensors in, host tensor out.
+    s.append(dict(s[-1], case="latency-host", host=True,
+                  peer="torch.gather(x.to(dev), 1, i.to(dev)).cpu()"))
+    # Diagnostics (only when named), as in bench.cpp.
+    s.append(dict(el, case="elements-axis0-64rows", axis=0, input_shape=[64, sq],
+                  peer="torch.gather(x, 0, i)", diagnostic=True))
+    s.append(dict(s[2], case="tuples-f32-4mib", input_shape=[256, 256, 16], diagnostic=True))
     for c in s:
         c.setdefault("in_place", False)
         c["batch_dims"] = 0
@@ -105,6 +113,11 @@ def _data(shape, dtype, device, gen):
 def _make_inputs(c, device, gen):
     """Returns (fn, working_set_bytes, notes): fn() runs the peer once on one input set."""
     dt, it = _dtype(c["dtype"]), _dtype(c["index_dtype"])
+    if c.get("host"):  # tensors stay on the host; each call copies them over and back
+        x = _data(c["input_shape"], dt, torch.device("cpu"), gen)
+        i = torch.randint(0, c["input_shape"][c["axis"]], c["indices_shape"], generator=gen)
+        i = i.to(dtype=it)
+        return (lambda: torch.gather(x.to(device), c["axis"], i.to(device)).cpu()), 0, {}
     x = _data(c["input_shape"], dt, device, gen)
     notes = {}
     if c["op"] == "GatherND" and c["indices_shape"][-1] == 1:
@@ -189,15 +202,16 @@ def run(cases=None, small=False, device="cuda", threads=None, runs=30, warmup=5,
         torch.set_num_threads(threads)
     gen = torch.Generator().manual_seed(1)
     out = []
-    chosen = [c for c in specs(small) if not cases or c["case"] in cases
-              or (c["case"] == "latency" and any(n.startswith("latency") for n in cases))]
+    chosen = [c for c in specs(small) if (not cases and not c.get("diagnostic")) or
+              (cases and c["case"] in cases)
+              or (c["case"].startswith("latency") and any(n.startswith("latency") for n in cases))]
     for n, c in enumerate(chosen):
         if progress:
             print(f"[{n + 1}/{len(chosen)}] torch {c['case']}", file=sys.stderr, flush=True)
         r = dict(c, size="small" if small else "full", device=device_name(device),
                  torch=torch.__version__, bytes=min_bytes(c))
         try:
-            if c["case"] == "latency":
+            if c["case"].startswith("latency"):
                 med, lo, hi, notes = _latency(c, device, max(200, latency_calls), gen)
                 r.update(median_ms=med, min_ms=lo, max_ms=hi, runs=max(200, latency_calls),
                          timing="host", rotation=1, **notes)
