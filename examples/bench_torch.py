@@ -246,6 +246,11 @@ def add_arguments(p):
     p.add_argument("--latency-calls", type=int, default=200)
 
 
+def is_diagnostic(name):
+    """Diagnostic cases run only when named."""
+    return any(c["case"] == name and c.get("diagnostic") for c in specs(True))
+
+
 def case_list(args):
     names = [n for arg in args.case for n in arg.split(",") if n]
     for n in names:
