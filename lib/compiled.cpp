@@ -26,7 +26,7 @@ constexpr UINT kFlagSigned = 1, kFlagIndex64 = 2;
 constexpr UINT64 kDirectRunBytes = 256 << 10;
 
 // Elements each thread moves per step (indexed.comp's kUnroll): enough loads in flight to cover
-// memory latency; uvec4 elements need fewer (examples/PERF_NOTES.md, v3 and v10).
+// memory latency; uvec4 elements need fewer (examples/PERF_NOTES.md, v3 and v11).
 UINT Unroll(UINT elemSize) {
   return elemSize >= 16 ? 2 : 8;
 }
