@@ -467,9 +467,10 @@ Result DeviceImpl::Run(const CompiledOperator& compiled, const std::vector<const
   for (size_t i = 0; i < outputs.size(); ++i)
     if (!outputs[i]) return Fail(Status::InvalidArgument, "Run: outputs[", i, "] is null");
 
-  // Every tensor at a 256-byte aligned offset of one host-visible arena. Small work binds the
-  // arena itself (one dispatch, no copies); larger work is copied to device memory and back,
-  // all in one submit.
+  // Every tensor at a 256-byte aligned offset of a host-visible arena. Small work binds the
+  // arenas themselves (one dispatch, no copies): inputs in one the GPU reads from device memory
+  // where it can, outputs in host memory. Larger work goes through one staging arena, copied to
+  // device memory and back, all in one submit.
   const UINT count = op.InputCount() + op.OutputCount();
   std::vector<UINT64> offset(count), size(count);
   UINT64 total = 0;
@@ -488,19 +489,26 @@ Result DeviceImpl::Run(const CompiledOperator& compiled, const std::vector<const
     runStaging_.reset();
     VKDML_TRY(CreateInternalBuffer(total, usage, Buffer::Memory::HostVisible, &runStaging_));
   }
+  if (direct && (!runInputs_ || runInputs_->Size() < total)) {
+    ++runArenaGeneration_;
+    runInputs_.reset();
+    VKDML_TRY(CreateInternalBuffer(total, usage, Buffer::Memory::HostVisible, &runInputs_,
+                                   /*gpuReads=*/true));
+  }
   if (!direct && (!runDevice_ || runDevice_->Size() < total)) {
     ++runArenaGeneration_;
     runDevice_.reset();
     VKDML_TRY(CreateInternalBuffer(total, usage, Buffer::Memory::DeviceLocal, &runDevice_));
   }
   auto* host = static_cast<char*>(runStaging_->Mapped());
-  VkBuffer bound = direct ? runStaging_->Handle() : runDevice_->Handle();
   std::vector<DML_BUFFER_BINDING> bindings(count);
   for (UINT i = 0; i < count; ++i) {
     // Outputs are uploaded too: bytes between strided elements keep the caller's values.
-    const void* src = i < op.InputCount() ? inputs[i] : outputs[i - op.InputCount()];
-    std::memcpy(host + offset[i], src, size[i]);
-    bindings[i] = {bound, offset[i], size[i]};
+    const bool input = i < op.InputCount();
+    const BufferImpl& arena = !direct ? *runDevice_ : input ? *runInputs_ : *runStaging_;
+    char* to = static_cast<char*>(direct && input ? runInputs_->Mapped() : host);
+    std::memcpy(to + offset[i], input ? inputs[i] : outputs[i - op.InputCount()], size[i]);
+    bindings[i] = {arena.Handle(), offset[i], size[i]};
   }
   auto& c = static_cast<const CompiledOperatorImpl&>(compiled);
   std::lock_guard<std::mutex> tableLock(c.runMutex);

@@ -365,6 +365,7 @@ DeviceImpl::~DeviceImpl() {
     vk_.vkDeviceWaitIdle(device_);
     runStaging_.reset();
     runDevice_.reset();
+    runInputs_.reset();
     for (auto& p : pipelines_) vk_.vkDestroyPipeline(device_, p.second, nullptr);
     if (pipelineLayout_) vk_.vkDestroyPipelineLayout(device_, pipelineLayout_, nullptr);
     if (setLayout_) vk_.vkDestroyDescriptorSetLayout(device_, setLayout_, nullptr);
@@ -458,9 +459,10 @@ Result DeviceImpl::SubmitLocked(VkCommandBuffer cmd) {
 // Buffers ------------------------------------------------------------------------------------
 
 Result DeviceImpl::CreateInternalBuffer(UINT64 size, VkBufferUsageFlags usage,
-                                        Buffer::Memory memory, std::unique_ptr<BufferImpl>* out) {
+                                        Buffer::Memory memory, std::unique_ptr<BufferImpl>* out,
+                                        bool gpuReads) {
   auto b = std::make_unique<BufferImpl>(this, usage);
-  VKDML_TRY(b->Allocate(size, memory));
+  VKDML_TRY(b->Allocate(size, memory, gpuReads));
   *out = std::move(b);
   return {};
 }
@@ -496,7 +498,7 @@ bool DeviceImpl::KnownBufferSize(VkBuffer buffer, UINT64* size) {
   return true;
 }
 
-Result BufferImpl::Allocate(UINT64 size, Memory memory) {
+Result BufferImpl::Allocate(UINT64 size, Memory memory, bool gpuReads) {
   const auto& vk = device_->Vk();
   VkDevice dev = device_->Handle();
   VkBufferCreateInfo ci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
@@ -508,23 +510,37 @@ Result BufferImpl::Allocate(UINT64 size, Memory memory) {
   device_->TrackBuffer(buffer_, size);
   VkMemoryRequirements req;
   vk.vkGetBufferMemoryRequirements(dev, buffer_, &req);
-  int type = -1;
-  if (memory == Memory::HostVisible) {
-    type = device_->FindMemoryType(req.memoryTypeBits, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
-                                                           VK_MEMORY_PROPERTY_HOST_COHERENT_BIT |
-                                                           VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
-    if (type < 0)
-      type = device_->FindMemoryType(req.memoryTypeBits, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
-                                                             VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
-  } else {
-    type = device_->FindMemoryType(req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
-    if (type < 0) type = device_->FindMemoryType(req.memoryTypeBits, 0);
-  }
-  if (type < 0) return Fail(Status::Unsupported, "no suitable Vulkan memory type for a buffer");
   VkMemoryAllocateInfo ai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
   ai.allocationSize = req.size;
-  ai.memoryTypeIndex = uint32_t(type);
-  VKDML_VK(vk.vkAllocateMemory(dev, &ai, nullptr, &memory_));
+  if (memory == Memory::HostVisible && gpuReads) {
+    // Device memory the host can map (a BAR): the host writes across the bus once and the GPU
+    // reads locally. Small heaps may be full: then host memory, as below.
+    int type =
+        device_->FindMemoryType(req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT |
+                                                        VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                                        VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+    ai.memoryTypeIndex = uint32_t(type);
+    if (type >= 0 && vk.vkAllocateMemory(dev, &ai, nullptr, &memory_) != VK_SUCCESS)
+      memory_ = VK_NULL_HANDLE;
+  }
+  if (!memory_) {
+    int type = -1;
+    if (memory == Memory::HostVisible) {
+      type = device_->FindMemoryType(req.memoryTypeBits, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                                             VK_MEMORY_PROPERTY_HOST_COHERENT_BIT |
+                                                             VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+      if (type < 0)
+        type =
+            device_->FindMemoryType(req.memoryTypeBits, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                                            VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+    } else {
+      type = device_->FindMemoryType(req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+      if (type < 0) type = device_->FindMemoryType(req.memoryTypeBits, 0);
+    }
+    if (type < 0) return Fail(Status::Unsupported, "no suitable Vulkan memory type for a buffer");
+    ai.memoryTypeIndex = uint32_t(type);
+    VKDML_VK(vk.vkAllocateMemory(dev, &ai, nullptr, &memory_));
+  }
   VKDML_VK(vk.vkBindBufferMemory(dev, buffer_, memory_, 0));
   if (memory == Memory::HostVisible) VKDML_VK(vk.vkMapMemory(dev, memory_, 0, size, 0, &mapped_));
   return {};

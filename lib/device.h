@@ -19,7 +19,9 @@ class BufferImpl final : public Buffer {
  public:
   BufferImpl(DeviceImpl* device, VkBufferUsageFlags usage) : device_(device), usage_(usage) {}
   ~BufferImpl() override;
-  Result Allocate(UINT64 size, Memory memory);
+  // gpuReads: host-visible memory the host writes and the GPU reads, placed in device memory
+  // where the host can map it.
+  Result Allocate(UINT64 size, Memory memory, bool gpuReads = false);
 
   VkBuffer Handle() const override { return buffer_; }
   UINT64 Size() const override { return size_; }
@@ -74,7 +76,7 @@ class DeviceImpl final : public Device {
   using Specialization = std::array<uint32_t, 6>;
   Result Pipeline(const std::string& module, const Specialization& spec, VkPipeline* out);
   Result CreateInternalBuffer(UINT64 size, VkBufferUsageFlags usage, Buffer::Memory memory,
-                              std::unique_ptr<BufferImpl>* out);
+                              std::unique_ptr<BufferImpl>* out, bool gpuReads = false);
   // Submits a recorded command buffer and waits for it (Submit and Run).
   Result SubmitRecorded(VkCommandBuffer cmd);
   // A fresh serial number per compiled operator (Run's recorded command buffer names one).
@@ -120,7 +122,8 @@ class DeviceImpl final : public Device {
 
   std::mutex runMutex_;  // Run's arenas (staging: host visible, and device local), its commands
   std::unique_ptr<BufferImpl> runStaging_, runDevice_;
-  UINT64 runArenaGeneration_ = 1;  // bumped whenever an arena is replaced
+  std::unique_ptr<BufferImpl> runInputs_;  // small work's inputs: host written, GPU read
+  UINT64 runArenaGeneration_ = 1;          // bumped whenever an arena is replaced
   VkCommandPool runPool_ = VK_NULL_HANDLE;
   VkCommandBuffer runCommands_ = VK_NULL_HANDLE;  // replayed while runRecorded_ still holds
   struct RunKey {
