@@ -152,6 +152,8 @@ class Device {
   // tensor's TotalTensorSizeInBytes. Output bytes between strided elements keep the values the
   // caller's buffer had. With VKDML_EXECUTION_FLAG_CHECK_INDICES an out-of-range index makes
   // Run return Status::IndexOutOfRange, and the outputs still hold the clamped results.
+  // Calls on one Device run one at a time; the staging memory and the recorded commands are
+  // kept between calls, so repeating an operator costs one submit and two copies.
   virtual Result Run(const CompiledOperator& op, const std::vector<const void*>& inputs,
                      const std::vector<void*>& outputs) = 0;
 };
