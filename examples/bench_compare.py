@@ -36,9 +36,12 @@ def fmt(v, spec):
 
 
 def keep_fastest(rows, r):
-    """rows[case] = r unless it already holds a result with a lower median."""
+    """rows[case] = r unless it already holds a lower median, a mismatch or an error: a failure
+    in any round stays in the table."""
     old = rows.get(r["case"])
-    if old is None or old.get("median_ms") is None or (
+    if old is not None and (old.get("mismatches") or old.get("error")):
+        return
+    if old is None or r.get("mismatches") or r.get("error") or old.get("median_ms") is None or (
             r.get("median_ms") is not None and r["median_ms"] < old["median_ms"]):
         rows[r["case"]] = r
 
