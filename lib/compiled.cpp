@@ -240,7 +240,7 @@ Result BindingTableImpl::BindOutputs(UINT count, const DML_BUFFER_BINDING* bindi
   return Bind(true, count, bindings);
 }
 
-// An output may share memory with an input only as ScatterND's in-place form: OutputTensor bound
+// An output may share memory with an input only as a scatter's in-place form: OutputTensor bound
 // exactly where InputTensor is, with the same strides.
 Result BindingTableImpl::CheckAliasing(bool* inPlace) const {
   *inPlace = false;
@@ -253,7 +253,7 @@ Result BindingTableImpl::CheckAliasing(bool* inPlace) const {
     bool disjoint =
         b.Offset + in[i].totalBytes <= o.Offset || o.Offset + out.totalBytes <= b.Offset;
     if (disjoint) continue;
-    bool same = i == 0 && op_->op.type == DML_OPERATOR_SCATTER_ND && b.Offset == o.Offset &&
+    bool same = i == 0 && op_->op.InPlaceAllowed() && b.Offset == o.Offset &&
                 std::equal(out.strides, out.strides + out.dims, in[0].strides);
     if (same) {
       *inPlace = true;
@@ -263,8 +263,8 @@ Result BindingTableImpl::CheckAliasing(bool* inPlace) const {
                 o.Offset, ", ", o.Offset + out.totalBytes, ")) overlaps inputs[", i, "] (",
                 in[i].field, ", bytes [", b.Offset, ", ", b.Offset + in[i].totalBytes,
                 ")) in the same VkBuffer",
-                op_->op.type == DML_OPERATOR_SCATTER_ND && i == 0
-                    ? "; in-place ScatterND needs the same offset and strides"
+                op_->op.InPlaceAllowed() && i == 0
+                    ? Str("; an in-place ", op_->op.name, " needs the same offset and strides")
                     : "");
   }
   return {};

@@ -4,6 +4,11 @@
 
 namespace vkdml::detail {
 
+#define VKDML_OPERATOR_LIST                                                                 \
+  "DML_OPERATOR_SCATTER_ELEMENTS (94), DML_OPERATOR_GATHER_ELEMENTS (107), "                \
+  "DML_OPERATOR_GATHER_ND (108), DML_OPERATOR_SCATTER_ND (109) or DML_OPERATOR_GATHER_ND1 " \
+  "(140)"
+
 Result BuildOperator(const DML_OPERATOR_DESC& desc, OperatorImpl* op) {
   if (!desc.Desc) return Fail(Status::InvalidArgument, "DML_OPERATOR_DESC.Desc is null");
   Result r;
@@ -31,19 +36,17 @@ Result BuildOperator(const DML_OPERATOR_DESC& desc, OperatorImpl* op) {
       op->name = "SCATTER_ND";
       r = BuildScatterND(*static_cast<const DML_SCATTER_ND_OPERATOR_DESC*>(desc.Desc), op);
       break;
-    case DML_OPERATOR_GATHER:
     case DML_OPERATOR_SCATTER_ELEMENTS:
-      return Fail(Status::Unsupported, "DML_OPERATOR_DESC.Type is ",
-                  desc.Type == DML_OPERATOR_GATHER ? "DML_OPERATOR_GATHER (67)"
-                                                   : "DML_OPERATOR_SCATTER_ELEMENTS (94)",
-                  ", a DirectML operator vkdml does not provide yet; it provides "
-                  "DML_OPERATOR_GATHER_ELEMENTS (107), DML_OPERATOR_GATHER_ND (108), "
-                  "DML_OPERATOR_SCATTER_ND (109) and DML_OPERATOR_GATHER_ND1 (140)");
+      op->name = "SCATTER_ELEMENTS";
+      r = BuildScatterElements(*static_cast<const DML_SCATTER_OPERATOR_DESC*>(desc.Desc), op);
+      break;
+    case DML_OPERATOR_GATHER:
+      return Fail(Status::Unsupported,
+                  "DML_OPERATOR_DESC.Type is DML_OPERATOR_GATHER (67), a DirectML operator vkdml "
+                  "does not provide yet; it provides " VKDML_OPERATOR_LIST);
     default:
       return Fail(Status::InvalidArgument, "DML_OPERATOR_DESC.Type is ", int(desc.Type),
-                  ", expected an operator vkdml implements: DML_OPERATOR_GATHER_ELEMENTS (107), "
-                  "DML_OPERATOR_GATHER_ND (108), DML_OPERATOR_SCATTER_ND (109) or "
-                  "DML_OPERATOR_GATHER_ND1 (140)");
+                  ", expected an operator vkdml implements: " VKDML_OPERATOR_LIST);
   }
   if (!r.ok()) r.message = Str(op->name, ": ", r.message);
   for (Pass& p : op->passes) p.plan.Simplify();

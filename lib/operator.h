@@ -24,7 +24,7 @@ struct Pass {
   // Mark: set the mask bit of each plan element's indexed offset (glsl/indexed.comp, MARK).
   enum class Kind { Gather, Scatter, Mark } kind = Kind::Gather;
   Plan plan;
-  bool skipInPlace = false;  // ScatterND's copy: nothing to do when OutputTensor is InputTensor
+  bool skipInPlace = false;  // a scatter's copy: nothing to do when OutputTensor is InputTensor
   bool maskSkip = false;     // skip elements whose mask bit (at their `indices` offset) is set
 };
 
@@ -39,6 +39,10 @@ class OperatorImpl final : public Operator {
   // tuple (j = position % tuple) has valid values for a dimension of size componentSizes[j].
   std::vector<UINT> componentSizes;
   UINT64 maskWords = 0;  // 32-bit words of the mask a Mark pass sets (0: no mask)
+  // A scatter: OutputTensor may be bound exactly where InputTensor is (in place).
+  bool InPlaceAllowed() const {
+    return type == DML_OPERATOR_SCATTER_ND || type == DML_OPERATOR_SCATTER_ELEMENTS;
+  }
 
   const Tensor& Indices() const { return inputs[1]; }
   UINT ElemSize() const { return inputs[0].elemSize; }
@@ -56,6 +60,7 @@ class OperatorImpl final : public Operator {
 Result BuildGatherElements(const DML_GATHER_ELEMENTS_OPERATOR_DESC& desc, OperatorImpl* op);
 Result BuildGatherND(const DML_GATHER_ND1_OPERATOR_DESC& desc, bool hasBatch, OperatorImpl* op);
 Result BuildScatterND(const DML_SCATTER_ND_OPERATOR_DESC& desc, OperatorImpl* op);
+Result BuildScatterElements(const DML_SCATTER_OPERATOR_DESC& desc, OperatorImpl* op);
 
 // Dispatches on desc.Type, adds the "GATHER_ND: " prefix to messages.
 Result BuildOperator(const DML_OPERATOR_DESC& desc, OperatorImpl* op);

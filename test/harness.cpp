@@ -206,6 +206,15 @@ OpSpec OpSpec::ScatterND(TensorDesc input, TensorDesc indices, TensorDesc update
   return s;
 }
 
+OpSpec OpSpec::ScatterElements(TensorDesc input, TensorDesc indices, TensorDesc updates,
+                               TensorDesc output, UINT axis) {
+  OpSpec s;
+  s.type = DML_OPERATOR_SCATTER_ELEMENTS;
+  s.tensors = {input, indices, updates, output};
+  s.axis = axis;
+  return s;
+}
+
 const DML_OPERATOR_DESC& OpSpec::Desc() {
   for (TensorDesc& t : tensors) t.Fix();
   op.Type = type;
@@ -225,6 +234,10 @@ const DML_OPERATOR_DESC& OpSpec::Desc() {
     case DML_OPERATOR_SCATTER_ND:
       snd = {tensors[0].Desc(), tensors[1].Desc(), tensors[2].Desc(), tensors[3].Desc(), r, q};
       op.Desc = &snd;
+      break;
+    case DML_OPERATOR_SCATTER_ELEMENTS:
+      se = {tensors[0].Desc(), tensors[1].Desc(), tensors[2].Desc(), tensors[3].Desc(), axis};
+      op.Desc = &se;
       break;
     default:
       op.Desc = nullptr;
@@ -246,6 +259,11 @@ const DML_TENSOR_DESC** OpSpec::TensorSlot(size_t i) {
       const DML_TENSOR_DESC** p[] = {&ge.InputTensor, &ge.IndicesTensor, &ge.OutputTensor};
       return p[i];
     }
+    case DML_OPERATOR_SCATTER_ELEMENTS: {
+      const DML_TENSOR_DESC** p[] = {&se.InputTensor, &se.IndicesTensor, &se.UpdatesTensor,
+                                     &se.OutputTensor};
+      return p[i];
+    }
     default: {
       const DML_TENSOR_DESC** p[] = {&snd.InputTensor, &snd.IndicesTensor, &snd.UpdatesTensor,
                                      &snd.OutputTensor};
@@ -264,6 +282,8 @@ const char* OpSpec::Name() const {
       return "GATHER_ELEMENTS";
     case DML_OPERATOR_SCATTER_ND:
       return "SCATTER_ND";
+    case DML_OPERATOR_SCATTER_ELEMENTS:
+      return "SCATTER_ELEMENTS";
     default:
       return "?";
   }
@@ -290,6 +310,9 @@ std::string OpSpec::ToString() const {
     case DML_OPERATOR_SCATTER_ND:
       s << "SCATTER_ND r=" << r << " q=" << q;
       break;
+    case DML_OPERATOR_SCATTER_ELEMENTS:
+      s << "SCATTER_ELEMENTS axis=" << axis;
+      break;
     default:
       s << "op " << int(type);
   }
@@ -315,6 +338,9 @@ ref::IndexError OpSpec::Reference(const std::vector<Bytes>& inputs, Bytes* outpu
     case DML_OPERATOR_SCATTER_ND:
       return ref::ScatterND(in, inputs[0].data(), idx, inputs[1].data(), tensors[2].Ref(),
                             inputs[2].data(), out, output->data(), r, q);
+    case DML_OPERATOR_SCATTER_ELEMENTS:
+      return ref::ScatterElements(in, inputs[0].data(), idx, inputs[1].data(), tensors[2].Ref(),
+                                  inputs[2].data(), out, output->data(), axis);
     default:
       throw std::invalid_argument("OpSpec::Reference: operator type");
   }

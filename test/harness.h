@@ -62,7 +62,7 @@ struct TensorDesc {
 // An operator description with its tensors, in binding order (inputs, then the output).
 struct OpSpec {
   DML_OPERATOR_TYPE type = DML_OPERATOR_INVALID;
-  std::vector<TensorDesc> tensors;  // GatherX: input, indices, output; ScatterND: + updates
+  std::vector<TensorDesc> tensors;  // GatherX: input, indices, output; ScatterX: + updates
   UINT r = 0, q = 0, b = 0, axis = 0;
 
   static OpSpec GatherND(TensorDesc input, TensorDesc indices, TensorDesc output, UINT r, UINT q);
@@ -71,8 +71,10 @@ struct OpSpec {
   static OpSpec GatherElements(TensorDesc input, TensorDesc indices, TensorDesc output, UINT axis);
   static OpSpec ScatterND(TensorDesc input, TensorDesc indices, TensorDesc updates,
                           TensorDesc output, UINT r, UINT q);
+  static OpSpec ScatterElements(TensorDesc input, TensorDesc indices, TensorDesc updates,
+                                TensorDesc output, UINT axis);
 
-  UINT InputCount() const { return type == DML_OPERATOR_SCATTER_ND ? 3 : 2; }
+  UINT InputCount() const { return tensors.size() == 4 ? 3 : 2; }
   TensorDesc& Output() { return tensors.back(); }
   // Rebuilds and returns the DML_OPERATOR_DESC (valid while this OpSpec lives, unmoved).
   const DML_OPERATOR_DESC& Desc();
@@ -87,6 +89,7 @@ struct OpSpec {
   DML_GATHER_ND1_OPERATOR_DESC gnd1{};
   DML_GATHER_ELEMENTS_OPERATOR_DESC ge{};
   DML_SCATTER_ND_OPERATOR_DESC snd{};
+  DML_SCATTER_OPERATOR_DESC se{};
   DML_OPERATOR_DESC op{};
   // The operator desc's pointer to tensor i (binding order), in the typed desc.
   const DML_TENSOR_DESC** TensorSlot(size_t i);
@@ -105,7 +108,7 @@ struct ExecOptions {
   std::vector<UINT64> offsets;
   bool oneBuffer = false;  // every binding a sub-range of one buffer
   UINT64 guard = 64;       // bytes after each binding that must stay untouched
-  bool inPlace = false;    // bind the output to input 0's exact range (ScatterND in place)
+  bool inPlace = false;    // bind the output to input 0's exact range (a scatter in place)
 };
 
 struct ExecResult {

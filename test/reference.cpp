@@ -327,4 +327,32 @@ IndexError ScatterND(const Tensor& input, const uint8_t* in, const Tensor& indic
   return FirstError(indices, idx, [&](const Coord& c) { return input.sizes[D - r + c[D - 1]]; });
 }
 
+std::vector<ScatterWrite> ScatterElementsWrites(const Tensor& input, const Tensor& indices,
+                                                const uint8_t* idx, const Tensor& updates,
+                                                const Tensor& output, uint32_t axis) {
+  const uint32_t D = input.Dims();
+  bool ok = axis < D && indices.Dims() == D && updates.sizes == indices.sizes &&
+            output.sizes == input.sizes;
+  for (uint32_t d = 0; ok && d < D; ++d) ok = d == axis || indices.sizes[d] == input.sizes[d];
+  if (!ok) throw std::invalid_argument("ref::ScatterElements: arguments");
+  std::vector<ScatterWrite> writes;
+  ForEachCoord(updates.sizes, [&](const Coord& c) {
+    Coord dc = c;
+    dc[axis] = ClampIndex(ReadIndex(indices, idx, c), input.sizes[axis]);
+    writes.push_back({output.ByteOffset(dc), updates.ByteOffset(c)});
+  });
+  return writes;
+}
+
+IndexError ScatterElements(const Tensor& input, const uint8_t* in, const Tensor& indices,
+                           const uint8_t* idx, const Tensor& updates, const uint8_t* upd,
+                           const Tensor& output, uint8_t* out, uint32_t axis) {
+  std::vector<ScatterWrite> writes =
+      ScatterElementsWrites(input, indices, idx, updates, output, axis);
+  ForEachCoord(output.sizes, [&](const Coord& c) { Copy(output, out, c, input, in, c); });
+  for (const ScatterWrite& w : writes)
+    std::memcpy(out + w.outOffset, upd + w.updOffset, updates.ElemSize());
+  return FirstError(indices, idx, [&](const Coord&) { return input.sizes[axis]; });
+}
+
 }  // namespace ref

@@ -91,6 +91,15 @@ std::vector<ScatterWrite> ScatterNDWrites(const Tensor& input, const Tensor& ind
                                           const uint8_t* idx, const Tensor& updates,
                                           const Tensor& output, uint32_t r, uint32_t q);
 
+// ScatterElements (DML_SCATTER_OPERATOR_DESC): output = input, then updates[c] goes to c with
+// c[axis] replaced by the clamped index at c, in row-major order of updates (last one wins here).
+IndexError ScatterElements(const Tensor& input, const uint8_t* in, const Tensor& indices,
+                           const uint8_t* idx, const Tensor& updates, const uint8_t* upd,
+                           const Tensor& output, uint8_t* out, uint32_t axis);
+std::vector<ScatterWrite> ScatterElementsWrites(const Tensor& input, const Tensor& indices,
+                                                const uint8_t* idx, const Tensor& updates,
+                                                const Tensor& output, uint32_t axis);
+
 // The size formula of the GatherND / GatherND1 / ScatterND pages: indices.shape[:-1] +
 // input.shape[b+k:], right-aligned into D dimensions with leading 1s. Empty when it does not
 // fit into D dimensions.

@@ -324,6 +324,65 @@ Case GenScatterND(Rng& rng, UINT D, DML_TENSOR_DATA_TYPE dt, DML_TENSOR_DATA_TYP
   }
 }
 
+// ScatterElements along a random axis, with up to maxUpdates updates per line (the elements
+// that share every coordinate but the axis). unique: the updates of a line name different
+// targets (after clamping), and the indices do not broadcast. inPlace: input and output share
+// their layout.
+Case GenScatterElements(Rng& rng, UINT D, DML_TENSOR_DATA_TYPE dt, DML_TENSOR_DATA_TYPE it,
+                        const IndexEncoder& enc, bool unique, bool inPlace, UINT maxUpdates = 5) {
+  for (;;) {
+    std::vector<UINT> inSizes(D);
+    for (UINT& s : inSizes) s = RandomSize(rng);
+    const UINT axis = rng.Ui(0, D - 1);
+    const UINT n = inSizes[axis];
+    std::vector<UINT> idxSizes = inSizes;
+    idxSizes[axis] = rng.Ui(1, unique ? std::min(n, maxUpdates) : maxUpdates);
+    if (Product(inSizes) > 3000 || Product(idxSizes) > 3000) continue;
+
+    Case c;
+    std::vector<UINT> outStrides = RandomStrides(rng, inSizes, true);
+    TensorDesc in(dt, inSizes, inPlace ? outStrides : RandomStrides(rng, inSizes, false));
+    TensorDesc ix(it, idxSizes, RandomStrides(rng, idxSizes, unique));
+    TensorDesc upd(dt, idxSizes, RandomStrides(rng, idxSizes, false));
+    TensorDesc out(dt, inSizes, outStrides);
+    c.spec = OpSpec::ScatterElements(in, ix, upd, out, axis);
+
+    // Each line's targets: a prefix of a permutation when unique, else a few values, repeated.
+    std::map<ref::Coord, std::vector<uint32_t>> lines;
+    Bytes indices = RandomBytes(rng, ix.Total());
+    const ref::Tensor ixr = ix.Ref();
+    ref::ForEachCoord(ixr.sizes, [&](const ref::Coord& co) {
+      ref::Coord line = co;
+      line[axis] = 0;
+      std::vector<uint32_t>& targets = lines[line];
+      if (targets.empty()) {
+        targets.resize(n);
+        std::iota(targets.begin(), targets.end(), 0);
+        std::shuffle(targets.begin(), targets.end(), rng.g);
+        if (!unique) targets.resize(rng.U(1, std::min<uint64_t>(n, 2)));
+      }
+      const uint32_t t = unique ? targets[co[axis]] : rng.Pick(targets);
+      uint64_t v;
+      if (enc.pOutOfRange > 0 && (t == n - 1 || (t == 0 && ref::IsSignedIndexType(it))))
+        v = enc.Encode(rng, t, n);
+      else
+        v = IndexEncoder{it, enc.pNegative, 0}.Encode(rng, t, n);
+      ref::WriteIndexU(it, indices.data() + ixr.ByteOffset(co), v);
+    });
+    c.inputs = {RandomBytes(rng, in.Total()), indices, RandomBytes(rng, upd.Total())};
+    return c;
+  }
+}
+
+// Where each update element of a scatter case lands.
+std::vector<ref::ScatterWrite> Writes(Case& c) {
+  const ref::Tensor inT = c.spec.tensors[0].Ref(), ixT = c.spec.tensors[1].Ref(),
+                    updT = c.spec.tensors[2].Ref(), outT = c.spec.Output().Ref();
+  if (c.spec.type == DML_OPERATOR_SCATTER_ELEMENTS)
+    return ref::ScatterElementsWrites(inT, ixT, c.inputs[1].data(), updT, outT, c.spec.axis);
+  return ref::ScatterNDWrites(inT, ixT, c.inputs[1].data(), updT, outT, c.spec.r, c.spec.q);
+}
+
 // Runs the case and compares every byte of the output image (poison included) with the
 // reference, and the checked mode's status with the reference's first out-of-range index.
 // Returns false on a mismatch (of data, status or untouched bytes); *validationClean tells whether
@@ -347,12 +406,8 @@ bool RunCase(Case& c, bool scatterDuplicates = false, bool* validationClean = nu
 
   if (scatterDuplicates) {
     // Each colliding element must hold one of its candidate updates; the rest is exact.
-    const ref::Tensor inT = c.spec.tensors[0].Ref(), ixT = c.spec.tensors[1].Ref(),
-                      updT = c.spec.tensors[2].Ref();
     std::map<uint64_t, std::vector<uint64_t>> candidates;
-    for (const ref::ScatterWrite& w :
-         ref::ScatterNDWrites(inT, ixT, c.inputs[1].data(), updT, outT, c.spec.r, c.spec.q))
-      candidates[w.outOffset].push_back(w.updOffset);
+    for (const ref::ScatterWrite& w : Writes(c)) candidates[w.outOffset].push_back(w.updOffset);
     const uint32_t es = outT.ElemSize();
     for (const auto& kv : candidates) {
       if (kv.second.size() < 2) continue;
@@ -391,7 +446,7 @@ bool RunCase(Case& c, bool scatterDuplicates = false, bool* validationClean = nu
   return ok;
 }
 
-enum class Op { GatherND, GatherND1, GatherElements, ScatterND };
+enum class Op { GatherND, GatherND1, GatherElements, ScatterND, ScatterElements };
 
 void RandomSweep(Op op, uint64_t salt, int perCombination) {
   const uint64_t base = BaseSeed();
@@ -419,6 +474,9 @@ void RandomSweep(Op op, uint64_t salt, int perCombination) {
             break;
           case Op::ScatterND:
             c = GenScatterND(rng, D, dt, it, enc, true, false);
+            break;
+          case Op::ScatterElements:
+            c = GenScatterElements(rng, D, dt, it, enc, true, false);
             break;
         }
         c.opts = RandomOptions(rng, c.spec, true);
@@ -511,6 +569,41 @@ TEST_CASE_METHOD(Fixture, "Random ScatterND in place (output aliases input)",
     INFO("case: " << c.spec.ToString() << "\n  " << Describe(c.opts));
     bool quiet = true;
     if (!RunCase(c, false, &quiet)) ++failures;
+    REQUIRE(failures < 8);
+  }
+}
+
+TEST_CASE_METHOD(Fixture, "Random ScatterElements (unique targets) vs reference",
+                 "[random][scatter_elements]") {
+  RandomSweep(Op::ScatterElements, 7, 12);
+}
+
+// Duplicates (with collisions forced) and in place, alternating.
+TEST_CASE_METHOD(Fixture, "Random ScatterElements with duplicate targets and in place",
+                 "[random][scatter_elements]") {
+  const uint64_t base = BaseSeed();
+  int failures = 0;
+  for (int i = 0; i < 300; ++i) {
+    const uint64_t seed = base ^ (8ull << 48) ^ (uint64_t(i) * 0x9E3779B97F4A7C15ull);
+    Rng rng(seed);
+    const DML_TENSOR_DATA_TYPE dt = DataTypes()[i % DataTypes().size()];
+    const DML_TENSOR_DATA_TYPE it = IndexTypes()[(i / 3) % 4];
+    if (!DeviceSupports(dt)) continue;
+    IndexEncoder enc{it};
+    enc.pOutOfRange = rng.P(0.5) ? 0.0 : 0.3;
+    const bool inPlace = i % 2 == 1;
+    Case c = GenScatterElements(rng, static_cast<UINT>(1 + i % 8), dt, it, enc, inPlace, inPlace);
+    c.opts = RandomOptions(rng, c.spec, !inPlace);
+    if (inPlace) {
+      c.opts.inPlace = true;
+      c.opts.offsets.back() = c.opts.offsets[0];
+      c.spec.Output().buf.GuaranteedBaseOffsetAlignment =
+          c.spec.tensors[0].buf.GuaranteedBaseOffsetAlignment;
+    }
+    INFO("seed " << seed << " (VKDML_TEST_SEED=" << base << ", case " << i << ")");
+    INFO("case: " << c.spec.ToString() << "\n  " << Describe(c.opts));
+    bool quiet = true;
+    if (!RunCase(c, !inPlace, &quiet)) ++failures;
     REQUIRE(failures < 8);
   }
 }

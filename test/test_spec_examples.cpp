@@ -90,6 +90,49 @@ TEST_CASE_METHOD(Fixture, "ScatterND example (ONNX shapes padded to equal rank)"
                {1, 11, 3, 10, 9, 6, 7, 12});
 }
 
+// ScatterElements has no page in shared/spec. These are the 1-D example of DirectML's
+// DML_SCATTER_OPERATOR_DESC page and the two examples of ONNX's ScatterElements page.
+TEST_CASE_METHOD(Fixture, "ScatterElements examples (DirectML's 1-D, ONNX's two)",
+                 "[spec][scatter_elements]") {
+  const DML_TENSOR_DATA_TYPE it = GENERATE(from_range(IndexTypes()));
+  INFO("index type " << ref::TypeName(it));
+  SECTION("DirectML 1-D: indices {3,1,3,0} name element 3 twice") {
+    // The page prints 7 at element 3; it also says either colliding write may win.
+    TensorDesc input(F32, {5}), indices(it, {4}), updates(F32, {4}), output(F32, {5});
+    OpSpec spec = OpSpec::ScatterElements(input, indices, updates, output, 0);
+    const std::vector<Bytes> inputs = {ToBytes(Iota(5, 0)),
+                                       IndexBytes(it, {3, 1, 3, 0}, indices.Total()),
+                                       ToBytes(std::vector<float>{5, 6, 7, 8})};
+    for (Path path : {Path::Record, Path::Run}) {
+      ExecOptions opts;
+      opts.path = path;
+      ExecResult res = Execute(spec, inputs, {Poisoned(output.Total())}, opts);
+      REQUIRE(res.runResult.ok());
+      const Bytes& got = res.outputs[0];
+      INFO("output " << DiffBytes(got, ToBytes(std::vector<float>{8, 6, 2, 7, 4}), nullptr));
+      CHECK((got == ToBytes(std::vector<float>{8, 6, 2, 7, 4}) ||
+             got == ToBytes(std::vector<float>{8, 6, 2, 5, 4})));
+    }
+  }
+  SECTION("ONNX example 1: axis 0") {
+    TensorDesc input(F32, {3, 3}), indices(it, {2, 3}), updates(F32, {2, 3}), output(F32, {3, 3});
+    OpSpec spec = OpSpec::ScatterElements(input, indices, updates, output, 0);
+    CheckExample(
+        spec,
+        {ToBytes(std::vector<float>(9, 0.f)), IndexBytes(it, {1, 0, 2, 0, 2, 1}, indices.Total()),
+         ToBytes(std::vector<float>{1.0f, 1.1f, 1.2f, 2.0f, 2.1f, 2.2f})},
+        {2.0f, 1.1f, 0.0f, 1.0f, 0.0f, 2.2f, 0.0f, 2.1f, 1.2f});
+  }
+  SECTION("ONNX example 2: axis 1") {
+    TensorDesc input(F32, {1, 5}), indices(it, {1, 2}), updates(F32, {1, 2}), output(F32, {1, 5});
+    OpSpec spec = OpSpec::ScatterElements(input, indices, updates, output, 1);
+    CheckExample(spec,
+                 {ToBytes(Iota(5, 1)), IndexBytes(it, {1, 3}, indices.Total()),
+                  ToBytes(std::vector<float>{1.1f, 2.1f})},
+                 {1.0f, 1.1f, 3.0f, 2.1f, 5.0f});
+  }
+}
+
 // The size formula example of the GatherND / GatherND1 / ScatterND pages:
 // input {3,4,5,6,7} (r 5), indices {1,1,1,2,3} (q 3) -> output / updates {1,1,2,6,7}.
 TEST_CASE_METHOD(Fixture, "Size formula example {3,4,5,6,7} is valid and runs",

@@ -38,8 +38,14 @@ OpSpec BaseScatterND() {
                            TensorDesc(F32, {1, 5, 4}), TensorDesc(F32, {1, 3, 4}), 2, 2);
 }
 
+OpSpec BaseScatterElements() {
+  // input {1,3,4}, axis 1: indices and updates {1,2,4}
+  return OpSpec::ScatterElements(TensorDesc(F32, {1, 3, 4}), TensorDesc(I32, {1, 2, 4}),
+                                 TensorDesc(F32, {1, 2, 4}), TensorDesc(F32, {1, 3, 4}), 1);
+}
+
 std::vector<std::function<OpSpec()>> AllBases() {
-  return {BaseGatherND, BaseGatherND1, BaseGatherElements, BaseScatterND};
+  return {BaseGatherND, BaseGatherND1, BaseGatherElements, BaseScatterND, BaseScatterElements};
 }
 
 Result Create(const DML_OPERATOR_DESC& desc) {
@@ -606,6 +612,54 @@ TEST_CASE_METHOD(Fixture, "Rule 23: ScatterND Output.Sizes != Input.Sizes", "[va
   ExpectInvalid(spec, {"OutputTensor.Sizes[2] is 5, expected 4 (InputTensor.Sizes[2])"});
 }
 
+TEST_CASE_METHOD(Fixture, "Rule 26: ScatterElements Axis >= DimensionCount", "[validation]") {
+  for (UINT axis : {3u, 4u, 0xFFFFFFFFu}) {
+    OpSpec spec = BaseScatterElements();
+    spec.axis = axis;
+    spec.Desc();
+    ExpectInvalid(spec, {"Axis is " + std::to_string(axis) +
+                         ", expected less than 3 (OutputTensor.DimensionCount)"});
+  }
+}
+
+TEST_CASE_METHOD(Fixture, "Rule 27: ScatterElements Indices/Updates/Output size mismatch",
+                 "[validation]") {
+  {  // input {1,3,4}, axis 1: indices {1,2,5} differs at 2
+    OpSpec spec = BaseScatterElements();
+    spec.tensors[1] = TensorDesc(I32, {1, 2, 5});
+    spec.tensors[2] = TensorDesc(F32, {1, 2, 5});
+    spec.Desc();
+    ExpectInvalid(spec, {"IndicesTensor.Sizes[2] is 5, expected 4 (InputTensor.Sizes[2]"});
+  }
+  {  // indices {2,2,4} differs at 0
+    OpSpec spec = BaseScatterElements();
+    spec.tensors[1] = TensorDesc(I32, {2, 2, 4});
+    spec.tensors[2] = TensorDesc(F32, {2, 2, 4});
+    spec.Desc();
+    ExpectInvalid(spec, {"IndicesTensor.Sizes[0] is 2, expected 1 (InputTensor.Sizes[0]"});
+  }
+  {  // updates {1,3,4} vs indices {1,2,4}
+    OpSpec spec = BaseScatterElements();
+    spec.tensors[2] = TensorDesc(F32, {1, 3, 4});
+    spec.Desc();
+    ExpectInvalid(spec, {"UpdatesTensor.Sizes[1] is 3, expected 2 (IndicesTensor.Sizes[1])"});
+  }
+  {  // output {1,3,5} vs input {1,3,4}
+    OpSpec spec = BaseScatterElements();
+    spec.tensors[3] = TensorDesc(F32, {1, 3, 5});
+    spec.Desc();
+    ExpectInvalid(spec, {"OutputTensor.Sizes[2] is 5, expected 4 (InputTensor.Sizes[2])"});
+  }
+  {  // along the axis any count of updates is fine, more than the input's size too
+    OpSpec spec = BaseScatterElements();
+    spec.tensors[1] = TensorDesc(I32, {1, 7, 4});
+    spec.tensors[2] = TensorDesc(F32, {1, 7, 4});
+    Result r = Create(spec.Desc());
+    INFO(Str(r));
+    CHECK(r.ok());
+  }
+}
+
 TEST_CASE_METHOD(Fixture, "Rule 24: unknown operator type / null desc", "[validation]") {
   OpSpec spec = BaseGatherND();
   spec.Desc();
@@ -616,14 +670,19 @@ TEST_CASE_METHOD(Fixture, "Rule 24: unknown operator type / null desc", "[valida
     REQUIRE(r.status == Status::InvalidArgument);
     CHECK_THAT(r.message, Contains("DML_OPERATOR_DESC.Type"));
   }
-  for (DML_OPERATOR_TYPE t : {DML_OPERATOR_GATHER_ND, DML_OPERATOR_GATHER_ND1,
-                              DML_OPERATOR_GATHER_ELEMENTS, DML_OPERATOR_SCATTER_ND}) {
+  for (DML_OPERATOR_TYPE t :
+       {DML_OPERATOR_GATHER_ND, DML_OPERATOR_GATHER_ND1, DML_OPERATOR_GATHER_ELEMENTS,
+        DML_OPERATOR_SCATTER_ND, DML_OPERATOR_SCATTER_ELEMENTS}) {
     DML_OPERATOR_DESC d{t, nullptr};
     Result r = Create(d);
     INFO("type " << int(t) << ": " << Str(r));
     REQUIRE(r.status == Status::InvalidArgument);
     CHECK_THAT(r.message, Contains("DML_OPERATOR_DESC.Desc is null"));
   }
+  Result r = Create(DML_OPERATOR_DESC{DML_OPERATOR_GATHER, spec.op.Desc});  // not provided
+  INFO(Str(r));
+  CHECK(r.status == Status::Unsupported);
+  CHECK_THAT(r.message, Contains("DML_OPERATOR_GATHER (67)"));
 }
 
 TEST_CASE_METHOD(Fixture, "Rule 25: tensor larger than maxStorageBufferRange", "[validation]") {
@@ -807,6 +866,53 @@ TEST_CASE_METHOD(Fixture, "Binding: RecordDispatch before both are bound",
   r = Dev().Submit([&](VkCommandBuffer cmd) { recorded = Dev().RecordDispatch(cmd, *b.table); });
   CHECK(r.ok());
   ExpectBind(recorded, "not bound");  // the output still is not
+}
+
+// Only a scatter may write where it reads, and only as its in-place form: OutputTensor bound
+// exactly over InputTensor with the same strides.
+TEST_CASE_METHOD(Fixture, "Binding: an output overlapping an input", "[validation][binding]") {
+  // Records spec with every tensor in one 1 KiB buffer at the given offsets.
+  auto record = [](OpSpec spec, std::vector<UINT64> offsets) {
+    std::unique_ptr<Operator> op;
+    std::unique_ptr<CompiledOperator> compiled;
+    std::unique_ptr<BindingTable> table;
+    std::unique_ptr<Buffer> buf;
+    REQUIRE(Dev().CreateOperator(spec.Desc(), &op).ok());
+    REQUIRE(Dev().CompileOperator(*op, 0, &compiled).ok());
+    REQUIRE(Dev().CreateBindingTable(*compiled, &table).ok());
+    REQUIRE(Dev().CreateBuffer(1024, Buffer::Memory::DeviceLocal, &buf).ok());
+    std::vector<DML_BUFFER_BINDING> b;
+    for (size_t i = 0; i < spec.tensors.size(); ++i)
+      b.push_back(buf->Binding(offsets[i], spec.tensors[i].Total()));
+    REQUIRE(table->BindInputs(UINT(b.size() - 1), b.data()).ok());
+    REQUIRE(table->BindOutputs(1, &b.back()).ok());
+    Result recorded;
+    REQUIRE(Dev()
+                .Submit([&](VkCommandBuffer cmd) {
+                  if (recorded.ok()) recorded = Dev().RecordDispatch(cmd, *table);
+                })
+                .ok());
+    return recorded;
+  };
+  const OpSpec gather = BaseGatherElements();  // input 48 bytes, indices 32, output 32
+  ExpectBind(record(gather, {0, 64, 40}),
+             "outputs[0] (OutputTensor, bytes [40, 72)) overlaps inputs[0] (InputTensor, bytes "
+             "[0, 48)) in the same VkBuffer");
+  ExpectBind(record(gather, {0, 64, 0}), "overlaps inputs[0] (InputTensor");
+  ExpectBind(record(gather, {0, 64, 80}), "overlaps inputs[1] (IndicesTensor, bytes [64, 96))");
+  for (const OpSpec& scatter : {BaseScatterND(), BaseScatterElements()}) {
+    INFO(scatter.ToString());
+    const std::string inPlace =
+        std::string("; an in-place ") + scatter.Name() + " needs the same offset and strides";
+    CHECK(record(scatter, {0, 128, 256, 0}).ok());  // in place
+    CHECK(record(scatter, {0, 128, 256, 512}).ok());
+    ExpectBind(record(scatter, {0, 128, 256, 16}),
+               "overlaps inputs[0] (InputTensor, bytes [0, 48)) in the same VkBuffer" + inPlace);
+    ExpectBind(record(scatter, {0, 128, 256, 256}), "overlaps inputs[2] (UpdatesTensor");
+    OpSpec transposed = scatter;  // same bytes, other strides
+    transposed.tensors[3] = TensorDesc(F32, {1, 3, 4}, {12, 1, 3});
+    ExpectBind(record(transposed, {0, 128, 256, 0}), inPlace);
+  }
 }
 
 TEST_CASE_METHOD(Fixture, "Binding: a range past the end of a vkdml::Buffer",

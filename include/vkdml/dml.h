@@ -107,6 +107,18 @@ struct DML_SCATTER_ND_OPERATOR_DESC {
   UINT IndicesDimensionCount;
 };
 
+// DirectML's DML_OPERATOR_SCATTER_ELEMENTS (alias DML_OPERATOR_SCATTER): output = input, then
+// output[..., indices[i, j, ...], ...] = updates[i, j, ...] along Axis. The target of two update
+// elements may coincide; then one of them is written, which one is unspecified.
+struct DML_SCATTER_OPERATOR_DESC {
+  const DML_TENSOR_DESC* InputTensor;
+  const DML_TENSOR_DESC* IndicesTensor;
+  const DML_TENSOR_DESC* UpdatesTensor;
+  const DML_TENSOR_DESC* OutputTensor;
+  UINT Axis;
+};
+typedef DML_SCATTER_OPERATOR_DESC DML_SCATTER_ELEMENTS_OPERATOR_DESC;
+
 enum DML_EXECUTION_FLAGS {
   DML_EXECUTION_FLAG_NONE = 0,
   DML_EXECUTION_FLAG_ALLOW_HALF_PRECISION_COMPUTATION = 0x1,  // accepted; vkdml only moves data
