@@ -29,3 +29,11 @@ layout(push_constant) uniform Push {
 } pc;
 
 #define AT(array, i) array[(i) >> 2][(i) & 3u]
+
+// n / plans[p].sizes[d] as a multiply and shifts (lib/compiled.cpp: Magic).
+uint divideBySize(uint p, uint d, uint n) {
+  uint hi, lo;
+  umulExtended(n, AT(plans[p].magic, d), hi, lo);
+  uint l = AT(plans[p].shift, d);
+  return (hi + ((n - hi) >> min(l, 1u))) >> (max(l, 1u) - 1u);
+}

@@ -1,29 +1,13 @@
 #version 450
 // The indexed copy every operator lowers to (lib/plan.h): gather when SCATTER is 0, scatter
 // when 1; MARK sets a bit per element's indexed offset instead of copying (ScatterND's mask of
-// slices it overwrites, which its copy pass then skips). ELEM is the element size in bytes (1, 2, 4, 8, or 16 for widened plans): the kernel
-// moves bytes and never looks at data types. INDEX64 selects 64-bit index loads.
+// slices it overwrites, which its copy pass then skips). ELEM is the element size in bytes (1,
+// 2, 4, 8, or 16 for widened plans): the kernel moves bytes and never looks at data types.
+// INDEX64 selects 64-bit index loads.
 // Rank, tuple size, index flags and the unroll factor are specialization constants, so loops
 // fully unroll.
 #extension GL_GOOGLE_include_directive : require
-#if ELEM == 1
-#extension GL_EXT_shader_8bit_storage : require
-#define T uint8_t
-#define V uint  // registers hold 8- and 16-bit values widened (storage-only types)
-#elif ELEM == 2
-#extension GL_EXT_shader_16bit_storage : require
-#define T uint16_t
-#define V uint
-#elif ELEM == 4
-#define T uint
-#define V T
-#elif ELEM == 8
-#define T uvec2
-#define V T
-#elif ELEM == 16
-#define T uvec4
-#define V T
-#endif
+#include "elem.glsl"
 
 #ifndef MARK
 #define MARK 0
@@ -38,43 +22,12 @@ layout(constant_id = 4) const uint kUnroll = 4;  // elements in flight per threa
 layout(constant_id = 5) const bool kMaskSkip = false;  // skip elements whose mask bit is set
 
 #include "common.glsl"
+#include "index.glsl"
 
 layout(std430, set = 0, binding = 1) restrict readonly buffer Input { T inputData[]; };
-#if INDEX64
-layout(std430, set = 0, binding = 2) restrict readonly buffer Indices { uvec2 indexData[]; };
-#else
-layout(std430, set = 0, binding = 2) restrict readonly buffer Indices { uint indexData[]; };
-#endif
 layout(std430, set = 0, binding = 3) restrict readonly buffer Updates { T updatesData[]; };
 layout(std430, set = 0, binding = 4) restrict writeonly buffer Output { T outputData[]; };
 layout(std430, set = 0, binding = 6) restrict buffer Mask { uint maskWords[]; };
-
-// Index element e as (lo, hi), sign- or zero-extended from 32 bits.
-uvec2 readIndex(uint e) {
-#if INDEX64
-  return indexData[pc.indexBase + e];
-#else
-  uint lo = indexData[pc.indexBase + e];
-  return uvec2(lo, (kFlags & kFlagSigned) != 0u && int(lo) < 0 ? 0xFFFFFFFFu : 0u);
-#endif
-}
-
-// Clamps (lo, hi) into [-n, n-1] (signed) or [0, n-1] (unsigned), then maps a negative value
-// to value + n. When checking, records the position of an out-of-range index.
-uint clampIndex(uvec2 v, uint n, uint position) {
-  bool negative = (kFlags & kFlagSigned) != 0u && int(v.y) < 0;
-  bool inRange;
-  uint result;
-  if (negative) {
-    inRange = v.y == 0xFFFFFFFFu && v.x >= 0u - n;  // value >= -n
-    result = inRange ? v.x + n : 0u;
-  } else {
-    inRange = v.y == 0u && v.x < n;
-    result = inRange ? v.x : n - 1u;
-  }
-  if (kChecked && !inRange) atomicMin(status[0], position);
-  return result;
-}
 
 // Offsets of loop element i on the direct and the indexed side, and in IndicesTensor (or, for
 // a plan without index components, its slot in the mask).
@@ -82,11 +35,8 @@ uvec3 locate(uint p, uint i) {
   uint rest = i, direct = 0u, indexed = 0u, index = 0u, position = 0u;
   for (int d = int(kRank) - 1; d >= 0; --d) {
     uint c = rest;
-    if (d > 0) {  // multiply-shift division by sizes[d]; dimension 0 takes the rest
-      uint hi, lo;
-      umulExtended(rest, AT(plans[p].magic, d), hi, lo);
-      uint l = AT(plans[p].shift, d);
-      uint q = (hi + ((rest - hi) >> min(l, 1u))) >> (max(l, 1u) - 1u);
+    if (d > 0) {  // dimension 0 takes the rest
+      uint q = divideBySize(p, uint(d), rest);
       c = rest - q * AT(plans[p].sizes, d);
       rest = q;
     }

@@ -15,7 +15,11 @@ namespace {
 constexpr UINT kGroupSize = 256;    // local_size_x of indexed.comp
 constexpr UINT kMaxGroups = 65535;  // grid-stride loops cover the rest
 constexpr UINT kVectorBytes = 16;   // widened plans move uvec4
-constexpr UINT kPlanWords = 80;     // one Plan in glsl/common.glsl: 20 uvec4
+// Shared memory a line of glsl/scatter_lines.comp may take (less where the device's limit is):
+// 48 KiB leaves room for several workgroups per multiprocessor.
+constexpr UINT64 kMaxLineBytes = 48 << 10;
+constexpr UINT kLinesUnroll = 4;
+constexpr UINT kPlanWords = 80;  // one Plan in glsl/common.glsl: 20 uvec4
 
 constexpr UINT kMaxPasses = 3;                   // ScatterND: mark, copy, scatter
 constexpr UINT kPlanSlots = 2 * kMaxPasses + 1;  // each pass plain and widened; the report
@@ -56,8 +60,10 @@ void PackPlan(const Plan& p, UINT flags, uint32_t* w) {
   w[76] = p.componentStride;
 }
 
-std::string ModuleName(Pass::Kind kind, UINT elemSize, UINT indexSize) {
+// glsl/CMakeLists.txt names the modules.
+std::string ModuleName(Pass::Kind kind, bool lines, UINT elemSize, UINT indexSize) {
   if (kind == Pass::Kind::Mark) return Str("mark_i", indexSize * 8);
+  if (lines) return Str("lines_e", elemSize, "_i", indexSize * 8);
   return Str(kind == Pass::Kind::Gather ? "gather_e" : "scatter_e", elemSize, "_i", indexSize * 8);
 }
 
@@ -65,7 +71,8 @@ class CompiledOperatorImpl final : public CompiledOperator {
  public:
   struct PassState {
     Pass pass;
-    Plan wide;  // valid when widePipeline is set
+    Plan wide;           // valid when widePipeline is set
+    bool lines = false;  // glsl/scatter_lines.comp: one workgroup per line (Plan::Lines)
     VkPipeline pipeline = VK_NULL_HANDLE, widePipeline = VK_NULL_HANDLE;
   };
   OperatorImpl op;
@@ -316,9 +323,10 @@ Result BindingTableImpl::Record(VkCommandBuffer cmd) {
     vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, wide ? s.widePipeline : s.pipeline);
     vk.vkCmdPushConstants(cmd, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), push);
     const UINT64 perGroup = kGroupSize * Unroll(wide ? kVectorBytes : elemSize);
-    UINT groups =
-        UINT(std::min<UINT64>((UINT64(plan.count) + perGroup - 1) / perGroup,
-                              std::min(kMaxGroups, device_->Limits().maxComputeWorkGroupCount[0])));
+    const UINT64 work = s.lines ? plan.count / plan.sizes[plan.rank - 1]  // a group per line
+                                : (UINT64(plan.count) + perGroup - 1) / perGroup;
+    UINT groups = UINT(std::min<UINT64>(
+        work, std::min(kMaxGroups, device_->Limits().maxComputeWorkGroupCount[0])));
     vk.vkCmdDispatch(cmd, groups, 1, 1);
   }
   if (op_->checked) {
@@ -415,13 +423,22 @@ Result DeviceImpl::CompileOperator(const Operator& op, UINT flags,
       s.pass.plan = striped;
     const Plan& plan = s.pass.plan;
     const UINT indexSize = indices.elemSize;
-    DeviceImpl::Specialization spec = {
-        c->checked, plan.rank, plan.tuple, indexFlags, Unroll(c->op.ElemSize()), s.pass.maskSkip};
-    VKDML_TRY(Pipeline(ModuleName(s.pass.kind, c->op.ElemSize(), indexSize), spec, &s.pipeline));
+    const UINT64 lineBytes = std::min<UINT64>(kMaxLineBytes, limits_.maxComputeSharedMemorySize);
+    s.lines = s.pass.lines && plan.Lines(c->op.ElemSize(), lineBytes);
+    DeviceImpl::Specialization spec = {c->checked,
+                                       plan.rank,
+                                       plan.tuple,
+                                       indexFlags,
+                                       s.lines ? kLinesUnroll : Unroll(c->op.ElemSize()),
+                                       s.pass.maskSkip,
+                                       s.lines ? plan.tupleSize[0] : 1};
+    VKDML_TRY(
+        Pipeline(ModuleName(s.pass.kind, s.lines, c->op.ElemSize(), indexSize), spec, &s.pipeline));
     PackPlan(plan, indexFlags, &words[(2 * i) * kPlanWords]);
-    if (plan.Widen(c->op.ElemSize(), kVectorBytes, &s.wide)) {
+    if (!s.lines && plan.Widen(c->op.ElemSize(), kVectorBytes, &s.wide)) {
       spec[4] = Unroll(kVectorBytes);
-      VKDML_TRY(Pipeline(ModuleName(s.pass.kind, kVectorBytes, indexSize), spec, &s.widePipeline));
+      VKDML_TRY(
+          Pipeline(ModuleName(s.pass.kind, false, kVectorBytes, indexSize), spec, &s.widePipeline));
       PackPlan(s.wide, indexFlags, &words[(2 * i + 1) * kPlanWords]);
     }
     c->passes.push_back(s);

@@ -26,6 +26,7 @@ struct Pass {
   Plan plan;
   bool skipInPlace = false;  // a scatter's copy: nothing to do when OutputTensor is InputTensor
   bool maskSkip = false;     // skip elements whose mask bit (at their `indices` offset) is set
+  bool lines = false;        // a scatter shaped for Plan::Lines (ScatterElements)
 };
 
 class OperatorImpl final : public Operator {

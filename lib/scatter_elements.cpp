@@ -48,6 +48,10 @@ Result BuildScatterElements(const DML_SCATTER_OPERATOR_DESC& desc, OperatorImpl*
                         indices.strides[d], position);
   }
   scatter.plan.AddComponent(output.sizes[axis], output.strides[axis]);
+  // With Axis innermost, the last dimension walks a line of the output, and the others name
+  // disjoint lines (OutputTensor does not overlap itself): Plan::Lines checks what is left of
+  // that after Simplify.
+  scatter.lines = true;
   op->inputs = {input, indices, updates};
   op->outputs = {output};
   op->passes = {copy, scatter};

@@ -324,20 +324,33 @@ Case GenScatterND(Rng& rng, UINT D, DML_TENSOR_DATA_TYPE dt, DML_TENSOR_DATA_TYP
   }
 }
 
-// ScatterElements along a random axis, with up to maxUpdates updates per line (the elements
-// that share every coordinate but the axis). unique: the updates of a line name different
+// ScatterElements along a random axis, with 1-5 updates per line (the elements that share every
+// coordinate but the axis). unique: the updates of a line name different
 // targets (after clamping), and the indices do not broadcast. inPlace: input and output share
 // their layout.
+// longLines: the axis is the last dimension, 256-600 long, with at least a quarter as many
+// updates, on 64-100 lines: the shape lib/plan.cpp's Plan::Lines gives to
+// glsl/scatter_lines.comp (unless strides make the axis not innermost).
 Case GenScatterElements(Rng& rng, UINT D, DML_TENSOR_DATA_TYPE dt, DML_TENSOR_DATA_TYPE it,
-                        const IndexEncoder& enc, bool unique, bool inPlace, UINT maxUpdates = 5) {
+                        const IndexEncoder& enc, bool unique, bool inPlace, bool longLines) {
   for (;;) {
     std::vector<UINT> inSizes(D);
     for (UINT& s : inSizes) s = RandomSize(rng);
-    const UINT axis = rng.Ui(0, D - 1);
+    UINT axis = rng.Ui(0, D - 1);
+    if (longLines) {
+      axis = D - 1;
+      inSizes[axis] = rng.Ui(256, 600);
+      const uint64_t lines = Product(inSizes) / inSizes[axis];
+      if (D < 2 || lines > 100) continue;
+      inSizes[rng.Ui(0, D - 2)] *= static_cast<UINT>((64 + lines - 1) / lines);  // >= 64 lines
+    }
     const UINT n = inSizes[axis];
+    const UINT maxUpdates = longLines ? 2 * n : 5;
     std::vector<UINT> idxSizes = inSizes;
-    idxSizes[axis] = rng.Ui(1, unique ? std::min(n, maxUpdates) : maxUpdates);
-    if (Product(inSizes) > 3000 || Product(idxSizes) > 3000) continue;
+    idxSizes[axis] =
+        rng.Ui(longLines ? (n + 3) / 4 : 1, unique ? std::min(n, maxUpdates) : maxUpdates);
+    const uint64_t limit = longLines ? 120000 : 3000;
+    if (Product(inSizes) > limit || Product(idxSizes) > limit) continue;
 
     Case c;
     std::vector<UINT> outStrides = RandomStrides(rng, inSizes, true);
@@ -476,7 +489,7 @@ void RandomSweep(Op op, uint64_t salt, int perCombination) {
             c = GenScatterND(rng, D, dt, it, enc, true, false);
             break;
           case Op::ScatterElements:
-            c = GenScatterElements(rng, D, dt, it, enc, true, false);
+            c = GenScatterElements(rng, D, dt, it, enc, true, false, false);
             break;
         }
         c.opts = RandomOptions(rng, c.spec, true);
@@ -592,7 +605,8 @@ TEST_CASE_METHOD(Fixture, "Random ScatterElements with duplicate targets and in 
     IndexEncoder enc{it};
     enc.pOutOfRange = rng.P(0.5) ? 0.0 : 0.3;
     const bool inPlace = i % 2 == 1;
-    Case c = GenScatterElements(rng, static_cast<UINT>(1 + i % 8), dt, it, enc, inPlace, inPlace);
+    Case c =
+        GenScatterElements(rng, static_cast<UINT>(1 + i % 8), dt, it, enc, inPlace, inPlace, false);
     c.opts = RandomOptions(rng, c.spec, !inPlace);
     if (inPlace) {
       c.opts.inPlace = true;
@@ -604,6 +618,36 @@ TEST_CASE_METHOD(Fixture, "Random ScatterElements with duplicate targets and in 
     INFO("case: " << c.spec.ToString() << "\n  " << Describe(c.opts));
     bool quiet = true;
     if (!RunCase(c, !inPlace, &quiet)) ++failures;
+    REQUIRE(failures < 8);
+  }
+}
+
+// Long lines: the shared-memory line kernel, with every type, duplicates, in place, strides.
+TEST_CASE_METHOD(Fixture, "Random ScatterElements on long lines", "[random][scatter_elements]") {
+  const uint64_t base = BaseSeed();
+  int failures = 0;
+  for (int i = 0; i < 88; ++i) {
+    const uint64_t seed = base ^ (9ull << 48) ^ (uint64_t(i) * 0x9E3779B97F4A7C15ull);
+    Rng rng(seed);
+    const DML_TENSOR_DATA_TYPE dt = DataTypes()[i % DataTypes().size()];
+    const DML_TENSOR_DATA_TYPE it = IndexTypes()[(i / 2) % 4];
+    if (!DeviceSupports(dt)) continue;
+    IndexEncoder enc{it};
+    enc.pOutOfRange = rng.P(0.5) ? 0.0 : 0.1;
+    const bool inPlace = i % 4 == 1, unique = i % 4 != 2;
+    Case c =
+        GenScatterElements(rng, static_cast<UINT>(2 + i % 4), dt, it, enc, unique, inPlace, true);
+    c.opts = RandomOptions(rng, c.spec, !inPlace);
+    if (inPlace) {
+      c.opts.inPlace = true;
+      c.opts.offsets.back() = c.opts.offsets[0];
+      c.spec.Output().buf.GuaranteedBaseOffsetAlignment =
+          c.spec.tensors[0].buf.GuaranteedBaseOffsetAlignment;
+    }
+    INFO("seed " << seed << " (VKDML_TEST_SEED=" << base << ", case " << i << ")");
+    INFO("case: " << c.spec.ToString() << "\n  " << Describe(c.opts));
+    bool quiet = true;
+    if (!RunCase(c, !unique, &quiet)) ++failures;
     REQUIRE(failures < 8);
   }
 }
