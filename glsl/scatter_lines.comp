@@ -9,7 +9,7 @@
 #extension GL_GOOGLE_include_directive : require
 #include "elem.glsl"
 
-layout(local_size_x = 256) in;
+layout(local_size_x_id = 7) in;  // as many threads as the device allows, up to 1024
 layout(constant_id = 0) const bool kChecked = false;
 layout(constant_id = 1) const uint kRank = 1;
 layout(constant_id = 2) const uint kTuple = 1;  // always 1 here
@@ -17,6 +17,8 @@ layout(constant_id = 3) const uint kFlags = 0;
 layout(constant_id = 4) const uint kUnroll = 4;  // elements in flight per thread
 layout(constant_id = 5) const bool kMaskSkip = false;  // unused here
 layout(constant_id = 6) const uint kLineLength = 1;    // elements in a line (tupleSize[0])
+// A workgroup holds a whole line in shared memory, so few fit on a multiprocessor: each brings
+// many threads (constant_id 7, the workgroup size) to keep enough memory requests in flight.
 
 #include "common.glsl"
 #include "index.glsl"

@@ -1,6 +1,7 @@
 // Compiled operators (pipelines + plan uniforms), binding tables (descriptor sets), recording,
 // and the convenience path.
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 
@@ -19,6 +20,24 @@ constexpr UINT kVectorBytes = 16;   // widened plans move uvec4
 // 48 KiB leaves room for several workgroups per multiprocessor.
 constexpr UINT64 kMaxLineBytes = 48 << 10;
 constexpr UINT kLinesUnroll = 4;
+
+// Whether ScatterElements uses glsl/scatter_lines.comp where Plan::Lines says it is better: on
+// GPUs, yes; on CPU devices (lavapipe) its barriers cost more than the random writes it saves
+// (examples/PERF_NOTES.md, v15). VKDML_SCATTER_LINES=1 uses it for every shape it can do (the
+// tests do this), VKDML_SCATTER_LINES=0 never (for A/B benchmarks).
+enum class LinesPolicy { Never, WhenBetter, Always };
+LinesPolicy ScatterLinesPolicy(VkPhysicalDeviceType type) {
+  const char* env = std::getenv("VKDML_SCATTER_LINES");
+  if (env && std::strcmp(env, "0") == 0) return LinesPolicy::Never;
+  if (env && std::strcmp(env, "1") == 0) return LinesPolicy::Always;
+  return type == VK_PHYSICAL_DEVICE_TYPE_CPU ? LinesPolicy::Never : LinesPolicy::WhenBetter;
+}
+
+// Threads in a workgroup of glsl/scatter_lines.comp: 1024 where the device allows.
+UINT LinesGroupSize(const VkPhysicalDeviceLimits& limits) {
+  return std::min(
+      {1024u, limits.maxComputeWorkGroupInvocations, limits.maxComputeWorkGroupSize[0]});
+}
 constexpr UINT kPlanWords = 80;  // one Plan in glsl/common.glsl: 20 uvec4
 
 constexpr UINT kMaxPasses = 3;                   // ScatterND: mark, copy, scatter
@@ -415,6 +434,7 @@ Result DeviceImpl::CompileOperator(const Operator& op, UINT flags,
     return Fail(Status::DeviceError, "internal: ", c->op.passes.size(), " passes, at most ",
                 kMaxPasses);
   std::vector<uint32_t> words(kPlanSlots * kPlanWords, 0);
+  const LinesPolicy linesPolicy = ScatterLinesPolicy(info_.type);
   for (size_t i = 0; i < c->op.passes.size(); ++i) {
     CompiledOperatorImpl::PassState s;
     s.pass = c->op.passes[i];
@@ -424,14 +444,16 @@ Result DeviceImpl::CompileOperator(const Operator& op, UINT flags,
     const Plan& plan = s.pass.plan;
     const UINT indexSize = indices.elemSize;
     const UINT64 lineBytes = std::min<UINT64>(kMaxLineBytes, limits_.maxComputeSharedMemorySize);
-    s.lines = s.pass.lines && plan.Lines(c->op.ElemSize(), lineBytes);
+    s.lines = s.pass.lines && linesPolicy != LinesPolicy::Never &&
+              plan.Lines(c->op.ElemSize(), lineBytes, linesPolicy == LinesPolicy::Always);
     DeviceImpl::Specialization spec = {c->checked,
                                        plan.rank,
                                        plan.tuple,
                                        indexFlags,
                                        s.lines ? kLinesUnroll : Unroll(c->op.ElemSize()),
                                        s.pass.maskSkip,
-                                       s.lines ? plan.tupleSize[0] : 1};
+                                       s.lines ? plan.tupleSize[0] : 1,
+                                       LinesGroupSize(limits_)};
     VKDML_TRY(
         Pipeline(ModuleName(s.pass.kind, s.lines, c->op.ElemSize(), indexSize), spec, &s.pipeline));
     PackPlan(plan, indexFlags, &words[(2 * i) * kPlanWords]);

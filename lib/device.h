@@ -72,8 +72,8 @@ class DeviceImpl final : public Device {
   VkPipelineLayout PipelineLayout() const { return pipelineLayout_; }
   // The compute pipeline for an embedded SPIR-V module and its specialization constants
   // (glsl/indexed.comp: checked, rank, tuple size, index flags, unroll, mask skip; then
-  // glsl/scatter_lines.comp's line length), created once per key.
-  using Specialization = std::array<uint32_t, 7>;
+  // glsl/scatter_lines.comp's line length and workgroup size), created once per key.
+  using Specialization = std::array<uint32_t, 8>;
   Result Pipeline(const std::string& module, const Specialization& spec, VkPipeline* out);
   Result CreateInternalBuffer(UINT64 size, VkBufferUsageFlags usage, Buffer::Memory memory,
                               std::unique_ptr<BufferImpl>* out, bool gpuReads = false);

@@ -92,14 +92,15 @@ bool Plan::Stripe(UINT elemSize, Plan* out) const {
   return true;
 }
 
-bool Plan::Lines(UINT elemSize, UINT64 maxLineBytes) const {
-  constexpr UINT kMinLength = 256;  // a workgroup's width
+bool Plan::Lines(UINT elemSize, UINT64 maxLineBytes, bool anyShape) const {
+  constexpr UINT kMinLength = 256;
   constexpr UINT kMinLines = 64;
-  if (rank < 2 || tuple != 1 || indexed[rank - 1] != 0) return false;
+  if (rank < 1 || tuple != 1 || indexed[rank - 1] != 0) return false;
   const UINT length = tupleSize[0], perLine = sizes[rank - 1];
   const UINT64 slotBytes = elemSize <= 4 ? 4 : 8;  // glsl/scatter_lines.comp: one V per element
-  return length >= kMinLength && length * slotBytes <= maxLineBytes &&
-         UINT64(perLine) * 4 >= length && count / perLine >= kMinLines;
+  if (length * slotBytes > maxLineBytes) return false;
+  return anyShape ||
+         (length >= kMinLength && UINT64(perLine) * 4 >= length && count / perLine >= kMinLines);
 }
 
 }  // namespace vkdml::detail

@@ -38,13 +38,14 @@ struct Plan {
   // rows of the input then stay in cache, and each memory sector fetched serves many elements
   // instead of one. False when that does not apply or the stripe's working set is too large.
   bool Stripe(UINT elemSize, Plan* out) const;
-  // Whether a scatter is better done one output line at a time in shared memory
-  // (glsl/scatter_lines.comp). The caller guarantees the shape: the last dimension walks the
-  // updates of one line (indexed stride 0; the one index component addresses the line) and the
-  // dimensions before it name disjoint lines. True when that survived Simplify, the line fits in
-  // maxLineBytes of shared memory, there are enough lines to fill a GPU, and a line's updates
-  // cover enough of it that rewriting the whole line beats writing each update alone.
-  bool Lines(UINT elemSize, UINT64 maxLineBytes) const;
+  // Whether a scatter can be done one output line at a time in shared memory
+  // (glsl/scatter_lines.comp), and (unless anyShape) is better so. The caller guarantees the
+  // shape: the last dimension walks the updates of one line (indexed stride 0; the one index
+  // component addresses the line) and the dimensions before it name disjoint lines. It can when
+  // that survived Simplify and the line fits in maxLineBytes of shared memory; it is better when
+  // the line is at least a workgroup wide, there are enough lines to fill a GPU, and a line's
+  // updates cover enough of it that rewriting the whole line beats writing each update alone.
+  bool Lines(UINT elemSize, UINT64 maxLineBytes, bool anyShape) const;
 };
 
 }  // namespace vkdml::detail

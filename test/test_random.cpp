@@ -387,6 +387,15 @@ Case GenScatterElements(Rng& rng, UINT D, DML_TENSOR_DATA_TYPE dt, DML_TENSOR_DA
   }
 }
 
+// Sets VKDML_SCATTER_LINES for the operators compiled while it lives (lib/compiled.cpp: "1"
+// sends every ScatterElements the shared-memory line kernel can do to it, on lavapipe too).
+struct ScopedLines {
+  explicit ScopedLines(bool on) {
+    if (on) setenv("VKDML_SCATTER_LINES", "1", 1);
+  }
+  ~ScopedLines() { unsetenv("VKDML_SCATTER_LINES"); }
+};
+
 // Where each update element of a scatter case lands.
 std::vector<ref::ScatterWrite> Writes(Case& c) {
   const ref::Tensor inT = c.spec.tensors[0].Ref(), ixT = c.spec.tensors[1].Ref(),
@@ -591,7 +600,8 @@ TEST_CASE_METHOD(Fixture, "Random ScatterElements (unique targets) vs reference"
   RandomSweep(Op::ScatterElements, 7, 12);
 }
 
-// Duplicates (with collisions forced) and in place, alternating.
+// Duplicates (with collisions forced) and in place, alternating; every other pair of cases
+// through the line kernel.
 TEST_CASE_METHOD(Fixture, "Random ScatterElements with duplicate targets and in place",
                  "[random][scatter_elements]") {
   const uint64_t base = BaseSeed();
@@ -615,14 +625,18 @@ TEST_CASE_METHOD(Fixture, "Random ScatterElements with duplicate targets and in 
           c.spec.tensors[0].buf.GuaranteedBaseOffsetAlignment;
     }
     INFO("seed " << seed << " (VKDML_TEST_SEED=" << base << ", case " << i << ")");
-    INFO("case: " << c.spec.ToString() << "\n  " << Describe(c.opts));
+    const bool lines = i % 4 >= 2;
+    INFO("case: " << c.spec.ToString() << "\n  " << Describe(c.opts)
+                  << (lines ? ", VKDML_SCATTER_LINES=1" : ""));
+    ScopedLines scoped(lines);
     bool quiet = true;
     if (!RunCase(c, !inPlace, &quiet)) ++failures;
     REQUIRE(failures < 8);
   }
 }
 
-// Long lines: the shared-memory line kernel, with every type, duplicates, in place, strides.
+// Long lines, the shape the shared-memory line kernel is for (forced on, as lavapipe would not
+// use it), with every type, duplicates, in place, strides.
 TEST_CASE_METHOD(Fixture, "Random ScatterElements on long lines", "[random][scatter_elements]") {
   const uint64_t base = BaseSeed();
   int failures = 0;
@@ -646,6 +660,7 @@ TEST_CASE_METHOD(Fixture, "Random ScatterElements on long lines", "[random][scat
     }
     INFO("seed " << seed << " (VKDML_TEST_SEED=" << base << ", case " << i << ")");
     INFO("case: " << c.spec.ToString() << "\n  " << Describe(c.opts));
+    ScopedLines scoped(true);
     bool quiet = true;
     if (!RunCase(c, !unique, &quiet)) ++failures;
     REQUIRE(failures < 8);
