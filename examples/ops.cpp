@@ -81,8 +81,10 @@ const char kRunUsage[] =
     "  gather-nd          GatherND: --batch-dims N (default 0); output shape\n"
     "                     indices.shape[:-1] + input.shape[N + indices.shape[-1]:]\n"
     "  gather-elements    GatherElements: --axis N (default 0); output shape indices.shape\n"
+    "  scatter-elements   ScatterElements: --axis N (default 0), --updates (shape\n"
+    "                     indices.shape); output shape input.shape\n"
     "  scatter-nd         ScatterND: --updates; output shape input.shape\n"
-    "  gather, scatter-elements, --reduction other than none: not implemented yet\n"
+    "  gather, --reduction other than none: not implemented yet\n"
     "Options:\n"
     "  --device N         Vulkan device index from `vkdml devices` (default: the first\n"
     "                     discrete GPU, else the first device)\n"
@@ -161,26 +163,28 @@ int CheckOperator(const RunArgs& a) {
     return Fail(
         "no operator given, expected one of gather, gather-elements, "
         "gather-nd, scatter-elements, scatter-nd (see --help)");
-  if (op == "gather" || op == "scatter-elements")
-    return Fail("operator '" + op + "' (ONNX " +
-                (op == "gather" ? "Gather, DML_OPERATOR_GATHER"
-                                : "ScatterElements, DML_OPERATOR_SCATTER_ELEMENTS") +
-                ") is not implemented yet; it comes in a later issue");
-  if (op != "gather-nd" && op != "gather-elements" && op != "scatter-nd")
+  if (op == "gather")
+    return Fail(
+        "operator 'gather' (ONNX Gather, DML_OPERATOR_GATHER) is not implemented yet; it "
+        "comes in a later issue");
+  if (op != "gather-nd" && op != "gather-elements" && op != "scatter-nd" &&
+      op != "scatter-elements")
     return Fail("unknown operator '" + op +
                 "', expected one of gather, gather-elements, "
                 "gather-nd, scatter-elements, scatter-nd");
-  bool scatter = op == "scatter-nd";
+  bool scatter = op == "scatter-nd" || op == "scatter-elements";
+  bool elements = op == "gather-elements" || op == "scatter-elements";
   if (a.reduction != "none") {
     if (a.reduction != "add" && a.reduction != "mul" && a.reduction != "min" &&
         a.reduction != "max")
       return Fail("--reduction is '" + a.reduction + "', expected none, add, mul, min or max");
     if (!scatter) return Fail("--reduction does not apply to " + op);
-    return Fail("operator '" + op + "' with --reduction " + a.reduction +
-                " (ONNX ScatterND reduction='" + a.reduction +
+    return Fail("operator '" + op + "' with --reduction " + a.reduction + " (ONNX " +
+                (op == "scatter-nd" ? "ScatterND" : "ScatterElements") + " reduction='" +
+                a.reduction +
                 "') is not implemented yet; it comes in a later issue (only none is available)");
   }
-  if (a.haveAxis && op != "gather-elements") return Fail("--axis does not apply to " + op);
+  if (a.haveAxis && !elements) return Fail("--axis does not apply to " + op);
   if (a.haveBatchDims && op != "gather-nd") return Fail("--batch-dims does not apply to " + op);
   if (!a.updates.empty() && !scatter) return Fail("--updates does not apply to " + op);
   if (a.input.empty()) return Fail("--input is required");
@@ -280,10 +284,12 @@ struct Plan {
   std::vector<HostTensor> inputs;
   HostTensor output;
   Shape outputShape;
+  Shape outputView;  // a scatter's OutputTensor sizes, the input's view (empty: outputShape)
   size_t D = 1;
   DML_GATHER_ND1_OPERATOR_DESC gatherNd{};
   DML_GATHER_ELEMENTS_OPERATOR_DESC gatherElements{};
   DML_SCATTER_ND_OPERATOR_DESC scatterNd{};
+  DML_SCATTER_OPERATOR_DESC scatterElements{};
   DML_OPERATOR_DESC desc{};
   bool skipDevice = false;  // the output is empty or a copy of the input
 };
@@ -317,8 +323,8 @@ std::string MakePlan(const RunArgs& a, const Named& in, const Named& idx, const 
   const Shape& is = in.array.shape;
   const Shape& xs = idx.array.shape;
   Shape inView = is;
-  if (a.op == "gather-elements") {
-    if (r < 1) return in.path + ": rank is 0, expected at least 1 for gather-elements";
+  if (a.op == "gather-elements" || a.op == "scatter-elements") {
+    if (r < 1) return in.path + ": rank is 0, expected at least 1 for " + a.op;
     if (q != r)
       return idx.path + ": rank is " + std::to_string(q) + " (shape " + idx.Shape() +
              "), expected " + std::to_string(r) + " (the rank of " + in.path + ")";
@@ -334,12 +340,25 @@ std::string MakePlan(const RunArgs& a, const Named& in, const Named& idx, const 
                "] of " + in.path + ")";
       if (int64_t(d) != axis) inView[d] = xs[d];  // ONNX allows smaller: a strided view
     }
-    p->outputShape = xs;
-    p->D = std::max<size_t>(r, 1);
-    p->gatherElements.Axis = static_cast<UINT>(axis);
-    p->desc = {DML_OPERATOR_GATHER_ELEMENTS, &p->gatherElements};
+    p->D = r;
+    if (upd) {
+      if (upd->array.shape != xs)
+        return upd->path + ": shape is " + upd->Shape() + ", expected " + idx.Shape() +
+               " (the shape of " + idx.path + ")";
+      // DirectML's output has the input's sizes: with smaller indices both are the view of the
+      // input that the indices cover, and the output starts as a copy of the whole input (set
+      // below), whose elements outside the view Device::Run keeps.
+      p->outputShape = is;
+      p->outputView = inView;
+      p->scatterElements.Axis = static_cast<UINT>(axis);
+      p->desc = {DML_OPERATOR_SCATTER_ELEMENTS, &p->scatterElements};
+    } else {
+      p->outputShape = xs;
+      p->gatherElements.Axis = static_cast<UINT>(axis);
+      p->desc = {DML_OPERATOR_GATHER_ELEMENTS, &p->gatherElements};
+    }
   } else {
-    bool scatter = a.op == "scatter-nd";
+    bool scatter = upd != nullptr;
     int64_t b = scatter ? 0 : a.batchDims;
     if (q < 1)
       return idx.path +
@@ -385,11 +404,11 @@ std::string MakePlan(const RunArgs& a, const Named& in, const Named& idx, const 
     return "the operator needs " + std::to_string(p->D) +
            " dimensions, expected at most 8 (DirectML's limit)";
 
-  // DirectML has no empty tensors: an empty output needs no device, and neither does a scatter
-  // without updates. Otherwise an empty input means that no index can be valid.
+  // DirectML has no empty tensors: a gather with an empty output needs no device, and neither
+  // does a scatter without updates. Otherwise an empty input means that no index can be valid.
   uint64_t outCount = 1;
   for (uint64_t d : p->outputShape) outCount *= d;
-  if (outCount == 0 || (upd && upd->array.ElementCount() == 0)) {
+  if (upd ? upd->array.ElementCount() == 0 : outCount == 0) {
     p->skipDevice = true;
     return "";
   }
@@ -402,15 +421,29 @@ std::string MakePlan(const RunArgs& a, const Named& in, const Named& idx, const 
   if (upd) p->inputs.push_back(ToTensor(upd->array, upd->array.shape, p->D));
   p->output.type = p->inputs[0].type;
   p->output.sizes.assign(p->D - p->outputShape.size(), 1);
-  for (uint64_t d : p->outputShape) p->output.sizes.push_back(static_cast<UINT>(d));
+  if (p->outputView.empty() || p->outputView == p->outputShape) {
+    for (uint64_t d : p->outputShape) p->output.sizes.push_back(static_cast<UINT>(d));
+  } else {
+    // A view of the row-major output: the view's sizes, the whole output's strides.
+    p->output.strides.assign(p->D - p->outputShape.size(), static_cast<UINT>(outCount));
+    uint64_t stride = outCount;
+    for (size_t d = 0; d < p->outputShape.size(); ++d) {
+      stride /= p->outputShape[d];
+      p->output.sizes.push_back(static_cast<UINT>(p->outputView[d]));
+      p->output.strides.push_back(static_cast<UINT>(stride));
+    }
+    p->output.bytes = npy::ToCOrder(in.array).data;
+  }
   const DML_TENSOR_DESC* descs[4];
   for (size_t i = 0; i < p->inputs.size(); ++i) descs[i] = p->inputs[i].Desc();
   const DML_TENSOR_DESC* out = p->output.Desc();
-  p->gatherNd.InputTensor = p->gatherElements.InputTensor = p->scatterNd.InputTensor = descs[0];
+  p->gatherNd.InputTensor = p->gatherElements.InputTensor = p->scatterNd.InputTensor =
+      p->scatterElements.InputTensor = descs[0];
   p->gatherNd.IndicesTensor = p->gatherElements.IndicesTensor = p->scatterNd.IndicesTensor =
-      descs[1];
-  if (upd) p->scatterNd.UpdatesTensor = descs[2];
-  p->gatherNd.OutputTensor = p->gatherElements.OutputTensor = p->scatterNd.OutputTensor = out;
+      p->scatterElements.IndicesTensor = descs[1];
+  if (upd) p->scatterNd.UpdatesTensor = p->scatterElements.UpdatesTensor = descs[2];
+  p->gatherNd.OutputTensor = p->gatherElements.OutputTensor = p->scatterNd.OutputTensor =
+      p->scatterElements.OutputTensor = out;
   return "";
 }
 

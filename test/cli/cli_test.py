@@ -99,6 +99,45 @@ def ref_scatter_nd(data, indices, updates):
     return out
 
 
+def ref_scatter_elements(data, indices, updates, axis):
+    """Exact when no two updates hit one element (otherwise the last one wins here)."""
+    out = np.array(data, order="C")
+    for pos in np.ndindex(*indices.shape):
+        dst = list(pos)
+        dst[axis] = int(fix(indices[pos], data.shape[axis]))
+        out[tuple(dst)] = updates[pos]
+    return out
+
+
+def scatter_elements_writers(data, indices, updates, axis):
+    """For every output element, the values it may hold: the input's, or those of the updates
+    that hit it (DirectML leaves open which of several writers wins)."""
+    allowed = {pos: [data[pos]] for pos in np.ndindex(*data.shape)}
+    hit = set()
+    for pos in np.ndindex(*indices.shape):
+        dst = list(pos)
+        dst[axis] = int(fix(indices[pos], data.shape[axis]))
+        dst = tuple(dst)
+        if dst not in hit:
+            hit.add(dst)
+            allowed[dst] = []
+        allowed[dst].append(updates[pos])
+    return allowed
+
+
+def unique_indices(rng, shape, axis, n, dtype, negative=False):
+    """Indices of `shape` into a dimension of size n >= shape[axis] along axis, no two equal on
+    one line along axis (so every output element has at most one writer)."""
+    shape = list(shape)
+    lines = np.moveaxis(np.zeros(shape, np.int64), axis, -1)
+    for pos in np.ndindex(*lines.shape[:-1]):
+        lines[pos] = rng.permutation(n)[:shape[axis]]
+    idx = np.moveaxis(lines, -1, axis)
+    if negative:  # the same targets, half of them counted from the end
+        idx = np.where(rng.integers(0, 2, idx.shape) == 1, idx - n, idx)
+    return np.ascontiguousarray(idx).astype(dtype)
+
+
 def sample(dtype, shape, seed=1):
     rng = np.random.default_rng(seed)
     n = int(np.prod(shape))
@@ -163,11 +202,19 @@ def group_roundtrip():
         sidx = np.array([[2], [0]], np.uint32)
         p, got = run_op("scatter-nd", data, sidx, upd)
         expect_ok(f"scatter-nd {name}", p, got, ref_scatter_nd(data, sidx, upd))
+        eidx = np.array([[2, 0, 1, 1], [0, 2, 2, 0]], np.int64)  # (2, 4) into (3, 4), axis 0
+        p, got = run_op("scatter-elements", data, eidx, upd)
+        expect_ok(f"scatter-elements {name}", p, got, ref_scatter_elements(data, eidx, upd, 0))
     for it in INDEX_TYPES:
         data = sample(np.float32, (4, 3))
         idx = np.array([[3, 2], [0, 1], [1, 0]], it)
         p, got = run_op("gather-nd", data, idx)
         expect_ok(f"gather-nd indices {np.dtype(it).name}", p, got, ref_gather_nd(data, idx))
+        eidx = np.array([[2, 0], [0, 1], [1, 2], [3, 0]], it)  # (4, 2) into (4, 3), axis 1
+        upd = sample(np.float32, (4, 2), seed=3)
+        p, got = run_op("scatter-elements", data, eidx, upd, extra=["--axis", "1"])
+        expect_ok(f"scatter-elements indices {np.dtype(it).name}", p, got,
+                  ref_scatter_elements(data, eidx, upd, 1))
     for version in [(1, 0), (2, 0), (3, 0)]:
         data = sample(np.int16, (2, 5))
         idx = np.array([[1], [0]], np.int64)
@@ -236,6 +283,57 @@ def group_shapes():
         p, got = run_op("gather-elements", d, idx, extra=["--axis", "-2"])
         expect_ok(f"gather-elements smaller indices ({'F' if fd else 'C'})", p, got,
                   ref_gather_elements(data, idx, 1))
+    # ONNX ScatterElements: negative axes, every axis of 8-d data, Fortran order, and indices
+    # smaller than the input on non-axis dims (the output outside them is the input's).
+    rng = np.random.default_rng(11)
+    for axis in range(-8, 8):
+        ishape = list(data8.shape)
+        ishape[axis] = 1
+        idx8 = unique_indices(rng, ishape, axis % 8, data8.shape[axis], np.int64, negative=True)
+        upd8 = sample(np.int32, ishape, seed=axis + 20)
+        p, got = run_op("scatter-elements", data8, idx8, upd8, extra=["--axis", str(axis)])
+        expect_ok(f"scatter-elements 8-d axis {axis}", p, got,
+                  ref_scatter_elements(data8, idx8, upd8, axis % 8))
+    data = sample(np.float64, (4, 5, 3))
+    for axis, ishape in [(1, (2, 3, 1)), (-1, (3, 1, 2)), (-3, (4, 2, 3)), (0, (1, 1, 1))]:
+        idx = unique_indices(rng, ishape, axis % 3, data.shape[axis], np.int32, negative=True)
+        upd = sample(np.float64, ishape, seed=6)
+        want = ref_scatter_elements(data, idx, upd, axis % 3)
+        for fd in (False, True):
+            for fi in (False, True):
+                f = (lambda a, on: np.asfortranarray(a) if on else np.ascontiguousarray(a))
+                what = (f"scatter-elements axis {axis} indices {ishape} (input "
+                        f"{'F' if fd else 'C'}, indices and updates {'F' if fi else 'C'})")
+                p, got = run_op("scatter-elements", f(data, fd), f(idx, fi), f(upd, fi),
+                                extra=["--axis", str(axis)])
+                expect_ok(what, p, got, want)
+    # Long lines along the last axis, fewer rows than the input, odd lengths of small elements.
+    for dt, shape, k in [(np.float32, (3, 1000), 600), (np.int8, (4, 2, 1001), 1001),
+                         (np.uint16, (2, 3, 333), 100)]:
+        ishape = (shape[0] - 1, *shape[1:-1], k)
+        idx = unique_indices(rng, ishape, len(shape) - 1, shape[-1], np.int64, negative=True)
+        data, upd = sample(dt, shape, seed=12), sample(dt, ishape, seed=13)
+        p, got = run_op("scatter-elements", data, idx, upd, extra=["--axis", "-1"])
+        expect_ok(f"scatter-elements long lines {np.dtype(dt).name} {shape} indices {ishape}", p,
+                  got, ref_scatter_elements(data, idx, upd, len(shape) - 1))
+    # More indices than the input has along axis, so targets repeat: any writer may win, and
+    # the elements no index covers (rows 1 and 2, and the smaller indices' column 3) keep the
+    # input's values.
+    data = sample(np.int16, (3, 4))
+    idx = np.array([[0, 0, 2, -3, 0], [2, -1, 0, 2, 2], [-3, 0, 0, 0, 0]], np.int64).T.copy()
+    upd = sample(np.int16, idx.shape, seed=9)  # (5, 3): 5 updates per column, 3 columns of 4
+    p, got = run_op("scatter-elements", data, idx, upd)
+    check(p.returncode == 0 and got is not None and got.dtype == data.dtype and
+          got.shape == data.shape, f"scatter-elements repeated targets: exit {p.returncode}, "
+          f"stderr {p.stderr.strip()}, got {got!r}")
+    if p.returncode == 0 and got is not None and got.shape == data.shape:
+        allowed = scatter_elements_writers(data, idx, upd, 0)
+        for pos, values in allowed.items():
+            check(any(got[pos] == v for v in values),
+                  f"scatter-elements repeated targets: output{list(pos)} is {got[pos]}, "
+                  f"expected one of {values}")
+        check(got[1, 0] == data[1, 0] and (got[:, 3] == data[:, 3]).all(),
+              "scatter-elements repeated targets: untouched elements keep the input's values")
     # Empty arrays need no device: an empty output, or a scatter without updates.
     p, got = run_op("gather-nd", np.ones((3, 2), np.float32), np.zeros((0, 1), np.int64))
     expect_ok("gather-nd with no index tuples", p, got, np.zeros((0, 2), np.float32))
@@ -245,6 +343,18 @@ def group_shapes():
     p, got = run_op("gather-elements", np.zeros((2, 0), np.float32), np.zeros((2, 0), np.int64),
                     extra=["--axis", "1"])
     expect_ok("gather-elements empty", p, got, np.zeros((2, 0), np.float32))
+    data = np.asfortranarray(sample(np.float16, (2, 3)))
+    p, got = run_op("scatter-elements", data, np.zeros((2, 0), np.int32),
+                    np.zeros((2, 0), np.float16), extra=["--axis", "1"])
+    expect_ok("scatter-elements with no updates", p, got, np.ascontiguousarray(data))
+    p, got = run_op("scatter-elements", np.zeros((0, 3), np.int8), np.zeros((0, 3), np.int64),
+                    np.zeros((0, 3), np.int8))
+    expect_ok("scatter-elements empty", p, got, np.zeros((0, 3), np.int8))
+    data = np.arange(5, dtype=np.uint16)
+    idx = np.array([4, -5, 2], np.int64)
+    upd = np.array([40, 0, 20], np.uint16)
+    p, got = run_op("scatter-elements", data, idx, upd)
+    expect_ok("scatter-elements 1-d", p, got, np.array([0, 1, 20, 3, 40], np.uint16))
 
 
 def group_indices():
@@ -272,6 +382,35 @@ def group_indices():
                     extra=["--check-indices"])
     expect_error("scatter-nd --check-indices", p, 2,
                  "indices[1,0] is 6, outside the valid range [-5, 4]")
+    # scatter-elements into data (5, 2) along axis 0, two updates per column: negative indices
+    # count from the end; out-of-range ones are clamped, or an error with --check-indices.
+    upd = np.array([[10, 20], [30, 40]], np.float32)
+    for it in INDEX_TYPES:
+        name = np.dtype(it).name
+        signed = np.issubdtype(it, np.signedinteger)
+        if signed:
+            valid = np.array([[-1, 0], [-5, -2]], it)
+            p, got = run_op("scatter-elements", data, valid, upd, extra=["--check-indices"])
+            expect_ok(f"scatter-elements negative {name} indices", p, got,
+                      np.array([[30, 20], [2, 3], [4, 5], [6, 40], [10, 9]], np.float32))
+        vals = [[-9, 1], [3, 7]] if signed else [[2**31, 1], [3, 7]]
+        idx = np.array(vals, np.int64).astype(it)
+        p, got = run_op("scatter-elements", data, idx, upd)
+        expect_ok(f"scatter-elements clamped {name} indices", p, got,
+                  ref_scatter_elements(data, idx, upd, 0))
+        p, got = run_op("scatter-elements", data, idx, upd, extra=["--check-indices"])
+        rng = "[-5, 4]" if signed else "[0, 4]"
+        expect_error(f"scatter-elements --check-indices {name}", p, 2,
+                     f"idx.npy: indices[0,0] is {vals[0][0]}, outside the valid range {rng}")
+        idx = np.array([[0, 1], [3, 7]], it)
+        p, got = run_op("scatter-elements", data, idx, upd, extra=["--check-indices"])
+        expect_error(f"scatter-elements --check-indices {name} (second row)", p, 2,
+                     f"idx.npy: indices[1,1] is 7, outside the valid range {rng}")
+    # Smaller indices than the input: the index positions are the indices' own.
+    p, got = run_op("scatter-elements", data.T.copy(), np.array([[0, 4, -6]], np.int32),
+                    np.ones((1, 3), np.float32), extra=["--axis", "-1", "--check-indices"])
+    expect_error("scatter-elements --check-indices smaller indices", p, 2,
+                 "idx.npy: indices[0,2] is -6, outside the valid range [-5, 4]")
 
 
 def group_errors():
@@ -286,13 +425,17 @@ def group_errors():
     base = ["--input", inp, "--indices", ind, "--output", out]
     expect_error("gather not implemented", run("gather", *base), 2,
                  "operator 'gather' (ONNX Gather, DML_OPERATOR_GATHER) is not implemented yet")
-    expect_error("scatter-elements not implemented",
-                 run("scatter-elements", *base, "--updates", inp), 2,
-                 "operator 'scatter-elements' (ONNX ScatterElements")
     for red in ("add", "mul", "min", "max"):
         expect_error(f"--reduction {red}", run("scatter-nd", *base, "--updates", inp,
                                                "--reduction", red), 2,
                      f"'scatter-nd' with --reduction {red}")
+        expect_error(f"scatter-elements --reduction {red}",
+                     run("scatter-elements", *base, "--updates", inp, "--reduction", red), 2,
+                     f"operator 'scatter-elements' with --reduction {red} (ONNX ScatterElements "
+                     f"reduction='{red}') is not implemented yet")
+    expect_error("--reduction on gather-elements",
+                 run("gather-elements", *base, "--reduction", "add"), 2,
+                 "--reduction does not apply to gather-elements")
     expect_error("bad --reduction", run("scatter-nd", *base, "--reduction", "sum"), 2,
                  "--reduction is 'sum', expected none, add, mul, min or max")
     expect_error("unknown operator", run("gatherx", *base), 2, "unknown operator 'gatherx'")
@@ -363,6 +506,54 @@ def group_errors():
                  "i1.npy: rank is 1 (shape (2,)), expected 2")
     expect_error("gather-elements axis", run("gather-elements", *base, "--axis", "2"), 2,
                  "--axis is 2, expected -2 to 1")
+    # scatter-elements: indices and updates against the input, and against each other
+    sidx = save("se_idx.npy", np.zeros((2, 2), np.int64))
+    supd = save("se_upd.npy", np.zeros((2, 2), np.float32))
+    sbase = ["--input", inp, "--output", out]
+    expect_error("scatter-elements updates shape",
+                 run("scatter-elements", *sbase, "--indices", sidx, "--updates",
+                     save("se_u3.npy", np.zeros((2, 1), np.float32))), 2,
+                 "se_u3.npy: shape is (2, 1), expected (2, 2) (the shape of ")
+    expect_error("scatter-elements updates rank",
+                 run("scatter-elements", *sbase, "--indices", sidx, "--updates",
+                     save("se_u4.npy", np.zeros(4, np.float32))), 2,
+                 "se_u4.npy: shape is (4,), expected (2, 2)")
+    expect_error("scatter-elements updates dtype",
+                 run("scatter-elements", *sbase, "--indices", sidx, "--updates",
+                     save("se_u5.npy", np.zeros((2, 2), np.int32))), 2,
+                 "se_u5.npy: dtype is int32, expected float32")
+    expect_error("scatter-elements indices rank",
+                 run("scatter-elements", *sbase, "--indices",
+                     save("se_i1.npy", np.zeros(2, np.int64)), "--updates",
+                     save("se_u1.npy", np.zeros(2, np.float32))), 2,
+                 "se_i1.npy: rank is 1 (shape (2,)), expected 2")
+    expect_error("scatter-elements larger indices",
+                 run("scatter-elements", *sbase, "--axis", "0", "--indices",
+                     save("se_i3.npy", np.zeros((2, 3), np.int64)), "--updates",
+                     save("se_u6.npy", np.zeros((2, 3), np.float32))), 2,
+                 "se_i3.npy: shape[1] is 3, expected at most 2")
+    expect_error("scatter-elements axis",
+                 run("scatter-elements", *sbase, "--indices", sidx, "--updates", supd,
+                     "--axis", "-3"), 2, "--axis is -3, expected -2 to 1")
+    expect_error("scatter-elements 0-d",
+                 run("scatter-elements", "--input", save("se_0.npy", np.array(1, np.float32)),
+                     "--indices", save("se_i0.npy", np.array(0, np.int64)), "--updates",
+                     save("se_u0.npy", np.array(1, np.float32)), "--output", out), 2,
+                 "se_0.npy: rank is 0, expected at least 1 for scatter-elements")
+    expect_error("scatter-elements missing --updates",
+                 run("scatter-elements", *sbase, "--indices", sidx), 2,
+                 "--updates is required for scatter-elements")
+    expect_error("scatter-elements --batch-dims",
+                 run("scatter-elements", *sbase, "--indices", sidx, "--updates", supd,
+                     "--batch-dims", "0"), 2, "--batch-dims does not apply to scatter-elements")
+    expect_error("scatter-elements into an empty input",
+                 run("scatter-elements", "--input", save("se_z.npy", np.zeros((2, 0), np.float32)),
+                     "--indices", sidx, "--updates", supd, "--axis", "1", "--output", out), 2,
+                 "se_z.npy: has no elements (shape (2, 0)), so no index into it is valid")
+    expect_error("scatter-nd into an empty input",
+                 run("scatter-nd", "--input", save("se_z2.npy", np.zeros((0, 2), np.float32)),
+                     "--indices", ind, "--updates", supd, "--output", out), 2,
+                 "se_z2.npy: has no elements (shape (0, 2)), so no index into it is valid")
     expect_error("gather-elements larger indices",
                  run("gather-elements", *base[:2], "--indices",
                      save("i3.npy", np.zeros((3, 3), np.int64)), *base[4:], "--axis", "0"), 2,
