@@ -98,7 +98,8 @@ std::vector<double> HostTimes(int warm, int calls, const std::function<void(int)
 
 uint64_t Product(const std::vector<uint32_t>& v, size_t begin = 0, size_t end = SIZE_MAX) {
   uint64_t p = 1;
-  for (size_t i = begin; i < std::min(end, v.size()); ++i) p *= v[i];
+  const size_t stop = std::min(end, v.size());
+  for (size_t i = begin; i < stop; ++i) p *= v[i];
   return p;
 }
 
@@ -488,16 +489,16 @@ struct OwnVulkan {
 // ------------------------------------------------------------------------------------------
 // Cases
 
-enum class OpKind { GatherND, GatherElements, ScatterND };
+enum class OpKind { GatherND, GatherElements, ScatterND, ScatterElements };
 
 struct Spec {
   std::string name;
   OpKind kind = OpKind::GatherND;
   vkdml::DML_TENSOR_DATA_TYPE dtype = vkdml::DML_TENSOR_DATA_TYPE_FLOAT32;
   vkdml::DML_TENSOR_DATA_TYPE itype = vkdml::DML_TENSOR_DATA_TYPE_INT64;
-  std::vector<uint32_t> input, indices, updates;  // actual shapes (updates: ScatterND only)
-  int axis = -1;                                  // GatherElements only
-  bool inPlace = false;                           // ScatterND: output bound to the input
+  std::vector<uint32_t> input, indices, updates;  // actual shapes (updates: scatters only)
+  int axis = -1;                                  // GatherElements, ScatterElements
+  bool inPlace = false;                           // scatters: output bound to the input
   bool uniqueRows = false;                        // ScatterND: a permutation prefix
   bool latency = false;
   bool diagnostic = false;  // runs only when named: evidence for what limits a case
@@ -505,15 +506,24 @@ struct Spec {
 
   std::vector<uint32_t> Output() const {
     if (kind == OpKind::GatherElements) return indices;
-    if (kind == OpKind::ScatterND) return input;
+    if (IsScatter()) return input;
     std::vector<uint32_t> out(indices.begin(), indices.end() - 1);
     out.insert(out.end(), input.begin() + indices.back(), input.end());
     return out;
   }
+  bool IsScatter() const { return kind == OpKind::ScatterND || kind == OpKind::ScatterElements; }
   const char* OpName() const {
-    return kind == OpKind::GatherND         ? "GatherND"
-           : kind == OpKind::GatherElements ? "GatherElements"
-                                            : "ScatterND";
+    switch (kind) {
+      case OpKind::GatherND:
+        return "GatherND";
+      case OpKind::GatherElements:
+        return "GatherElements";
+      case OpKind::ScatterND:
+        return "ScatterND";
+      case OpKind::ScatterElements:
+        return "ScatterElements";
+    }
+    return "?";
   }
 };
 
@@ -545,8 +555,9 @@ Spec MakeSpec(const char* name, OpKind kind, vkdml::DML_TENSOR_DATA_TYPE dtype,
   return s;
 }
 
-// Full sizes; `small` divides the big dimensions by 64 (8 for the square GatherElements cases:
-// 1/64 of the elements) so that all cases run in well under a minute on lavapipe.
+// Full sizes; `small` divides the big dimensions by 64 (8 for the square GatherElements and
+// ScatterElements cases: 1/64 of the elements) so that all cases run in well under a minute on
+// lavapipe.
 std::vector<Spec> MakeSpecs(bool small) {
   const uint32_t rows = small ? 16384 : 1048576, picks = small ? 4096 : 262144;
   const uint32_t side = small ? 512 : 4096, tuples = small ? 16384 : 1048576;
@@ -588,6 +599,14 @@ std::vector<Spec> MakeSpecs(bool small) {
   sci.inPlace = true;
   sci.peer = "x.index_copy_(0, i, u)";
   add(sci);
+  // ScatterElements along axis 1, in place, plain random indices: duplicate targets in a row.
+  Spec sce =
+      MakeSpec("scatter-elements-axis1-f32", OpKind::ScatterElements, f32, i64, {sq, sq}, {sq, sq});
+  sce.updates = {sq, sq};
+  sce.axis = 1;
+  sce.inPlace = true;
+  sce.peer = "x.scatter_(1, i, u)";
+  add(sce);
   Spec lat = MakeSpec("latency", OpKind::GatherElements, f32, i64, {64, 64}, {64, 64});
   lat.axis = 1;
   lat.latency = true;
@@ -622,6 +641,7 @@ struct OpDesc {
   vkdml::DML_GATHER_ND_OPERATOR_DESC gnd{};
   vkdml::DML_GATHER_ELEMENTS_OPERATOR_DESC ge{};
   vkdml::DML_SCATTER_ND_OPERATOR_DESC snd{};
+  vkdml::DML_SCATTER_OPERATOR_DESC se{};
   vkdml::DML_OPERATOR_DESC op{};
 
   explicit OpDesc(const Spec& s) {
@@ -664,6 +684,12 @@ struct OpDesc {
                static_cast<UINT>(s.indices.size())};
         op = {vkdml::DML_OPERATOR_SCATTER_ND, &snd};
         break;
+      case OpKind::ScatterElements:
+        set(updates, s.dtype, s.updates);
+        se = {&input.desc, &indices.desc, &updates.desc, &output.desc,
+              static_cast<UINT>(s.axis + static_cast<int>(d - s.input.size()))};
+        op = {vkdml::DML_OPERATOR_SCATTER_ELEMENTS, &se};
+        break;
     }
   }
   OpDesc(const OpDesc&) = delete;
@@ -673,7 +699,30 @@ struct OpDesc {
 // Host copies of a case's inputs (random, never zeros) and the CPU reference on a sample.
 struct HostData {
   Bytes input, indices, updates;
+  uint64_t targets = 0;  // ScatterElements: distinct output elements that some update targets
 };
+
+// ScatterElements: how many distinct output elements the updates target (a duplicate target
+// counts once). Each line along the axis (outer, inner) is independent.
+uint64_t CountTargets(const Spec& s, const HostData& h) {
+  const size_t axis = static_cast<size_t>(s.axis);
+  const uint64_t outer = Product(s.input, 0, axis), inner = Product(s.input, axis + 1);
+  const uint64_t n = s.input[axis], m = s.indices[axis];
+  std::atomic<uint64_t> total{0};
+  ParallelFor(static_cast<size_t>(outer), [&](size_t o) {
+    std::vector<uint8_t> hit(static_cast<size_t>(n * inner), 0);
+    uint64_t count = 0;
+    for (uint64_t j = 0; j < m; ++j)
+      for (uint64_t in = 0; in < inner; ++in) {
+        uint64_t u = (o * m + j) * inner + in;
+        uint64_t t = LoadIndex(h.indices.data(), s.itype, u, n) * inner + in;
+        count += hit[t] ? 0 : 1;
+        hit[t] = 1;
+      }
+    total += count;
+  });
+  return total;
+}
 
 void MakeHostData(const Spec& s, const OpDesc& d, HostData* h, uint64_t seed) {
   size_t es = vkdml::DataTypeSize(s.dtype);
@@ -682,27 +731,38 @@ void MakeHostData(const Spec& s, const OpDesc& d, HostData* h, uint64_t seed) {
   h->indices.Allocate(Product(s.indices) * vkdml::DataTypeSize(s.itype));
   if (s.uniqueRows) {
     FillUniqueIndices(h->indices, s.itype, s.input[0], seed * 3 + 2);
-  } else if (s.kind == OpKind::GatherElements) {
+  } else if (s.kind == OpKind::GatherElements || s.kind == OpKind::ScatterElements) {
+    // Plain random along the axis: for ScatterElements, duplicate targets within a line.
     FillIndices(h->indices, s.itype, {s.input[static_cast<size_t>(s.axis)]}, seed * 3 + 2);
   } else {
     std::vector<uint32_t> ranges(s.input.begin(), s.input.begin() + s.indices.back());
     FillIndices(h->indices, s.itype, ranges, seed * 3 + 2);
   }
-  if (s.kind == OpKind::ScatterND) {
+  if (s.IsScatter()) {
     h->updates.Allocate(d.updates.buffer.TotalTensorSizeInBytes);
     FillData(h->updates, es, seed * 3 + 3);
   }
+  if (s.kind == OpKind::ScatterElements) h->targets = CountTargets(s, *h);
 }
 
-// Where output element o comes from: (false, input element) or (true, updates element).
+// Where output element o comes from: an input element or an updates element; for
+// ScatterElements with duplicate targets, any one of the updates that target it.
 struct Reference {
   const Spec& s;
   const HostData& h;
   uint64_t k = 0, slice = 1;
-  std::vector<int64_t> owner;  // ScatterND: input slice -> update row
+  std::vector<int64_t> owner;                    // ScatterND: input slice -> update row
+  uint64_t axisN = 1, axisM = 1, axisInner = 1;  // ScatterElements: output and updates
 
   Reference(const Spec& spec, const HostData& host) : s(spec), h(host) {
     if (s.kind == OpKind::GatherElements) return;
+    if (s.kind == OpKind::ScatterElements) {
+      size_t axis = static_cast<size_t>(s.axis);
+      axisN = s.input[axis];
+      axisM = s.indices[axis];
+      axisInner = Product(s.input, axis + 1);
+      return;
+    }
     k = s.indices.back();
     slice = Product(s.input, k);
     if (s.kind == OpKind::ScatterND) {
@@ -716,6 +776,30 @@ struct Reference {
     for (uint64_t j = 0; j < k; ++j)
       off = off * s.input[j] + LoadIndex(h.indices.data(), s.itype, i * k + j, s.input[j]);
     return off;
+  }
+  // ScatterElements: the output element that updates element u targets.
+  uint64_t Target(uint64_t u) const {
+    const uint64_t n = axisN, m = axisM, inner = axisInner;
+    uint64_t outer = u / (m * inner), in = u % inner;
+    return (outer * n + LoadIndex(h.indices.data(), s.itype, u, n)) * inner + in;
+  }
+  // The values output element o may hold: one, except for ScatterElements, where it is each
+  // update targeting o (one of them wins) or, when none does, the input element.
+  void Allowed(uint64_t o, std::vector<const uint8_t*>* want) const {
+    want->clear();
+    if (s.kind != OpKind::ScatterElements) {
+      want->push_back(Expected(o));
+      return;
+    }
+    size_t es = vkdml::DataTypeSize(s.dtype);
+    const uint64_t n = axisN, m = axisM, inner = axisInner;
+    uint64_t outer = o / (n * inner), c = (o / inner) % n, in = o % inner;
+    for (uint64_t j = 0; j < m; ++j) {
+      uint64_t u = (outer * m + j) * inner + in;
+      if (LoadIndex(h.indices.data(), s.itype, u, n) == c)
+        want->push_back(h.updates.data() + u * es);
+    }
+    if (want->empty()) want->push_back(h.input.data() + o * es);
   }
   const uint8_t* Expected(uint64_t o) const {
     size_t es = vkdml::DataTypeSize(s.dtype);
@@ -737,13 +821,16 @@ struct Reference {
         if (row < 0) return h.input.data() + o * es;
         return h.updates.data() + (static_cast<uint64_t>(row) * slice + o % slice) * es;
       }
+      case OpKind::ScatterElements:  // Allowed()
+        break;
     }
     return nullptr;
   }
 };
 
 // Checks `samples` random output elements (all of them when there are fewer); for ScatterND,
-// half of the sample lies in updated slices. Returns the number of mismatches.
+// half of the sample lies in updated slices, for ScatterElements half are targets of random
+// update elements. Returns the number of mismatches.
 uint64_t Verify(const Spec& s, const HostData& h, const uint8_t* out, uint64_t* checked,
                 std::string* first) {
   Reference ref(s, h);
@@ -759,20 +846,25 @@ uint64_t Verify(const Spec& s, const HostData& h, const uint8_t* out, uint64_t* 
     for (uint64_t i = 0; i < samples; ++i) {
       if (s.kind == OpKind::ScatterND && i % 2)
         pos.push_back(ref.TupleSlot(rng.Below(rows)) * ref.slice + rng.Below(ref.slice));
+      else if (s.kind == OpKind::ScatterElements && i % 2)
+        pos.push_back(ref.Target(rng.Below(Product(s.indices))));
       else
         pos.push_back(rng.Below(total));
     }
   }
   uint64_t bad = 0;
+  std::vector<const uint8_t*> want;
   for (uint64_t o : pos) {
-    const uint8_t* want = ref.Expected(o);
-    if (std::memcmp(out + o * es, want, es) != 0) {
-      if (!bad++) {
-        uint32_t g = 0, w = 0;
-        std::memcpy(&g, out + o * es, es);
-        std::memcpy(&w, want, es);
-        *first = Format("output element %" PRIu64 " is 0x%x, expected 0x%x", o, g, w);
-      }
+    ref.Allowed(o, &want);
+    bool ok = false;
+    for (const uint8_t* w : want) ok = ok || std::memcmp(out + o * es, w, es) == 0;
+    if (!ok && !bad++) {
+      uint64_t g = 0, w = 0;
+      std::memcpy(&g, out + o * es, es);
+      std::memcpy(&w, want[0], es);
+      *first = Format("output element %" PRIu64 " is 0x%" PRIx64 ", expected 0x%" PRIx64, o, g, w);
+      if (want.size() > 1)
+        *first += Format(" or one of the other %zu updates targeting it", want.size() - 1);
     }
   }
   *checked = pos.size();
@@ -780,15 +872,18 @@ uint64_t Verify(const Spec& s, const HostData& h, const uint8_t* out, uint64_t* 
 }
 
 // Minimum bytes a case must move (examples/BENCH.md).
-double MinBytes(const Spec& s) {
+double MinBytes(const Spec& s, const HostData& h) {
   double es = vkdml::DataTypeSize(s.dtype), is = vkdml::DataTypeSize(s.itype);
   double idx = static_cast<double>(Product(s.indices)) * is;
   double out = static_cast<double>(Product(s.Output())) * es;
-  if (s.kind != OpKind::ScatterND) return idx + 2 * out;  // indices + elements read + output
+  if (!s.IsScatter()) return idx + 2 * out;  // indices + elements read + output
   double upd = static_cast<double>(Product(s.updates)) * es;
-  if (s.inPlace) return idx + 2 * upd;  // indices + updates read + updated slices written
-  double in = static_cast<double>(Product(s.input)) * es;
-  return in + out + idx + upd;
+  if (!s.inPlace)  // input read + output written + indices + updates read
+    return static_cast<double>(Product(s.input)) * es + out + idx + upd;
+  // In place: indices + updates read + the output elements written; for ScatterElements the
+  // distinct targets (a duplicate target needs one write), for ScatterND the updated slices.
+  if (s.kind == OpKind::ScatterElements) return idx + upd + static_cast<double>(h.targets) * es;
+  return idx + 2 * upd;
 }
 
 // ------------------------------------------------------------------------------------------
@@ -1152,7 +1247,7 @@ Result Context::RunCase(const Spec& s) {
 
   HostData h;
   UINT64 inSize = op->InputSize(0), idxSize = op->InputSize(1);
-  UINT64 updSize = s.kind == OpKind::ScatterND ? op->InputSize(2) : 0;
+  UINT64 updSize = s.IsScatter() ? op->InputSize(2) : 0;
   UINT64 outSize = op->OutputSize(0);
   double ws = static_cast<double>(inSize + idxSize + updSize + (s.inPlace ? 0 : outSize));
   Step(s.name, "generating " + HumanBytes(ws) + " of random data");
@@ -1189,7 +1284,7 @@ Result Context::RunCase(const Spec& s) {
     Check(sl.table->BindOutputs(1, &out), "BindOutputs");
   }
 
-  res.bytes = MinBytes(s);
+  res.bytes = MinBytes(s, h);
   CopyJob copy;
   PrepareCopy(s.name, res.bytes, res.rotation, &copy);
 
@@ -1262,7 +1357,7 @@ std::vector<Result> Context::RunLatency(const Spec& s) {
           dev->Run(*compiled, {hosts[last].input.data(), hosts[last].indices.data()}, {out.data()}),
           "Device::Run");
     }));
-    res.bytes = MinBytes(s);
+    res.bytes = MinBytes(s, hosts[last]);
     res.mismatches = Verify(s, hosts[last], out.data(), &res.checked, &res.firstMismatch);
     results.push_back(res);
   }
@@ -1277,7 +1372,7 @@ std::vector<Result> Context::RunLatency(const Spec& s) {
   }
 
   Result res = HostRow(s, "latency-replay");
-  res.bytes = MinBytes(s);
+  res.bytes = MinBytes(s, hosts[0]);
   if (!own.queue) {
     res.skipped = true;
     res.error = "needs the benchmark's own Vulkan device (not with --vkdml-device)";
@@ -1410,13 +1505,13 @@ std::string JsonLine(const Result& r, const Context& ctx) {
 }
 
 void PrintHeader() {
-  std::printf("%-22s %10s %10s %10s %9s %9s  %s\n", "case", "median ms", "GB/s", "copy GB/s",
+  std::printf("%-26s %10s %10s %10s %9s %9s  %s\n", "case", "median ms", "GB/s", "copy GB/s",
               "% of copy", "ms range", "check");
 }
 
 void PrintRow(const Result& r) {
   if (!r.error.empty() && std::isnan(r.ms)) {
-    std::printf("%-22s %s: %s\n", r.caseName.c_str(), r.skipped ? "skipped" : "ERROR",
+    std::printf("%-26s %s: %s\n", r.caseName.c_str(), r.skipped ? "skipped" : "ERROR",
                 r.error.c_str());
     return;
   }
@@ -1426,10 +1521,10 @@ void PrintRow(const Result& r) {
                                    : Format("ok (%" PRIu64 ")", r.checked);
   std::string range = Format("%.2g-%.2g", r.minMs, r.maxMs);
   if (std::isnan(r.copyMs))
-    std::printf("%-22s %10.4f %10.2f %10s %9s %9s  %s\n", r.caseName.c_str(), r.ms, gbps, "-", "-",
+    std::printf("%-26s %10.4f %10.2f %10s %9s %9s  %s\n", r.caseName.c_str(), r.ms, gbps, "-", "-",
                 range.c_str(), check.c_str());
   else
-    std::printf("%-22s %10.4f %10.2f %10.2f %8.1f%% %9s  %s\n", r.caseName.c_str(), r.ms, gbps,
+    std::printf("%-26s %10.4f %10.2f %10.2f %8.1f%% %9s  %s\n", r.caseName.c_str(), r.ms, gbps,
                 copyGbps, 100.0 * gbps / copyGbps, range.c_str(), check.c_str());
 }
 
@@ -1528,7 +1623,7 @@ int BenchMain(int argc, char** argv) {
   std::vector<Spec> all = MakeSpecs(opt.small);
   if (list) {
     for (const Spec& s : all)
-      std::printf("%-22s %-15s %-8s idx %-6s input %s indices %s  peer: %s%s\n", s.name.c_str(),
+      std::printf("%-26s %-15s %-8s idx %-6s input %s indices %s  peer: %s%s\n", s.name.c_str(),
                   s.OpName(), TypeName(s.dtype), TypeName(s.itype), ShapeText(s.input).c_str(),
                   ShapeText(s.indices).c_str(), s.peer.c_str(),
                   s.diagnostic ? "  (diagnostic: only when named)" : "");

@@ -28,7 +28,8 @@ MAX_ROTATION = 16
 
 CASE_NAMES = [
     "rows-f32", "rows-f16", "tuples-f32", "elements-axis1-f32", "elements-axis0-f32",
-    "elements-axis1-i32idx", "scatter-rows-f32", "scatter-rows-inplace", "latency",
+    "elements-axis1-i32idx", "scatter-rows-f32", "scatter-rows-inplace",
+    "scatter-elements-axis1-f32", "latency",
     "latency-host", "elements-axis0-64rows", "tuples-f32-4mib",
 ]
 
@@ -57,6 +58,10 @@ def specs(small):
               axis=None, in_place=False, peer="x.clone().index_copy_(0, i, u)")
     s.append(sc)
     s.append(dict(sc, case="scatter-rows-inplace", in_place=True, peer="x.index_copy_(0, i, u)"))
+    # Plain random indices along axis 1: duplicate targets within a row (one writer wins).
+    s.append(dict(case="scatter-elements-axis1-f32", op="ScatterElements", dtype="float32",
+                  index_dtype="int64", input_shape=[sq, sq], indices_shape=[sq, sq],
+                  updates_shape=[sq, sq], axis=1, in_place=True, peer="x.scatter_(1, i, u)"))
     s.append(dict(case="latency", op="GatherElements", dtype="float32", index_dtype="int64",
                   input_shape=[64, 64], indices_shape=[64, 64], updates_shape=None, axis=1,
                   peer="torch.gather(x, 1, i) + synchronize"))
@@ -82,10 +87,23 @@ def _size(t):
     return {torch.float32: 4, torch.float16: 2, torch.int32: 4, torch.int64: 8}[t]
 
 
-def min_bytes(c):
-    """examples/BENCH.md's formulas, as vkdml bench computes them."""
+def expected_targets(c):
+    """ScatterElements: the expected number of distinct elements that uniform random indices
+    target, n * (1 - (1 - 1/n)^m) per line along the axis (n output, m updates entries)."""
+    n, m = c["input_shape"][c["axis"]], c["indices_shape"][c["axis"]]
+    lines = math.prod(c["input_shape"]) // n
+    return round(lines * n * (1 - (1 - 1 / n) ** m))
+
+
+def min_bytes(c, targets=None):
+    """examples/BENCH.md's formulas, as vkdml bench computes them. targets: for ScatterElements,
+    the distinct output elements the indices target (default: the expected number)."""
     es, isz = _size(_dtype(c["dtype"])), _size(_dtype(c["index_dtype"]))
     idx = math.prod(c["indices_shape"]) * isz
+    if c["op"] == "ScatterElements" and c["in_place"]:
+        if targets is None:
+            targets = expected_targets(c)
+        return idx + math.prod(c["updates_shape"]) * es + targets * es
     if c["op"] == "GatherND":
         k = c["indices_shape"][-1]
         out = math.prod(c["indices_shape"][:-1]) * math.prod(c["input_shape"][k:]) * es
@@ -111,7 +129,8 @@ def _data(shape, dtype, device, gen):
 
 
 def _make_inputs(c, device, gen):
-    """Returns (fn, working_set_bytes, notes): fn() runs the peer once on one input set."""
+    """Returns (fn, working_set_bytes, notes): fn() runs the peer once on one input set; notes
+    go into the result (a "bytes" note replaces the shape-only min_bytes)."""
     dt, it = _dtype(c["dtype"]), _dtype(c["index_dtype"])
     if c.get("host"):  # tensors stay on the host; each call copies them over and back
         x = _data(c["input_shape"], dt, torch.device("cpu"), gen)
@@ -139,6 +158,19 @@ def _make_inputs(c, device, gen):
             i = i.to(torch.int64)
             notes["peer_index_dtype"] = "int64"
         return (lambda: torch.gather(x, axis, i)), _nbytes(x) + 2 * _nbytes(i), notes
+    if c["op"] == "ScatterElements":
+        axis = c["axis"]
+        i = torch.randint(0, c["input_shape"][axis], c["indices_shape"], generator=gen)
+        i = i.to(device=device, dtype=it)
+        u = _data(c["updates_shape"], dt, device, gen)
+        # bytes counts the distinct elements written (a duplicate target once), as vkdml does.
+        hit = torch.zeros(c["input_shape"], dtype=torch.int8, device=device).scatter_(axis, i, 1)
+        notes["bytes"] = min_bytes(c, int(torch.count_nonzero(hit)))
+        del hit
+        if c["in_place"]:
+            return (lambda: x.scatter_(axis, i, u)), _nbytes(x) + _nbytes(i) + _nbytes(u), notes
+        return ((lambda: x.clone().scatter_(axis, i, u)),
+                2 * _nbytes(x) + _nbytes(i) + _nbytes(u), notes)
     rows = c["input_shape"][0]
     i = torch.randperm(rows, generator=gen)[: c["indices_shape"][0]].to(device=device, dtype=it)
     u = _data(c["updates_shape"], dt, device, gen)
@@ -270,9 +302,9 @@ def main():
         if args.json:
             print(json.dumps(r), flush=True)
         elif r.get("error"):
-            print(f"{r['case']:<22} ERROR {r['error']}")
+            print(f"{r['case']:<26} ERROR {r['error']}")
         else:
-            print(f"{r['case']:<22} {r['median_ms']:10.4f} ms {r['gbps']:10.2f} GB/s   {r['peer']}")
+            print(f"{r['case']:<26} {r['median_ms']:10.4f} ms {r['gbps']:10.2f} GB/s   {r['peer']}")
     return 1 if any(r.get("error") for r in results) else 0
 
 
