@@ -49,8 +49,11 @@ constexpr UINT kFlagSigned = 1, kFlagIndex64 = 2;
 constexpr UINT64 kDirectRunBytes = 256 << 10;
 
 // Elements each thread moves per step (indexed.comp's kUnroll): enough loads in flight to cover
-// memory latency; uvec4 elements need fewer (examples/PERF_NOTES.md, v3 and v11).
-UINT Unroll(UINT elemSize) {
+// memory latency; uvec4 elements need fewer (examples/PERF_NOTES.md, v3 and v11). Work of up to
+// 256 workgroups' width goes one element per thread, spread over more multiprocessors: a
+// thread's elements are a serial chain of index arithmetic, and small work is all latency (v16).
+UINT Unroll(UINT elemSize, UINT count) {
+  if (count <= 256 * kGroupSize) return 1;
   return elemSize >= 16 ? 2 : 8;
 }
 
@@ -341,7 +344,7 @@ Result BindingTableImpl::Record(VkCommandBuffer cmd) {
     first = false;
     vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, wide ? s.widePipeline : s.pipeline);
     vk.vkCmdPushConstants(cmd, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), push);
-    const UINT64 perGroup = kGroupSize * Unroll(wide ? kVectorBytes : elemSize);
+    const UINT64 perGroup = kGroupSize * Unroll(wide ? kVectorBytes : elemSize, plan.count);
     const UINT64 work = s.lines ? plan.count / plan.sizes[plan.rank - 1]  // a group per line
                                 : (UINT64(plan.count) + perGroup - 1) / perGroup;
     UINT groups = UINT(std::min<UINT64>(
@@ -446,19 +449,20 @@ Result DeviceImpl::CompileOperator(const Operator& op, UINT flags,
     const UINT64 lineBytes = std::min<UINT64>(kMaxLineBytes, limits_.maxComputeSharedMemorySize);
     s.lines = s.pass.lines && linesPolicy != LinesPolicy::Never &&
               plan.Lines(c->op.ElemSize(), lineBytes, linesPolicy == LinesPolicy::Always);
-    DeviceImpl::Specialization spec = {c->checked,
-                                       plan.rank,
-                                       plan.tuple,
-                                       indexFlags,
-                                       s.lines ? kLinesUnroll : Unroll(c->op.ElemSize()),
-                                       s.pass.maskSkip,
-                                       s.lines ? plan.tupleSize[0] : 1,
-                                       LinesGroupSize(limits_)};
+    DeviceImpl::Specialization spec = {
+        c->checked,
+        plan.rank,
+        plan.tuple,
+        indexFlags,
+        s.lines ? kLinesUnroll : Unroll(c->op.ElemSize(), plan.count),
+        s.pass.maskSkip,
+        s.lines ? plan.tupleSize[0] : 1,
+        LinesGroupSize(limits_)};
     VKDML_TRY(
         Pipeline(ModuleName(s.pass.kind, s.lines, c->op.ElemSize(), indexSize), spec, &s.pipeline));
     PackPlan(plan, indexFlags, &words[(2 * i) * kPlanWords]);
     if (!s.lines && plan.Widen(c->op.ElemSize(), kVectorBytes, &s.wide)) {
-      spec[4] = Unroll(kVectorBytes);
+      spec[4] = Unroll(kVectorBytes, s.wide.count);
       VKDML_TRY(
           Pipeline(ModuleName(s.pass.kind, false, kVectorBytes, indexSize), spec, &s.widePipeline));
       PackPlan(s.wide, indexFlags, &words[(2 * i + 1) * kPlanWords]);

@@ -693,14 +693,15 @@ TEST_CASE_METHOD(Fixture, "Large ScatterND in place on UINT8 (5M elements)",
   REQUIRE(DeviceSupports(DML_TENSOR_DATA_TYPE_UINT8));
   Rng rng(BaseSeed() ^ 0x1002);
   const DML_TENSOR_DATA_TYPE it = DML_TENSOR_DATA_TYPE_UINT64;
-  TensorDesc in(DML_TENSOR_DATA_TYPE_UINT8, {4096, 1201}), ix(it, {50, 1}),
-      upd(DML_TENSOR_DATA_TYPE_UINT8, {50, 1201}), out = in;
+  // 60 rows: 72060 updates, more than lib/compiled.cpp's Unroll takes one per thread.
+  TensorDesc in(DML_TENSOR_DATA_TYPE_UINT8, {4096, 1201}), ix(it, {60, 1}),
+      upd(DML_TENSOR_DATA_TYPE_UINT8, {60, 1201}), out = in;
   Case c;
   c.spec = OpSpec::ScatterND(in, ix, upd, out, 2, 2);
   std::vector<int64_t> rows(4095);  // 0..4094, so that row 4095 is only reached by clamping
   std::iota(rows.begin(), rows.end(), 0);
   std::shuffle(rows.begin(), rows.end(), rng.g);
-  std::vector<int64_t> values(rows.begin(), rows.begin() + 50);
+  std::vector<int64_t> values(rows.begin(), rows.begin() + 60);
   values[7] = -1;  // UINT64_MAX: clamps to 4095
   c.inputs = {RandomBytes(rng, in.Total()), IndexBytes(it, values, ix.Total()),
               RandomBytes(rng, upd.Total())};
