@@ -37,3 +37,22 @@ uint divideBySize(uint p, uint d, uint n) {
   uint l = AT(plans[p].shift, d);
   return (hi + ((n - hi) >> min(l, 1u))) >> (max(l, 1u) - 1u);
 }
+
+// Offsets of element i of the loop space of plans[p]'s first `rank` dimensions: on the direct
+// side, on the indexed side (before index components), in IndicesTensor, and its row-major
+// position there (checked mode).
+uvec4 loopOffsets(uint p, uint rank, uint i) {
+  uint rest = i;
+  uvec4 at = uvec4(0u);
+  for (int d = int(rank) - 1; d >= 0; --d) {
+    uint c = rest;
+    if (d > 0) {  // dimension 0 takes the rest
+      uint q = divideBySize(p, uint(d), rest);
+      c = rest - q * AT(plans[p].sizes, d);
+      rest = q;
+    }
+    at += c * uvec4(AT(plans[p].direct, d), AT(plans[p].indexed, d), AT(plans[p].indices, d),
+                    AT(plans[p].position, d));
+  }
+  return at;
+}

@@ -32,23 +32,11 @@ layout(std430, set = 0, binding = 6) restrict buffer Mask { uint maskWords[]; };
 // Offsets of loop element i on the direct and the indexed side, and in IndicesTensor (or, for
 // a plan without index components, its slot in the mask).
 uvec3 locate(uint p, uint i) {
-  uint rest = i, direct = 0u, indexed = 0u, index = 0u, position = 0u;
-  for (int d = int(kRank) - 1; d >= 0; --d) {
-    uint c = rest;
-    if (d > 0) {  // dimension 0 takes the rest
-      uint q = divideBySize(p, uint(d), rest);
-      c = rest - q * AT(plans[p].sizes, d);
-      rest = q;
-    }
-    direct += c * AT(plans[p].direct, d);
-    indexed += c * AT(plans[p].indexed, d);
-    index += c * AT(plans[p].indices, d);
-    position += c * AT(plans[p].position, d);
-  }
+  uvec4 at = loopOffsets(p, kRank, i);
   for (uint j = 0u; j < kTuple; ++j)
-    indexed += clampIndex(readIndex(index + j * plans[p].extra.x), AT(plans[p].tupleSize, j),
-                          position + j) * AT(plans[p].tupleStride, j);
-  return uvec3(direct, indexed, index);
+    at.y += clampIndex(readIndex(at.z + j * plans[p].extra.x), AT(plans[p].tupleSize, j),
+                       at.w + j) * AT(plans[p].tupleStride, j);
+  return at.xyz;
 }
 
 bool masked(uint slot) {

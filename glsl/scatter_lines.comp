@@ -37,20 +37,8 @@ void main() {
   const uint tid = gl_LocalInvocationID.x, group = gl_WorkGroupSize.x;
   for (uint l = gl_WorkGroupID.x; l < lines; l += gl_NumWorkGroups.x) {
     // The line's offsets: updates (direct), output (indexed), indices, and checked position.
-    uint rest = l, direct = 0u, indexed = 0u, index = 0u, position = 0u;
-    for (int d = int(last) - 1; d >= 0; --d) {
-      uint c = rest;
-      if (d > 0) {
-        uint q = divideBySize(p, uint(d), rest);
-        c = rest - q * AT(plans[p].sizes, d);
-        rest = q;
-      }
-      direct += c * AT(plans[p].direct, d);
-      indexed += c * AT(plans[p].indexed, d);
-      index += c * AT(plans[p].indices, d);
-      position += c * AT(plans[p].position, d);
-    }
-    const uint out0 = pc.dstBase + indexed;
+    const uvec4 at = loopOffsets(p, last, l);
+    const uint out0 = pc.dstBase + at.y;
 
     for (uint j = tid; j < kLineLength; j += kUnroll * group) {
       V v[kUnroll];
@@ -66,9 +54,9 @@ void main() {
       for (uint u = 0u; u < kUnroll; ++u) {
         uint e = k + u * group;
         if (e < perLine) {
-          target[u] = clampIndex(readIndex(index + e * AT(plans[p].indices, last)), kLineLength,
-                                 position + e * AT(plans[p].position, last));
-          v[u] = V(updatesData[pc.srcBase + direct + e * AT(plans[p].direct, last)]);
+          target[u] = clampIndex(readIndex(at.z + e * AT(plans[p].indices, last)), kLineLength,
+                                 at.w + e * AT(plans[p].position, last));
+          v[u] = V(updatesData[pc.srcBase + at.x + e * AT(plans[p].direct, last)]);
         }
       }
       for (uint u = 0u; u < kUnroll; ++u)
