@@ -11,11 +11,12 @@ namespace {
 const char kUsage[] =
     "usage: vkdml COMMAND [options]   (vkdml COMMAND --help for a command's options)\n"
     "\n"
-    "DirectML's GatherND, GatherND1, GatherElements, ScatterElements and ScatterND on Vulkan.\n"
+    "DirectML's Gather, GatherND, GatherND1, GatherElements, ScatterElements and ScatterND on\n"
+    "Vulkan.\n"
     "Commands:\n"
     "  devices   list the Vulkan devices and the optional features vkdml uses\n"
     "  demo      run the operator pages' examples and check them against the pages\n"
-    "  run       run an ONNX operator on .npy arrays (gather-nd, gather-elements,\n"
+    "  run       run an ONNX operator on .npy arrays (gather, gather-nd, gather-elements,\n"
     "            scatter-elements, scatter-nd)\n"
     "  bench     measure the operators' throughput\n"
     "Exit status: 0 success, 1 device failure (or a demo mismatch), 2 bad input.\n";

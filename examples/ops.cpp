@@ -78,13 +78,15 @@ const char kRunUsage[] =
     "\n"
     "Runs one ONNX operator on .npy arrays on a Vulkan device and writes the result.\n"
     "OP (ONNX semantics, NumPy shapes):\n"
+    "  gather             Gather: --axis N (default 0); output shape\n"
+    "                     input.shape[:N] + indices.shape + input.shape[N+1:]\n"
     "  gather-nd          GatherND: --batch-dims N (default 0); output shape\n"
     "                     indices.shape[:-1] + input.shape[N + indices.shape[-1]:]\n"
     "  gather-elements    GatherElements: --axis N (default 0); output shape indices.shape\n"
     "  scatter-elements   ScatterElements: --axis N (default 0), --updates (shape\n"
     "                     indices.shape); output shape input.shape\n"
     "  scatter-nd         ScatterND: --updates; output shape input.shape\n"
-    "  gather, --reduction other than none: not implemented yet\n"
+    "  --reduction other than none: not implemented yet\n"
     "Options:\n"
     "  --device N         Vulkan device index from `vkdml devices` (default: the first\n"
     "                     discrete GPU, else the first device)\n"
@@ -163,11 +165,7 @@ int CheckOperator(const RunArgs& a) {
     return Fail(
         "no operator given, expected one of gather, gather-elements, "
         "gather-nd, scatter-elements, scatter-nd (see --help)");
-  if (op == "gather")
-    return Fail(
-        "operator 'gather' (ONNX Gather, DML_OPERATOR_GATHER) is not implemented yet; it "
-        "comes in a later issue");
-  if (op != "gather-nd" && op != "gather-elements" && op != "scatter-nd" &&
+  if (op != "gather" && op != "gather-nd" && op != "gather-elements" && op != "scatter-nd" &&
       op != "scatter-elements")
     return Fail("unknown operator '" + op +
                 "', expected one of gather, gather-elements, "
@@ -184,7 +182,7 @@ int CheckOperator(const RunArgs& a) {
                 a.reduction +
                 "') is not implemented yet; it comes in a later issue (only none is available)");
   }
-  if (a.haveAxis && !elements) return Fail("--axis does not apply to " + op);
+  if (a.haveAxis && !elements && op != "gather") return Fail("--axis does not apply to " + op);
   if (a.haveBatchDims && op != "gather-nd") return Fail("--batch-dims does not apply to " + op);
   if (!a.updates.empty() && !scatter) return Fail("--updates does not apply to " + op);
   if (a.input.empty()) return Fail("--input is required");
@@ -264,11 +262,12 @@ HostTensor ToTensor(const npy::Array& a, const Shape& view, size_t D) {
 }
 
 // "GATHER_ND1: IndicesTensor[0,0,3,1] is 7, ..." over D padded dims -> "<path>: indices[3,1] is
-// 7, ..." over the array's own dims.
+// 7, ..." over the array's own dims ("indices[()]" for a 0-d array, NumPy's way to index it).
 std::string IndexMessage(const std::string& message, size_t D, size_t q, const std::string& path) {
   const std::string key = "IndicesTensor[";
   size_t at = message.find(key), close = message.find(']', at);
   if (at == std::string::npos || close == std::string::npos) return path + ": " + message;
+  if (q == 0) return path + ": indices[()" + message.substr(close);
   std::string coords = message.substr(at + key.size(), close - at - key.size());
   size_t drop = D - q;
   for (size_t i = 0; i < drop; ++i) {
@@ -286,6 +285,7 @@ struct Plan {
   Shape outputShape;
   Shape outputView;  // a scatter's OutputTensor sizes, the input's view (empty: outputShape)
   size_t D = 1;
+  DML_GATHER_OPERATOR_DESC gather{};
   DML_GATHER_ND1_OPERATOR_DESC gatherNd{};
   DML_GATHER_ELEMENTS_OPERATOR_DESC gatherElements{};
   DML_SCATTER_ND_OPERATOR_DESC scatterNd{};
@@ -323,7 +323,26 @@ std::string MakePlan(const RunArgs& a, const Named& in, const Named& idx, const 
   const Shape& is = in.array.shape;
   const Shape& xs = idx.array.shape;
   Shape inView = is;
-  if (a.op == "gather-elements" || a.op == "scatter-elements") {
+  if (a.op == "gather") {
+    // DML_OPERATOR_GATHER with IndexDimensions q: input.shape[:axis] + indices.shape +
+    // input.shape[axis+1:], rank r - 1 + q; the input is padded to D dimensions with leading 1s
+    // (which DirectML drops again), so Axis moves by D - r.
+    if (r < 1) return in.path + ": rank is 0, expected at least 1 for gather";
+    int64_t axis = a.axis < 0 ? a.axis + int64_t(r) : a.axis;
+    if (axis < 0 || axis >= int64_t(r))
+      return "--axis is " + std::to_string(a.axis) + ", expected " + std::to_string(-int64_t(r)) +
+             " to " + std::to_string(r - 1) + " (" + in.path + " has rank " + std::to_string(r) +
+             ")";
+    const size_t A = static_cast<size_t>(axis);
+    p->outputShape = Concat(Concat(Slice(is, 0, A), xs), Slice(is, A + 1, r));
+    if (p->outputShape.size() > 8)
+      return "the output would have rank " + std::to_string(p->outputShape.size()) + " (shape " +
+             npy::ShapeString(p->outputShape) + "), expected at most 8 (DirectML's limit)";
+    p->D = std::max({r, q, p->outputShape.size(), size_t(1)});
+    p->gather.Axis = static_cast<UINT>(A + (p->D - r));
+    p->gather.IndexDimensions = static_cast<UINT>(q);
+    p->desc = {DML_OPERATOR_GATHER, &p->gather};
+  } else if (a.op == "gather-elements" || a.op == "scatter-elements") {
     if (r < 1) return in.path + ": rank is 0, expected at least 1 for " + a.op;
     if (q != r)
       return idx.path + ": rank is " + std::to_string(q) + " (shape " + idx.Shape() +
@@ -437,13 +456,13 @@ std::string MakePlan(const RunArgs& a, const Named& in, const Named& idx, const 
   const DML_TENSOR_DESC* descs[4];
   for (size_t i = 0; i < p->inputs.size(); ++i) descs[i] = p->inputs[i].Desc();
   const DML_TENSOR_DESC* out = p->output.Desc();
-  p->gatherNd.InputTensor = p->gatherElements.InputTensor = p->scatterNd.InputTensor =
-      p->scatterElements.InputTensor = descs[0];
-  p->gatherNd.IndicesTensor = p->gatherElements.IndicesTensor = p->scatterNd.IndicesTensor =
-      p->scatterElements.IndicesTensor = descs[1];
+  p->gather.InputTensor = p->gatherNd.InputTensor = p->gatherElements.InputTensor =
+      p->scatterNd.InputTensor = p->scatterElements.InputTensor = descs[0];
+  p->gather.IndicesTensor = p->gatherNd.IndicesTensor = p->gatherElements.IndicesTensor =
+      p->scatterNd.IndicesTensor = p->scatterElements.IndicesTensor = descs[1];
   if (upd) p->scatterNd.UpdatesTensor = p->scatterElements.UpdatesTensor = descs[2];
-  p->gatherNd.OutputTensor = p->gatherElements.OutputTensor = p->scatterNd.OutputTensor =
-      p->scatterElements.OutputTensor = out;
+  p->gather.OutputTensor = p->gatherNd.OutputTensor = p->gatherElements.OutputTensor =
+      p->scatterNd.OutputTensor = p->scatterElements.OutputTensor = out;
   return "";
 }
 

@@ -5,7 +5,8 @@
 namespace vkdml::detail {
 
 #define VKDML_OPERATOR_LIST                                                                 \
-  "DML_OPERATOR_SCATTER_ELEMENTS (94), DML_OPERATOR_GATHER_ELEMENTS (107), "                \
+  "DML_OPERATOR_GATHER (67), DML_OPERATOR_SCATTER_ELEMENTS (94), "                          \
+  "DML_OPERATOR_GATHER_ELEMENTS (107), "                                                    \
   "DML_OPERATOR_GATHER_ND (108), DML_OPERATOR_SCATTER_ND (109) or DML_OPERATOR_GATHER_ND1 " \
   "(140)"
 
@@ -14,6 +15,10 @@ Result BuildOperator(const DML_OPERATOR_DESC& desc, OperatorImpl* op) {
   Result r;
   op->type = desc.Type;
   switch (desc.Type) {
+    case DML_OPERATOR_GATHER:
+      op->name = "GATHER";
+      r = BuildGather(*static_cast<const DML_GATHER_OPERATOR_DESC*>(desc.Desc), op);
+      break;
     case DML_OPERATOR_GATHER_ELEMENTS:
       op->name = "GATHER_ELEMENTS";
       r = BuildGatherElements(*static_cast<const DML_GATHER_ELEMENTS_OPERATOR_DESC*>(desc.Desc),
@@ -40,10 +45,6 @@ Result BuildOperator(const DML_OPERATOR_DESC& desc, OperatorImpl* op) {
       op->name = "SCATTER_ELEMENTS";
       r = BuildScatterElements(*static_cast<const DML_SCATTER_OPERATOR_DESC*>(desc.Desc), op);
       break;
-    case DML_OPERATOR_GATHER:
-      return Fail(Status::Unsupported,
-                  "DML_OPERATOR_DESC.Type is DML_OPERATOR_GATHER (67), a DirectML operator vkdml "
-                  "does not provide yet; it provides " VKDML_OPERATOR_LIST);
     default:
       return Fail(Status::InvalidArgument, "DML_OPERATOR_DESC.Type is ", int(desc.Type),
                   ", expected an operator vkdml implements: " VKDML_OPERATOR_LIST);

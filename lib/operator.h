@@ -58,6 +58,7 @@ class OperatorImpl final : public Operator {
 };
 
 // Each validates its descriptor (messages without the operator-name prefix) and fills op.
+Result BuildGather(const DML_GATHER_OPERATOR_DESC& desc, OperatorImpl* op);
 Result BuildGatherElements(const DML_GATHER_ELEMENTS_OPERATOR_DESC& desc, OperatorImpl* op);
 Result BuildGatherND(const DML_GATHER_ND1_OPERATOR_DESC& desc, bool hasBatch, OperatorImpl* op);
 Result BuildScatterND(const DML_SCATTER_ND_OPERATOR_DESC& desc, OperatorImpl* op);

@@ -188,6 +188,16 @@ OpSpec OpSpec::GatherND1(TensorDesc input, TensorDesc indices, TensorDesc output
   return s;
 }
 
+OpSpec OpSpec::Gather(TensorDesc input, TensorDesc indices, TensorDesc output, UINT axis,
+                      UINT indexDimensions) {
+  OpSpec s;
+  s.type = DML_OPERATOR_GATHER;
+  s.tensors = {input, indices, output};
+  s.axis = axis;
+  s.indexDims = indexDimensions;
+  return s;
+}
+
 OpSpec OpSpec::GatherElements(TensorDesc input, TensorDesc indices, TensorDesc output, UINT axis) {
   OpSpec s;
   s.type = DML_OPERATOR_GATHER_ELEMENTS;
@@ -227,6 +237,10 @@ const DML_OPERATOR_DESC& OpSpec::Desc() {
       gnd1 = {tensors[0].Desc(), tensors[1].Desc(), tensors[2].Desc(), r, q, b};
       op.Desc = &gnd1;
       break;
+    case DML_OPERATOR_GATHER:
+      g = {tensors[0].Desc(), tensors[1].Desc(), tensors[2].Desc(), axis, indexDims};
+      op.Desc = &g;
+      break;
     case DML_OPERATOR_GATHER_ELEMENTS:
       ge = {tensors[0].Desc(), tensors[1].Desc(), tensors[2].Desc(), axis};
       op.Desc = &ge;
@@ -255,6 +269,10 @@ const DML_TENSOR_DESC** OpSpec::TensorSlot(size_t i) {
       const DML_TENSOR_DESC** p[] = {&gnd1.InputTensor, &gnd1.IndicesTensor, &gnd1.OutputTensor};
       return p[i];
     }
+    case DML_OPERATOR_GATHER: {
+      const DML_TENSOR_DESC** p[] = {&g.InputTensor, &g.IndicesTensor, &g.OutputTensor};
+      return p[i];
+    }
     case DML_OPERATOR_GATHER_ELEMENTS: {
       const DML_TENSOR_DESC** p[] = {&ge.InputTensor, &ge.IndicesTensor, &ge.OutputTensor};
       return p[i];
@@ -278,6 +296,8 @@ const char* OpSpec::Name() const {
       return "GATHER_ND";
     case DML_OPERATOR_GATHER_ND1:
       return "GATHER_ND1";
+    case DML_OPERATOR_GATHER:
+      return "GATHER";
     case DML_OPERATOR_GATHER_ELEMENTS:
       return "GATHER_ELEMENTS";
     case DML_OPERATOR_SCATTER_ND:
@@ -303,6 +323,9 @@ std::string OpSpec::ToString() const {
       break;
     case DML_OPERATOR_GATHER_ND1:
       s << "GATHER_ND1 r=" << r << " q=" << q << " b=" << b;
+      break;
+    case DML_OPERATOR_GATHER:
+      s << "GATHER axis=" << axis << " IndexDimensions=" << indexDims;
       break;
     case DML_OPERATOR_GATHER_ELEMENTS:
       s << "GATHER_ELEMENTS axis=" << axis;
@@ -332,6 +355,9 @@ ref::IndexError OpSpec::Reference(const std::vector<Bytes>& inputs, Bytes* outpu
     case DML_OPERATOR_GATHER_ND1:
       return ref::GatherND(in, inputs[0].data(), idx, inputs[1].data(), out, output->data(), r, q,
                            b);
+    case DML_OPERATOR_GATHER:
+      return ref::Gather(in, inputs[0].data(), idx, inputs[1].data(), out, output->data(), axis,
+                         indexDims);
     case DML_OPERATOR_GATHER_ELEMENTS:
       return ref::GatherElements(in, inputs[0].data(), idx, inputs[1].data(), out, output->data(),
                                  axis);

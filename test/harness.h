@@ -64,10 +64,13 @@ struct OpSpec {
   DML_OPERATOR_TYPE type = DML_OPERATOR_INVALID;
   std::vector<TensorDesc> tensors;  // GatherX: input, indices, output; ScatterX: + updates
   UINT r = 0, q = 0, b = 0, axis = 0;
+  UINT indexDims = 0;  // Gather's IndexDimensions
 
   static OpSpec GatherND(TensorDesc input, TensorDesc indices, TensorDesc output, UINT r, UINT q);
   static OpSpec GatherND1(TensorDesc input, TensorDesc indices, TensorDesc output, UINT r, UINT q,
                           UINT b);
+  static OpSpec Gather(TensorDesc input, TensorDesc indices, TensorDesc output, UINT axis,
+                       UINT indexDimensions);
   static OpSpec GatherElements(TensorDesc input, TensorDesc indices, TensorDesc output, UINT axis);
   static OpSpec ScatterND(TensorDesc input, TensorDesc indices, TensorDesc updates,
                           TensorDesc output, UINT r, UINT q);
@@ -87,6 +90,7 @@ struct OpSpec {
   // Filled by Desc(); validation tests change them afterwards and pass `op` directly.
   DML_GATHER_ND_OPERATOR_DESC gnd{};
   DML_GATHER_ND1_OPERATOR_DESC gnd1{};
+  DML_GATHER_OPERATOR_DESC g{};
   DML_GATHER_ELEMENTS_OPERATOR_DESC ge{};
   DML_SCATTER_ND_OPERATOR_DESC snd{};
   DML_SCATTER_OPERATOR_DESC se{};

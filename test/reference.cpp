@@ -286,6 +286,68 @@ IndexError GatherND(const Tensor& input, const uint8_t* in, const Tensor& indice
                     [&](const Coord& c) { return input.sizes[D - r + b + c[D - 1]]; });
 }
 
+namespace {
+
+// The entries of Gather's size formula before right alignment: for each, whether it is an input
+// dimension (else an indices dimension) and which.
+struct GatherEntry {
+  bool fromInput;
+  uint32_t dim;
+};
+
+std::vector<GatherEntry> GatherEntries(uint32_t D, uint32_t axis, uint32_t m) {
+  std::vector<GatherEntry> e;
+  for (uint32_t d = 0; d < axis; ++d) e.push_back({true, d});
+  for (uint32_t j = 0; j < m; ++j) e.push_back({false, D - m + j});
+  for (uint32_t d = axis + 1; d < D; ++d) e.push_back({true, d});
+  return e;
+}
+
+}  // namespace
+
+std::vector<uint32_t> GatherOutputSizes(const std::vector<uint32_t>& inputSizes,
+                                        const std::vector<uint32_t>& indicesSizes, uint32_t axis,
+                                        uint32_t m) {
+  const uint32_t D = static_cast<uint32_t>(inputSizes.size());
+  std::vector<uint32_t> full;
+  for (const GatherEntry& e : GatherEntries(D, axis, m))
+    full.push_back(e.fromInput ? inputSizes[e.dim] : indicesSizes[e.dim]);
+  if (full.size() <= D) {
+    std::vector<uint32_t> out(D - full.size(), 1);
+    out.insert(out.end(), full.begin(), full.end());
+    return out;
+  }
+  const size_t drop = full.size() - D;  // these must be the input's leading 1s (before axis)
+  for (size_t i = 0; i < drop; ++i)
+    if (i >= axis || full[i] != 1) return {};
+  return std::vector<uint32_t>(full.begin() + drop, full.end());
+}
+
+IndexError Gather(const Tensor& input, const uint8_t* in, const Tensor& indices, const uint8_t* idx,
+                  const Tensor& output, uint8_t* out, uint32_t axis, uint32_t m) {
+  const uint32_t D = input.Dims();
+  if (axis >= D || m > D || indices.Dims() != D)
+    throw std::invalid_argument("ref::Gather: arguments");
+  for (uint32_t d = 0; d + m < D; ++d)
+    if (indices.sizes[d] != 1) throw std::invalid_argument("ref::Gather: indices leading sizes");
+  if (output.sizes != GatherOutputSizes(input.sizes, indices.sizes, axis, m))
+    throw std::invalid_argument("ref::Gather: output sizes");
+  const std::vector<GatherEntry> entries = GatherEntries(D, axis, m);
+  // Output dimension o holds entry o + shift (shift < 0: leading 1s; > 0: dropped 1s).
+  const int64_t shift = int64_t(entries.size()) - int64_t(D);
+  ForEachCoord(output.sizes, [&](const Coord& oc) {
+    Coord ic(D, 0), xc(D, 0);  // dropped and padding entries are size-1 dimensions: 0
+    for (uint32_t o = 0; o < D; ++o) {
+      const int64_t e = int64_t(o) + shift;
+      if (e < 0) continue;
+      (entries[e].fromInput ? ic : xc)[entries[e].dim] = oc[o];
+    }
+    ic[axis] = ClampIndex(ReadIndex(indices, idx, xc), input.sizes[axis]);
+    Copy(output, out, oc, input, in, ic);
+  });
+  return FirstError(indices, idx, [&](const Coord&) { return input.sizes[axis]; });
+}
+
 IndexError GatherElements(const Tensor& input, const uint8_t* in, const Tensor& indices,
                           const uint8_t* idx, const Tensor& output, uint8_t* out, uint32_t axis) {
   if (output.sizes != indices.sizes || axis >= input.Dims())

@@ -73,6 +73,12 @@ IndexError GatherND(const Tensor& input, const uint8_t* in, const Tensor& indice
                     const uint8_t* idx, const Tensor& output, uint8_t* out, uint32_t r, uint32_t q,
                     uint32_t b);
 
+// Gather (DML_GATHER_OPERATOR_DESC): the output is the input with its axis dimension replaced
+// by the indices' last m (IndexDimensions) dimensions; output[...] = input[..., index, ...] with
+// index the clamped indices element at the output's coordinates in those dimensions.
+IndexError Gather(const Tensor& input, const uint8_t* in, const Tensor& indices, const uint8_t* idx,
+                  const Tensor& output, uint8_t* out, uint32_t axis, uint32_t m);
+
 IndexError GatherElements(const Tensor& input, const uint8_t* in, const Tensor& indices,
                           const uint8_t* idx, const Tensor& output, uint8_t* out, uint32_t axis);
 
@@ -106,5 +112,13 @@ std::vector<ScatterWrite> ScatterElementsWrites(const Tensor& input, const Tenso
 std::vector<uint32_t> GatherNDOutputSizes(const std::vector<uint32_t>& inputSizes,
                                           const std::vector<uint32_t>& indicesSizes, uint32_t r,
                                           uint32_t q, uint32_t b);
+
+// The size formula of DML_GATHER_OPERATOR_DESC: input.sizes[0..axis) + indices.sizes[D-m..D) +
+// input.sizes[axis+1..D), right-aligned into D dimensions: leading 1s added when it is shorter;
+// when it is longer, leading entries dropped, which must be 1s of the input (before axis: the
+// dimensions beyond its original rank). Empty when it does not fit into D dimensions.
+std::vector<uint32_t> GatherOutputSizes(const std::vector<uint32_t>& inputSizes,
+                                        const std::vector<uint32_t>& indicesSizes, uint32_t axis,
+                                        uint32_t m);
 
 }  // namespace ref

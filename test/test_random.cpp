@@ -256,6 +256,38 @@ Case GenGatherElements(Rng& rng, UINT D, DML_TENSOR_DATA_TYPE dt, DML_TENSOR_DAT
   }
 }
 
+// Gather along a random Axis with IndexDimensions 0 to D. The input has a random original rank
+// (leading 1s beyond it, where Axis may point too), and its sizes may hold more 1s; the indices
+// have IndexDimensions sizes after leading 1s. Shapes whose output needs more than D dimensions
+// are drawn again.
+Case GenGather(Rng& rng, UINT D, DML_TENSOR_DATA_TYPE dt, DML_TENSOR_DATA_TYPE it,
+               const IndexEncoder& enc) {
+  for (;;) {
+    const UINT rank = rng.P(0.8) ? rng.Ui(1, D) : D;
+    const UINT axis = rng.P(0.9) ? rng.Ui(D - rank, D - 1) : rng.Ui(0, D - 1);
+    const UINT m = rng.Ui(0, D);
+    std::vector<UINT> inSizes(D, 1), idxSizes(D, 1);
+    for (UINT d = D - rank; d < D; ++d) inSizes[d] = RandomSize(rng);
+    for (UINT d = D - m; d < D; ++d) idxSizes[d] = RandomSize(rng);
+    const std::vector<UINT> outSizes = ref::GatherOutputSizes(inSizes, idxSizes, axis, m);
+    if (outSizes.empty()) continue;
+    REQUIRE(outSizes.size() == D);
+    if (Product(inSizes) > 3000 || Product(outSizes) > 3000 || Product(idxSizes) > 1000) continue;
+
+    Case c;
+    TensorDesc in(dt, inSizes, RandomStrides(rng, inSizes, false));
+    TensorDesc ix(it, idxSizes, RandomStrides(rng, idxSizes, false));
+    TensorDesc out(dt, outSizes, RandomStrides(rng, outSizes, true));
+    c.spec = OpSpec::Gather(in, ix, out, axis, m);
+    Bytes indices = RandomBytes(rng, ix.Total());
+    const uint32_t n = inSizes[axis];
+    FillIndices(ix.Ref(), &indices,
+                [&](const ref::Coord&) { return enc.Encode(rng, enc.Target(rng, n), n); });
+    c.inputs = {RandomBytes(rng, in.Total()), indices};
+    return c;
+  }
+}
+
 // ScatterND. unique: every index tuple names a different target (after clamping), and the
 // indices do not broadcast. inPlace: input and output share their layout.
 Case GenScatterND(Rng& rng, UINT D, DML_TENSOR_DATA_TYPE dt, DML_TENSOR_DATA_TYPE it,
@@ -468,7 +500,7 @@ bool RunCase(Case& c, bool scatterDuplicates = false, bool* validationClean = nu
   return ok;
 }
 
-enum class Op { GatherND, GatherND1, GatherElements, ScatterND, ScatterElements };
+enum class Op { GatherND, GatherND1, GatherElements, ScatterND, ScatterElements, Gather };
 
 void RandomSweep(Op op, uint64_t salt, int perCombination) {
   const uint64_t base = BaseSeed();
@@ -499,6 +531,9 @@ void RandomSweep(Op op, uint64_t salt, int perCombination) {
             break;
           case Op::ScatterElements:
             c = GenScatterElements(rng, D, dt, it, enc, true, false, false);
+            break;
+          case Op::Gather:
+            c = GenGather(rng, D, dt, it, enc);
             break;
         }
         c.opts = RandomOptions(rng, c.spec, true);
@@ -541,6 +576,10 @@ TEST_CASE_METHOD(Fixture, "Random GatherND1 vs reference", "[random][gather_nd1]
 
 TEST_CASE_METHOD(Fixture, "Random GatherElements vs reference", "[random][gather_elements]") {
   RandomSweep(Op::GatherElements, 3, 20);
+}
+
+TEST_CASE_METHOD(Fixture, "Random Gather vs reference", "[random][gather]") {
+  RandomSweep(Op::Gather, 10, 20);
 }
 
 TEST_CASE_METHOD(Fixture, "Random ScatterND (unique targets) vs reference",
@@ -726,6 +765,38 @@ TEST_CASE_METHOD(Fixture, "Large GatherElements, strided, on UINT16 and INT64 in
               [&](const ref::Coord&) { return enc.Encode(rng, enc.Target(rng, 500), 500); });
   c.inputs = {RandomBytes(rng, in.Total()), indices};
   c.opts.path = GENERATE(Path::Record, Path::Run);
+  RunCase(c);
+}
+
+// An embedding lookup: rows of a {2000,256} table for a 3x700 indices array, widened to 16-byte
+// vectors (lib/plan.cpp: Plan::Widen) where the strides allow; and the same along the last
+// axis, a scattered read per element.
+TEST_CASE_METHOD(Fixture, "Large Gather (embedding rows) on FLOAT16 with INT64 indices",
+                 "[large][gather]") {
+  REQUIRE(DeviceSupports(DML_TENSOR_DATA_TYPE_FLOAT16));
+  Rng rng(BaseSeed() ^ 0x1005);
+  const DML_TENSOR_DATA_TYPE dt = DML_TENSOR_DATA_TYPE_FLOAT16, it = DML_TENSOR_DATA_TYPE_INT64;
+  const bool lastAxis = GENERATE(false, true);
+  const bool padded = GENERATE(false, true);
+  INFO((lastAxis ? "axis 2 (columns)" : "axis 1 (rows)") << (padded ? ", padded output" : ""));
+  const UINT n = lastAxis ? 256 : 2000;
+  TensorDesc in(dt, {1, 2000, 256}), ix(it, {1, 3, 700});
+  const std::vector<UINT> outSizes =
+      lastAxis ? std::vector<UINT>{2000, 3, 700} : std::vector<UINT>{3, 700, 256};
+  REQUIRE(ref::GatherOutputSizes(in.sizes, ix.sizes, lastAxis ? 2 : 1, 2) == outSizes);
+  const std::vector<UINT> outStrides =
+      padded ? std::vector<UINT>{outSizes[1] * (outSizes[2] + 8), outSizes[2] + 8, 1}
+             : std::vector<UINT>{};
+  TensorDesc out(dt, outSizes, outStrides);
+  Case c;
+  c.spec = OpSpec::Gather(in, ix, out, lastAxis ? 2 : 1, 2);
+  Bytes indices(ix.Total());
+  IndexEncoder enc{it, 0.3, 0.01};
+  FillIndices(ix.Ref(), &indices,
+              [&](const ref::Coord&) { return enc.Encode(rng, enc.Target(rng, n), n); });
+  c.inputs = {RandomBytes(rng, in.Total()), indices};
+  c.opts.path = padded ? Path::Record : Path::Run;  // the record path checked
+  c.opts.flags = padded ? VKDML_EXECUTION_FLAG_CHECK_INDICES : 0;
   RunCase(c);
 }
 

@@ -1,5 +1,6 @@
-// Every example of the four operator pages (shared/spec), with the outputs the pages give, on
-// every index type; and the pages' size-formula examples as validation successes.
+// Every example of the four operator pages (shared/spec) and of DirectML's and ONNX's Gather and
+// ScatterElements pages, with the outputs the pages give, on every index type; and the pages'
+// size-formula examples as validation successes.
 #include <catch2/catch.hpp>
 
 #include "harness.h"
@@ -190,5 +191,117 @@ TEST_CASE_METHOD(Fixture, "Member examples {1,1,4,6} / {1,4,5,2} are valid and r
   std::memcpy(out.data(), expected.data(), 480);
   for (int i = 0; i < 20; ++i)
     for (int x = 0; x < 6; ++x) REQUIRE(out[i * 6 + x] == float((i % 4) * 6 + x));
+  CheckAllPaths(spec, {in, idx}, expected, Poisoned(output.Total()));
+}
+
+// Gather has no page in shared/spec. These are the five examples of DirectML's
+// DML_GATHER_OPERATOR_DESC page, ONNX's two Gather examples and its scalar-indices rows, and the
+// page's IndexDimensions member example.
+TEST_CASE_METHOD(Fixture, "Gather examples (DirectML's page)", "[spec][gather]") {
+  const DML_TENSOR_DATA_TYPE it = GENERATE(from_range(IndexTypes()));
+  INFO("index type " << ref::TypeName(it));
+  SECTION("Example 1: 1D remapping") {
+    TensorDesc input(F32, {4}), indices(it, {5}), output(F32, {5});
+    OpSpec spec = OpSpec::Gather(input, indices, output, 0, 1);
+    CheckExample(spec, {ToBytes(Iota(4, 11)), IndexBytes(it, {3, 1, 3, 0, 2}, indices.Total())},
+                 {14, 12, 14, 11, 13});
+  }
+  SECTION("Example 2: 2D output, 1D indices, Axis 0, concatenate rows") {
+    TensorDesc input(F32, {3, 2}), indices(it, {1, 4}), output(F32, {4, 2});
+    OpSpec spec = OpSpec::Gather(input, indices, output, 0, 1);
+    CheckExample(spec, {ToBytes(Iota(6, 1)), IndexBytes(it, {0, 1, 1, 2}, indices.Total())},
+                 {1, 2, 3, 4, 3, 4, 5, 6});
+  }
+  SECTION("Example 3: 2D, Axis 1, swap columns") {
+    // The page gives IndexDimensions 2, which its own rule refuses: input rank 2 +
+    // IndexDimensions 2 - 1 = 3 output dimensions, more than DimensionCount 2 (the formula's
+    // sizes are {3,1,2}). With IndexDimensions 1 (indices {1,2} holding one actual dimension)
+    // the output is the page's.
+    TensorDesc input(F32, {3, 2}), indices(it, {1, 2}), output(F32, {3, 2});
+    OpSpec asWritten = OpSpec::Gather(input, indices, output, 1, 2);
+    std::unique_ptr<Operator> op;
+    Result r = Dev().CreateOperator(asWritten.Desc(), &op);
+    INFO(Str(r));
+    CHECK(r.status == Status::InvalidArgument);
+    CHECK(r.message ==
+          "GATHER: OutputTensor would need 3 dimensions (sizes {3,1,2}: InputTensor's original "
+          "rank 2 + IndexDimensions 2 - 1), but its DimensionCount is 2");
+    CHECK(ref::GatherOutputSizes({3, 2}, {1, 2}, 1, 2).empty());
+    OpSpec spec = OpSpec::Gather(input, indices, output, 1, 1);
+    CheckExample(spec, {ToBytes(Iota(6, 1)), IndexBytes(it, {1, 0}, indices.Total())},
+                 {2, 1, 4, 3, 6, 5});
+  }
+  SECTION("Example 4: 2D, Axis 1, nested indices") {
+    // The page's heading says Axis 1; its descriptor says Axis 2 of the padded {1,3,3}.
+    TensorDesc input(F32, {1, 3, 3}), indices(it, {1, 1, 2}), output(F32, {3, 1, 2});
+    OpSpec spec = OpSpec::Gather(input, indices, output, 2, 2);
+    CheckExample(spec, {ToBytes(Iota(9, 1)), IndexBytes(it, {0, 2}, indices.Total())},
+                 {1, 3, 4, 6, 7, 9});
+  }
+  SECTION("Example 5: 2D, Axis 0, nested indices") {
+    TensorDesc input(F32, {1, 3, 2}), indices(it, {1, 2, 2}), output(F32, {2, 2, 2});
+    OpSpec spec = OpSpec::Gather(input, indices, output, 1, 2);
+    CheckExample(spec, {ToBytes(Iota(6, 1)), IndexBytes(it, {0, 1, 1, 2}, indices.Total())},
+                 {1, 2, 3, 4, 3, 4, 5, 6});
+  }
+}
+
+TEST_CASE_METHOD(Fixture, "Gather examples (ONNX's, as DirectML descriptors)", "[spec][gather]") {
+  const DML_TENSOR_DATA_TYPE it = GENERATE(from_range(IndexTypes()));
+  INFO("index type " << ref::TypeName(it));
+  SECTION("ONNX example 1: data (3,2), indices (2,2), axis 0 -> (2,2,2)") {
+    // DimensionCount 3: the input padded to {1,3,2}, gathered along its Axis 1.
+    TensorDesc input(F32, {1, 3, 2}), indices(it, {1, 2, 2}), output(F32, {2, 2, 2});
+    OpSpec spec = OpSpec::Gather(input, indices, output, 1, 2);
+    CheckExample(spec,
+                 {ToBytes(std::vector<float>{1.0f, 1.2f, 2.3f, 3.4f, 4.5f, 5.7f}),
+                  IndexBytes(it, {0, 1, 1, 2}, indices.Total())},
+                 {1.0f, 1.2f, 2.3f, 3.4f, 2.3f, 3.4f, 4.5f, 5.7f});
+  }
+  SECTION("ONNX example 2: data (3,3), indices (1,2), axis 1 -> (3,1,2)") {
+    TensorDesc input(F32, {1, 3, 3}), indices(it, {1, 1, 2}), output(F32, {3, 1, 2});
+    OpSpec spec = OpSpec::Gather(input, indices, output, 2, 2);
+    CheckExample(spec,
+                 {ToBytes(std::vector<float>{1.0f, 1.2f, 1.9f, 2.3f, 3.4f, 3.9f, 4.5f, 5.7f, 5.9f}),
+                  IndexBytes(it, {0, 2}, indices.Total())},
+                 {1.0f, 1.9f, 2.3f, 3.9f, 4.5f, 5.9f});
+  }
+  SECTION("ONNX scalar indices: data (P,Q), axis 0 -> (Q), IndexDimensions 0") {
+    TensorDesc input(F32, {3, 2}), indices(it, {1, 1}), output(F32, {1, 2});
+    OpSpec spec = OpSpec::Gather(input, indices, output, 0, 0);
+    CheckExample(spec, {ToBytes(Iota(6, 0)), IndexBytes(it, {2}, indices.Total())}, {4, 5});
+  }
+  SECTION("ONNX scalar indices: data (P,Q,R), axis 1 -> (P,R)") {
+    // A negative index for the signed types, its unsigned equivalent otherwise.
+    const int64_t index = ref::IsSignedIndexType(it) ? -2 : 1;
+    TensorDesc input(F32, {2, 3, 2}), indices(it, {1, 1, 1}), output(F32, {1, 2, 2});
+    OpSpec spec = OpSpec::Gather(input, indices, output, 1, 0);
+    CheckExample(spec, {ToBytes(Iota(12, 0)), IndexBytes(it, {index}, indices.Total())},
+                 {2, 3, 8, 9});
+  }
+}
+
+// The page's IndexDimensions member example: indices {1,1,4,6} with IndexDimensions 3 mean the
+// actual indices {1,4,6}. With input {1,1,5,7} along Axis 2 (original rank 2) the output is
+// {1,4,6} + {7} = {1,4,6,7}: the size-1 index dimension is kept, the input's leading 1s go.
+TEST_CASE_METHOD(Fixture, "Gather member example {1,1,4,6} / IndexDimensions 3 is valid and runs",
+                 "[spec][gather][validation]") {
+  const std::vector<UINT> inSizes = {1, 1, 5, 7}, idxSizes = {1, 1, 4, 6};
+  REQUIRE(ref::GatherOutputSizes(inSizes, idxSizes, 2, 3) == std::vector<UINT>{1, 4, 6, 7});
+  const DML_TENSOR_DATA_TYPE it = DML_TENSOR_DATA_TYPE_INT32;
+  TensorDesc input(F32, inSizes), indices(it, idxSizes), output(F32, {1, 4, 6, 7});
+  std::vector<int64_t> values(24);
+  for (int i = 0; i < 24; ++i) values[i] = i % 5 - (i % 3 == 0 ? 5 : 0);  // some negative
+  const Bytes in = ToBytes(Iota(35, 0)), idx = IndexBytes(it, values, indices.Total());
+  OpSpec spec = OpSpec::Gather(input, indices, output, 2, 3);
+  Bytes expected = Poisoned(output.Total());
+  REQUIRE_FALSE(spec.Reference({in, idx}, &expected).found);
+  // Spot-check the reference against the page's pseudocode: output[0, i, j, x] =
+  // input[0, 0, indices[0, 0, i, j], x].
+  std::vector<float> out(168);
+  std::memcpy(out.data(), expected.data(), 672);
+  for (int i = 0; i < 24; ++i)
+    for (int x = 0; x < 7; ++x)
+      REQUIRE(out[i * 7 + x] == float((values[i] < 0 ? values[i] + 5 : values[i]) * 7 + x));
   CheckAllPaths(spec, {in, idx}, expected, Poisoned(output.Total()));
 }

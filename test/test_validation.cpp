@@ -1,4 +1,4 @@
-// One test per validation rule of test/SEMANTICS.md (1-25 and the binding rules): the Status and
+// One test per validation rule of test/SEMANTICS.md (1-32 and the binding rules): the Status and
 // the message (operator prefix, field name, actual and expected values where the doc gives them).
 #include <catch2/catch.hpp>
 
@@ -44,8 +44,16 @@ OpSpec BaseScatterElements() {
                                  TensorDesc(F32, {1, 2, 4}), TensorDesc(F32, {1, 3, 4}), 1);
 }
 
+OpSpec BaseGather() {
+  // input {1,3,4}, axis 1, indices {1,2,5} with IndexDimensions 2: {1} + {2,5} + {4}, the
+  // input's leading 1 dropped -> output {2,5,4}
+  return OpSpec::Gather(TensorDesc(F32, {1, 3, 4}), TensorDesc(I32, {1, 2, 5}),
+                        TensorDesc(F32, {2, 5, 4}), 1, 2);
+}
+
 std::vector<std::function<OpSpec()>> AllBases() {
-  return {BaseGatherND, BaseGatherND1, BaseGatherElements, BaseScatterND, BaseScatterElements};
+  return {BaseGatherND,  BaseGatherND1,       BaseGatherElements,
+          BaseScatterND, BaseScatterElements, BaseGather};
 }
 
 Result Create(const DML_OPERATOR_DESC& desc) {
@@ -356,6 +364,16 @@ TEST_CASE_METHOD(Fixture, "Rule 11: output strides broadcast or overlap", "[vali
       INFO("strides " << strides[0] << "," << strides[1] << "," << strides[2] << ": " << Str(r));
       CHECK(r.ok());
     }
+  }
+  {  // Gather: output {2,5,4}
+    OpSpec spec = BaseGather();
+    spec.Output() = TensorDesc(F32, {2, 5, 4}, {20, 0, 1}, 4 * 64);
+    spec.Desc();
+    ExpectInvalid(spec, {"OutputTensor.Strides[1] is 0"});
+    spec.Output() = TensorDesc(F32, {2, 5, 4}, {1, 8, 2});  // transposed and padded: fine
+    Result r = Create(spec.Desc());
+    INFO(Str(r));
+    CHECK(r.ok());
   }
   // Inputs may broadcast.
   OpSpec spec = BaseGatherND();
@@ -670,19 +688,145 @@ TEST_CASE_METHOD(Fixture, "Rule 24: unknown operator type / null desc", "[valida
     REQUIRE(r.status == Status::InvalidArgument);
     CHECK_THAT(r.message, Contains("DML_OPERATOR_DESC.Type"));
   }
+  {  // the message lists the operators vkdml implements, DML_OPERATOR_GATHER among them
+    DML_OPERATOR_DESC d{static_cast<DML_OPERATOR_TYPE>(66), spec.op.Desc};
+    Result r = Create(d);
+    INFO(Str(r));
+    CHECK_THAT(r.message, Contains("DML_OPERATOR_DESC.Type is 66, expected an operator vkdml "
+                                   "implements: DML_OPERATOR_GATHER (67), "));
+  }
   for (DML_OPERATOR_TYPE t :
-       {DML_OPERATOR_GATHER_ND, DML_OPERATOR_GATHER_ND1, DML_OPERATOR_GATHER_ELEMENTS,
-        DML_OPERATOR_SCATTER_ND, DML_OPERATOR_SCATTER_ELEMENTS}) {
+       {DML_OPERATOR_GATHER, DML_OPERATOR_GATHER_ND, DML_OPERATOR_GATHER_ND1,
+        DML_OPERATOR_GATHER_ELEMENTS, DML_OPERATOR_SCATTER_ND, DML_OPERATOR_SCATTER_ELEMENTS}) {
     DML_OPERATOR_DESC d{t, nullptr};
     Result r = Create(d);
     INFO("type " << int(t) << ": " << Str(r));
     REQUIRE(r.status == Status::InvalidArgument);
     CHECK_THAT(r.message, Contains("DML_OPERATOR_DESC.Desc is null"));
   }
-  Result r = Create(DML_OPERATOR_DESC{DML_OPERATOR_GATHER, spec.op.Desc});  // not provided
-  INFO(Str(r));
-  CHECK(r.status == Status::Unsupported);
-  CHECK_THAT(r.message, Contains("DML_OPERATOR_GATHER (67)"));
+}
+
+TEST_CASE_METHOD(Fixture, "Rule 28: Gather Axis >= DimensionCount", "[validation][gather]") {
+  for (UINT axis : {3u, 4u, 0xFFFFFFFFu}) {
+    OpSpec spec = BaseGather();
+    spec.axis = axis;
+    spec.Desc();
+    ExpectInvalid(spec, {"Axis is " + std::to_string(axis) +
+                         ", expected less than 3 (InputTensor.DimensionCount)"});
+  }
+  {  // Axis 2 of the same input: {1,3} + {2,5}, the leading 1 dropped -> {3,2,5}
+    OpSpec spec = BaseGather();
+    spec.axis = 2;
+    spec.Output() = TensorDesc(F32, {3, 2, 5});
+    Result r = Create(spec.Desc());
+    INFO(Str(r));
+    CHECK(r.ok());
+  }
+}
+
+TEST_CASE_METHOD(Fixture, "Rule 29: Gather IndexDimensions > DimensionCount",
+                 "[validation][gather]") {
+  for (UINT m : {4u, 100u, 0xFFFFFFFFu}) {
+    OpSpec spec = BaseGather();
+    spec.indexDims = m;
+    spec.Desc();
+    ExpectInvalid(spec, {"IndexDimensions is " + std::to_string(m) +
+                         ", expected 0 to 3 (IndicesTensor.DimensionCount)"});
+  }
+  {  // 0 (a scalar index): {1} + {} + {4} -> {1,1,4}
+    OpSpec spec = OpSpec::Gather(TensorDesc(F32, {1, 3, 4}), TensorDesc(I32, {1, 1, 1}),
+                                 TensorDesc(F32, {1, 1, 4}), 1, 0);
+    Result r = Create(spec.Desc());
+    INFO(Str(r));
+    CHECK(r.ok());
+  }
+  {  // DimensionCount itself (as the page's examples use it): {1,1} + {1,2,5}, 1s dropped
+    OpSpec spec = OpSpec::Gather(TensorDesc(F32, {1, 1, 4}), TensorDesc(I32, {1, 2, 5}),
+                                 TensorDesc(F32, {1, 2, 5}), 2, 3);
+    Result r = Create(spec.Desc());
+    INFO(Str(r));
+    CHECK(r.ok());
+  }
+}
+
+TEST_CASE_METHOD(Fixture, "Rule 30: Gather leading IndicesTensor size outside IndexDimensions",
+                 "[validation][gather]") {
+  {
+    OpSpec spec = BaseGather();
+    spec.tensors[1] = TensorDesc(I32, {2, 2, 5});
+    spec.Desc();
+    ExpectInvalid(spec, {"IndicesTensor.Sizes[0] is 2, expected 1 (leading dimension outside "
+                         "IndexDimensions = 2)"});
+  }
+  {  // IndexDimensions 0: every size must be 1
+    OpSpec spec = OpSpec::Gather(TensorDesc(F32, {1, 3, 4}), TensorDesc(I32, {1, 1, 3}),
+                                 TensorDesc(F32, {1, 1, 4}), 1, 0);
+    spec.Desc();
+    ExpectInvalid(spec, {"IndicesTensor.Sizes[2] is 3, expected 1 (leading dimension outside "
+                         "IndexDimensions = 0)"});
+  }
+}
+
+TEST_CASE_METHOD(Fixture, "Rule 31: Gather output would need more than D dimensions",
+                 "[validation][gather]") {
+  {  // input rank 3 (nothing to drop) + IndexDimensions 2 - 1 = 4
+    OpSpec spec = BaseGather();
+    spec.tensors[0] = TensorDesc(F32, {2, 3, 4});
+    spec.Desc();
+    ExpectInvalid(spec, {"OutputTensor would need 4 dimensions (sizes {2,2,5,4}: InputTensor's "
+                         "original rank 3 + IndexDimensions 2 - 1), but its DimensionCount is 3"});
+  }
+  {  // Axis 0: InputTensor.Sizes[0] is 1, but it is the Axis dimension, not one before it
+    OpSpec spec = BaseGather();
+    spec.axis = 0;
+    spec.Desc();
+    ExpectInvalid(spec, {"OutputTensor would need 4 dimensions (sizes {2,5,3,4}: InputTensor's "
+                         "original rank 3"});
+  }
+  {  // a 1 after a size that is not 1 is not a leading 1
+    OpSpec spec = BaseGather();
+    spec.tensors[0] = TensorDesc(F32, {3, 1, 4});
+    spec.axis = 2;
+    spec.Desc();
+    ExpectInvalid(spec, {"OutputTensor would need 4 dimensions (sizes {3,1,2,5}"});
+  }
+}
+
+TEST_CASE_METHOD(Fixture, "Rule 32: Gather output sizes differ from the formula",
+                 "[validation][gather]") {
+  {
+    OpSpec spec = BaseGather();
+    spec.Output() = TensorDesc(F32, {2, 5, 3});
+    spec.Desc();
+    ExpectInvalid(spec, {"OutputTensor.Sizes[2] is 3, expected 4 (InputTensor.Sizes[2])"});
+  }
+  {
+    OpSpec spec = BaseGather();
+    spec.Output() = TensorDesc(F32, {2, 4, 4});
+    spec.Desc();
+    ExpectInvalid(spec, {"OutputTensor.Sizes[1] is 4, expected 5 (IndicesTensor.Sizes[2])"});
+  }
+  {  // IndexDimensions 1: {1} + {5} + {4} -> {1,5,4}; a leading dimension must be 1
+    OpSpec spec = BaseGather();
+    spec.tensors[1] = TensorDesc(I32, {1, 1, 5});
+    spec.indexDims = 1;
+    spec.Output() = TensorDesc(F32, {2, 5, 4});
+    spec.Desc();
+    ExpectInvalid(spec, {"OutputTensor.Sizes[0] is 2, expected 1 (leading dimension)"});
+    spec.Output() = TensorDesc(F32, {5, 4, 1});  // left-aligned instead of right-aligned
+    spec.Desc();
+    ExpectInvalid(spec, {"OutputTensor.Sizes[0] is 5, expected 1"});
+    spec.Output() = TensorDesc(F32, {1, 5, 4});
+    Result r = Create(spec.Desc());
+    INFO(Str(r));
+    CHECK(r.ok());
+  }
+  {  // the indices' dimensions replace the Axis dimension in place: {2,5} + {4}, not {4} + ...
+    OpSpec spec = BaseGather();
+    spec.Output() = TensorDesc(F32, {4, 2, 5});
+    spec.Desc();
+    ExpectInvalid(spec, {"OutputTensor.Sizes[0] is 4, expected 2 (IndicesTensor.Sizes[1])"});
+  }
 }
 
 TEST_CASE_METHOD(Fixture, "Rule 25: tensor larger than maxStorageBufferRange", "[validation]") {

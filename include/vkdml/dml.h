@@ -74,6 +74,16 @@ struct DML_OPERATOR_DESC {
   const void* Desc;  // the DML_*_OPERATOR_DESC matching Type
 };
 
+// DirectML's DML_OPERATOR_GATHER: output[...] = input[..., indices[...], ...] along Axis, the
+// last IndexDimensions sizes of IndicesTensor taking the place of InputTensor's Axis dimension.
+struct DML_GATHER_OPERATOR_DESC {
+  const DML_TENSOR_DESC* InputTensor;
+  const DML_TENSOR_DESC* IndicesTensor;
+  const DML_TENSOR_DESC* OutputTensor;
+  UINT Axis;
+  UINT IndexDimensions;
+};
+
 struct DML_GATHER_ELEMENTS_OPERATOR_DESC {
   const DML_TENSOR_DESC* InputTensor;
   const DML_TENSOR_DESC* IndicesTensor;

@@ -82,6 +82,12 @@ def ref_gather_nd(data, indices, b=0):
     return out
 
 
+def ref_gather(data, indices, axis):
+    """ONNX Gather with the library's clamping: data.shape[:axis] + indices.shape +
+    data.shape[axis+1:]."""
+    return np.take(data, fix(indices, data.shape[axis]), axis=axis)
+
+
 def ref_gather_elements(data, indices, axis):
     out = np.empty(indices.shape, data.dtype)
     for pos in np.ndindex(*indices.shape):
@@ -198,6 +204,9 @@ def group_roundtrip():
         idx = np.array([[2], [0], [1], [2]], np.int32)
         p, got = run_op("gather-nd", data, idx)
         expect_ok(f"gather-nd {name}", p, got, ref_gather_nd(data, idx))
+        gidx = np.array([3, 0, -1, 1, 1], np.int64)
+        p, got = run_op("gather", data, gidx, extra=["--axis", "1"])
+        expect_ok(f"gather {name}", p, got, data[:, [3, 0, 3, 1, 1]])
         upd = sample(dt, (2, 4), seed=2)
         sidx = np.array([[2], [0]], np.uint32)
         p, got = run_op("scatter-nd", data, sidx, upd)
@@ -210,6 +219,8 @@ def group_roundtrip():
         idx = np.array([[3, 2], [0, 1], [1, 0]], it)
         p, got = run_op("gather-nd", data, idx)
         expect_ok(f"gather-nd indices {np.dtype(it).name}", p, got, ref_gather_nd(data, idx))
+        p, got = run_op("gather", data, idx)
+        expect_ok(f"gather indices {np.dtype(it).name}", p, got, data[[[3, 2], [0, 1], [1, 0]]])
         eidx = np.array([[2, 0], [0, 1], [1, 2], [3, 0]], it)  # (4, 2) into (4, 3), axis 1
         upd = sample(np.float32, (4, 2), seed=3)
         p, got = run_op("scatter-elements", data, eidx, upd, extra=["--axis", "1"])
@@ -249,6 +260,27 @@ def group_shapes():
     idx = np.array([[[1, 0, 2], [0, 0, 1]]], np.int32)
     p, got = run_op("gather-nd", data8, idx)
     expect_ok("gather-nd 8-d input", p, got, ref_gather_nd(data8, idx))
+    # Gather: every axis of the 8-d data with 0-d indices (rank 7), 1-d indices (rank 8), and
+    # 2-d indices where the output's rank allows; 0-d data out of 1-d data; Fortran order.
+    for axis in range(-8, 8):
+        n = data8.shape[axis]
+        for idx in (np.array(n - 1, np.int64), np.array([0, n - 1, -n], np.int32)):
+            p, got = run_op("gather", data8, idx, extra=["--axis", str(axis)])
+            expect_ok(f"gather 8-d axis {axis} indices {idx.shape}", p, got,
+                      ref_gather(data8, idx, axis % 8))
+    data = sample(np.uint16, (4, 1, 3))
+    idx = np.array([[[2, -1]], [[0, 3]]], np.int64)  # (2, 1, 2)
+    for axis in (0, -1):
+        for fd in (False, True):
+            for fi in (False, True):
+                f = (lambda a, on: np.asfortranarray(a) if on else np.ascontiguousarray(a))
+                what = f"(input {'F' if fd else 'C'}, indices {'F' if fi else 'C'})"
+                p, got = run_op("gather", f(data, fd), f(idx, fi), extra=["--axis", str(axis)])
+                expect_ok(f"gather axis {axis} {what}", p, got, ref_gather(data, idx, axis % 3))
+    p, got = run_op("gather", np.arange(5, dtype=np.int8), np.array(-2, np.int32))
+    expect_ok("gather to a 0-d output", p, got, np.array(3, np.int8))
+    p, got = run_op("gather", sample(np.float32, (1, 3)), np.array([[0]], np.uint64))
+    expect_ok("gather from a leading 1", p, got, sample(np.float32, (1, 3))[[[0]]])
     # Batch dims
     data = sample(np.float64, (2, 3, 4))
     idx = np.array([[[2, 1], [0, 3]], [[1, 1], [2, 0]]], np.int64)
@@ -340,6 +372,10 @@ def group_shapes():
     data = np.asfortranarray(sample(np.uint8, (3, 2)))
     p, got = run_op("scatter-nd", data, np.zeros((0, 1), np.int64), np.zeros((0, 2), np.uint8))
     expect_ok("scatter-nd with no updates", p, got, np.ascontiguousarray(data))
+    p, got = run_op("gather", np.ones((3, 2), np.float32), np.zeros((2, 0), np.int64))
+    expect_ok("gather with no indices", p, got, np.zeros((2, 0, 2), np.float32))
+    p, got = run_op("gather", np.ones((3, 0), np.float32), np.array([1, 2], np.int64))
+    expect_ok("gather of empty rows", p, got, np.zeros((2, 0), np.float32))
     p, got = run_op("gather-elements", np.zeros((2, 0), np.float32), np.zeros((2, 0), np.int64),
                     extra=["--axis", "1"])
     expect_ok("gather-elements empty", p, got, np.zeros((2, 0), np.float32))
@@ -377,6 +413,25 @@ def group_indices():
                                                                    "--check-indices"])
     expect_error("gather-elements --check-indices", p, 2,
                  "idx.npy: indices[1,1] is 5, outside the valid range [-5, 4]")
+    for it in INDEX_TYPES:
+        name = np.dtype(it).name
+        signed = np.issubdtype(it, np.signedinteger)
+        vals = [[-1, 9], [-7, 2]] if signed else [[2**31, 0], [4, 2]]
+        gidx = np.array(vals, np.int64).astype(it)
+        p, got = run_op("gather", data, gidx)
+        expect_ok(f"gather clamped {name} indices", p, got, ref_gather(data, gidx, 0))
+        p, got = run_op("gather", data, gidx, extra=["--check-indices"])
+        rng = "[-5, 4]" if signed else "[0, 4]"
+        bad = "[0,1] is 9" if signed else f"[0,0] is {2**31}"
+        expect_error(f"gather --check-indices {name}", p, 2,
+                     f"idx.npy: indices{bad}, outside the valid range {rng}")
+    p, got = run_op("gather", data, np.array([-2, 1], np.int64), extra=["--axis", "1",
+                                                                      "--check-indices"])
+    expect_ok("gather --check-indices with valid negative indices", p, got, data[:, [0, 1]])
+    p, got = run_op("gather", data, np.array(-3, np.int64), extra=["--axis", "-1",
+                                                                 "--check-indices"])
+    expect_error("gather --check-indices 0-d indices", p, 2,
+                 "idx.npy: indices[()] is -3, outside the valid range [-2, 1]")
     sidx = np.array([[1], [6]], np.int64)
     p, got = run_op("scatter-nd", data, sidx, np.ones((2, 2), np.float32),
                     extra=["--check-indices"])
@@ -423,8 +478,26 @@ def group_errors():
         return vkdml("run", *args)
 
     base = ["--input", inp, "--indices", ind, "--output", out]
-    expect_error("gather not implemented", run("gather", *base), 2,
-                 "operator 'gather' (ONNX Gather, DML_OPERATOR_GATHER) is not implemented yet")
+    expect_error("gather --batch-dims", run("gather", *base, "--batch-dims", "0"), 2,
+                 "--batch-dims does not apply to gather")
+    expect_error("gather --updates", run("gather", *base, "--updates", inp), 2,
+                 "--updates does not apply to gather")
+    expect_error("gather --reduction", run("gather", *base, "--reduction", "add"), 2,
+                 "--reduction does not apply to gather")
+    expect_error("gather axis", run("gather", *base, "--axis", "-3"), 2,
+                 "--axis is -3, expected -2 to 1 (")
+    expect_error("gather 0-d input",
+                 run("gather", "--input", save("g0.npy", np.array(1, np.float32)),
+                     "--indices", ind, "--output", out), 2,
+                 "g0.npy: rank is 0, expected at least 1 for gather")
+    expect_error("gather output rank 9",
+                 run("gather", "--input", save("g8.npy", np.zeros((1,) * 8, np.float32)),
+                     "--indices", save("g_i2.npy", np.zeros((2, 2), np.int64)), "--output", out),
+                 2, "the output would have rank 9 (shape (2, 2, 1, 1, 1, 1, 1, 1, 1))")
+    expect_error("gather from an empty axis",
+                 run("gather", "--input", save("gz.npy", np.zeros((0, 2), np.float32)),
+                     "--indices", ind, "--output", out), 2,
+                 "gz.npy: has no elements (shape (0, 2)), so no index into it is valid")
     for red in ("add", "mul", "min", "max"):
         expect_error(f"--reduction {red}", run("scatter-nd", *base, "--updates", inp,
                                                "--reduction", red), 2,

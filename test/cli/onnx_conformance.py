@@ -36,7 +36,7 @@ OPERATORS = {
 OPTION = {"axis": "--axis", "batch_dims": "--batch-dims", "reduction": "--reduction"}
 # What `vkdml run` may still refuse as not implemented yet: ONNX operators, and the reduction
 # attribute's values (of ScatterElements and ScatterND).
-NOT_IMPLEMENTED = {"operators": {"Gather"}, "reductions": {"add", "mul", "min", "max"}}
+NOT_IMPLEMENTED = {"operators": set(), "reductions": {"add", "mul", "min", "max"}}
 
 
 def find_cases(data_dir):
