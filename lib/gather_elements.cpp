@@ -18,17 +18,8 @@ Result BuildGatherElements(const DML_GATHER_ELEMENTS_OPERATOR_DESC& desc, Operat
     return Fail(Status::InvalidArgument, "Axis is ", axis, ", expected less than ", dims,
                 " (InputTensor.DimensionCount)");
 
-  UINT expected[kMaxDims];
-  std::string what[kMaxDims];
-  for (UINT d = 0; d < dims; ++d) {
-    if (d != axis && indices.sizes[d] != input.sizes[d])
-      return Fail(Status::InvalidArgument, "IndicesTensor.Sizes[", d, "] is ", indices.sizes[d],
-                  ", expected ", input.sizes[d], " (InputTensor.Sizes[", d,
-                  "]: only the Axis dimension may differ)");
-    expected[d] = indices.sizes[d];
-    what[d] = Str("IndicesTensor.Sizes[", d, "]");
-  }
-  VKDML_TRY(CheckSizes(output, dims, expected, what));
+  VKDML_TRY(CheckSameSizes(indices, input, axis));
+  VKDML_TRY(CheckSameSizes(output, indices));
 
   Pass gather;
   UINT position = 1;

@@ -21,17 +21,9 @@ Result BuildScatterElements(const DML_SCATTER_OPERATOR_DESC& desc, OperatorImpl*
     return Fail(Status::InvalidArgument, "Axis is ", axis, ", expected less than ", dims,
                 " (OutputTensor.DimensionCount)");
 
-  std::string what[kMaxDims];
-  for (UINT d = 0; d < dims; ++d) what[d] = Str("InputTensor.Sizes[", d, "]");
-  VKDML_TRY(CheckSizes(output, dims, input.sizes, what));
-  for (UINT d = 0; d < dims; ++d) {
-    if (d != axis && indices.sizes[d] != input.sizes[d])
-      return Fail(Status::InvalidArgument, "IndicesTensor.Sizes[", d, "] is ", indices.sizes[d],
-                  ", expected ", input.sizes[d], " (InputTensor.Sizes[", d,
-                  "]: only the Axis dimension may differ)");
-    what[d] = Str("IndicesTensor.Sizes[", d, "]");
-  }
-  VKDML_TRY(CheckSizes(updates, dims, indices.sizes, what));
+  VKDML_TRY(CheckSameSizes(output, input));
+  VKDML_TRY(CheckSameSizes(indices, input, axis));
+  VKDML_TRY(CheckSameSizes(updates, indices));
 
   Pass copy;
   copy.skipInPlace = true;

@@ -246,5 +246,14 @@ Result CheckSizes(const Tensor& t, UINT expectedCount, const UINT* expected,
   return {};
 }
 
+Result CheckSameSizes(const Tensor& t, const Tensor& reference, UINT axis) {
+  for (UINT d = 0; d < t.dims; ++d)
+    if (d != axis && t.sizes[d] != reference.sizes[d])
+      return Fail(Status::InvalidArgument, t.field, ".Sizes[", d, "] is ", t.sizes[d],
+                  ", expected ", reference.sizes[d], " (", reference.field, ".Sizes[", d, "]",
+                  axis < kMaxDims ? ": only the Axis dimension may differ)" : ")");
+  return {};
+}
+
 }  // namespace detail
 }  // namespace vkdml

@@ -44,6 +44,10 @@ Result CheckSameType(const Tensor& t, const Tensor& reference);
 Result CheckSizes(const Tensor& t, UINT expectedCount, const UINT* expected,
                   const std::string* what);
 
+// t.Sizes == reference.Sizes (same DimensionCount, checked before), except dimension `axis`
+// when it is below kMaxDims ("only the Axis dimension may differ").
+Result CheckSameSizes(const Tensor& t, const Tensor& reference, UINT axis = kMaxDims);
+
 bool IsSignedIndexType(DML_TENSOR_DATA_TYPE type);
 
 }  // namespace vkdml::detail
