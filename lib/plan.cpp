@@ -70,7 +70,7 @@ bool Plan::Widen(UINT elemSize, UINT vecBytes, Plan* out) const {
 bool Plan::Stripe(UINT elemSize, Plan* out) const {
   constexpr UINT64 kMaxStripeBytes = 4u << 20;        // input rows one stripe touches: fits in L2
   const UINT width = std::max(32u, 128u / elemSize);  // >= one warp, >= one 128-byte line
-  if (rank < 2 || tuple == 0) return false;
+  if (rank < 2 || rank >= kMaxDims || tuple == 0) return false;  // the stripe adds a dimension
   const UINT last = rank - 1;
   if (direct[last] != 1 || indexed[last] != 1 || indices[last] == 0 || sizes[last] <= width ||
       sizes[last] % width)

@@ -802,17 +802,23 @@ TEST_CASE_METHOD(Fixture, "GatherElements on an outer axis, wide rows (striped w
   struct Shape {
     std::vector<UINT> input, indices;
     UINT axis;
+    std::vector<UINT> inputStrides;  // empty: packed
   };
-  const Shape shapes[] = {{{37, 256}, {41, 256}, 0},
-                          {{3, 29, 512}, {3, 5, 512}, 1},
-                          {{9, 4, 300}, {2, 4, 300}, 0},  // 300: no whole stripes
-                          {{70, 1024}, {70, 1024}, 0}};
+  const Shape shapes[] = {{{37, 256}, {41, 256}, 0, {}},
+                          {{3, 29, 512}, {3, 5, 512}, 1, {}},
+                          {{9, 4, 300}, {2, 4, 300}, 0, {}},  // 300: no whole stripes
+                          {{70, 1024}, {70, 1024}, 0, {}},
+                          // 8 dimensions that padding keeps from merging: no room for a stripe
+                          {{3, 2, 2, 2, 2, 2, 2, 64},
+                           {2, 2, 2, 2, 2, 2, 2, 64},
+                           0,
+                           {5112, 2552, 1272, 632, 312, 152, 72, 1}}};
   for (DML_TENSOR_DATA_TYPE type : types) {
     if (!DeviceSupports(type)) continue;
     for (const Shape& sh : shapes) {
       const DML_TENSOR_DATA_TYPE it =
           rng.U(0, 1) ? DML_TENSOR_DATA_TYPE_INT32 : DML_TENSOR_DATA_TYPE_INT64;
-      TensorDesc in(type, sh.input), ix(it, sh.indices), out(type, sh.indices);
+      TensorDesc in(type, sh.input, sh.inputStrides), ix(it, sh.indices), out(type, sh.indices);
       Case c;
       c.spec = OpSpec::GatherElements(in, ix, out, sh.axis);
       const UINT n = sh.input[sh.axis];
