@@ -620,6 +620,14 @@ std::vector<Spec> MakeSpecs(bool small) {
   el0l1.input = {64, sq};
   el0l1.diagnostic = true;
   add(el0l1);
+  // elements-axis0 with rows 8224 elements apart instead of 8192: the same walk, but the rows a
+  // stripe reads no longer lie a power of two (32 KiB) apart in memory.
+  Spec el0p = el0;
+  el0p.name = "elements-axis0-pitch8224";
+  el0p.input = {sq, sq + 32};
+  el0p.indices = {sq, sq + 32};
+  el0p.diagnostic = true;
+  add(el0p);
   // tuples-f32 over a 4 MiB input that stays in L2: what is left without random DRAM reads.
   Spec tupL2 = tup;
   tupL2.name = "tuples-f32-4mib";

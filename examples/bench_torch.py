@@ -30,7 +30,7 @@ CASE_NAMES = [
     "rows-f32", "rows-f16", "tuples-f32", "elements-axis1-f32", "elements-axis0-f32",
     "elements-axis1-i32idx", "scatter-rows-f32", "scatter-rows-inplace",
     "scatter-elements-axis1-f32", "latency",
-    "latency-host", "elements-axis0-64rows", "tuples-f32-4mib",
+    "latency-host", "elements-axis0-64rows", "elements-axis0-pitch8224", "tuples-f32-4mib",
 ]
 
 
@@ -71,6 +71,8 @@ def specs(small):
     # Diagnostics (only when named), as in bench.cpp.
     s.append(dict(el, case="elements-axis0-64rows", axis=0, input_shape=[64, sq],
                   peer="torch.gather(x, 0, i)", diagnostic=True))
+    s.append(dict(el, case="elements-axis0-pitch8224", axis=0, input_shape=[sq, sq + 32],
+                  indices_shape=[sq, sq + 32], peer="torch.gather(x, 0, i)", diagnostic=True))
     s.append(dict(s[2], case="tuples-f32-4mib", input_shape=[256, 256, 16], diagnostic=True))
     for c in s:
         c.setdefault("in_place", False)
