@@ -83,9 +83,12 @@ int DevicesMain(int argc, char** argv) {
     std::printf("     Vulkan API version: %s\n", Version(d.apiVersion).c_str());
     std::printf("     maxStorageBufferRange: %llu bytes\n",
                 static_cast<unsigned long long>(d.maxStorageBufferRange));
-    std::printf("     storageBuffer8BitAccess: %s, storageBuffer16BitAccess: %s\n",
-                d.available.storageBuffer8BitAccess ? "yes" : "no",
-                d.available.storageBuffer16BitAccess ? "yes" : "no");
+    std::printf(
+        "     storageBuffer8BitAccess: %s, storageBuffer16BitAccess: %s, "
+        "timelineSemaphore: %s\n",
+        d.available.storageBuffer8BitAccess ? "yes" : "no",
+        d.available.storageBuffer16BitAccess ? "yes" : "no",
+        d.available.timelineSemaphore ? "yes" : "no");
   }
   std::printf("(* = the default device, used when --device is not given)\n");
   return 0;

@@ -114,12 +114,17 @@ DeviceInfo Describe(VkPhysicalDevice pd, uint32_t queueFamily) {
   VkPhysicalDevice8BitStorageFeatures s8{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES};
   VkPhysicalDevice16BitStorageFeatures s16{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+  VkPhysicalDeviceTimelineSemaphoreFeatures timeline{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES};
   bool has8 = HasExtension(extensions, VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
-  s16.pNext = has8 ? &s8 : nullptr;
+  bool hasTimeline = HasExtension(extensions, VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME);
+  s8.pNext = hasTimeline ? &timeline : nullptr;
+  s16.pNext = has8 ? static_cast<void*>(&s8) : hasTimeline ? &timeline : nullptr;
   VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &s16};
   vkGetPhysicalDeviceFeatures2(pd, &features);
   info.available.storageBuffer8BitAccess = has8 && s8.storageBuffer8BitAccess;
   info.available.storageBuffer16BitAccess = s16.storageBuffer16BitAccess;
+  info.available.timelineSemaphore = hasTimeline && timeline.timelineSemaphore;
 
   uint32_t n = 0;
   vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, nullptr);
@@ -260,12 +265,17 @@ Result DeviceImpl::CreateLogicalDevice() {
   std::vector<const char*> enable;
   // vkdml's instance asks for Vulkan 1.1, so 1.2's core features come as extensions.
   if (d.available.storageBuffer8BitAccess) enable.push_back(VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
+  if (d.available.timelineSemaphore) enable.push_back(VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME);
+  VkPhysicalDeviceTimelineSemaphoreFeatures timeline{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES};
+  timeline.timelineSemaphore = d.available.timelineSemaphore;
   VkPhysicalDevice8BitStorageFeatures s8{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES};
   s8.storageBuffer8BitAccess = d.available.storageBuffer8BitAccess;
+  s8.pNext = d.available.timelineSemaphore ? &timeline : nullptr;
   VkPhysicalDevice16BitStorageFeatures s16{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
   s16.storageBuffer16BitAccess = d.available.storageBuffer16BitAccess;
-  s16.pNext = d.available.storageBuffer8BitAccess ? &s8 : nullptr;
+  s16.pNext = &s8;
   VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &s16};
 
   VkDeviceCreateInfo ci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, &features};
@@ -339,7 +349,13 @@ Result DeviceImpl::Init(const DeviceDesc& desc) {
   if (desc.device) {
     info_.enabled.storageBuffer8BitAccess &= info_.available.storageBuffer8BitAccess;
     info_.enabled.storageBuffer16BitAccess &= info_.available.storageBuffer16BitAccess;
+    info_.enabled.timelineSemaphore &= info_.available.timelineSemaphore;
   }
+  // The extension's entry points, or Vulkan 1.2's where the caller's device has those instead.
+  getCounter_ = vk_.vkGetSemaphoreCounterValueKHR ? vk_.vkGetSemaphoreCounterValueKHR
+                                                  : vk_.vkGetSemaphoreCounterValue;
+  waitSemaphores_ = vk_.vkWaitSemaphoresKHR ? vk_.vkWaitSemaphoresKHR : vk_.vkWaitSemaphores;
+  if (!getCounter_ || !waitSemaphores_) info_.enabled.timelineSemaphore = false;
   VKDML_TRY(CreateLayouts());
 
   // Two pools: Submit records under submitMutex_, Run under runMutex_.
@@ -355,8 +371,15 @@ Result DeviceImpl::Init(const DeviceDesc& desc) {
   VKDML_VK(vk_.vkAllocateCommandBuffers(device_, &alloc, &commandBuffer_));
   alloc.commandPool = runPool_;
   VKDML_VK(vk_.vkAllocateCommandBuffers(device_, &alloc, &runCommands_));
-  VkFenceCreateInfo fence{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-  VKDML_VK(vk_.vkCreateFence(device_, &fence, nullptr, &fence_));
+  if (info_.enabled.timelineSemaphore) {
+    VkSemaphoreTypeCreateInfo type{VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO};
+    type.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
+    VkSemaphoreCreateInfo semaphore{VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO, &type};
+    VKDML_VK(vk_.vkCreateSemaphore(device_, &semaphore, nullptr, &timeline_));
+  } else {
+    VkFenceCreateInfo fence{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    VKDML_VK(vk_.vkCreateFence(device_, &fence, nullptr, &fence_));
+  }
   return {};
 }
 
@@ -370,6 +393,7 @@ DeviceImpl::~DeviceImpl() {
     if (pipelineLayout_) vk_.vkDestroyPipelineLayout(device_, pipelineLayout_, nullptr);
     if (setLayout_) vk_.vkDestroyDescriptorSetLayout(device_, setLayout_, nullptr);
     if (fence_) vk_.vkDestroyFence(device_, fence_, nullptr);
+    if (timeline_) vk_.vkDestroySemaphore(device_, timeline_, nullptr);
     if (commandPool_) vk_.vkDestroyCommandPool(device_, commandPool_, nullptr);
     if (runPool_) vk_.vkDestroyCommandPool(device_, runPool_, nullptr);
     if (owned_) vk_.vkDestroyDevice(device_, nullptr);
@@ -442,13 +466,38 @@ Result DeviceImpl::SubmitLocked(VkCommandBuffer cmd) {
   VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
   submit.commandBufferCount = 1;
   submit.pCommandBuffers = &cmd;
+  // Short work finishes sooner than a blocking wait wakes up: poll for a moment first.
+  const auto start = std::chrono::steady_clock::now();
+  auto polledEnough = [&] {
+    return std::chrono::steady_clock::now() - start > std::chrono::microseconds(500);
+  };
+  if (timeline_) {
+    const uint64_t value = ++timelineValue_;
+    VkTimelineSemaphoreSubmitInfo values{VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO};
+    values.signalSemaphoreValueCount = 1;
+    values.pSignalSemaphoreValues = &value;
+    submit.pNext = &values;
+    submit.signalSemaphoreCount = 1;
+    submit.pSignalSemaphores = &timeline_;
+    VKDML_VK(vk_.vkQueueSubmit(queue_, 1, &submit, VK_NULL_HANDLE));
+    uint64_t reached = 0;
+    for (;;) {
+      VKDML_VK(getCounter_(device_, timeline_, &reached));
+      if (reached >= value) return {};
+      if (polledEnough()) break;
+    }
+    VkSemaphoreWaitInfo wait{VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO};
+    wait.semaphoreCount = 1;
+    wait.pSemaphores = &timeline_;
+    wait.pValues = &value;
+    VKDML_VK(waitSemaphores_(device_, &wait, UINT64_MAX));
+    return {};
+  }
   VKDML_VK(vk_.vkResetFences(device_, 1, &fence_));
   VKDML_VK(vk_.vkQueueSubmit(queue_, 1, &submit, fence_));
-  // Short work finishes sooner than a blocking wait wakes up: poll for a moment first.
-  auto start = std::chrono::steady_clock::now();
   VkResult status;
   while ((status = vk_.vkGetFenceStatus(device_, fence_)) == VK_NOT_READY)
-    if (std::chrono::steady_clock::now() - start > std::chrono::microseconds(500)) {
+    if (polledEnough()) {
       status = vk_.vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX);
       break;
     }

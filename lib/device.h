@@ -138,7 +138,11 @@ class DeviceImpl final : public Device {
   std::mutex submitMutex_;
   VkCommandPool commandPool_ = VK_NULL_HANDLE;
   VkCommandBuffer commandBuffer_ = VK_NULL_HANDLE;
-  VkFence fence_ = VK_NULL_HANDLE;
+  VkFence fence_ = VK_NULL_HANDLE;         // without timelineSemaphore
+  VkSemaphore timeline_ = VK_NULL_HANDLE;  // with it: signalled to ++timelineValue_ per submit
+  uint64_t timelineValue_ = 0;
+  PFN_vkGetSemaphoreCounterValueKHR getCounter_ = nullptr;
+  PFN_vkWaitSemaphoresKHR waitSemaphores_ = nullptr;
 
   friend VkBool32 VKAPI_PTR DebugCallback(VkDebugUtilsMessageSeverityFlagBitsEXT,
                                           VkDebugUtilsMessageTypeFlagsEXT,

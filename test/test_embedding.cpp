@@ -94,3 +94,48 @@ TEST_CASE_METHOD(Fixture, "Embedding: an incomplete DeviceDesc is refused", "[em
   CHECK(r.status == Status::InvalidArgument);
   CHECK_THAT(r.message, Catch::Matchers::Contains("queue"));
 }
+
+// Submit and Run wait on a timeline semaphore where the caller enabled one, else on a fence.
+// Either way the host must see every byte of work that keeps the device busy for a while.
+TEST_CASE_METHOD(Fixture, "Embedding: Submit and Run wait on a fence or a timeline semaphore",
+                 "[embedding]") {
+  for (bool timeline : {false, true}) {
+    if (timeline && !Dev().Info().enabled.timelineSemaphore) continue;
+    INFO((timeline ? "timeline semaphore" : "fence"));
+    DeviceFeatures features;
+    features.timelineSemaphore = timeline;
+    std::unique_ptr<Device> borrowed;
+    REQUIRE(CreateDevice(Borrowed(Dev(), features), &borrowed).ok());
+    CHECK(borrowed->Info().enabled.timelineSemaphore == timeline);
+
+    // Buffer::Write and Read of device memory: a staging copy and a Submit each way.
+    const size_t bytes = size_t(8) << 20;
+    std::vector<uint8_t> data(bytes), back(bytes);
+    for (size_t i = 0; i < bytes; ++i) data[i] = uint8_t((i * 2654435761u) >> 13);
+    std::unique_ptr<Buffer> buffer;
+    REQUIRE(borrowed->CreateBuffer(bytes, Buffer::Memory::DeviceLocal, &buffer).ok());
+    REQUIRE(buffer->Write(0, data.data(), bytes).ok());
+    REQUIRE(buffer->Read(0, back.data(), bytes).ok());
+    CHECK(back == data);
+
+    // Run: a reversal too large to bind the host arenas directly (copies in, gather, copies out).
+    const UINT n = 1u << 19;
+    OpSpec spec = OpSpec::GatherElements(TensorDesc(DML_TENSOR_DATA_TYPE_FLOAT32, {n}),
+                                         TensorDesc(DML_TENSOR_DATA_TYPE_UINT32, {n}),
+                                         TensorDesc(DML_TENSOR_DATA_TYPE_FLOAT32, {n}), 0);
+    std::unique_ptr<Operator> op;
+    std::unique_ptr<CompiledOperator> compiled;
+    REQUIRE(borrowed->CreateOperator(spec.Desc(), &op).ok());
+    REQUIRE(borrowed->CompileOperator(*op, DML_EXECUTION_FLAG_NONE, &compiled).ok());
+    std::vector<float> in(n), out(n, -1.0f);
+    std::vector<uint32_t> idx(n);
+    for (UINT i = 0; i < n; ++i) {
+      in[i] = float(i);
+      idx[i] = n - 1 - i;
+    }
+    REQUIRE(borrowed->Run(*compiled, {in.data(), idx.data()}, {out.data()}).ok());
+    UINT wrong = 0;
+    for (UINT i = 0; i < n; ++i) wrong += out[i] != float(n - 1 - i);
+    CHECK(wrong == 0);
+  }
+}

@@ -106,6 +106,7 @@ TEST_CASE_METHOD(Fixture, "Device info", "[validation][device]") {
   // random tests would silently lose those types.
   CHECK(info.enabled.storageBuffer8BitAccess == info.available.storageBuffer8BitAccess);
   CHECK(info.enabled.storageBuffer16BitAccess == info.available.storageBuffer16BitAccess);
+  CHECK(info.enabled.timelineSemaphore == info.available.timelineSemaphore);
 }
 
 // EnumerateDevices creates and destroys an instance of its own; the live Device must survive it

@@ -48,9 +48,12 @@ UINT64 CalcBufferTensorSize(DML_TENSOR_DATA_TYPE type, UINT dimensionCount, cons
 
 // Optional device features vkdml uses. 1- and 2-byte tensors need 8-/16-bit storage buffer
 // access; 4- and 8-byte tensors and every index type need nothing beyond Vulkan 1.1.
+// With timelineSemaphore (VK_KHR_timeline_semaphore, or Vulkan 1.2's feature) Submit and Run
+// wait on a timeline semaphore instead of a fence, about 1 us less per call on some drivers.
 struct DeviceFeatures {
   bool storageBuffer8BitAccess = false;
   bool storageBuffer16BitAccess = false;
+  bool timelineSemaphore = false;
 };
 
 struct DeviceDesc {
