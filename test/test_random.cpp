@@ -20,25 +20,6 @@ using namespace vt;
 
 namespace {
 
-uint64_t BaseSeed() {
-  const char* s = std::getenv("VKDML_TEST_SEED");
-  return s ? std::strtoull(s, nullptr, 0) : 0x5EEDC0DEull;
-}
-
-struct Rng {
-  std::mt19937_64 g;
-  explicit Rng(uint64_t seed) : g(seed) {}
-  uint64_t U(uint64_t lo, uint64_t hi) {  // inclusive
-    return std::uniform_int_distribution<uint64_t>(lo, hi)(g);
-  }
-  UINT Ui(uint64_t lo, uint64_t hi) { return static_cast<UINT>(U(lo, hi)); }
-  bool P(double p) { return std::uniform_real_distribution<double>(0, 1)(g) < p; }
-  template <typename T>
-  const T& Pick(const std::vector<T>& v) {
-    return v[U(0, v.size() - 1)];
-  }
-};
-
 uint64_t Product(const std::vector<UINT>& v) {
   uint64_t p = 1;
   for (UINT x : v) p *= x;
