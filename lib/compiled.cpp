@@ -513,8 +513,13 @@ Result DeviceImpl::Run(const CompiledOperator& compiled, const std::vector<const
   // Every tensor at a 256-byte aligned offset of a host-visible arena. Small work binds the
   // arenas themselves (one dispatch, no copies): inputs in one the GPU reads from device memory
   // where it can, outputs in host memory. Larger work goes through one staging arena, copied to
-  // device memory and back, all in one submit.
+  // device memory and back, all in one submit. Outputs with bytes the operator does not write
+  // (gaps between strided elements, rounding) go in too: those bytes keep the caller's values.
+  auto& c = static_cast<const CompiledOperatorImpl&>(compiled);
   const UINT count = op.InputCount() + op.OutputCount();
+  std::vector<bool> upload(count, true);
+  for (UINT i = op.InputCount(); i < count; ++i)
+    upload[i] = !FillsAllBytes(c.op.outputs[i - op.InputCount()]);
   std::vector<UINT64> offset(count), size(count);
   UINT64 total = 0;
   for (UINT i = 0; i < count; ++i) {
@@ -546,14 +551,13 @@ Result DeviceImpl::Run(const CompiledOperator& compiled, const std::vector<const
   auto* host = static_cast<char*>(runStaging_->Mapped());
   std::vector<DML_BUFFER_BINDING> bindings(count);
   for (UINT i = 0; i < count; ++i) {
-    // Outputs are uploaded too: bytes between strided elements keep the caller's values.
     const bool input = i < op.InputCount();
     const BufferImpl& arena = !direct ? *runDevice_ : input ? *runInputs_ : *runStaging_;
     char* to = static_cast<char*>(direct && input ? runInputs_->Mapped() : host);
-    std::memcpy(to + offset[i], input ? inputs[i] : outputs[i - op.InputCount()], size[i]);
+    if (upload[i])
+      std::memcpy(to + offset[i], input ? inputs[i] : outputs[i - op.InputCount()], size[i]);
     bindings[i] = {arena.Handle(), offset[i], size[i]};
   }
-  auto& c = static_cast<const CompiledOperatorImpl&>(compiled);
   std::lock_guard<std::mutex> tableLock(c.runMutex);
   if (!c.runTable) VKDML_TRY(CreateBindingTable(compiled, &c.runTable));
   BindingTable& table = *c.runTable;
@@ -586,8 +590,11 @@ Result DeviceImpl::Run(const CompiledOperator& compiled, const std::vector<const
     if (direct) {  // host writes before the submit are visible to it
       VKDML_TRY(RecordDispatch(cmd, table));
     } else {
-      VkBufferCopy all{0, 0, total};
-      vk_.vkCmdCopyBuffer(cmd, runStaging_->Handle(), runDevice_->Handle(), 1, &all);
+      std::vector<VkBufferCopy> in;
+      for (UINT i = 0; i < count; ++i)
+        if (upload[i]) in.push_back({offset[i], offset[i], size[i]});
+      vk_.vkCmdCopyBuffer(cmd, runStaging_->Handle(), runDevice_->Handle(), uint32_t(in.size()),
+                          in.data());
       barrier(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
               VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
               VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);

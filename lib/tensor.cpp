@@ -205,6 +205,12 @@ Result CheckNoOverlap(const Tensor& t) {
   return {};
 }
 
+bool FillsAllBytes(const Tensor& t) {
+  UINT64 elements = 1;
+  for (UINT i = 0; i < t.dims; ++i) elements *= t.sizes[i];
+  return elements * t.elemSize == t.totalBytes;
+}
+
 Result CheckLeadingOnes(const Tensor& t, UINT actual, const char* countField) {
   for (UINT i = 0; i + actual < t.dims; ++i)
     if (t.sizes[i] != 1)

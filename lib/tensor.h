@@ -48,6 +48,10 @@ Result CheckSizes(const Tensor& t, UINT expectedCount, const UINT* expected,
 // when it is below kMaxDims ("only the Axis dimension may differ").
 Result CheckSameSizes(const Tensor& t, const Tensor& reference, UINT axis = kMaxDims);
 
+// Whether an output's elements, which CheckNoOverlap keeps apart, fill every byte of its
+// TotalTensorSizeInBytes: no gaps between strided elements, no rounding, no spare bytes.
+bool FillsAllBytes(const Tensor& t);
+
 bool IsSignedIndexType(DML_TENSOR_DATA_TYPE type);
 
 }  // namespace vkdml::detail
