@@ -118,8 +118,13 @@ DeviceInfo Describe(VkPhysicalDevice pd, uint32_t queueFamily) {
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES};
   bool has8 = HasExtension(extensions, VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
   bool hasTimeline = HasExtension(extensions, VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME);
-  s8.pNext = hasTimeline ? &timeline : nullptr;
-  s16.pNext = has8 ? static_cast<void*>(&s8) : hasTimeline ? &timeline : nullptr;
+  void** next = &s16.pNext;  // chain only the structures of extensions the device has
+  auto chain = [&next](auto* s) {
+    *next = s;
+    next = &s->pNext;
+  };
+  if (has8) chain(&s8);
+  if (hasTimeline) chain(&timeline);
   VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &s16};
   vkGetPhysicalDeviceFeatures2(pd, &features);
   info.available.storageBuffer8BitAccess = has8 && s8.storageBuffer8BitAccess;
@@ -271,11 +276,16 @@ Result DeviceImpl::CreateLogicalDevice() {
   timeline.timelineSemaphore = d.available.timelineSemaphore;
   VkPhysicalDevice8BitStorageFeatures s8{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES};
   s8.storageBuffer8BitAccess = d.available.storageBuffer8BitAccess;
-  s8.pNext = d.available.timelineSemaphore ? &timeline : nullptr;
   VkPhysicalDevice16BitStorageFeatures s16{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
   s16.storageBuffer16BitAccess = d.available.storageBuffer16BitAccess;
-  s16.pNext = &s8;
+  void** next = &s16.pNext;  // the extensions' structures only where they are enabled
+  auto chain = [&next](auto* s) {
+    *next = s;
+    next = &s->pNext;
+  };
+  if (d.available.storageBuffer8BitAccess) chain(&s8);
+  if (d.available.timelineSemaphore) chain(&timeline);
   VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &s16};
 
   VkDeviceCreateInfo ci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, &features};
