@@ -1448,11 +1448,11 @@ std::vector<Result> Context::RunLatency(const Spec& s) {
   // submitted after them: a barrier covers all commands after it in submission order. One
   // barrier after the dispatch orders its writes before the next replay's reads and writes, the
   // final read-back copy and host reads.
-  Check(dev->Submit([&](VkCommandBuffer c) {
+  auto uploadsBeforeDispatches = [&](VkCommandBuffer c) {
     Barrier(vk, c, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT);
-  }),
-        "Device::Submit");
+  };
+  Check(dev->Submit(uploadsBeforeDispatches), "Device::Submit");
   Check(dev->RecordDispatch(cmd, *table), "RecordDispatch");
   Barrier(vk, cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
           VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT |
