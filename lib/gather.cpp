@@ -11,14 +11,10 @@
 namespace vkdml::detail {
 
 Result BuildGather(const DML_GATHER_OPERATOR_DESC& desc, OperatorImpl* op) {
-  Tensor input, indices, output;
-  VKDML_TRY(ValidateTensor(desc.InputTensor, "InputTensor", TensorRole::Data, &input));
-  VKDML_TRY(ValidateTensor(desc.IndicesTensor, "IndicesTensor", TensorRole::Indices, &indices));
-  VKDML_TRY(ValidateTensor(desc.OutputTensor, "OutputTensor", TensorRole::Data, &output));
-  VKDML_TRY(CheckSameRank(indices, input));
-  VKDML_TRY(CheckSameRank(output, input));
-  VKDML_TRY(CheckSameType(output, input));
-  VKDML_TRY(CheckNoOverlap(output));
+  OperatorTensors t;
+  VKDML_TRY(ValidateOperatorTensors(desc.InputTensor, desc.IndicesTensor, false, nullptr,
+                                    desc.OutputTensor, &t));
+  const Tensor &input = t.input, &indices = t.indices, &output = t.output;
   const UINT dims = input.dims, axis = desc.Axis, m = desc.IndexDimensions;
   if (axis >= dims)
     return Fail(Status::InvalidArgument, "Axis is ", axis, ", expected less than ", dims,

@@ -6,14 +6,10 @@
 namespace vkdml::detail {
 
 Result BuildGatherND(const DML_GATHER_ND1_OPERATOR_DESC& desc, bool hasBatch, OperatorImpl* op) {
-  Tensor input, indices, output;
-  VKDML_TRY(ValidateTensor(desc.InputTensor, "InputTensor", TensorRole::Data, &input));
-  VKDML_TRY(ValidateTensor(desc.IndicesTensor, "IndicesTensor", TensorRole::Indices, &indices));
-  VKDML_TRY(ValidateTensor(desc.OutputTensor, "OutputTensor", TensorRole::Data, &output));
-  VKDML_TRY(CheckSameRank(indices, input));
-  VKDML_TRY(CheckSameRank(output, input));
-  VKDML_TRY(CheckSameType(output, input));
-  VKDML_TRY(CheckNoOverlap(output));
+  OperatorTensors t;
+  VKDML_TRY(ValidateOperatorTensors(desc.InputTensor, desc.IndicesTensor, false, nullptr,
+                                    desc.OutputTensor, &t));
+  const Tensor &input = t.input, &indices = t.indices, &output = t.output;
 
   NdLayout l;
   VKDML_TRY(ValidateNdLayout(input, indices, desc.InputDimensionCount, desc.IndicesDimensionCount,

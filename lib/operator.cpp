@@ -10,6 +10,22 @@ namespace vkdml::detail {
   "DML_OPERATOR_GATHER_ND (108), DML_OPERATOR_SCATTER_ND (109) or DML_OPERATOR_GATHER_ND1 " \
   "(140)"
 
+Result ValidateOperatorTensors(const DML_TENSOR_DESC* input, const DML_TENSOR_DESC* indices,
+                               bool hasUpdates, const DML_TENSOR_DESC* updates,
+                               const DML_TENSOR_DESC* output, OperatorTensors* out) {
+  OperatorTensors& t = *out;
+  VKDML_TRY(ValidateTensor(input, "InputTensor", TensorRole::Data, &t.input));
+  VKDML_TRY(ValidateTensor(indices, "IndicesTensor", TensorRole::Indices, &t.indices));
+  if (hasUpdates) VKDML_TRY(ValidateTensor(updates, "UpdatesTensor", TensorRole::Data, &t.updates));
+  VKDML_TRY(ValidateTensor(output, "OutputTensor", TensorRole::Data, &t.output));
+  VKDML_TRY(CheckSameRank(t.indices, t.input));
+  if (hasUpdates) VKDML_TRY(CheckSameRank(t.updates, t.input));
+  VKDML_TRY(CheckSameRank(t.output, t.input));
+  if (hasUpdates) VKDML_TRY(CheckSameType(t.updates, t.input));
+  VKDML_TRY(CheckSameType(t.output, t.input));
+  return CheckNoOverlap(t.output);
+}
+
 Result BuildOperator(const DML_OPERATOR_DESC& desc, OperatorImpl* op) {
   if (!desc.Desc) return Fail(Status::InvalidArgument, "DML_OPERATOR_DESC.Desc is null");
   Result r;

@@ -57,6 +57,17 @@ class OperatorImpl final : public Operator {
   }
 };
 
+// The tensors every operator has, validated in binding order, with the checks they all share:
+// IndicesTensor, UpdatesTensor (scatters only: hasUpdates) and OutputTensor have InputTensor's
+// DimensionCount, UpdatesTensor and OutputTensor its DataType, and no two OutputTensor elements
+// share an address.
+struct OperatorTensors {
+  Tensor input, indices, updates, output;
+};
+Result ValidateOperatorTensors(const DML_TENSOR_DESC* input, const DML_TENSOR_DESC* indices,
+                               bool hasUpdates, const DML_TENSOR_DESC* updates,
+                               const DML_TENSOR_DESC* output, OperatorTensors* out);
+
 // Each validates its descriptor (messages without the operator-name prefix) and fills op.
 Result BuildGather(const DML_GATHER_OPERATOR_DESC& desc, OperatorImpl* op);
 Result BuildGatherElements(const DML_GATHER_ELEMENTS_OPERATOR_DESC& desc, OperatorImpl* op);

@@ -5,17 +5,10 @@
 namespace vkdml::detail {
 
 Result BuildScatterElements(const DML_SCATTER_OPERATOR_DESC& desc, OperatorImpl* op) {
-  Tensor input, indices, updates, output;
-  VKDML_TRY(ValidateTensor(desc.InputTensor, "InputTensor", TensorRole::Data, &input));
-  VKDML_TRY(ValidateTensor(desc.IndicesTensor, "IndicesTensor", TensorRole::Indices, &indices));
-  VKDML_TRY(ValidateTensor(desc.UpdatesTensor, "UpdatesTensor", TensorRole::Data, &updates));
-  VKDML_TRY(ValidateTensor(desc.OutputTensor, "OutputTensor", TensorRole::Data, &output));
-  VKDML_TRY(CheckSameRank(indices, input));
-  VKDML_TRY(CheckSameRank(updates, input));
-  VKDML_TRY(CheckSameRank(output, input));
-  VKDML_TRY(CheckSameType(updates, input));
-  VKDML_TRY(CheckSameType(output, input));
-  VKDML_TRY(CheckNoOverlap(output));
+  OperatorTensors t;
+  VKDML_TRY(ValidateOperatorTensors(desc.InputTensor, desc.IndicesTensor, true, desc.UpdatesTensor,
+                                    desc.OutputTensor, &t));
+  const Tensor &input = t.input, &indices = t.indices, &updates = t.updates, &output = t.output;
   const UINT dims = input.dims, axis = desc.Axis;
   if (axis >= dims)
     return Fail(Status::InvalidArgument, "Axis is ", axis, ", expected less than ", dims,
