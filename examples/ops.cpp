@@ -86,7 +86,7 @@ const char kRunUsage[] =
     "  scatter-elements   ScatterElements: --axis N (default 0), --updates (shape\n"
     "                     indices.shape); output shape input.shape\n"
     "  scatter-nd         ScatterND: --updates; output shape input.shape\n"
-    "  --reduction other than none: not implemented yet\n"
+    "  --reduction: none only (DirectML's scatters have no reduction)\n"
     "Options:\n"
     "  --device N         Vulkan device index from `vkdml devices` (default: the first\n"
     "                     discrete GPU, else the first device)\n"
@@ -180,7 +180,8 @@ int CheckOperator(const RunArgs& a) {
     return Fail("operator '" + op + "' with --reduction " + a.reduction + " (ONNX " +
                 (op == "scatter-nd" ? "ScatterND" : "ScatterElements") + " reduction='" +
                 a.reduction +
-                "') is not implemented yet; it comes in a later issue (only none is available)");
+                "') is not supported: DirectML's SCATTER and SCATTER_ND have no reduction, so "
+                "vkdml has none (only --reduction none)");
   }
   if (a.haveAxis && !elements && op != "gather") return Fail("--axis does not apply to " + op);
   if (a.haveBatchDims && op != "gather-nd") return Fail("--batch-dims does not apply to " + op);

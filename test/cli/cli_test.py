@@ -505,7 +505,7 @@ def group_errors():
         expect_error(f"scatter-elements --reduction {red}",
                      run("scatter-elements", *base, "--updates", inp, "--reduction", red), 2,
                      f"operator 'scatter-elements' with --reduction {red} (ONNX ScatterElements "
-                     f"reduction='{red}') is not implemented yet")
+                     f"reduction='{red}') is not supported")
     expect_error("--reduction on gather-elements",
                  run("gather-elements", *base, "--reduction", "add"), 2,
                  "--reduction does not apply to gather-elements")

@@ -8,8 +8,7 @@ The cases come from Debian's libonnx-testdata (found with `dpkg -L libonnx-testd
 the directory holding the test_* case directories); each has model.onnx and
 test_data_set_N/{input,output}_M.pb, read with python3-onnx. Every case prints one line: PASS,
 FAIL or SKIP with the reason (a SKIP is an operator or reduction that `vkdml run` says is not
-implemented yet, and only one listed in NOT_IMPLEMENTED: any other operator that says so
-fails). Indices are checked (--check-indices): ONNX calls out-of-range indices an
+supported, and only one listed in UNSUPPORTED: any other operator that says so fails). Indices are checked (--check-indices): ONNX calls out-of-range indices an
 error, so a case without expected outputs must fail with exit status 2. Exit status 1 on any FAIL.
 """
 import argparse
@@ -34,9 +33,9 @@ OPERATORS = {
     "ScatterND": ("scatter-nd", ["reduction"]),
 }
 OPTION = {"axis": "--axis", "batch_dims": "--batch-dims", "reduction": "--reduction"}
-# What `vkdml run` may still refuse as not implemented yet: ONNX operators, and the reduction
-# attribute's values (of ScatterElements and ScatterND).
-NOT_IMPLEMENTED = {"operators": set(), "reductions": {"add", "mul", "min", "max"}}
+# What `vkdml run` refuses as not supported (DirectML has no counterpart): ONNX operators, and
+# the reduction attribute's values (of ScatterElements and ScatterND).
+UNSUPPORTED = {"operators": set(), "reductions": {"add", "mul", "min", "max"}}
 
 
 def find_cases(data_dir):
@@ -81,8 +80,8 @@ def run_case(vkdml, case, tmp):
             value = value.decode()
             attrs[name] = value
         options += [OPTION[name], str(value)]
-    may_skip = (node.op_type in NOT_IMPLEMENTED["operators"] or
-                attrs.get("reduction", "none") in NOT_IMPLEMENTED["reductions"])
+    may_skip = (node.op_type in UNSUPPORTED["operators"] or
+                attrs.get("reduction", "none") in UNSUPPORTED["reductions"])
     datasets = sorted(glob.glob(os.path.join(case, "test_data_set_*")))
     if not datasets:
         return "FAIL", "no test_data_set_* directory"
@@ -102,10 +101,10 @@ def run_case(vkdml, case, tmp):
         p = subprocess.run(cmd, capture_output=True, text=True)
         message = p.stderr.strip()
         where = os.path.basename(dataset)
-        if p.returncode == 2 and "not implemented yet" in message:
+        if p.returncode == 2 and "is not supported" in message:
             if may_skip:
                 return "SKIP", message.replace("vkdml run: ", "")
-            return "FAIL", f"{where}: {node.op_type} should be implemented: {message}"
+            return "FAIL", f"{where}: {node.op_type} should be supported: {message}"
         if not expected:  # the case expects an error
             if p.returncode != 2:
                 return "FAIL", f"{where}: expected an error (exit 2), got exit {p.returncode}"
