@@ -89,13 +89,14 @@ std::string ModuleName(Pass::Kind kind, bool lines, UINT elemSize, UINT indexSiz
   return Str(kind == Pass::Kind::Gather ? "gather_e" : "scatter_e", elemSize, "_i", indexSize * 8);
 }
 
-class CompiledOperatorImpl final : public CompiledOperator {
- public:
+// What a compiled operator's binding tables use. They share it, so a table may outlive the
+// CompiledOperator that made it (DirectML's binding tables keep theirs alive too).
+struct CompiledState {
   struct PassState {
     Pass pass;
     Plan wide;           // valid when widePipeline is set
     bool lines = false;  // glsl/scatter_lines.comp: one workgroup per line (Plan::Lines)
-    VkPipeline pipeline = VK_NULL_HANDLE, widePipeline = VK_NULL_HANDLE;
+    VkPipeline pipeline = VK_NULL_HANDLE, widePipeline = VK_NULL_HANDLE;  // the Device's
   };
   OperatorImpl op;
   UINT flags = 0;
@@ -103,20 +104,26 @@ class CompiledOperatorImpl final : public CompiledOperator {
   std::vector<PassState> passes;
   VkPipeline report = VK_NULL_HANDLE;
   std::unique_ptr<BufferImpl> plans;  // uniform buffer, kPlanSlots plans
+  UINT64 serial = 0;                  // DeviceImpl::NextSerial, names it in Run's recorded commands
+};
+
+class CompiledOperatorImpl final : public CompiledOperator {
+ public:
+  std::shared_ptr<const CompiledState> state;
   // Device::Run's binding table, made on first use, and the arena layout it is bound to.
   mutable std::mutex runMutex;
   mutable std::unique_ptr<BindingTable> runTable;
   mutable std::vector<DML_BUFFER_BINDING> runBindings;
   mutable UINT64 runArena = 0;  // DeviceImpl's arena generation when runBindings were bound
-  UINT64 serial = 0;            // DeviceImpl::NextSerial, names it in Run's recorded commands
 
-  const Operator& Op() const override { return op; }
-  UINT Flags() const override { return flags; }
+  const Operator& Op() const override { return state->op; }
+  UINT Flags() const override { return state->flags; }
 };
 
 class BindingTableImpl final : public BindingTable {
  public:
-  BindingTableImpl(DeviceImpl* device, const CompiledOperatorImpl* op) : device_(device), op_(op) {}
+  BindingTableImpl(DeviceImpl* device, std::shared_ptr<const CompiledState> op)
+      : device_(device), op_(std::move(op)) {}
   ~BindingTableImpl() override {
     if (pool_) device_->Vk().vkDestroyDescriptorPool(device_->Handle(), pool_, nullptr);
   }
@@ -133,7 +140,7 @@ class BindingTableImpl final : public BindingTable {
                VkPipelineStageFlags dst, VkAccessFlags dstAccess) const;
 
   DeviceImpl* device_;
-  const CompiledOperatorImpl* op_;
+  std::shared_ptr<const CompiledState> op_;
   VkDescriptorPool pool_ = VK_NULL_HANDLE;
   VkDescriptorSet set_ = VK_NULL_HANDLE;
   std::unique_ptr<BufferImpl> status_;  // checked mode: position, lo, hi
@@ -424,7 +431,7 @@ Result DeviceImpl::CompileOperator(const Operator& op, UINT flags,
   if (flags & ~known)
     return Fail(Status::InvalidArgument, "CompileOperator: flags has unknown bits 0x", std::hex,
                 flags & ~known);
-  auto c = std::make_unique<CompiledOperatorImpl>();
+  auto c = std::make_shared<CompiledState>();
   c->op = static_cast<const OperatorImpl&>(op);
   c->flags = flags;
   c->checked = (flags & VKDML_EXECUTION_FLAG_CHECK_INDICES) != 0;
@@ -439,7 +446,7 @@ Result DeviceImpl::CompileOperator(const Operator& op, UINT flags,
   std::vector<uint32_t> words(kPlanSlots * kPlanWords, 0);
   const LinesPolicy linesPolicy = ScatterLinesPolicy(info_.type);
   for (size_t i = 0; i < c->op.passes.size(); ++i) {
-    CompiledOperatorImpl::PassState s;
+    CompiledState::PassState s;
     s.pass = c->op.passes[i];
     Plan striped;
     if (s.pass.kind == Pass::Kind::Gather && s.pass.plan.Stripe(c->op.ElemSize(), &striped))
@@ -482,14 +489,17 @@ Result DeviceImpl::CompileOperator(const Operator& op, UINT flags,
       planBytes, VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
       Buffer::Memory::DeviceLocal, &c->plans));
   VKDML_TRY(c->plans->Write(0, words.data(), planBytes));
-  *out = std::move(c);
+  auto compiled = std::make_unique<CompiledOperatorImpl>();
+  compiled->state = std::move(c);
+  *out = std::move(compiled);
   return {};
 }
 
 Result DeviceImpl::CreateBindingTable(const CompiledOperator& op,
                                       std::unique_ptr<BindingTable>* out) {
   if (!out) return Fail(Status::InvalidArgument, "CreateBindingTable: out is null");
-  auto t = std::make_unique<BindingTableImpl>(this, static_cast<const CompiledOperatorImpl*>(&op));
+  auto t =
+      std::make_unique<BindingTableImpl>(this, static_cast<const CompiledOperatorImpl&>(op).state);
   VKDML_TRY(t->Init());
   *out = std::move(t);
   return {};
@@ -519,7 +529,7 @@ Result DeviceImpl::Run(const CompiledOperator& compiled, const std::vector<const
   const UINT count = op.InputCount() + op.OutputCount();
   std::vector<bool> upload(count, true);
   for (UINT i = op.InputCount(); i < count; ++i)
-    upload[i] = !FillsAllBytes(c.op.outputs[i - op.InputCount()]);
+    upload[i] = !FillsAllBytes(c.state->op.outputs[i - op.InputCount()]);
   std::vector<UINT64> offset(count), size(count);
   UINT64 total = 0;
   for (UINT i = 0; i < count; ++i) {
@@ -575,7 +585,7 @@ Result DeviceImpl::Run(const CompiledOperator& compiled, const std::vector<const
   }
 
   // The commands depend only on the operator and the arena: record them once, then replay.
-  const RunKey key{c.serial, runArenaGeneration_, direct};
+  const RunKey key{c.state->serial, runArenaGeneration_, direct};
   if (!(runRecorded_ == key)) {
     runRecorded_ = {};
     VkCommandBuffer cmd = runCommands_;

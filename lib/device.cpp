@@ -140,13 +140,18 @@ DeviceInfo Describe(VkPhysicalDevice pd, uint32_t queueFamily) {
   return info;
 }
 
-// The first queue family with compute, or UINT32_MAX.
-uint32_t ComputeQueueFamily(VkPhysicalDevice pd) {
+std::vector<VkQueueFamilyProperties> QueueFamilies(VkPhysicalDevice pd) {
   uint32_t n = 0;
   vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, nullptr);
   std::vector<VkQueueFamilyProperties> families(n);
   vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, families.data());
-  for (uint32_t i = 0; i < n; ++i)
+  return families;
+}
+
+// The first queue family with compute, or UINT32_MAX.
+uint32_t ComputeQueueFamily(VkPhysicalDevice pd) {
+  std::vector<VkQueueFamilyProperties> families = QueueFamilies(pd);
+  for (uint32_t i = 0; i < families.size(); ++i)
     if (families[i].queueFlags & VK_QUEUE_COMPUTE_BIT) return i;
   return UINT32_MAX;
 }
@@ -255,6 +260,26 @@ Result DeviceImpl::PickPhysicalDevice(int index) {
   return {};
 }
 
+// What Vulkan lets vkdml check of a caller's objects: the device's version and the queue family.
+// (The instance's apiVersion cannot be queried; DeviceDesc documents that it must be 1.1.)
+Result DeviceImpl::CheckAdopted() {
+  VkPhysicalDeviceProperties p;
+  vkGetPhysicalDeviceProperties(physical_, &p);
+  if (VK_API_VERSION_MAJOR(p.apiVersion) == 1 && VK_API_VERSION_MINOR(p.apiVersion) < 1)
+    return Fail(Status::Unsupported, "DeviceDesc.physicalDevice (", p.deviceName,
+                ") supports Vulkan 1.0, expected 1.1");
+  std::vector<VkQueueFamilyProperties> families = QueueFamilies(physical_);
+  if (queueFamily_ >= families.size())
+    return Fail(Status::InvalidArgument, "DeviceDesc.queueFamilyIndex is ", queueFamily_,
+                ", expected less than ", families.size(),
+                " (the physical device's queue families)");
+  if (!(families[queueFamily_].queueFlags & VK_QUEUE_COMPUTE_BIT))
+    return Fail(Status::InvalidArgument, "DeviceDesc.queueFamilyIndex ", queueFamily_,
+                " has no compute support (queueFlags 0x", std::hex,
+                families[queueFamily_].queueFlags, ")");
+  return {};
+}
+
 Result DeviceImpl::CreateLogicalDevice() {
   DeviceInfo d = Describe(physical_, queueFamily_);
   if (VK_API_VERSION_MINOR(d.apiVersion) < 1 && VK_API_VERSION_MAJOR(d.apiVersion) == 1)
@@ -341,10 +366,11 @@ Result DeviceImpl::Init(const DeviceDesc& desc) {
                   "DeviceDesc.device is set, so instance, physicalDevice and queue must be too");
     instance_ = desc.instance;
     physical_ = desc.physicalDevice;
-    device_ = desc.device;
-    queue_ = desc.queue;
     queueFamily_ = desc.queueFamilyIndex;
     LoadInstance(instance_);
+    VKDML_TRY(CheckAdopted());  // before device_ is set: the destructor then touches nothing
+    device_ = desc.device;
+    queue_ = desc.queue;
     info_.enabled = desc.enabledFeatures;
   } else {
     owned_ = true;

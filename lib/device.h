@@ -89,6 +89,7 @@ class DeviceImpl final : public Device {
  private:
   Result CreateInstance(const DeviceDesc& desc);
   Result PickPhysicalDevice(int index);
+  Result CheckAdopted();
   Result CreateLogicalDevice();
   Result ReadInfo();
   Result CreateLayouts();

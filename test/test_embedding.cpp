@@ -95,6 +95,60 @@ TEST_CASE_METHOD(Fixture, "Embedding: an incomplete DeviceDesc is refused", "[em
   CHECK_THAT(r.message, Catch::Matchers::Contains("queue"));
 }
 
+TEST_CASE_METHOD(Fixture, "Embedding: a queueFamilyIndex the device does not have is refused",
+                 "[embedding]") {
+  DeviceDesc d = Borrowed(Dev(), {});
+  d.queueFamilyIndex = 1000;  // no Vulkan device has that many families
+  std::unique_ptr<Device> borrowed;
+  Result r = CreateDevice(d, &borrowed);
+  INFO(Str(r));
+  CHECK(r.status == Status::InvalidArgument);
+  CHECK_THAT(r.message,
+             Catch::Matchers::Contains("DeviceDesc.queueFamilyIndex is 1000, expected less than "));
+  CHECK(!borrowed);
+}
+
+// A binding table keeps what it uses of its compiled operator: both the Operator and the
+// CompiledOperator may be destroyed first, and the table still binds, records and reports.
+TEST_CASE_METHOD(Fixture, "Embedding: a binding table outlives its compiled operator",
+                 "[embedding]") {
+  OpSpec spec = OpSpec::GatherElements(TensorDesc(DML_TENSOR_DATA_TYPE_FLOAT32, {4}),
+                                       TensorDesc(DML_TENSOR_DATA_TYPE_INT32, {4}),
+                                       TensorDesc(DML_TENSOR_DATA_TYPE_FLOAT32, {4}), 0);
+  std::unique_ptr<Operator> op;
+  std::unique_ptr<CompiledOperator> compiled;
+  std::unique_ptr<BindingTable> table;
+  REQUIRE(Dev().CreateOperator(spec.Desc(), &op).ok());
+  REQUIRE(Dev().CompileOperator(*op, VKDML_EXECUTION_FLAG_CHECK_INDICES, &compiled).ok());
+  REQUIRE(Dev().CreateBindingTable(*compiled, &table).ok());
+  compiled.reset();
+  op.reset();
+
+  std::unique_ptr<Buffer> in, idx, out;
+  REQUIRE(Dev().CreateBuffer(16, Buffer::Memory::HostVisible, &in).ok());
+  REQUIRE(Dev().CreateBuffer(16, Buffer::Memory::HostVisible, &idx).ok());
+  REQUIRE(Dev().CreateBuffer(16, Buffer::Memory::HostVisible, &out).ok());
+  const float a[4] = {10, 20, 30, 40};
+  const int32_t i[4] = {3, -4, 9, 1};  // 9 is out of range: clamped to 3, and reported
+  REQUIRE(in->Write(0, a, 16).ok());
+  REQUIRE(idx->Write(0, i, 16).ok());
+  DML_BUFFER_BINDING ins[] = {in->Binding(), idx->Binding()}, outs[] = {out->Binding()};
+  REQUIRE(table->BindInputs(2, ins).ok());
+  REQUIRE(table->BindOutputs(1, outs).ok());
+  Result recorded;
+  Result r =
+      Dev().Submit([&](VkCommandBuffer cmd) { recorded = Dev().RecordDispatch(cmd, *table); });
+  INFO(Str(recorded) << " / " << Str(r));
+  REQUIRE(recorded.ok());
+  REQUIRE(r.ok());
+  float b[4] = {};
+  REQUIRE(out->Read(0, b, 16).ok());
+  CHECK(std::vector<float>(b, b + 4) == std::vector<float>{40, 10, 40, 20});
+  r = table->IndexStatus();
+  CHECK(r.status == Status::IndexOutOfRange);
+  CHECK_THAT(r.message, Catch::Matchers::Contains("9"));
+}
+
 // Submit and Run wait on a timeline semaphore where the caller enabled one, else on a fence.
 // Either way the host must see every byte of work that keeps the device busy for a while.
 TEST_CASE_METHOD(Fixture, "Embedding: Submit and Run wait on a fence or a timeline semaphore",

@@ -67,7 +67,9 @@ struct DeviceDesc {
 
   // Or adopt the caller's Vulkan objects (all of them, with the features it enabled). vkdml
   // borrows them and never destroys them. getInstanceProcAddr may be null to use the system
-  // loader. The queue must support compute; vkdml only submits to it from Device::Submit and
+  // loader. The instance must have been created with apiVersion 1.1 or later (Vulkan gives no
+  // way to check) and the physical device must support 1.1. queueFamilyIndex names the queue's
+  // family, which must support compute; vkdml only submits to the queue from Device::Submit and
   // Device::Run.
   VkInstance instance = VK_NULL_HANDLE;
   VkPhysicalDevice physicalDevice = VK_NULL_HANDLE;
@@ -116,7 +118,8 @@ class Buffer {
 };
 
 // Operators, compiled operators, binding tables and buffers belong to the Device that made
-// them: destroy them before it.
+// them: destroy them before it. Otherwise any order works: a compiled operator keeps a copy of
+// its operator, and a binding table keeps what it uses of its compiled operator.
 class Device {
  public:
   virtual ~Device() = default;
