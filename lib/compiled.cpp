@@ -216,6 +216,9 @@ Result BindingTableImpl::Bind(bool outputs, UINT count, const DML_BUFFER_BINDING
     if (!b.Buffer)
       return Fail(Status::InvalidArgument, what, "[", i, "].Buffer is VK_NULL_HANDLE (", t.field,
                   ")");
+    if (b.SizeInBytes > UINT64_MAX - b.Offset)
+      return Fail(Status::InvalidArgument, what, "[", i, "].Offset ", b.Offset, " + SizeInBytes ",
+                  b.SizeInBytes, " is past 2^64 (", t.field, ")");
     UINT64 bufferSize;
     if (device_->KnownBufferSize(b.Buffer, &bufferSize) &&
         (b.Offset > bufferSize || b.SizeInBytes > bufferSize - b.Offset))

@@ -644,8 +644,8 @@ Result BufferImpl::CheckRange(const char* what, UINT64 offset, UINT64 size,
                               const void* data) const {
   if (!data && size) return Fail(Status::InvalidArgument, "Buffer::", what, ": data is null");
   if (offset > size_ || size > size_ - offset)
-    return Fail(Status::InvalidArgument, "Buffer::", what, ": bytes [", offset, ", ", offset + size,
-                ") are outside the buffer's ", size_, " bytes");
+    return Fail(Status::InvalidArgument, "Buffer::", what, ": offset ", offset, " + size ", size,
+                " reaches past the buffer's ", size_, " bytes");
   return {};
 }
 

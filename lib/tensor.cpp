@@ -92,8 +92,12 @@ UINT64 CalcBufferTensorSize(DML_TENSOR_DATA_TYPE type, UINT dimensionCount, cons
     PackedStrides(dimensionCount, sizes, packed);
     strides = packed;
   }
-  for (UINT i = 0; i < dimensionCount; ++i)
+  UINT64 count = 1;
+  for (UINT i = 0; i < dimensionCount; ++i) {
     if (sizes[i] == 0) return 0;
+    count *= sizes[i];
+    if (count > 0xFFFFFFFFull) return 0;  // DirectML's limit, and packed strides stay 32-bit
+  }
   return RequiredBytes(elemSize, dimensionCount, sizes, strides);
 }
 

@@ -166,6 +166,11 @@ TEST_CASE_METHOD(Fixture, "DataTypeSize, DataTypeName, CalcBufferTensorSize", "[
   const UINT z[] = {2, 0};
   CHECK(CalcBufferTensorSize(F32, 2, z, nullptr) == 0);
   CHECK(CalcBufferTensorSize(DML_TENSOR_DATA_TYPE_UNKNOWN, 2, s1, nullptr) == 0);
+  // More than 2^32-1 elements (rule 7), packed or not; one fewer is a tensor.
+  const UINT big[] = {65536, 65536}, bigStrides[] = {65536, 1}, under[] = {65535, 65537};
+  CHECK(CalcBufferTensorSize(DML_TENSOR_DATA_TYPE_UINT8, 2, big, nullptr) == 0);
+  CHECK(CalcBufferTensorSize(DML_TENSOR_DATA_TYPE_UINT8, 2, big, bigStrides) == 0);
+  CHECK(CalcBufferTensorSize(DML_TENSOR_DATA_TYPE_UINT8, 2, under, nullptr) == 4294967296ull);
 }
 
 TEST_CASE_METHOD(Fixture, "Rule 1: a tensor pointer is null", "[validation]") {
@@ -1062,15 +1067,47 @@ TEST_CASE_METHOD(Fixture, "Binding: an output overlapping an input", "[validatio
 
 TEST_CASE_METHOD(Fixture, "Binding: a range past the end of a vkdml::Buffer",
                  "[validation][binding]") {
-  // BindingTable: "Checks each binding: a live buffer range that holds the tensor's
-  // TotalTensorSizeInBytes". vkdml made this buffer and knows its size (256 bytes).
+  // BindingTable: "... and for a vkdml::Buffer a range inside it". vkdml made this buffer and
+  // knows its size (256 bytes).
   Bound b;
   MakeBound(&b);
   std::vector<DML_BUFFER_BINDING> in = {b.buffers[0]->Binding(248, 16), b.bindings[1]};
-  Result r = b.table->BindInputs(2, in.data());
-  INFO("BindInputs: " << Str(r));
+  ExpectBind(b.table->BindInputs(2, in.data()),
+             "inputs[0] covers bytes [248, 264), outside the 256-byte vkdml::Buffer");
+  in[0] = b.buffers[0]->Binding(240, 16);  // the last 16 bytes: inside
+  CHECK(b.table->BindInputs(2, in.data()).ok());
+}
+
+TEST_CASE_METHOD(Fixture, "Binding: Offset + SizeInBytes past 2^64", "[validation][binding]") {
+  // Refused for any buffer, before any range arithmetic could wrap.
+  Bound b;
+  MakeBound(&b);
+  DML_BUFFER_BINDING out = b.bindings[2];
+  out.Offset = UINT64_MAX - 3;  // a multiple of 4
+  ExpectBind(b.table->BindOutputs(1, &out),
+             "outputs[0].Offset 18446744073709551612 + SizeInBytes 16 is past 2^64");
+  out.Offset = 8;
+  out.SizeInBytes = UINT64_MAX - 4;
+  ExpectBind(b.table->BindOutputs(1, &out),
+             "outputs[0].Offset 8 + SizeInBytes 18446744073709551611 is past 2^64");
+  out.Offset = 0;  // the sum is 2^64 - 1: no wrap, but past the end of this 256-byte buffer
+  out.SizeInBytes = UINT64_MAX;
+  ExpectBind(b.table->BindOutputs(1, &out), "covers bytes [0, 18446744073709551615), outside");
+}
+
+TEST_CASE_METHOD(Fixture, "Buffer: Write and Read outside the buffer", "[validation][binding]") {
+  std::unique_ptr<Buffer> buf;
+  REQUIRE(Dev().CreateBuffer(64, Buffer::Memory::HostVisible, &buf).ok());
+  uint8_t data[16] = {};
+  Result r = buf->Write(56, data, 16);
   CHECK(r.status == Status::InvalidArgument);
-  CHECK_THAT(r.message, Contains("inputs[0]"));
+  CHECK_THAT(r.message,
+             Contains("Buffer::Write: offset 56 + size 16 reaches past the buffer's 64"));
+  r = buf->Read(UINT64_MAX, data, 2);  // the end wraps past 2^64: still outside
+  CHECK(r.status == Status::InvalidArgument);
+  CHECK_THAT(r.message, Contains("Buffer::Read: offset 18446744073709551615 + size 2 reaches"));
+  CHECK(buf->Write(48, data, 16).ok());
+  CHECK(buf->Read(0, data, 16).ok());
 }
 
 TEST_CASE_METHOD(Fixture, "Device::Run: argument checks and the checked mode",

@@ -42,7 +42,8 @@ UINT DataTypeSize(DML_TENSOR_DATA_TYPE type);
 // "FLOAT32", "INT64", ...; "UNKNOWN" for anything else.
 const char* DataTypeName(DML_TENSOR_DATA_TYPE type);
 // DirectML's required TotalTensorSizeInBytes: round_up((dot(Sizes-1, Strides)+1) * elemSize, 4),
-// packed strides when Strides is null. Returns 0 if the arguments are not a valid tensor.
+// packed strides when Strides is null. Returns 0 if the arguments are not a valid tensor: an
+// unknown type, no or more than 8 dimensions, a size of 0, or more than 2^32-1 elements.
 UINT64 CalcBufferTensorSize(DML_TENSOR_DATA_TYPE type, UINT dimensionCount, const UINT* sizes,
                             const UINT* strides);
 
@@ -190,8 +191,10 @@ class CompiledOperator {
 class BindingTable {
  public:
   virtual ~BindingTable() = default;
-  // Checks each binding: a live buffer range that holds the tensor's TotalTensorSizeInBytes,
-  // an offset that is a multiple of the element size and of GuaranteedBaseOffsetAlignment.
+  // Checks each binding: a buffer that is not null, SizeInBytes that holds the tensor's
+  // TotalTensorSizeInBytes, an offset that is a multiple of the element size and of
+  // GuaranteedBaseOffsetAlignment, and for a vkdml::Buffer a range inside it. vkdml cannot see
+  // the size or lifetime of the caller's own VkBuffers: keeping those valid is the caller's.
   virtual Result BindInputs(UINT count, const DML_BUFFER_BINDING* bindings) = 0;
   virtual Result BindOutputs(UINT count, const DML_BUFFER_BINDING* bindings) = 0;
   // After a checked execution (VKDML_EXECUTION_FLAG_CHECK_INDICES) has completed: Ok, or
