@@ -52,6 +52,10 @@ struct BenchError : std::runtime_error {
 struct Unsupported : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+// A bad command-line value found only once Vulkan is up: exit 2, like other usage errors.
+struct UsageError : BenchError {
+  using BenchError::BenchError;
+};
 
 std::string Format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 std::string Format(const char* fmt, ...) {
@@ -427,7 +431,8 @@ struct OwnVulkan {
     VkCheck(enumerate(instance, &n, devices.data()), "vkEnumeratePhysicalDevices");
     if (n == 0) throw BenchError("no Vulkan device");
     if (deviceIndex >= static_cast<int>(n))
-      throw BenchError(Format("--device %d: there are %u Vulkan devices", deviceIndex, n));
+      throw UsageError(Format("--device is %d, expected 0 to %u (%u device%s; see `vkdml devices`)",
+                              deviceIndex, n - 1, n, n == 1 ? "" : "s"));
     if (deviceIndex >= 0) {
       physical = devices[static_cast<size_t>(deviceIndex)];
     } else {  // as vkdml: the first discrete GPU, else the first device
@@ -1714,6 +1719,9 @@ int BenchMain(int argc, char** argv) {
   ctx.caseCount = chosen.size();
   try {
     ctx.Open();
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "vkdml bench: %s\n", e.what());
+    return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "vkdml bench: %s\n", e.what());
     return 1;

@@ -168,7 +168,8 @@ int DemoMain(int argc, char** argv) {
       return kExitBadInput;
     }
     if (!ParseInt(arg, &index) || index < 0 || index > 1000000) {
-      std::fprintf(stderr, "vkdml demo: --device is '%s', expected a device index >= 0\n",
+      std::fprintf(stderr,
+                   "vkdml demo: --device is '%s', expected a device index from `vkdml devices`\n",
                    arg.c_str());
       return kExitBadInput;
     }

@@ -5,10 +5,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 
 namespace npy {
 namespace {
@@ -287,16 +286,34 @@ bool Parse(const std::vector<uint8_t>& bytes, Array* out, std::string* error) {
 }
 
 bool Read(const std::string& path, Array* out, std::string* error) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) {
+  int fd = open(path.c_str(), O_RDONLY);
+  if (fd < 0) {
     *error = path + ": cannot open: " + std::strerror(errno);
     return false;
   }
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  if (f.bad()) {
-    *error = path + ": read error: " + std::strerror(errno);
-    return false;
+  std::vector<uint8_t> bytes;
+  struct stat st;
+  if (fstat(fd, &st) == 0) {
+    if (S_ISDIR(st.st_mode)) {
+      close(fd);
+      *error = path + ": cannot read: " + std::strerror(EISDIR);
+      return false;
+    }
+    if (S_ISREG(st.st_mode)) bytes.reserve(static_cast<size_t>(st.st_size));
   }
+  uint8_t chunk[1 << 16];
+  for (;;) {
+    ssize_t n = read(fd, chunk, sizeof(chunk));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      *error = path + ": read error: " + std::strerror(errno);
+      close(fd);
+      return false;
+    }
+    if (n == 0) break;
+    bytes.insert(bytes.end(), chunk, chunk + n);
+  }
+  close(fd);
   if (!Parse(bytes, out, error)) {
     *error = path + ": " + *error;
     return false;
@@ -327,48 +344,125 @@ bool Write(const std::string& path, const Array& a, std::string* error) {
   return file.Open(error) && file.Commit(Serialize(a), error);
 }
 
+namespace {
+
+// The temporary file of the PendingFile that is open, removed if a signal ends the program.
+char gTemp[4096];
+volatile sig_atomic_t gHaveTemp = 0;
+
+void RemoveTempAndReraise(int sig) {
+  if (gHaveTemp) unlink(gTemp);
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+void TrackTemp(const std::string& temp) {
+  static bool installed = false;
+  if (!installed) {
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) signal(sig, RemoveTempAndReraise);
+    installed = true;
+  }
+  gHaveTemp = 0;
+  if (temp.size() < sizeof(gTemp)) {
+    std::memcpy(gTemp, temp.c_str(), temp.size() + 1);
+    gHaveTemp = 1;
+  }
+}
+
+bool WriteAll(int fd, const std::vector<uint8_t>& bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
+
 PendingFile::~PendingFile() {
   if (fd_ >= 0) close(fd_);
-  if (!temp_.empty()) unlink(temp_.c_str());
+  if (!temp_.empty()) {
+    gHaveTemp = 0;
+    unlink(temp_.c_str());
+  }
 }
 
 bool PendingFile::Open(std::string* error) {
-  std::vector<char> name(path_.begin(), path_.end());
-  const char suffix[] = ".tmp.XXXXXX";
-  name.insert(name.end(), suffix, suffix + sizeof(suffix));
-  fd_ = mkstemp(name.data());
-  if (fd_ < 0) {
-    *error = path_ + ": cannot create a temporary file beside it: " + std::strerror(errno);
+  // Only a plain file of one name is replaced by renaming a new file over it. A device, a FIFO,
+  // a symbolic link (followed, as np.save does) or a file with other hard links is written in
+  // place by Commit, so that it stays what it is.
+  struct stat st;
+  bool exists = stat(path_.c_str(), &st) == 0;
+  struct stat lst;
+  bool link = lstat(path_.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode);
+  if (exists && S_ISDIR(st.st_mode)) {
+    *error = path_ + ": is a directory";
     return false;
   }
-  temp_ = name.data();
-  mode_t mask = umask(0);
-  umask(mask);
-  fchmod(fd_, 0666 & ~mask);
+  if (exists && access(path_.c_str(), W_OK) != 0) {
+    *error = path_ + ": cannot write: " + std::strerror(errno);
+    return false;
+  }
+  inPlace_ = link || (exists && (!S_ISREG(st.st_mode) || st.st_nlink > 1));
+  if (inPlace_) return true;
+
+  size_t slash = path_.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : path_.substr(0, slash + 1);
+  std::string name = (slash == std::string::npos ? "" : dir) + ".vkdml-XXXXXX";
+  std::vector<char> buf(name.begin(), name.end());
+  buf.push_back('\0');
+  fd_ = mkstemp(buf.data());
+  if (fd_ < 0) {
+    *error = path_ + ": cannot create a temporary file in " + dir + ": " + std::strerror(errno);
+    return false;
+  }
+  temp_ = buf.data();
+  TrackTemp(temp_);
+  if (exists) {  // keep the replaced file's permissions and, where allowed, its owner
+    fchmod(fd_, st.st_mode & 07777);
+    if (fchown(fd_, st.st_uid, st.st_gid) != 0) {
+      // Only root may give a file away; otherwise the new file is the caller's, as it would be.
+    }
+  } else {
+    mode_t mask = umask(0);
+    umask(mask);
+    fchmod(fd_, 0666 & ~mask);
+  }
   return true;
 }
 
 bool PendingFile::Commit(const std::vector<uint8_t>& bytes, std::string* error) {
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = write(fd_, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      *error = path_ + ": write error: " + std::strerror(errno);
+  if (inPlace_) {
+    int fd = open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    if (fd < 0) {
+      *error = path_ + ": cannot open for writing: " + std::strerror(errno);
       return false;
     }
-    done += static_cast<size_t>(n);
+    bool ok = WriteAll(fd, bytes);
+    int saved = errno;
+    if (close(fd) != 0 && ok) {
+      ok = false;
+      saved = errno;
+    }
+    if (!ok) *error = path_ + ": write error: " + std::strerror(saved);
+    return ok;
   }
+  bool ok = WriteAll(fd_, bytes);
+  int saved = errno;
   int rc = close(fd_);
   fd_ = -1;
-  if (rc != 0) {
-    *error = path_ + ": write error: " + std::strerror(errno);
+  if (!ok || rc != 0) {
+    *error = path_ + ": write error: " + std::strerror(ok ? errno : saved);
     return false;
   }
   if (rename(temp_.c_str(), path_.c_str()) != 0) {
     *error = path_ + ": cannot rename the temporary file to it: " + std::strerror(errno);
     return false;
   }
+  gHaveTemp = 0;
   temp_.clear();
   return true;
 }

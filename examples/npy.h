@@ -52,24 +52,27 @@ bool Read(const std::string& path, Array* out, std::string* error);
 
 // The file bytes for an array; Fortran-ordered arrays are written in Fortran order.
 std::vector<uint8_t> Serialize(const Array& a);
-// Writes to a temporary file in the same directory, then renames it over path; on failure path
-// is untouched and no temporary is left behind.
+// Writes `a` to path through a PendingFile.
 bool Write(const std::string& path, const Array& a, std::string* error);
 
-// A temporary file beside `path` that becomes `path` on Commit and is removed otherwise. Lets a
-// caller find out early whether the output can be written.
+// The output file of a command, checked before the work and written after it. A new file or a
+// plain file of one name is written to a temporary file in the same directory that Commit
+// renames over path (keeping the old file's permissions): on failure or a signal, path is
+// untouched and no temporary is left. A symbolic link (followed), a device, a FIFO or a file
+// with other hard links is written in place by Commit instead, so that it stays what it is.
 class PendingFile {
  public:
   explicit PendingFile(std::string path) : path_(std::move(path)) {}
   ~PendingFile();
   PendingFile(const PendingFile&) = delete;
   PendingFile& operator=(const PendingFile&) = delete;
-  bool Open(std::string* error);  // creates the temporary file
+  bool Open(std::string* error);  // checks path, creates the temporary file
   bool Commit(const std::vector<uint8_t>& bytes, std::string* error);
 
  private:
   std::string path_, temp_;
   int fd_ = -1;
+  bool inPlace_ = false;
 };
 
 }  // namespace npy

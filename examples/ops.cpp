@@ -25,17 +25,22 @@ const DML_TENSOR_DESC* HostTensor::Desc() {
   return &desc_;
 }
 
+Result CheckDeviceIndex(int index) {
+  if (index < 0) return {};
+  std::vector<DeviceInfo> devices;
+  Result r = EnumerateDevices(&devices);
+  if (!r) return r;
+  if (static_cast<size_t>(index) >= devices.size())
+    return {Status::InvalidArgument,
+            "--device is " + std::to_string(index) + ", expected 0 to " +
+                std::to_string(int(devices.size()) - 1) + " (" + std::to_string(devices.size()) +
+                (devices.size() == 1 ? " device" : " devices") + "; see `vkdml devices`)"};
+  return {};
+}
+
 Result OpenDevice(int index, std::unique_ptr<Device>* out) {
-  if (index >= 0) {
-    std::vector<DeviceInfo> devices;
-    Result r = EnumerateDevices(&devices);
-    if (!r) return r;
-    if (static_cast<size_t>(index) >= devices.size())
-      return {Status::InvalidArgument,
-              "--device is " + std::to_string(index) + ", expected 0 to " +
-                  std::to_string(int(devices.size()) - 1) + " (" + std::to_string(devices.size()) +
-                  (devices.size() == 1 ? " device" : " devices") + "; see `vkdml devices`)"};
-  }
+  Result r = CheckDeviceIndex(index);
+  if (!r) return r;
   DeviceDesc desc;
   desc.physicalDeviceIndex = index;
   return CreateDevice(desc, out);
@@ -191,7 +196,8 @@ int CheckOperator(const RunArgs& a) {
   if (scatter && a.updates.empty()) return Fail("--updates is required for " + op);
   if (a.output.empty()) return Fail("--output is required");
   if (a.device < -1 || a.device > 1000000)
-    return Fail("--device is " + std::to_string(a.device) + ", expected a device index >= 0");
+    return Fail("--device is " + std::to_string(a.device) +
+                ", expected a device index from `vkdml devices` (or -1, the default)");
   return -1;
 }
 
@@ -380,6 +386,7 @@ std::string MakePlan(const RunArgs& a, const Named& in, const Named& idx, const 
   } else {
     bool scatter = upd != nullptr;
     int64_t b = scatter ? 0 : a.batchDims;
+    if (r < 1) return in.path + ": rank is 0, expected at least 1 for " + a.op;
     if (q < 1)
       return idx.path +
              ": rank is 0, expected at least 1 (index tuples lie along the "
@@ -467,6 +474,42 @@ std::string MakePlan(const RunArgs& a, const Named& in, const Named& idx, const 
   return "";
 }
 
+// --check-indices on work that needs no device (an empty output or no updates): the first
+// index in C order outside its range, in the words of the device's check. "" if none.
+std::string CheckIndicesOnHost(const RunArgs& a, const Named& in, const Named& idx) {
+  const npy::Array c = npy::ToCOrder(idx.array);
+  const Shape& is = in.array.shape;
+  const Shape& xs = c.shape;
+  const bool nd = a.op == "gather-nd" || a.op == "scatter-nd";
+  const size_t B = a.op == "gather-nd" ? static_cast<size_t>(a.batchDims) : 0;
+  const int64_t axis = a.axis < 0 ? a.axis + int64_t(is.size()) : a.axis;  // checked by MakePlan
+  const uint64_t k = nd ? xs.back() : 1;
+  const bool isSigned = c.dtype == npy::DType::Int32 || c.dtype == npy::DType::Int64;
+  const size_t size = npy::ItemSize(c.dtype);
+  const uint64_t count = c.ElementCount();
+  for (uint64_t e = 0; e < count; ++e) {
+    const uint64_t n = nd ? is[B + e % k] : is[static_cast<size_t>(axis)];
+    uint64_t u = 0;
+    std::memcpy(&u, c.data.data() + e * size, size);
+    int64_t v = size == 4 ? int64_t(int32_t(uint32_t(u))) : int64_t(u);
+    bool bad = isSigned ? (v < -int64_t(n) || v >= int64_t(n)) : u >= n;
+    if (!bad) continue;
+    std::string coords;
+    uint64_t rest = e;
+    for (size_t d = xs.size(); d-- > 0;) {
+      coords = std::to_string(rest % xs[d]) + (coords.empty() ? "" : ",") + coords;
+      rest /= xs[d];
+    }
+    std::string range = n == 0     ? "(none: that dimension of " + in.path + " is 0)"
+                        : isSigned ? "[-" + std::to_string(n) + ", " + std::to_string(n - 1) + "]"
+                                   : "[0, " + std::to_string(n - 1) + "]";
+    return idx.path + ": indices[" + (xs.empty() ? "()" : coords) + "] is " +
+           (isSigned ? std::to_string(v) : std::to_string(u)) + ", outside the valid range " +
+           range;
+  }
+  return "";
+}
+
 }  // namespace
 
 int RunMain(int argc, char** argv) {
@@ -491,6 +534,12 @@ int RunMain(int argc, char** argv) {
   result.shape = plan.outputShape;
   size_t bytes = static_cast<size_t>(result.ElementCount() * npy::ItemSize(result.dtype));
   if (plan.skipDevice) {
+    Result r = CheckDeviceIndex(static_cast<int>(a.device));  // checked even when not used
+    if (!r) return Fail(r.message, ExitStatus(r));
+    if (a.checkIndices) {
+      error = CheckIndicesOnHost(a, in, idx);
+      if (!error.empty()) return Fail(error, kExitBadInput);
+    }
     if (bytes) result.data = npy::ToCOrder(in.array).data;  // a scatter without updates
   } else {
     std::unique_ptr<Device> device;

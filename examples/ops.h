@@ -31,8 +31,10 @@ class HostTensor {
   vkdml::DML_TENSOR_DESC desc_{};
 };
 
-// Creates device `index` (-1: the first discrete GPU, else the first device). An index that
-// does not exist is Status::InvalidArgument.
+// --device N: Ok for -1 (the default) or the index of a Vulkan device, else
+// Status::InvalidArgument naming the valid range.
+vkdml::Result CheckDeviceIndex(int index);
+// Creates device `index` (-1: the first discrete GPU, else the first device), checked as above.
 vkdml::Result OpenDevice(int index, std::unique_ptr<vkdml::Device>* out);
 
 // CreateOperator, CompileOperator(flags) and Device::Run: inputs in binding order, one output.

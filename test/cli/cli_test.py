@@ -3,12 +3,20 @@
 
 Groups: help, roundtrip (every data and index type through .npy), shapes (0-d, 1-d, 8-d,
 Fortran order, views, empty arrays), errors (exit codes and messages, no partial output),
-indices (negative, clamped and checked indices). The expected values come from NumPy.
+indices (negative, clamped and checked indices), output (links, FIFOs, permissions, signals),
+bench (`vkdml bench` at small sizes: its JSON lines and its checks). The expected values come
+from NumPy.
 """
+import io
+import json
 import os
+import signal
+import stat
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 
 import numpy as np
 
@@ -526,6 +534,35 @@ def group_errors():
                                      "--output", out), 2, "nope.npy: cannot open")
     expect_error("--device out of range", run("gather-nd", *base, "--device", "99"), 2,
                  "--device is 99, expected 0 to")
+    expect_error("--device past the parser's range", run("gather-nd", *base, "--device",
+                                                         "1000001"), 2,
+                 "--device is 1000001, expected a device index from `vkdml devices`")
+    # Work that needs no device (an empty output) still checks --device and --check-indices.
+    empty_in = save("e_empty.npy", np.zeros((3, 0), np.float32))
+    expect_error("--device out of range, empty output",
+                 run("gather", "--input", empty_in, "--indices", ind, "--output", out,
+                     "--axis", "0", "--device", "99"), 2, "--device is 99, expected 0 to")
+    far = save("e_far.npy", np.array([[1], [99]], np.int64))
+    expect_error("--check-indices, empty output",
+                 run("gather", "--input", empty_in, "--indices", far, "--output", out, "--axis",
+                     "0", "--check-indices"), 2,
+                 "e_far.npy: indices[1,0] is 99, outside the valid range [-3, 2]")
+    expect_error("--check-indices, scatter-nd without updates",
+                 run("scatter-nd", "--input", empty_in, "--indices", far, "--updates",
+                     save("e_u20.npy", np.zeros((2, 0), np.float32)), "--output", out,
+                     "--check-indices"), 2,
+                 "e_far.npy: indices[1,0] is 99, outside the valid range [-3, 2]")
+    p = run("gather", "--input", empty_in, "--indices", far, "--output", out, "--axis", "0")
+    check(p.returncode == 0 and np.load(out).shape == (2, 1, 0),
+          f"an empty gather without --check-indices: exit {p.returncode} {p.stderr!r}")
+    os.remove(out)
+    for op in ("gather-nd", "scatter-nd"):
+        extra = ["--updates", save("e_u0.npy", np.zeros(2, np.float32))] if op == "scatter-nd" \
+            else []
+        expect_error(f"{op} 0-d input",
+                     run(op, "--input", save("e_0d.npy", np.array(1, np.float32)), "--indices",
+                         ind, "--output", out, *extra), 2,
+                     f"e_0d.npy: rank is 0, expected at least 1 for {op}")
 
     # Malformed and unsupported files
     def raw(name, header_dict, data_bytes, version=1):
@@ -658,8 +695,160 @@ def group_errors():
     check(p.returncode == 0 and same(np.load(out), data[[1, 0]]), "success replaces the output")
 
 
+def group_output():
+    """A plain file is replaced whole; links, FIFOs and files with other names are written
+    through, so that they stay what they are; nothing is left behind by a signal."""
+    data = np.arange(6, dtype=np.float32).reshape(3, 2)
+    base = ["--input", save("o_in.npy", data), "--indices",
+            save("o_idx.npy", np.array([[1], [0]], np.int64))]
+    want = data[[1, 0]]
+
+    def run_to(out):
+        return vkdml("run", "gather-nd", *base, "--output", out)
+
+    def temps(before):
+        return sorted(set(os.listdir(TMP)) - before)
+
+    def loads(p):
+        try:
+            return np.load(p)
+        except (OSError, ValueError):
+            return None
+
+    # A symbolic link is followed (as np.save does): the link stays, its target gets the array.
+    link, target = path("o_link.npy"), path("o_target.npy")
+    os.symlink("o_target.npy", link)
+    p = run_to(link)
+    check(p.returncode == 0 and os.path.islink(link) and same(loads(target), want),
+          f"output through a symbolic link: exit {p.returncode} {p.stderr!r}, link kept: "
+          f"{os.path.islink(link)}")
+    for f in (link, target):
+        if os.path.lexists(f):
+            os.remove(f)
+
+    # A file with two names: both names see the new array.
+    a, b = path("o_a.npy"), path("o_b.npy")
+    with open(a, "wb") as f:
+        f.write(b"old")
+    os.link(a, b)
+    p = run_to(b)
+    check(p.returncode == 0 and os.stat(a).st_ino == os.stat(b).st_ino and
+          same(loads(a), want), f"output with a second hard link: exit {p.returncode}")
+    for f in (a, b):
+        os.remove(f)
+
+    # A FIFO stays a FIFO, and its reader gets the array.
+    fifo, got = path("o_fifo"), []
+    os.mkfifo(fifo)
+
+    def reader():
+        with open(fifo, "rb") as f:
+            got.append(f.read())
+
+    t = threading.Thread(target=reader, daemon=True)
+    t.start()
+    p = run_to(fifo)
+    t.join(60)
+    check(p.returncode == 0 and stat.S_ISFIFO(os.stat(fifo).st_mode) and got and
+          same(np.load(io.BytesIO(got[0])), want),
+          f"output to a FIFO: exit {p.returncode} {p.stderr!r}, still a FIFO: "
+          f"{stat.S_ISFIFO(os.stat(fifo).st_mode)}, read {len(got[0]) if got else None} bytes")
+    os.remove(fifo)
+
+    # A replaced plain file keeps its permissions; a read-only one is replaced only by root.
+    mode = path("o_mode.npy")
+    with open(mode, "wb") as f:
+        f.write(b"old")
+    os.chmod(mode, 0o640)
+    p = run_to(mode)
+    check(p.returncode == 0 and stat.S_IMODE(os.stat(mode).st_mode) == 0o640 and
+          same(loads(mode), want), f"a replaced file keeps mode 0640: "
+          f"{oct(stat.S_IMODE(os.stat(mode).st_mode))}")
+    os.chmod(mode, 0o444)
+    p = run_to(mode)
+    if os.geteuid() == 0:
+        check(p.returncode == 0 and stat.S_IMODE(os.stat(mode).st_mode) == 0o444,
+              "root replaces a read-only output and keeps it read-only")
+    else:
+        expect_error("a read-only output", p, 2, "o_mode.npy: cannot write: Permission denied")
+    os.chmod(mode, 0o644)
+    os.remove(mode)
+
+    # A name of 250 characters: the temporary file's name does not grow with it.
+    long = path("L" * 246 + ".npy")
+    p = run_to(long)
+    check(p.returncode == 0 and same(loads(long), want),
+          f"a 250-character output name: exit {p.returncode} {p.stderr!r}")
+    if os.path.exists(long):
+        os.remove(long)
+
+    expect_error("a directory as the input",
+                 vkdml("run", "gather-nd", "--input", TMP, *base[2:], "--output", path("o.npy")),
+                 2, "cannot read: Is a directory")
+    expect_error("a directory as the output", run_to(TMP), 2, ": is a directory")
+
+    # SIGINT while the temporary file exists: it is removed, the output never appears.
+    big = save("o_big.npy", np.ones((512, 512), np.float32))
+    bidx = save("o_bidx.npy", np.zeros((512, 512), np.int64))
+    out = path("o_sig.npy")
+    seen, before = False, set(os.listdir(TMP))
+    for _ in range(3):
+        proc = subprocess.Popen([VKDML, "run", "gather-elements", "--input", big, "--indices",
+                                 bidx, "--output", out], stderr=subprocess.DEVNULL)
+        deadline = time.time() + 60
+        while proc.poll() is None and time.time() < deadline and not seen:
+            seen = bool(set(temps(before)) - {os.path.basename(out)})
+            if not seen:
+                time.sleep(0.001)
+        if seen:
+            proc.send_signal(signal.SIGINT)
+        proc.wait()
+        if seen:
+            check(proc.returncode == -signal.SIGINT,
+                  f"interrupted run: exit {proc.returncode}, expected {-signal.SIGINT}")
+            break
+        if os.path.exists(out):
+            os.remove(out)
+    check(seen, "the temporary file of a running command was never seen")
+    check(temps(before) == [], f"an interrupted run leaves {temps(before)}")
+
+
+def group_bench():
+    """`vkdml bench` at small sizes: one JSON object per case with the issue's fields, every
+    output checked against the CPU, and its usage errors."""
+    p = vkdml("bench", "--list")
+    names = [line.split()[0] for line in p.stdout.splitlines() if line.strip()]
+    check(p.returncode == 0 and "rows-f32" in names and "latency" in names,
+          f"bench --list: {p.stdout!r}")
+    p = vkdml("bench", "--size", "small", "--runs", "3", "--warmup", "1", "--latency-calls",
+              "200", "--json", "--no-progress")
+    check(p.returncode == 0, f"bench --size small: exit {p.returncode}, stderr {p.stderr!r}")
+    rows = [json.loads(line) for line in p.stdout.splitlines() if line.strip()]
+    fields = ["case", "op", "dtype", "index_dtype", "input_shape", "indices_shape",
+              "updates_shape", "axis", "batch_dims", "median_ms", "gbps", "copy_gbps", "device"]
+    cases = {r.get("case") for r in rows}
+    for c in ("rows-f32", "rows-f16", "tuples-f32", "elements-axis1-f32", "elements-axis0-f32",
+              "elements-axis1-i32idx", "scatter-rows-f32", "scatter-rows-inplace",
+              "scatter-elements-axis1-f32", "latency-run", "latency-replay"):
+        check(c in cases, f"bench: no row for {c}")
+    for r in rows:
+        missing = [f for f in fields if f not in r]
+        check(not missing, f"bench {r.get('case')}: missing {missing}")
+        check(r.get("median_ms", 0) > 0, f"bench {r.get('case')}: median_ms {r.get('median_ms')}")
+        if r.get("timing") != "host":
+            check(r.get("verified", 0) > 0 and r.get("mismatches") == 0,
+                  f"bench {r.get('case')}: verified {r.get('verified')}, mismatches "
+                  f"{r.get('mismatches')}")
+    expect_error("bench unknown case", vkdml("bench", "--case", "nope"), 2,
+                 "unknown case 'nope'")
+    expect_error("bench --device out of range", vkdml("bench", "--device", "99", "--case",
+                                                      "rows-f32", "--size", "small"), 2,
+                 "--device is 99, expected 0 to")
+
+
 GROUPS = {"help": group_help, "roundtrip": group_roundtrip, "shapes": group_shapes,
-          "errors": group_errors, "indices": group_indices}
+          "errors": group_errors, "indices": group_indices, "output": group_output,
+          "bench": group_bench}
 
 if __name__ == "__main__":
     GROUPS[sys.argv[2]]()
