@@ -356,17 +356,28 @@ void RemoveTempAndReraise(int sig) {
   raise(sig);
 }
 
-void TrackTemp(const std::string& temp) {
+// Creates the temporary file from `pattern` (mkstemp) with the signals that remove it blocked
+// until its name is recorded, so that no signal can end the program between the two.
+int CreateTracked(std::vector<char>* pattern) {
   static bool installed = false;
   if (!installed) {
     for (int sig : {SIGINT, SIGTERM, SIGHUP}) signal(sig, RemoveTempAndReraise);
     installed = true;
   }
+  sigset_t block, old;
+  sigemptyset(&block);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&block, sig);
+  sigprocmask(SIG_BLOCK, &block, &old);
+  int fd = mkstemp(pattern->data());
+  const int saved = errno;
   gHaveTemp = 0;
-  if (temp.size() < sizeof(gTemp)) {
-    std::memcpy(gTemp, temp.c_str(), temp.size() + 1);
+  if (fd >= 0 && pattern->size() <= sizeof(gTemp)) {
+    std::memcpy(gTemp, pattern->data(), pattern->size());
     gHaveTemp = 1;
   }
+  sigprocmask(SIG_SETMASK, &old, nullptr);
+  errno = saved;
+  return fd;
 }
 
 bool WriteAll(int fd, const std::vector<uint8_t>& bytes) {
@@ -414,13 +425,12 @@ bool PendingFile::Open(std::string* error) {
   std::string name = (slash == std::string::npos ? "" : dir) + ".vkdml-XXXXXX";
   std::vector<char> buf(name.begin(), name.end());
   buf.push_back('\0');
-  fd_ = mkstemp(buf.data());
+  fd_ = CreateTracked(&buf);
   if (fd_ < 0) {
     *error = path_ + ": cannot create a temporary file in " + dir + ": " + std::strerror(errno);
     return false;
   }
   temp_ = buf.data();
-  TrackTemp(temp_);
   if (exists) {  // keep the replaced file's permissions and, where allowed, its owner
     fchmod(fd_, st.st_mode & 07777);
     if (fchown(fd_, st.st_uid, st.st_gid) != 0) {
