@@ -33,6 +33,15 @@ LinesPolicy ScatterLinesPolicy(VkPhysicalDeviceType type) {
   return type == VK_PHYSICAL_DEVICE_TYPE_CPU ? LinesPolicy::Never : LinesPolicy::WhenBetter;
 }
 
+// Workgroups per dispatch: at most 65535 and the device's limit; grid-stride loops cover the
+// rest. VKDML_MAX_GROUPS=N lowers the cap so that small tests run those loops too.
+UINT MaxGroups(const VkPhysicalDeviceLimits& limits) {
+  UINT cap = std::min(kMaxGroups, limits.maxComputeWorkGroupCount[0]);
+  const char* env = std::getenv("VKDML_MAX_GROUPS");
+  long n = env ? std::strtol(env, nullptr, 10) : 0;
+  return n > 0 && UINT64(n) < cap ? UINT(n) : cap;
+}
+
 // Threads in a workgroup of glsl/scatter_lines.comp: 1024 where the device allows.
 UINT LinesGroupSize(const VkPhysicalDeviceLimits& limits) {
   return std::min(
@@ -105,6 +114,7 @@ struct CompiledState {
   VkPipeline report = VK_NULL_HANDLE;
   std::unique_ptr<BufferImpl> plans;  // uniform buffer, kPlanSlots plans
   UINT64 serial = 0;                  // DeviceImpl::NextSerial, names it in Run's recorded commands
+  UINT maxGroups = 1;                 // MaxGroups() when compiled
 };
 
 class CompiledOperatorImpl final : public CompiledOperator {
@@ -357,8 +367,7 @@ Result BindingTableImpl::Record(VkCommandBuffer cmd) {
     const UINT64 perGroup = kGroupSize * Unroll(wide ? kVectorBytes : elemSize, plan.count);
     const UINT64 work = s.lines ? plan.count / plan.sizes[plan.rank - 1]  // a group per line
                                 : (UINT64(plan.count) + perGroup - 1) / perGroup;
-    UINT groups = UINT(std::min<UINT64>(
-        work, std::min(kMaxGroups, device_->Limits().maxComputeWorkGroupCount[0])));
+    UINT groups = UINT(std::min<UINT64>(work, op_->maxGroups));
     vk.vkCmdDispatch(cmd, groups, 1, 1);
   }
   if (op_->checked) {
@@ -439,6 +448,7 @@ Result DeviceImpl::CompileOperator(const Operator& op, UINT flags,
   c->flags = flags;
   c->checked = (flags & VKDML_EXECUTION_FLAG_CHECK_INDICES) != 0;
   c->serial = NextSerial();
+  c->maxGroups = MaxGroups(limits_);
   const Tensor& indices = c->op.Indices();
   const UINT indexFlags = (IsSignedIndexType(indices.type) ? kFlagSigned : 0) |
                           (indices.elemSize == 8 ? kFlagIndex64 : 0);

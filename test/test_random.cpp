@@ -404,13 +404,23 @@ Case GenScatterElements(Rng& rng, UINT D, DML_TENSOR_DATA_TYPE dt, DML_TENSOR_DA
   }
 }
 
-// Sets VKDML_SCATTER_LINES for the operators compiled while it lives (lib/compiled.cpp: "1"
-// sends every ScatterElements the shared-memory line kernel can do to it, on lavapipe too).
-struct ScopedLines {
-  explicit ScopedLines(bool on) {
-    if (on) setenv("VKDML_SCATTER_LINES", "1", 1);
+// Sets an environment variable for the operators compiled while it lives (unset: nothing).
+// lib/compiled.cpp reads VKDML_SCATTER_LINES ("1" sends every ScatterElements the shared-memory
+// line kernel can do to it, on lavapipe too) and VKDML_MAX_GROUPS (workgroups per dispatch).
+struct ScopedEnv {
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (!value.empty()) setenv(name, value.c_str(), 1);
   }
-  ~ScopedLines() { unsetenv("VKDML_SCATTER_LINES"); }
+  ~ScopedEnv() { unsetenv(name_); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+};
+
+struct ScopedLines : ScopedEnv {
+  explicit ScopedLines(bool on) : ScopedEnv("VKDML_SCATTER_LINES", on ? "1" : "") {}
 };
 
 // Where each update element of a scatter case lands.
@@ -487,6 +497,25 @@ bool RunCase(Case& c, bool scatterDuplicates = false, bool* validationClean = nu
 
 enum class Op { GatherND, GatherND1, GatherElements, ScatterND, ScatterElements, Gather };
 
+Case Generate(Op op, Rng& rng, UINT D, DML_TENSOR_DATA_TYPE dt, DML_TENSOR_DATA_TYPE it,
+              const IndexEncoder& enc) {
+  switch (op) {
+    case Op::GatherND:
+      return GenGatherND(rng, false, D, dt, it, enc);
+    case Op::GatherND1:
+      return GenGatherND(rng, true, D, dt, it, enc);
+    case Op::GatherElements:
+      return GenGatherElements(rng, D, dt, it, enc);
+    case Op::ScatterND:
+      return GenScatterND(rng, D, dt, it, enc, true, false);
+    case Op::ScatterElements:
+      return GenScatterElements(rng, D, dt, it, enc, true, false, false);
+    case Op::Gather:
+      break;
+  }
+  return GenGather(rng, D, dt, it, enc);
+}
+
 void RandomSweep(Op op, uint64_t salt, int perCombination) {
   const uint64_t base = BaseSeed();
   const char* only = std::getenv("VKDML_TEST_CASE");  // replay one case of the sweep
@@ -500,27 +529,7 @@ void RandomSweep(Op op, uint64_t salt, int perCombination) {
         const UINT D = static_cast<UINT>(1 + (counter + salt) % 8);
         IndexEncoder enc{it};
         enc.pOutOfRange = rng.P(0.5) ? 0.0 : rng.P(0.5) ? 0.05 : 0.3;
-        Case c;
-        switch (op) {
-          case Op::GatherND:
-            c = GenGatherND(rng, false, D, dt, it, enc);
-            break;
-          case Op::GatherND1:
-            c = GenGatherND(rng, true, D, dt, it, enc);
-            break;
-          case Op::GatherElements:
-            c = GenGatherElements(rng, D, dt, it, enc);
-            break;
-          case Op::ScatterND:
-            c = GenScatterND(rng, D, dt, it, enc, true, false);
-            break;
-          case Op::ScatterElements:
-            c = GenScatterElements(rng, D, dt, it, enc, true, false, false);
-            break;
-          case Op::Gather:
-            c = GenGather(rng, D, dt, it, enc);
-            break;
-        }
+        Case c = Generate(op, rng, D, dt, it, enc);
         c.opts = RandomOptions(rng, c.spec, true);
         if (only && std::strtoull(only, nullptr, 10) != counter) continue;
         INFO("seed " << seed << " (VKDML_TEST_SEED=" << base << ", case " << counter << ")");
@@ -675,6 +684,79 @@ TEST_CASE_METHOD(Fixture, "Random ScatterElements on long lines", "[random][scat
     bool quiet = true;
     if (!RunCase(c, !unique, &quiet)) ++failures;
     REQUIRE(failures < 8);
+  }
+}
+
+// The elements a case's indexed pass moves: updates for a scatter, the output for a gather.
+UINT64 Work(Case& c) {
+  const bool scatter =
+      c.spec.type == DML_OPERATOR_SCATTER_ND || c.spec.type == DML_OPERATOR_SCATTER_ELEMENTS;
+  return (scatter ? c.spec.tensors[2].Ref() : c.spec.Output().Ref()).ElementCount();
+}
+
+// Every operator with dispatches capped at one workgroup (VKDML_MAX_GROUPS), so that the
+// kernels' grid-stride loops run: each workgroup moves several tiles, or several lines of the
+// line kernel (forced on for ScatterElements). Without the cap only tensors of over 65535
+// workgroups (or lines) would.
+TEST_CASE_METHOD(Fixture, "Random cases with few workgroups per dispatch", "[random]") {
+  const uint64_t base = BaseSeed();
+  const Op ops[] = {Op::GatherND,  Op::GatherND1,       Op::GatherElements,
+                    Op::ScatterND, Op::ScatterElements, Op::Gather};
+  int failures = 0, looped = 0;
+  for (int i = 0; i < 180; ++i) {
+    const uint64_t seed = base ^ (11ull << 48) ^ (uint64_t(i) * 0x9E3779B97F4A7C15ull);
+    Rng rng(seed);
+    const Op op = ops[i % 6];
+    const DML_TENSOR_DATA_TYPE dt = DataTypes()[(i / 6) % DataTypes().size()];
+    const DML_TENSOR_DATA_TYPE it = IndexTypes()[(i / 2) % 4];
+    if (!DeviceSupports(dt)) continue;
+    IndexEncoder enc{it};
+    enc.pOutOfRange = rng.P(0.5) ? 0.0 : 0.2;
+    // Drawn again until the work is more than one workgroup's 256 threads (up to 3000).
+    // Every other ScatterElements has long lines (at least 64), for the line kernel.
+    Case c;
+    const bool longLines = op == Op::ScatterElements && (i / 6) % 2 == 0;
+    for (int tries = 0; tries < 100; ++tries) {
+      c = longLines ? GenScatterElements(rng, static_cast<UINT>(2 + i % 4), dt, it, enc, true,
+                                         false, true)
+                    : Generate(op, rng, static_cast<UINT>(3 + i % 6), dt, it, enc);
+      if (Work(c) > 256) break;
+    }
+    c.opts = RandomOptions(rng, c.spec, true);
+    looped += Work(c) > 256;
+    INFO("seed " << seed << " (VKDML_TEST_SEED=" << base << ", case " << i << ")");
+    INFO("case: " << c.spec.ToString() << "\n  " << Describe(c.opts) << ", VKDML_MAX_GROUPS=1");
+    ScopedEnv groups("VKDML_MAX_GROUPS", "1");
+    ScopedLines lines(op == Op::ScatterElements);
+    bool quiet = true;
+    if (!RunCase(c, false, &quiet)) ++failures;
+    REQUIRE(failures < 8);
+  }
+  INFO(looped << " of 180 cases have more elements than their one workgroup's threads");
+  CHECK(looped >= 60);
+}
+
+// Lines of 1- and 2-byte elements longer than a quarter of the shared memory a line may take
+// (48 KiB, or less on the device): the line kernel holds one 4-byte slot per element, so these
+// must go to the plain scatter, forced line kernel or not. 13000 elements are past the quarter
+// on lavapipe (32 KiB) and on NVIDIA's 48 KiB alike.
+TEST_CASE_METHOD(Fixture, "ScatterElements on lines too long for shared memory slots",
+                 "[random][scatter_elements]") {
+  const UINT L = 13000, n = L / 2;
+  for (DML_TENSOR_DATA_TYPE dt : {DML_TENSOR_DATA_TYPE_UINT8, DML_TENSOR_DATA_TYPE_FLOAT16}) {
+    if (!DeviceSupports(dt)) continue;
+    Rng rng(BaseSeed() ^ 0x1010 ^ dt);
+    const DML_TENSOR_DATA_TYPE it = DML_TENSOR_DATA_TYPE_INT32;
+    TensorDesc in(dt, {2, L}), ix(it, {2, n}), upd(dt, {2, n}), out = in;
+    Case c;
+    c.spec = OpSpec::ScatterElements(in, ix, upd, out, 1);
+    std::vector<int64_t> values(2 * n);  // unique targets in each line: j * 7919 mod L
+    for (UINT j = 0; j < 2 * n; ++j) values[j] = int64_t((uint64_t(j % n) * 7919) % L);
+    c.inputs = {RandomBytes(rng, in.Total()), IndexBytes(it, values, ix.Total()),
+                RandomBytes(rng, upd.Total())};
+    INFO(DataTypeName(dt));
+    ScopedLines lines(true);
+    RunCase(c);
   }
 }
 

@@ -571,6 +571,18 @@ TEST_CASE_METHOD(Fixture, "Rule 20: batch sizes differ between indices and input
     spec.Desc();
     ExpectInvalid(spec, {"IndicesTensor.Sizes[0] is 3, expected 2 (InputTensor.Sizes[1]"});
   }
+  {  // B 2: the first batch sizes agree, the second do not
+    OpSpec spec = OpSpec::GatherND1(TensorDesc(F32, {2, 3, 4}), TensorDesc(I32, {2, 5, 1}),
+                                    TensorDesc(F32, {1, 2, 5}), 3, 3, 2);
+    spec.Desc();
+    ExpectInvalid(spec, {"IndicesTensor.Sizes[1] is 5, expected 3 (InputTensor.Sizes[1]"});
+    OpSpec same = OpSpec::GatherND1(TensorDesc(F32, {2, 3, 4}), TensorDesc(I32, {2, 3, 1}),
+                                    TensorDesc(F32, {1, 2, 3}), 3, 3, 2);
+    same.Desc();
+    Result r = CreateRaw(same);
+    INFO(Str(r));
+    CHECK(r.ok());
+  }
 }
 
 TEST_CASE_METHOD(Fixture, "Rule 21: output (updates) would need more than D dimensions",
@@ -1074,6 +1086,9 @@ TEST_CASE_METHOD(Fixture, "Binding: a range past the end of a vkdml::Buffer",
   std::vector<DML_BUFFER_BINDING> in = {b.buffers[0]->Binding(248, 16), b.bindings[1]};
   ExpectBind(b.table->BindInputs(2, in.data()),
              "inputs[0] covers bytes [248, 264), outside the 256-byte vkdml::Buffer");
+  in[0] = b.buffers[0]->Binding(300, 16);  // starts past the end
+  ExpectBind(b.table->BindInputs(2, in.data()),
+             "inputs[0] covers bytes [300, 316), outside the 256-byte vkdml::Buffer");
   in[0] = b.buffers[0]->Binding(240, 16);  // the last 16 bytes: inside
   CHECK(b.table->BindInputs(2, in.data()).ok());
 }

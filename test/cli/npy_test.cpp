@@ -94,6 +94,10 @@ void Headers() {
   CHECK(npy::Parse(File(1, Dict("|u1", "(2,)"), 2), &a, &e));
   CHECK(npy::Parse(File(1, Dict("<f2", "(1,1,)"), 2), &a, &e));
   CHECK(a.dtype == npy::DType::Float16);
+  CHECK(npy::Parse(File(1, Dict("=f4", "(1,)"), 4), &a, &e));  // native order, little-endian
+  CHECK(a.dtype == npy::DType::Float32);
+  CHECK(npy::Parse(File(1, Dict("=i8", "(1,)"), 8), &a, &e));
+  CHECK(a.dtype == npy::DType::Int64);
 
   // Strides and the transpose of a Fortran-ordered array.
   CHECK(npy::Parse(File(1, Dict("|i1", "(2, 3)", true), 6), &a, &e));
@@ -130,6 +134,8 @@ void Errors() {
               "unexpected key 'x'");
   ExpectError(File(1, "['descr']", 8), "does not start with '{'");
   ExpectError(File(1, Dict("<f4", "(4294967296, 4294967296)"), 8), "too large");
+  // A dimension past 2^64 is an error, not a wrapped size.
+  ExpectError(File(1, Dict("<f4", "(18446744073709551617,)"), 4), "shape is not a tuple");
   std::vector<uint8_t> shortHeader = File(1, Dict("<f4", "(2,)"), 0);
   shortHeader.resize(20);
   ExpectError(shortHeader, "truncated header: HEADER_LEN is");
