@@ -140,6 +140,10 @@ DeviceInfo Describe(VkPhysicalDevice pd, uint32_t queueFamily) {
   return info;
 }
 
+bool BelowVulkan11(uint32_t apiVersion) {
+  return VK_API_VERSION_MAJOR(apiVersion) == 1 && VK_API_VERSION_MINOR(apiVersion) < 1;
+}
+
 std::vector<VkQueueFamilyProperties> QueueFamilies(VkPhysicalDevice pd) {
   uint32_t n = 0;
   vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, nullptr);
@@ -265,7 +269,7 @@ Result DeviceImpl::PickPhysicalDevice(int index) {
 Result DeviceImpl::CheckAdopted() {
   VkPhysicalDeviceProperties p;
   vkGetPhysicalDeviceProperties(physical_, &p);
-  if (VK_API_VERSION_MAJOR(p.apiVersion) == 1 && VK_API_VERSION_MINOR(p.apiVersion) < 1)
+  if (BelowVulkan11(p.apiVersion))
     return Fail(Status::Unsupported, "DeviceDesc.physicalDevice (", p.deviceName,
                 ") supports Vulkan 1.0, expected 1.1");
   std::vector<VkQueueFamilyProperties> families = QueueFamilies(physical_);
@@ -282,7 +286,7 @@ Result DeviceImpl::CheckAdopted() {
 
 Result DeviceImpl::CreateLogicalDevice() {
   DeviceInfo d = Describe(physical_, queueFamily_);
-  if (VK_API_VERSION_MINOR(d.apiVersion) < 1 && VK_API_VERSION_MAJOR(d.apiVersion) == 1)
+  if (BelowVulkan11(d.apiVersion))
     return Fail(Status::Unsupported, "Vulkan device ", d.name,
                 " supports Vulkan 1.0, expected 1.1");
   float priority = 1.0f;

@@ -73,6 +73,16 @@ UINT64 RequiredBytes(UINT elemSize, UINT dims, const UINT* sizes, const UINT* st
   return bytes > u128(UINT64(-1)) ? 0 : UINT64(bytes);
 }
 
+constexpr UINT64 kMaxElements = 0xFFFFFFFFull;  // DirectML's limit; packed strides fit 32 bits
+
+// The product of the sizes, or the first partial product past kMaxElements (no overflow: at most
+// 8 factors below 2^32 after the check); 0 if a size is 0.
+UINT64 CappedElementCount(UINT dims, const UINT* sizes) {
+  UINT64 count = 1;
+  for (UINT i = 0; i < dims && count <= kMaxElements; ++i) count *= sizes[i];
+  return count;
+}
+
 void PackedStrides(UINT dims, const UINT* sizes, UINT* strides) {
   UINT64 s = 1;
   for (UINT i = dims; i-- > 0;) {
@@ -92,12 +102,8 @@ UINT64 CalcBufferTensorSize(DML_TENSOR_DATA_TYPE type, UINT dimensionCount, cons
     PackedStrides(dimensionCount, sizes, packed);
     strides = packed;
   }
-  UINT64 count = 1;
-  for (UINT i = 0; i < dimensionCount; ++i) {
-    if (sizes[i] == 0) return 0;
-    count *= sizes[i];
-    if (count > 0xFFFFFFFFull) return 0;  // DirectML's limit, and packed strides stay 32-bit
-  }
+  const UINT64 count = CappedElementCount(dimensionCount, sizes);
+  if (count == 0 || count > kMaxElements) return 0;
   return RequiredBytes(elemSize, dimensionCount, sizes, strides);
 }
 
@@ -151,15 +157,12 @@ Result ValidateTensor(const DML_TENSOR_DESC* desc, const char* field, TensorRole
   t.dims = b.DimensionCount;
   t.totalBytes = b.TotalTensorSizeInBytes;
   t.alignment = b.GuaranteedBaseOffsetAlignment;
-  UINT64 count = 1;
   for (UINT i = 0; i < t.dims; ++i) {
     t.sizes[i] = b.Sizes[i];
     if (t.sizes[i] == 0)
       return Fail(Status::InvalidArgument, field, ".Sizes[", i, "] is 0, expected at least 1");
-    count *= t.sizes[i];  // at most 8 factors below 2^32 after the check below: no overflow
-    if (count > 0xFFFFFFFFull) break;
   }
-  if (count > 0xFFFFFFFFull) {
+  if (CappedElementCount(t.dims, t.sizes) > kMaxElements) {
     std::string all;
     for (UINT i = 0; i < t.dims; ++i) all += Str(i ? "x" : "", t.sizes[i]);
     return Fail(Status::InvalidArgument, field, " has more than 4294967295 elements (Sizes ", all,
