@@ -23,7 +23,7 @@ constexpr UINT kLinesUnroll = 4;
 
 // Whether ScatterElements uses glsl/scatter_lines.comp where Plan::Lines says it is better: on
 // GPUs, yes; on CPU devices (lavapipe) its barriers cost more than the random writes it saves
-// (examples/PERF_NOTES.md, v15). VKDML_SCATTER_LINES=1 uses it for every shape it can do (the
+// (examples/bench/PERF_NOTES.md, v15). VKDML_SCATTER_LINES=1 uses it for every shape it can do (the
 // tests do this), VKDML_SCATTER_LINES=0 never (for A/B benchmarks).
 enum class LinesPolicy { Never, WhenBetter, Always };
 LinesPolicy ScatterLinesPolicy(VkPhysicalDeviceType type) {
@@ -58,7 +58,7 @@ constexpr UINT kFlagSigned = 1, kFlagIndex64 = 2;
 constexpr UINT64 kDirectRunBytes = 256 << 10;
 
 // Elements each thread moves per step (indexed.comp's kUnroll): enough loads in flight to cover
-// memory latency; uvec4 elements need fewer (examples/PERF_NOTES.md, v3 and v11). Work of up to
+// memory latency; uvec4 elements need fewer (examples/bench/PERF_NOTES.md, v3 and v11). Work of up to
 // 256 workgroups' width goes one element per thread, spread over more multiprocessors: a
 // thread's elements are a serial chain of index arithmetic, and small work is all latency (v16).
 UINT Unroll(UINT elemSize, UINT count) {

@@ -1,4 +1,4 @@
-// cli.npy: the command-line tool's .npy reader and writer (examples/npy.h), without a device.
+// cli.npy: the command-line tool's .npy reader and writer (examples/cli/npy.h), without a device.
 #include <dirent.h>
 #include <unistd.h>
 

@@ -1,7 +1,7 @@
 // `vkdml bench`: times vkdml's gather/scatter operators on large random tensors with Vulkan
 // timestamp queries, checks a sample of each output on the CPU, and compares the effective
 // bandwidth with a plain uvec4 copy kernel (bench_copy.comp) of the same byte count timed in the
-// same run. See examples/BENCH.md for the cases and the byte formulas.
+// same run. See examples/bench/BENCH.md for the cases and the byte formulas.
 //
 // vkdml work goes through the public API only. The timestamps, the copy kernel and the
 // replayed command buffer use raw Vulkan, loaded through Device::GetDeviceProcAddr (no libvulkan
@@ -900,7 +900,7 @@ uint64_t Verify(const Spec& s, const HostData& h, const uint8_t* out, uint64_t* 
   return bad;
 }
 
-// Minimum bytes a case must move (examples/BENCH.md).
+// Minimum bytes a case must move (examples/bench/BENCH.md).
 double MinBytes(const Spec& s, const HostData& h) {
   double es = vkdml::DataTypeSize(s.dtype), is = vkdml::DataTypeSize(s.itype);
   double idx = static_cast<double>(Product(s.indices)) * is;
@@ -1603,7 +1603,7 @@ void Usage(FILE* f) {
                "                   [--latency-calls N] [--no-progress] [--list]\n"
                "Times vkdml's operators with Vulkan timestamps (median of --runs, default 30,\n"
                "after --warmup, default 5) against a uvec4 copy kernel of the same byte count,\n"
-               "and checks a sample of each output on the CPU. See examples/BENCH.md.\n");
+               "and checks a sample of each output on the CPU. See examples/bench/BENCH.md.\n");
 }
 
 bool ParseInt(const char* s, int* out) {

@@ -5,8 +5,8 @@ GPU kernels are timed with torch.cuda.Event (median of --runs after --warmup), C
 time.perf_counter. The latency cases are host time per call, median of at least 200 calls:
 torch.gather + synchronize, and (latency-host) the same from and to host tensors. Prints one JSON object per line and case (--json), or a table.
 
-  python3 examples/bench_torch.py --size full                        # CUDA
-  /usr/bin/python3 examples/bench_torch.py --size small --torch-device cpu --threads 2
+  python3 examples/bench/bench_torch.py --size full                        # CUDA
+  /usr/bin/python3 examples/bench/bench_torch.py --size small --torch-device cpu --threads 2
 
 bench_compare.py imports this module to put both sides in one table.
 """
@@ -35,7 +35,7 @@ CASE_NAMES = [
 
 
 def specs(small):
-    """The cases of examples/bench.cpp (MakeSpecs), same shapes."""
+    """The cases of examples/bench/bench.cpp (MakeSpecs), same shapes."""
     rows, picks = (16384, 4096) if small else (1048576, 262144)
     side, tuples = (512, 16384) if small else (4096, 1048576)
     sq = 1024 if small else 8192
@@ -98,7 +98,7 @@ def expected_targets(c):
 
 
 def min_bytes(c, targets=None):
-    """examples/BENCH.md's formulas, as vkdml bench computes them. targets: for ScatterElements,
+    """examples/bench/BENCH.md's formulas, as vkdml bench computes them. targets: for ScatterElements,
     the distinct output elements the indices target (default: the expected number)."""
     es, isz = _size(_dtype(c["dtype"])), _size(_dtype(c["index_dtype"]))
     idx = math.prod(c["indices_shape"]) * isz

@@ -5,11 +5,11 @@ case | vkdml ms | torch ms | ratio | vkdml GB/s | copy GB/s | % of copy. `--roun
 the sequence and keeps each side's fastest median per case.
 
 ratio = torch ms / vkdml ms: above 1 means vkdml is faster. GB/s counts the minimum bytes a case
-must move (examples/BENCH.md); "% of copy" compares vkdml with a plain uvec4 copy kernel moving the
+must move (examples/bench/BENCH.md); "% of copy" compares vkdml with a plain uvec4 copy kernel moving the
 same byte count, timed in the same run.
 
-  python3 examples/bench_compare.py --size full                             # GPU machine, CUDA
-  /usr/bin/python3 examples/bench_compare.py --size small --torch-device cpu --threads 2  # lavapipe
+  python3 examples/bench/bench_compare.py --size full                             # GPU machine, CUDA
+  /usr/bin/python3 examples/bench/bench_compare.py --size small --torch-device cpu --threads 2  # lavapipe
 """
 import argparse
 import datetime
@@ -26,7 +26,7 @@ import bench_torch  # noqa: E402
 
 
 def find_vkdml():
-    root = os.path.dirname(HERE)
+    root = os.path.dirname(os.path.dirname(HERE))  # examples/bench -> the project root
     found = sorted(glob.glob(os.path.join(root, "build*", "examples", "vkdml")), key=os.path.getmtime)
     return found[-1] if found else "vkdml"
 
@@ -133,7 +133,7 @@ def main():
                          f"{fmt(host, '.4f')} | {fmt(host / vms, '.2f')} | | | - |")
     lines.append("")
     lines.append("ratio = torch ms / vkdml ms (above 1: vkdml faster). GB/s = minimum bytes "
-                 "(examples/BENCH.md) / median time. Latency rows: host time per call "
+                 "(examples/bench/BENCH.md) / median time. Latency rows: host time per call "
                  "(latency-run: Device::Run; latency-replay: one pre-recorded command buffer, "
                  "submit + wait), against torch.gather + synchronize.")
     if any(r.get("peer_index_dtype") for r in torch_rows):
