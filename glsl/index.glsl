@@ -1,11 +1,15 @@
 // IndicesTensor and what every kernel does with an index: read it (INDEX64 selects 64-bit
 // loads), clamp it, and in checked mode record where an out-of-range one is. Needs common.glsl
-// and the specialization constants kFlags and kChecked.
+// and the specialization constants kChecked and kSignedIndex.
 
 #if INDEX64
-layout(std430, set = 0, binding = 2) restrict readonly buffer Indices { uvec2 indexData[]; };
+layout(std430, set = 0, binding = VKDML_BIND_INDICES) restrict readonly buffer Indices {
+  uvec2 indexData[];
+};
 #else
-layout(std430, set = 0, binding = 2) restrict readonly buffer Indices { uint indexData[]; };
+layout(std430, set = 0, binding = VKDML_BIND_INDICES) restrict readonly buffer Indices {
+  uint indexData[];
+};
 #endif
 
 // Index element e as (lo, hi), sign- or zero-extended from 32 bits.
@@ -14,14 +18,14 @@ uvec2 readIndex(uint e) {
   return indexData[pc.indexBase + e];
 #else
   uint lo = indexData[pc.indexBase + e];
-  return uvec2(lo, (kFlags & kFlagSigned) != 0u && int(lo) < 0 ? 0xFFFFFFFFu : 0u);
+  return uvec2(lo, kSignedIndex && int(lo) < 0 ? 0xFFFFFFFFu : 0u);
 #endif
 }
 
 // Clamps (lo, hi) into [-n, n-1] (signed) or [0, n-1] (unsigned), then maps a negative value
 // to value + n. When checking, records the position of an out-of-range index.
 uint clampIndex(uvec2 v, uint n, uint position) {
-  bool negative = (kFlags & kFlagSigned) != 0u && int(v.y) < 0;
+  bool negative = kSignedIndex && int(v.y) < 0;
   bool inRange;
   uint result;
   if (negative) {
@@ -31,6 +35,6 @@ uint clampIndex(uvec2 v, uint n, uint position) {
     inRange = v.y == 0u && v.x < n;
     result = inRange ? v.x : n - 1u;
   }
-  if (kChecked && !inRange) atomicMin(status[0], position);
+  if (kChecked && !inRange) atomicMin(status[VKDML_STATUS_POSITION], position);
   return result;
 }

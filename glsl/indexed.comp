@@ -4,8 +4,6 @@
 // slices it overwrites, which its copy pass then skips). ELEM is the element size in bytes (1,
 // 2, 4, 8, or 16 for widened plans): the kernel moves bytes and never looks at data types.
 // INDEX64 selects 64-bit index loads.
-// Rank, tuple size, index flags and the unroll factor are specialization constants, so loops
-// fully unroll.
 #extension GL_GOOGLE_include_directive : require
 #include "elem.glsl"
 
@@ -13,29 +11,30 @@
 #define MARK 0
 #endif
 
-layout(local_size_x = 256) in;
-layout(constant_id = 0) const bool kChecked = false;
-layout(constant_id = 1) const uint kRank = 1;
-layout(constant_id = 2) const uint kTuple = 0;
-layout(constant_id = 3) const uint kFlags = 0;
-layout(constant_id = 4) const uint kUnroll = 4;  // elements in flight per thread
-layout(constant_id = 5) const bool kMaskSkip = false;  // skip elements whose mask bit is set
-
 #include "common.glsl"
 #include "index.glsl"
 
-layout(std430, set = 0, binding = 1) restrict readonly buffer Input { T inputData[]; };
-layout(std430, set = 0, binding = 3) restrict readonly buffer Updates { T updatesData[]; };
-layout(std430, set = 0, binding = 4) restrict writeonly buffer Output { T outputData[]; };
-layout(std430, set = 0, binding = 6) restrict buffer Mask { uint maskWords[]; };
+layout(local_size_x = VKDML_GROUP_SIZE) in;
+
+layout(std430, set = 0, binding = VKDML_BIND_INPUT) restrict readonly buffer Input {
+  T inputData[];
+};
+layout(std430, set = 0, binding = VKDML_BIND_UPDATES) restrict readonly buffer Updates {
+  T updatesData[];
+};
+layout(std430, set = 0, binding = VKDML_BIND_OUTPUT) restrict writeonly buffer Output {
+  T outputData[];
+};
+layout(std430, set = 0, binding = VKDML_BIND_MASK) restrict buffer Mask { uint maskWords[]; };
 
 // Offsets of loop element i on the direct and the indexed side, and in IndicesTensor (or, for
 // a plan without index components, its slot in the mask).
 uvec3 locate(uint p, uint i) {
   uvec4 at = loopOffsets(p, kRank, i);
   for (uint j = 0u; j < kTuple; ++j)
-    at.y += clampIndex(readIndex(at.z + j * plans[p].extra.x), AT(plans[p].tupleSize, j),
-                       at.w + j) * AT(plans[p].tupleStride, j);
+    at.y += clampIndex(readIndex(at.z + j * plans[p].componentStride),
+                       VKDML_AT(plans[p].tupleSize, j), at.w + j) *
+            VKDML_AT(plans[p].tupleStride, j);
   return at.xyz;
 }
 
@@ -45,9 +44,10 @@ bool masked(uint slot) {
 
 void main() {
   const uint p = pc.plan;
-  const uint count = plans[p].head.w;
-  // Each workgroup copies tiles of kUnroll * 256 consecutive elements (thread t takes t,
-  // t + 256, ...), then strides over the grid: neighbouring elements stay in one workgroup.
+  const uint count = plans[p].count;
+  // Each workgroup copies tiles of kUnroll * VKDML_GROUP_SIZE consecutive elements (thread t
+  // takes t, t + VKDML_GROUP_SIZE, ...), then strides over the grid: neighbouring elements stay
+  // in one workgroup.
   const uint tile = kUnroll * gl_WorkGroupSize.x;
   const uint step = gl_NumWorkGroups.x * tile;
   uint base = gl_WorkGroupID.x * tile;

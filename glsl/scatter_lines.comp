@@ -9,31 +9,27 @@
 #extension GL_GOOGLE_include_directive : require
 #include "elem.glsl"
 
-layout(local_size_x_id = 7) in;  // as many threads as the device allows, up to 1024
-layout(constant_id = 0) const bool kChecked = false;
-layout(constant_id = 1) const uint kRank = 1;
-layout(constant_id = 2) const uint kTuple = 1;  // always 1 here
-layout(constant_id = 3) const uint kFlags = 0;
-layout(constant_id = 4) const uint kUnroll = 4;  // elements in flight per thread
-layout(constant_id = 5) const bool kMaskSkip = false;  // unused here
-layout(constant_id = 6) const uint kLineLength = 1;    // elements in a line (tupleSize[0])
-// A workgroup holds a whole line in shared memory, so few fit on a multiprocessor: each brings
-// many threads (constant_id 7, the workgroup size) to keep enough memory requests in flight.
-
 #include "common.glsl"
 #include "index.glsl"
 
-layout(std430, set = 0, binding = 3) restrict readonly buffer Updates { T updatesData[]; };
-layout(std430, set = 0, binding = 4) restrict buffer Output { T outputData[]; };
+// A workgroup holds a whole line in shared memory (kLineLength elements), so few fit on a
+// multiprocessor: each brings many threads (VKDML_SPEC_GROUP_SIZE, up to 1024) to keep enough
+// memory requests in flight. Its plan has one index component (kTuple is 1).
+layout(local_size_x_id = VKDML_SPEC_GROUP_SIZE) in;
+
+layout(std430, set = 0, binding = VKDML_BIND_UPDATES) restrict readonly buffer Updates {
+  T updatesData[];
+};
+layout(std430, set = 0, binding = VKDML_BIND_OUTPUT) restrict buffer Output { T outputData[]; };
 
 shared V line[kLineLength];
 
 void main() {
   const uint p = pc.plan;
   const uint last = kRank - 1u;
-  const uint perLine = AT(plans[p].sizes, last);  // updates per line
-  const uint lines = plans[p].head.w / perLine;
-  const uint along = AT(plans[p].tupleStride, 0);  // OutputTensor stride along the line
+  const uint perLine = VKDML_AT(plans[p].sizes, last);  // updates per line
+  const uint lines = plans[p].count / perLine;
+  const uint along = VKDML_AT(plans[p].tupleStride, 0);  // OutputTensor stride along the line
   const uint tid = gl_LocalInvocationID.x, group = gl_WorkGroupSize.x;
   for (uint l = gl_WorkGroupID.x; l < lines; l += gl_NumWorkGroups.x) {
     // The line's offsets: updates (direct), output (indexed), indices, and checked position.
@@ -54,9 +50,10 @@ void main() {
       for (uint u = 0u; u < kUnroll; ++u) {
         uint e = k + u * group;
         if (e < perLine) {
-          target[u] = clampIndex(readIndex(at.z + e * AT(plans[p].indices, last)), kLineLength,
-                                 at.w + e * AT(plans[p].position, last));
-          v[u] = V(updatesData[pc.srcBase + at.x + e * AT(plans[p].direct, last)]);
+          const uint index = at.z + e * VKDML_AT(plans[p].indices, last);
+          target[u] = clampIndex(readIndex(index), kLineLength,
+                                 at.w + e * VKDML_AT(plans[p].position, last));
+          v[u] = V(updatesData[pc.srcBase + at.x + e * VKDML_AT(plans[p].direct, last)]);
         }
       }
       for (uint u = 0u; u < kUnroll; ++u)

@@ -6,7 +6,11 @@
 #include <cstring>
 #include <vector>
 
+#include "binding_table.h"
+#include "compiled.h"
 #include "error.h"
+#include "host_run.h"
+#include "interface.h"
 #include "operator.h"
 #include "spirv_table.h"
 
@@ -335,24 +339,25 @@ Result DeviceImpl::ReadInfo() {
   vkGetPhysicalDeviceProperties(physical_, &props);
   limits_ = props.limits;
   vkGetPhysicalDeviceMemoryProperties(physical_, &memoryProps_);
+  traits_ = DeviceTraits::Of(info_.type, limits_);
   return {};
 }
 
 Result DeviceImpl::CreateLayouts() {
-  VkDescriptorSetLayoutBinding b[kBindingCount];
-  for (uint32_t i = 0; i < kBindingCount; ++i) {
+  VkDescriptorSetLayoutBinding b[VKDML_BINDING_COUNT];
+  for (uint32_t i = 0; i < VKDML_BINDING_COUNT; ++i) {
     b[i] = {};
     b[i].binding = i;
-    b[i].descriptorType =
-        i == 0 ? VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    b[i].descriptorType = i == VKDML_BIND_PLANS ? VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER
+                                                : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
     b[i].descriptorCount = 1;
     b[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
   }
   VkDescriptorSetLayoutCreateInfo sci{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
-  sci.bindingCount = kBindingCount;
+  sci.bindingCount = VKDML_BINDING_COUNT;
   sci.pBindings = b;
   VKDML_VK(vk_.vkCreateDescriptorSetLayout(device_, &sci, nullptr, &setLayout_));
-  VkPushConstantRange push{VK_SHADER_STAGE_COMPUTE_BIT, 0, 4 * sizeof(uint32_t)};
+  VkPushConstantRange push{VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(shader::Push)};
   VkPipelineLayoutCreateInfo pci{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
   pci.setLayoutCount = 1;
   pci.pSetLayouts = &setLayout_;
@@ -398,19 +403,7 @@ Result DeviceImpl::Init(const DeviceDesc& desc) {
   if (!getCounter_ || !waitSemaphores_) info_.enabled.timelineSemaphore = false;
   VKDML_TRY(CreateLayouts());
 
-  // Two pools: Submit records under submitMutex_, Run under runMutex_.
-  VkCommandPoolCreateInfo pool{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
-  pool.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
-  pool.queueFamilyIndex = queueFamily_;
-  VKDML_VK(vk_.vkCreateCommandPool(device_, &pool, nullptr, &commandPool_));
-  VKDML_VK(vk_.vkCreateCommandPool(device_, &pool, nullptr, &runPool_));
-  VkCommandBufferAllocateInfo alloc{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-  alloc.commandPool = commandPool_;
-  alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-  alloc.commandBufferCount = 1;
-  VKDML_VK(vk_.vkAllocateCommandBuffers(device_, &alloc, &commandBuffer_));
-  alloc.commandPool = runPool_;
-  VKDML_VK(vk_.vkAllocateCommandBuffers(device_, &alloc, &runCommands_));
+  VKDML_TRY(CreateCommandBuffer(&commandPool_, &commandBuffer_));
   if (info_.enabled.timelineSemaphore) {
     VkSemaphoreTypeCreateInfo type{VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO};
     type.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
@@ -420,22 +413,33 @@ Result DeviceImpl::Init(const DeviceDesc& desc) {
     VkFenceCreateInfo fence{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
     VKDML_VK(vk_.vkCreateFence(device_, &fence, nullptr, &fence_));
   }
+  runner_ = std::make_unique<HostRunner>(this);
+  return runner_->Init();
+}
+
+Result DeviceImpl::CreateCommandBuffer(VkCommandPool* pool, VkCommandBuffer* cmd) {
+  VkCommandPoolCreateInfo ci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  ci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+  ci.queueFamilyIndex = queueFamily_;
+  VKDML_VK(vk_.vkCreateCommandPool(device_, &ci, nullptr, pool));
+  VkCommandBufferAllocateInfo alloc{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  alloc.commandPool = *pool;
+  alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  alloc.commandBufferCount = 1;
+  VKDML_VK(vk_.vkAllocateCommandBuffers(device_, &alloc, cmd));
   return {};
 }
 
 DeviceImpl::~DeviceImpl() {
   if (device_) {
     vk_.vkDeviceWaitIdle(device_);
-    runStaging_.reset();
-    runDevice_.reset();
-    runInputs_.reset();
+    runner_.reset();
     for (auto& p : pipelines_) vk_.vkDestroyPipeline(device_, p.second, nullptr);
     if (pipelineLayout_) vk_.vkDestroyPipelineLayout(device_, pipelineLayout_, nullptr);
     if (setLayout_) vk_.vkDestroyDescriptorSetLayout(device_, setLayout_, nullptr);
     if (fence_) vk_.vkDestroyFence(device_, fence_, nullptr);
     if (timeline_) vk_.vkDestroySemaphore(device_, timeline_, nullptr);
     if (commandPool_) vk_.vkDestroyCommandPool(device_, commandPool_, nullptr);
-    if (runPool_) vk_.vkDestroyCommandPool(device_, runPool_, nullptr);
     if (owned_) vk_.vkDestroyDevice(device_, nullptr);
   }
   if (owned_ && instance_) {
@@ -545,6 +549,52 @@ Result DeviceImpl::SubmitLocked(VkCommandBuffer cmd) {
   return {};
 }
 
+// Operators ----------------------------------------------------------------------------------
+
+Result DeviceImpl::CreateOperator(const DML_OPERATOR_DESC& desc, std::unique_ptr<Operator>* out) {
+  if (!out) return Fail(Status::InvalidArgument, "CreateOperator: out is null");
+  auto op = std::make_unique<OperatorImpl>();
+  VKDML_TRY(BuildOperator(desc, op.get()));
+  // What this device can run: each tensor within one descriptor's range, its storage feature.
+  std::vector<const Tensor*> all;
+  for (const Tensor& t : op->inputs) all.push_back(&t);
+  for (const Tensor& t : op->outputs) all.push_back(&t);
+  for (const Tensor* t : all) {
+    if (t->totalBytes > limits_.maxStorageBufferRange)
+      return Fail(Status::Unsupported, op->name, ": ", t->field, ".TotalTensorSizeInBytes is ",
+                  t->totalBytes, ", more than this device's maxStorageBufferRange ",
+                  limits_.maxStorageBufferRange);
+    bool missing8 = t->elemSize == 1 && !info_.enabled.storageBuffer8BitAccess;
+    bool missing16 = t->elemSize == 2 && !info_.enabled.storageBuffer16BitAccess;
+    if (missing8 || missing16)
+      return Fail(Status::Unsupported, op->name, ": ", t->field, ".DataType is ",
+                  DataTypeName(t->type), ", which needs ",
+                  missing8 ? "storageBuffer8BitAccess" : "storageBuffer16BitAccess",
+                  ", not enabled on device ", info_.name);
+  }
+  *out = std::move(op);
+  return {};
+}
+
+Result DeviceImpl::CompileOperator(const Operator& op, UINT flags,
+                                   std::unique_ptr<CompiledOperator>* out) {
+  return detail::CompileOperator(*this, op, flags, out);
+}
+
+Result DeviceImpl::CreateBindingTable(const CompiledOperator& op,
+                                      std::unique_ptr<BindingTable>* out) {
+  return detail::CreateBindingTable(*this, op, out);
+}
+
+Result DeviceImpl::RecordDispatch(VkCommandBuffer cmd, BindingTable& table) {
+  return static_cast<BindingTableImpl&>(table).Record(cmd);
+}
+
+Result DeviceImpl::Run(const CompiledOperator& op, const std::vector<const void*>& inputs,
+                       const std::vector<void*>& outputs) {
+  return runner_->Run(op, inputs, outputs);
+}
+
 // Buffers ------------------------------------------------------------------------------------
 
 Result DeviceImpl::CreateInternalBuffer(UINT64 size, VkBufferUsageFlags usage,
@@ -585,126 +635,6 @@ bool DeviceImpl::KnownBufferSize(VkBuffer buffer, UINT64* size) {
   if (it == buffers_.end()) return false;
   *size = it->second;
   return true;
-}
-
-Result BufferImpl::Allocate(UINT64 size, Memory memory, bool gpuReads) {
-  const auto& vk = device_->Vk();
-  VkDevice dev = device_->Handle();
-  VkBufferCreateInfo ci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
-  ci.size = size;
-  ci.usage = usage_;
-  ci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-  VKDML_VK(vk.vkCreateBuffer(dev, &ci, nullptr, &buffer_));
-  size_ = size;
-  device_->TrackBuffer(buffer_, size);
-  VkMemoryRequirements req;
-  vk.vkGetBufferMemoryRequirements(dev, buffer_, &req);
-  VkMemoryAllocateInfo ai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
-  ai.allocationSize = req.size;
-  if (memory == Memory::HostVisible && gpuReads) {
-    // Device memory the host can map (a BAR): the host writes across the bus once and the GPU
-    // reads locally. Small heaps may be full: then host memory, as below.
-    int type =
-        device_->FindMemoryType(req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT |
-                                                        VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
-                                                        VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
-    ai.memoryTypeIndex = uint32_t(type);
-    if (type >= 0 && vk.vkAllocateMemory(dev, &ai, nullptr, &memory_) != VK_SUCCESS)
-      memory_ = VK_NULL_HANDLE;
-  }
-  if (!memory_) {
-    int type = -1;
-    if (memory == Memory::HostVisible) {
-      type = device_->FindMemoryType(req.memoryTypeBits, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
-                                                             VK_MEMORY_PROPERTY_HOST_COHERENT_BIT |
-                                                             VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
-      if (type < 0)
-        type =
-            device_->FindMemoryType(req.memoryTypeBits, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
-                                                            VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
-    } else {
-      type = device_->FindMemoryType(req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
-      if (type < 0) type = device_->FindMemoryType(req.memoryTypeBits, 0);
-    }
-    if (type < 0) return Fail(Status::Unsupported, "no suitable Vulkan memory type for a buffer");
-    ai.memoryTypeIndex = uint32_t(type);
-    VKDML_VK(vk.vkAllocateMemory(dev, &ai, nullptr, &memory_));
-  }
-  VKDML_VK(vk.vkBindBufferMemory(dev, buffer_, memory_, 0));
-  if (memory == Memory::HostVisible) VKDML_VK(vk.vkMapMemory(dev, memory_, 0, size, 0, &mapped_));
-  return {};
-}
-
-BufferImpl::~BufferImpl() {
-  const auto& vk = device_->Vk();
-  if (buffer_) {
-    device_->UntrackBuffer(buffer_);
-    vk.vkDestroyBuffer(device_->Handle(), buffer_, nullptr);
-  }
-  if (memory_) vk.vkFreeMemory(device_->Handle(), memory_, nullptr);
-}
-
-Result BufferImpl::CheckRange(const char* what, UINT64 offset, UINT64 size,
-                              const void* data) const {
-  if (!data && size) return Fail(Status::InvalidArgument, "Buffer::", what, ": data is null");
-  if (offset > size_ || size > size_ - offset)
-    return Fail(Status::InvalidArgument, "Buffer::", what, ": offset ", offset, " + size ", size,
-                " reaches past the buffer's ", size_, " bytes");
-  return {};
-}
-
-namespace {
-constexpr UINT64 kStagingChunk = 64ull << 20;
-}
-
-Result BufferImpl::Write(UINT64 offset, const void* data, UINT64 size) {
-  VKDML_TRY(CheckRange("Write", offset, size, data));
-  if (mapped_) {
-    std::memcpy(static_cast<char*>(mapped_) + offset, data, size);
-    return {};
-  }
-  std::unique_ptr<BufferImpl> staging;
-  VKDML_TRY(device_->CreateInternalBuffer(std::min(size, kStagingChunk) + 1,
-                                          VK_BUFFER_USAGE_TRANSFER_SRC_BIT, Memory::HostVisible,
-                                          &staging));
-  for (UINT64 done = 0; done < size;) {
-    UINT64 n = std::min(size - done, kStagingChunk);
-    std::memcpy(staging->Mapped(), static_cast<const char*>(data) + done, n);
-    VKDML_TRY(device_->Submit([&](VkCommandBuffer cmd) {
-      VkBufferCopy region{0, offset + done, n};
-      device_->Vk().vkCmdCopyBuffer(cmd, staging->Handle(), buffer_, 1, &region);
-    }));
-    done += n;
-  }
-  return {};
-}
-
-Result BufferImpl::Read(UINT64 offset, void* data, UINT64 size) {
-  VKDML_TRY(CheckRange("Read", offset, size, data));
-  if (mapped_) {
-    std::memcpy(data, static_cast<const char*>(mapped_) + offset, size);
-    return {};
-  }
-  std::unique_ptr<BufferImpl> staging;
-  VKDML_TRY(device_->CreateInternalBuffer(std::min(size, kStagingChunk) + 1,
-                                          VK_BUFFER_USAGE_TRANSFER_DST_BIT, Memory::HostVisible,
-                                          &staging));
-  for (UINT64 done = 0; done < size;) {
-    UINT64 n = std::min(size - done, kStagingChunk);
-    VKDML_TRY(device_->Submit([&](VkCommandBuffer cmd) {
-      VkBufferCopy region{offset + done, 0, n};
-      device_->Vk().vkCmdCopyBuffer(cmd, buffer_, staging->Handle(), 1, &region);
-      VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-      barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
-      barrier.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
-      device_->Vk().vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT,
-                                         VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &barrier, 0, nullptr, 0,
-                                         nullptr);
-    }));
-    std::memcpy(static_cast<char*>(data) + done, staging->Mapped(), n);
-    done += n;
-  }
-  return {};
 }
 
 }  // namespace detail

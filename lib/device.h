@@ -1,44 +1,23 @@
-// The Vulkan side of a Device: handles, the function table, buffers and one-shot submits.
+// The Vulkan side of a Device: instance and device, the function table, pipelines, the buffers
+// vkdml made, and submits. Its entry points hand the work to the files that own it: operators
+// (operator.h), compiling (compiled.h), binding tables (binding_table.h), Run (host_run.h).
 #pragma once
 
-#include <array>
 #include <atomic>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 
 #include <volk.h>
 
+#include "buffer.h"
+#include "kernels.h"
 #include "vkdml/vkdml.h"
 
 namespace vkdml::detail {
 
-class DeviceImpl;
-
-class BufferImpl final : public Buffer {
- public:
-  BufferImpl(DeviceImpl* device, VkBufferUsageFlags usage) : device_(device), usage_(usage) {}
-  ~BufferImpl() override;
-  // gpuReads: host-visible memory the host writes and the GPU reads, placed in device memory
-  // where the host can map it.
-  Result Allocate(UINT64 size, Memory memory, bool gpuReads = false);
-
-  VkBuffer Handle() const override { return buffer_; }
-  UINT64 Size() const override { return size_; }
-  Result Write(UINT64 offset, const void* data, UINT64 size) override;
-  Result Read(UINT64 offset, void* data, UINT64 size) override;
-  void* Mapped() const { return mapped_; }
-
- private:
-  Result CheckRange(const char* what, UINT64 offset, UINT64 size, const void* data) const;
-
-  DeviceImpl* device_;
-  VkBufferUsageFlags usage_;
-  VkBuffer buffer_ = VK_NULL_HANDLE;
-  VkDeviceMemory memory_ = VK_NULL_HANDLE;
-  UINT64 size_ = 0;
-  void* mapped_ = nullptr;
-};
+class HostRunner;
 
 class DeviceImpl final : public Device {
  public:
@@ -70,15 +49,16 @@ class DeviceImpl final : public Device {
   int FindMemoryType(uint32_t typeBits, VkMemoryPropertyFlags want) const;
   VkDescriptorSetLayout SetLayout() const { return setLayout_; }
   VkPipelineLayout PipelineLayout() const { return pipelineLayout_; }
+  const DeviceTraits& Traits() const { return traits_; }
   // The compute pipeline for an embedded SPIR-V module and its specialization constants
-  // (glsl/indexed.comp: checked, rank, tuple size, index flags, unroll, mask skip; then
-  // glsl/scatter_lines.comp's line length and workgroup size), created once per key.
-  using Specialization = std::array<uint32_t, 8>;
+  // (glsl/interface.h), created once per key.
   Result Pipeline(const std::string& module, const Specialization& spec, VkPipeline* out);
   Result CreateInternalBuffer(UINT64 size, VkBufferUsageFlags usage, Buffer::Memory memory,
                               std::unique_ptr<BufferImpl>* out, bool gpuReads = false);
   // Submits a recorded command buffer and waits for it (Submit and Run).
   Result SubmitRecorded(VkCommandBuffer cmd);
+  // A resettable primary command buffer in a pool of its own (one per thread that records).
+  Result CreateCommandBuffer(VkCommandPool* pool, VkCommandBuffer* cmd);
   // A fresh serial number per compiled operator (Run's recorded command buffer names one).
   UINT64 NextSerial() { return ++serial_; }
   // Sizes of the live buffers vkdml made, so bindings into them can be range-checked.
@@ -109,6 +89,7 @@ class DeviceImpl final : public Device {
   PFN_vkDestroyDebugUtilsMessengerEXT destroyMessenger_ = nullptr;
   VolkDeviceTable vk_{};
   VkPhysicalDeviceLimits limits_{};
+  DeviceTraits traits_;
   VkPhysicalDeviceMemoryProperties memoryProps_{};
   DeviceInfo info_;
   std::function<void(const char*)> onValidationMessage_;
@@ -121,19 +102,7 @@ class DeviceImpl final : public Device {
   std::mutex buffersMutex_;
   std::map<VkBuffer, UINT64> buffers_;
 
-  std::mutex runMutex_;  // Run's arenas (staging: host visible, and device local), its commands
-  std::unique_ptr<BufferImpl> runStaging_, runDevice_;
-  std::unique_ptr<BufferImpl> runInputs_;  // small work's inputs: host written, GPU read
-  UINT64 runArenaGeneration_ = 1;          // bumped whenever an arena is replaced
-  VkCommandPool runPool_ = VK_NULL_HANDLE;
-  VkCommandBuffer runCommands_ = VK_NULL_HANDLE;  // replayed while runRecorded_ still holds
-  struct RunKey {
-    UINT64 serial = 0, arena = 0;
-    bool direct = false;
-    bool operator==(const RunKey& o) const {
-      return serial == o.serial && arena == o.arena && direct == o.direct;
-    }
-  } runRecorded_;
+  std::unique_ptr<HostRunner> runner_;  // Device::Run
   std::atomic<UINT64> serial_{0};
 
   std::mutex submitMutex_;

@@ -57,12 +57,10 @@ Result BuildGather(const DML_GATHER_OPERATOR_DESC& desc, OperatorImpl* op) {
   UINT out = dims - count;
   for (UINT d = first; d < axis; ++d)
     gather.plan.AddDim(input.sizes[d], output.strides[out++], input.strides[d], 0, 0);
-  UINT position = 1;  // row-major stride in IndicesTensor (its leading sizes are 1)
-  for (UINT d = dims - m; d < dims; ++d) position *= indices.sizes[d];
-  for (UINT d = dims - m; d < dims; ++d) {
-    position /= indices.sizes[d];
-    gather.plan.AddDim(indices.sizes[d], output.strides[out++], 0, indices.strides[d], position);
-  }
+  UINT position[kMaxDims];  // row-major strides in IndicesTensor
+  PackedStrides(dims, indices.sizes, position);
+  for (UINT d = dims - m; d < dims; ++d)
+    gather.plan.AddDim(indices.sizes[d], output.strides[out++], 0, indices.strides[d], position[d]);
   for (UINT d = axis + 1; d < dims; ++d)
     gather.plan.AddDim(input.sizes[d], output.strides[out++], input.strides[d], 0, 0);
   gather.plan.AddComponent(input.sizes[axis], input.strides[axis]);

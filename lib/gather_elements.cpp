@@ -18,13 +18,11 @@ Result BuildGatherElements(const DML_GATHER_ELEMENTS_OPERATOR_DESC& desc, Operat
   VKDML_TRY(CheckSameSizes(output, indices));
 
   Pass gather;
-  UINT position = 1;
-  for (UINT d = 0; d < dims; ++d) position *= indices.sizes[d];
-  for (UINT d = 0; d < dims; ++d) {
-    position /= indices.sizes[d];
+  UINT position[kMaxDims];  // row-major strides in IndicesTensor
+  PackedStrides(dims, indices.sizes, position);
+  for (UINT d = 0; d < dims; ++d)
     gather.plan.AddDim(indices.sizes[d], output.strides[d], d == axis ? 0 : input.strides[d],
-                       indices.strides[d], position);
-  }
+                       indices.strides[d], position[d]);
   gather.plan.AddComponent(input.sizes[axis], input.strides[axis]);
   op->inputs = {input, indices};
   op->outputs = {output};

@@ -50,13 +50,11 @@ Result ValidateNdLayout(const Tensor& input, const Tensor& indices, UINT inputDi
 Plan NdPlan(const NdLayout& l, const Tensor& input, const Tensor& indexed, const Tensor& indices,
             const Tensor& direct) {
   Plan p;
-  UINT position = 1;  // row-major stride in IndicesTensor of index dimension a
-  for (UINT a = 0; a < l.q; ++a) position *= indices.ActualSize(l.q, a);
-  for (UINT a = 0; a + 1 < l.q; ++a) {
-    position /= indices.ActualSize(l.q, a);
+  UINT position[kMaxDims];  // row-major strides in IndicesTensor of its actual dimensions
+  PackedStrides(l.q, indices.sizes + indices.dims - l.q, position);
+  for (UINT a = 0; a + 1 < l.q; ++a)
     p.AddDim(indices.ActualSize(l.q, a), direct.ActualStride(l.resultRank, a),
-             a < l.b ? indexed.ActualStride(l.r, a) : 0, indices.ActualStride(l.q, a), position);
-  }
+             a < l.b ? indexed.ActualStride(l.r, a) : 0, indices.ActualStride(l.q, a), position[a]);
   for (UINT a = l.q - 1; a < l.resultRank; ++a) {
     UINT d = l.b + l.k + (a - (l.q - 1));
     p.AddDim(input.ActualSize(l.r, d), direct.ActualStride(l.resultRank, a),

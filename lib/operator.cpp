@@ -66,7 +66,6 @@ Result BuildOperator(const DML_OPERATOR_DESC& desc, OperatorImpl* op) {
                   ", expected an operator vkdml implements: " VKDML_OPERATOR_LIST);
   }
   if (!r.ok()) r.message = Str(op->name, ": ", r.message);
-  for (Pass& p : op->passes) p.plan.Simplify();
   return r;
 }
 

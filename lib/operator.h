@@ -1,4 +1,5 @@
-// A validated operator, lowered to passes of the indexed-copy kernel (plan.h).
+// A validated operator, lowered to passes of the indexed-copy kernel (plan.h); kernels.h then
+// chooses the kernels that run them.
 #pragma once
 
 #include <string>
@@ -8,22 +9,10 @@
 
 namespace vkdml::detail {
 
-// Descriptor bindings shared by every kernel (glsl/common.glsl).
-enum Binding : UINT {
-  kBindPlans = 0,
-  kBindInput = 1,
-  kBindIndices = 2,
-  kBindUpdates = 3,
-  kBindOutput = 4,
-  kBindStatus = 5,
-  kBindMask = 6,
-  kBindingCount = 7
-};
-
 struct Pass {
   // Mark: set the mask bit of each plan element's indexed offset (glsl/indexed.comp, MARK).
   enum class Kind { Gather, Scatter, Mark } kind = Kind::Gather;
-  Plan plan;
+  Plan plan;                 // as lowered: kernels.cpp transforms it
   bool skipInPlace = false;  // a scatter's copy: nothing to do when OutputTensor is InputTensor
   bool maskSkip = false;     // skip elements whose mask bit (at their `indices` offset) is set
   bool lines = false;        // a scatter shaped for Plan::Lines (ScatterElements)

@@ -25,13 +25,11 @@ Result BuildScatterElements(const DML_SCATTER_OPERATOR_DESC& desc, OperatorImpl*
 
   Pass scatter;
   scatter.kind = Pass::Kind::Scatter;
-  UINT position = 1;
-  for (UINT d = 0; d < dims; ++d) position *= indices.sizes[d];
-  for (UINT d = 0; d < dims; ++d) {
-    position /= indices.sizes[d];
+  UINT position[kMaxDims];  // row-major strides in IndicesTensor
+  PackedStrides(dims, indices.sizes, position);
+  for (UINT d = 0; d < dims; ++d)
     scatter.plan.AddDim(indices.sizes[d], updates.strides[d], d == axis ? 0 : output.strides[d],
-                        indices.strides[d], position);
-  }
+                        indices.strides[d], position[d]);
   scatter.plan.AddComponent(output.sizes[axis], output.strides[axis]);
   // With Axis innermost, the last dimension walks a line of the output, and the others name
   // disjoint lines (OutputTensor does not overlap itself): Plan::Lines checks what is left of

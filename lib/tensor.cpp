@@ -83,14 +83,6 @@ UINT64 CappedElementCount(UINT dims, const UINT* sizes) {
   return count;
 }
 
-void PackedStrides(UINT dims, const UINT* sizes, UINT* strides) {
-  UINT64 s = 1;
-  for (UINT i = dims; i-- > 0;) {
-    strides[i] = s > 0xFFFFFFFFu ? 0xFFFFFFFFu : UINT(s);  // only reached past 2^32 elements
-    s *= sizes[i];
-  }
-}
-
 }  // namespace
 
 UINT64 CalcBufferTensorSize(DML_TENSOR_DATA_TYPE type, UINT dimensionCount, const UINT* sizes,
@@ -99,7 +91,7 @@ UINT64 CalcBufferTensorSize(DML_TENSOR_DATA_TYPE type, UINT dimensionCount, cons
   if (elemSize == 0 || dimensionCount < 1 || dimensionCount > detail::kMaxDims || !sizes) return 0;
   UINT packed[detail::kMaxDims];
   if (!strides) {
-    PackedStrides(dimensionCount, sizes, packed);
+    detail::PackedStrides(dimensionCount, sizes, packed);
     strides = packed;
   }
   const UINT64 count = CappedElementCount(dimensionCount, sizes);
@@ -125,6 +117,14 @@ std::string TypeString(DML_TENSOR_DATA_TYPE t) {
 }
 
 }  // namespace
+
+void PackedStrides(UINT dims, const UINT* sizes, UINT* strides) {
+  UINT64 s = 1;
+  for (UINT i = dims; i-- > 0;) {
+    strides[i] = s > 0xFFFFFFFFu ? 0xFFFFFFFFu : UINT(s);  // only reached past 2^32 elements
+    s *= sizes[i];
+  }
+}
 
 bool IsSignedIndexType(DML_TENSOR_DATA_TYPE type) {
   return type == DML_TENSOR_DATA_TYPE_INT32 || type == DML_TENSOR_DATA_TYPE_INT64;

@@ -2,11 +2,12 @@
 // strides, required sizes, and the right-aligned views the operators use.
 #pragma once
 
+#include "interface.h"
 #include "vkdml/vkdml.h"
 
 namespace vkdml::detail {
 
-constexpr UINT kMaxDims = 8;
+constexpr UINT kMaxDims = VKDML_MAX_DIMS;
 
 // A validated buffer tensor with explicit strides (packed strides filled in when omitted).
 struct Tensor {
@@ -53,5 +54,9 @@ Result CheckSameSizes(const Tensor& t, const Tensor& reference, UINT axis = kMax
 bool FillsAllBytes(const Tensor& t);
 
 bool IsSignedIndexType(DML_TENSOR_DATA_TYPE type);
+
+// Row-major packed strides of `dims` sizes (the last dimension 1); strides past 2^32 are capped
+// (only a tensor of 2^32 or more elements has them, and validation refuses it).
+void PackedStrides(UINT dims, const UINT* sizes, UINT* strides);
 
 }  // namespace vkdml::detail

@@ -1,0 +1,101 @@
+// The interface between the library and its kernels, included by both: by lib/ as C++ and by
+// glsl/ as GLSL. Every binding, specialization constant, plan field and push constant is written
+// here once. The structs are written in the subset both languages read: uint scalars and uvec4
+// arrays, scalars first and padded to 16 bytes, so C++'s layout is GLSL's std140 (plans) and
+// std430 (push constants) layout.
+#ifndef VKDML_INTERFACE_H
+#define VKDML_INTERFACE_H
+
+#ifdef __cplusplus
+#include <cstdint>
+namespace vkdml::detail::shader {
+typedef uint32_t uint;
+struct uvec4 {
+  uint v[4];
+  uint& operator[](uint i) { return v[i]; }
+  uint operator[](uint i) const { return v[i]; }
+};
+#endif
+
+// Descriptor set 0. Gathers have no UpdatesTensor: their InputTensor is bound there too.
+#define VKDML_BIND_PLANS 0    // uniform Plans: the compiled operator's plans
+#define VKDML_BIND_INPUT 1    // InputTensor
+#define VKDML_BIND_INDICES 2  // IndicesTensor
+#define VKDML_BIND_UPDATES 3  // UpdatesTensor
+#define VKDML_BIND_OUTPUT 4   // OutputTensor
+#define VKDML_BIND_STATUS 5   // checked mode's report: VKDML_STATUS_WORDS words
+#define VKDML_BIND_MASK 6     // ScatterND: a bit per slice its scatter overwrites
+#define VKDML_BINDING_COUNT 7
+
+// Specialization constants. The index type reaches a kernel as its module variant (INDEX64,
+// 32- or 64-bit loads) plus VKDML_SPEC_SIGNED_INDEX, and nothing else.
+#define VKDML_SPEC_CHECKED 0       // bool: record the first out-of-range index
+#define VKDML_SPEC_RANK 1          // loop dimensions of the plan
+#define VKDML_SPEC_TUPLE 2         // index components per loop element
+#define VKDML_SPEC_SIGNED_INDEX 3  // bool: INT32 / INT64 indices
+#define VKDML_SPEC_UNROLL 4        // elements in flight per thread
+#define VKDML_SPEC_MASK_SKIP 5     // bool: skip elements whose mask bit is set
+#define VKDML_SPEC_LINE_LENGTH 6   // scatter_lines.comp: elements in a line
+#define VKDML_SPEC_GROUP_SIZE 7    // scatter_lines.comp: threads in a workgroup
+#define VKDML_SPEC_COUNT 8
+
+#define VKDML_GROUP_SIZE 256   // threads in a workgroup of indexed.comp
+#define VKDML_VECTOR_BYTES 16  // a widened plan's element: uvec4 (ELEM=16 modules)
+
+// The uniform buffer holds VKDML_PLAN_SLOTS plans: each pass's plan plain and widened (slot
+// 2 * pass + 1), and checked mode's report.
+#define VKDML_MAX_DIMS 8
+#define VKDML_MAX_PASSES 3  // ScatterND: mark, copy, scatter
+#define VKDML_PLAN_SLOTS (2 * VKDML_MAX_PASSES + 1)
+#define VKDML_REPORT_SLOT (2 * VKDML_MAX_PASSES)
+
+// A uvec4 array holding one value per dimension, and its element d.
+#define VKDML_DIM_VECS (VKDML_MAX_DIMS / 4)
+#define VKDML_AT(array, d) array[(d) >> 2][(d) % 4u]
+
+// lib/plan.h's Plan as the kernels read it. For loop element i with coordinates c (dimension 0
+// outermost): direct offset sum c[d] * direct[d], indexed offset sum c[d] * indexed[d] plus each
+// clamped index component j times tupleStride[j], index element sum c[d] * indices[d] + j *
+// componentStride, row-major position in IndicesTensor sum c[d] * position[d].
+struct PackedPlan {
+  uint count;            // loop elements
+  uint componentStride;  // IndicesTensor stride between an index tuple's components
+  uint unused0;
+  uint unused1;
+  uvec4 sizes[VKDML_DIM_VECS];  // loop dimension sizes
+  uvec4 magic[VKDML_DIM_VECS];  // each size as a multiply-shift divisor (lib/kernels.cpp)
+  uvec4 shift[VKDML_DIM_VECS];
+  uvec4 direct[VKDML_DIM_VECS];       // gather: OutputTensor strides; scatter: UpdatesTensor's
+  uvec4 indexed[VKDML_DIM_VECS];      // gather: InputTensor strides; scatter: OutputTensor's
+  uvec4 indices[VKDML_DIM_VECS];      // IndicesTensor strides
+  uvec4 position[VKDML_DIM_VECS];     // row-major position in IndicesTensor (checked mode)
+  uvec4 tupleSize[VKDML_DIM_VECS];    // size of the dimension index component j addresses
+  uvec4 tupleStride[VKDML_DIM_VECS];  // indexed-side stride of that dimension
+};
+
+// Push constants of every dispatch. Bases are in the kernel's elements (ELEM bytes) from the
+// start of each binding's descriptor range, which vkdml aligns down to the device's
+// minStorageBufferOffsetAlignment.
+struct Push {
+  uint plan;       // which plan slot this dispatch runs
+  uint srcBase;    // the source binding (gather: InputTensor, scatter: UpdatesTensor)
+  uint indexBase;  // IndicesTensor, in index elements
+  uint dstBase;    // OutputTensor
+};
+
+// The status buffer of checked mode: the row-major position in IndicesTensor of the first
+// out-of-range index (VKDML_NO_POSITION when none), then that index's raw value as two words.
+#define VKDML_STATUS_POSITION 0
+#define VKDML_STATUS_LO 1
+#define VKDML_STATUS_HI 2
+#define VKDML_STATUS_WORDS 4
+#define VKDML_NO_POSITION 0xFFFFFFFFu
+
+#ifdef __cplusplus
+static_assert(sizeof(PackedPlan) % 16 == 0 && sizeof(PackedPlan) == 16 + 9 * 32,
+              "PackedPlan must keep std140's layout");
+static_assert(sizeof(Push) == 16, "Push must keep std430's layout");
+}  // namespace vkdml::detail::shader
+#endif
+
+#endif  // VKDML_INTERFACE_H

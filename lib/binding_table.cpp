@@ -1,0 +1,273 @@
+#include "binding_table.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "device.h"
+#include "error.h"
+
+namespace vkdml::detail {
+
+namespace {
+constexpr UINT64 kStatusBytes = VKDML_STATUS_WORDS * sizeof(uint32_t);
+}
+
+BindingTableImpl::~BindingTableImpl() {
+  if (pool_) device_->Vk().vkDestroyDescriptorPool(device_->Handle(), pool_, nullptr);
+}
+
+Result BindingTableImpl::Init() {
+  const auto& vk = device_->Vk();
+  const UINT64 maskBytes = std::max<UINT64>(op_->op.maskWords * 4, 4);
+  VKDML_TRY(device_->CreateInternalBuffer(
+      maskBytes, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+      Buffer::Memory::DeviceLocal, &mask_));
+  VkDescriptorPoolSize sizes[] = {{VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, 1},
+                                  {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, VKDML_BINDING_COUNT - 1}};
+  VkDescriptorPoolCreateInfo pci{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+  pci.maxSets = 1;
+  pci.poolSizeCount = 2;
+  pci.pPoolSizes = sizes;
+  VKDML_VK(vk.vkCreateDescriptorPool(device_->Handle(), &pci, nullptr, &pool_));
+  VkDescriptorSetLayout layout = device_->SetLayout();
+  VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+  ai.descriptorPool = pool_;
+  ai.descriptorSetCount = 1;
+  ai.pSetLayouts = &layout;
+  VKDML_VK(vk.vkAllocateDescriptorSets(device_->Handle(), &ai, &set_));
+  VKDML_TRY(device_->CreateInternalBuffer(
+      kStatusBytes, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+      Buffer::Memory::HostVisible, &status_));
+  std::memset(status_->Mapped(), 0xFF, kStatusBytes);
+
+  VkDescriptorBufferInfo plans{op_->plans->Handle(), 0, op_->plans->Size()};
+  VkDescriptorBufferInfo status{status_->Handle(), 0, kStatusBytes};
+  VkDescriptorBufferInfo mask{mask_->Handle(), 0, maskBytes};
+  VkWriteDescriptorSet w[3] = {{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET},
+                               {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET},
+                               {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET}};
+  w[0].dstSet = w[1].dstSet = w[2].dstSet = set_;
+  w[0].descriptorCount = w[1].descriptorCount = w[2].descriptorCount = 1;
+  w[0].dstBinding = VKDML_BIND_PLANS;
+  w[0].descriptorType = VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER;
+  w[0].pBufferInfo = &plans;
+  w[1].dstBinding = VKDML_BIND_STATUS;
+  w[1].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+  w[1].pBufferInfo = &status;
+  w[2].dstBinding = VKDML_BIND_MASK;
+  w[2].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+  w[2].pBufferInfo = &mask;
+  vk.vkUpdateDescriptorSets(device_->Handle(), 3, w, 0, nullptr);
+  return {};
+}
+
+Result BindingTableImpl::Bind(bool outputs, UINT count, const DML_BUFFER_BINDING* bindings) {
+  const auto& tensors = outputs ? op_->op.outputs : op_->op.inputs;
+  const char* what = outputs ? "outputs" : "inputs";
+  const char* call = outputs ? "BindOutputs" : "BindInputs";
+  if (count != tensors.size())
+    return Fail(Status::InvalidArgument, call, ": count is ", count, ", expected ", tensors.size(),
+                " (", op_->op.name, " has ", tensors.size(), " ", what, ")");
+  if (!bindings) return Fail(Status::InvalidArgument, call, ": bindings is null");
+
+  const UINT64 align = std::max<UINT64>(device_->Limits().minStorageBufferOffsetAlignment, 1);
+  const UINT64 maxRange = device_->Limits().maxStorageBufferRange;
+  VkDescriptorBufferInfo infos[VKDML_BINDING_COUNT];
+  VkWriteDescriptorSet writes[VKDML_BINDING_COUNT];
+  UINT64 deltas[VKDML_BINDING_COUNT];
+  UINT n = 0;
+  for (UINT i = 0; i < count; ++i) {
+    const DML_BUFFER_BINDING& b = bindings[i];
+    const Tensor& t = tensors[i];
+    if (!b.Buffer)
+      return Fail(Status::InvalidArgument, what, "[", i, "].Buffer is VK_NULL_HANDLE (", t.field,
+                  ")");
+    if (b.SizeInBytes > UINT64_MAX - b.Offset)
+      return Fail(Status::InvalidArgument, what, "[", i, "].Offset ", b.Offset, " + SizeInBytes ",
+                  b.SizeInBytes, " is past 2^64 (", t.field, ")");
+    UINT64 bufferSize;
+    if (device_->KnownBufferSize(b.Buffer, &bufferSize) &&
+        (b.Offset > bufferSize || b.SizeInBytes > bufferSize - b.Offset))
+      return Fail(Status::InvalidArgument, what, "[", i, "] covers bytes [", b.Offset, ", ",
+                  b.Offset + b.SizeInBytes, "), outside the ", bufferSize,
+                  "-byte vkdml::Buffer it names (", t.field, ")");
+    if (b.SizeInBytes < t.totalBytes)
+      return Fail(Status::InvalidArgument, what, "[", i, "].SizeInBytes is ", b.SizeInBytes,
+                  ", expected at least ", t.totalBytes, " (", t.field, ".TotalTensorSizeInBytes)");
+    if (b.Offset % t.elemSize)
+      return Fail(Status::InvalidArgument, what, "[", i, "].Offset is ", b.Offset,
+                  ", expected a multiple of ", t.elemSize, " (the ", DataTypeName(t.type),
+                  " element size of ", t.field, ")");
+    if (t.alignment && b.Offset % t.alignment)
+      return Fail(Status::InvalidArgument, what, "[", i, "].Offset is ", b.Offset,
+                  ", expected a multiple of ", t.alignment, " (", t.field,
+                  ".GuaranteedBaseOffsetAlignment)");
+    UINT64 base = b.Offset / align * align, delta = b.Offset - base;
+    if (delta + t.totalBytes > maxRange)
+      return Fail(Status::Unsupported, what, "[", i, "]: ", t.field, " spans ",
+                  delta + t.totalBytes, " bytes from the aligned offset ", base,
+                  ", more than this device's maxStorageBufferRange ", maxRange);
+    const UINT binding = outputs ? VKDML_BIND_OUTPUT
+                                 : (i == 0   ? VKDML_BIND_INPUT
+                                    : i == 1 ? VKDML_BIND_INDICES
+                                             : VKDML_BIND_UPDATES);
+    infos[n] = {b.Buffer, base, delta + t.totalBytes};
+    writes[n] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+    writes[n].dstSet = set_;
+    writes[n].dstBinding = binding;
+    writes[n].descriptorCount = 1;
+    writes[n].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    deltas[n] = delta;
+    ++n;
+    if (!outputs && i == 0 && count == 2) {  // gathers have no updates: give the slot the input
+      infos[n] = infos[n - 1];
+      writes[n] = writes[n - 1];
+      writes[n].dstBinding = VKDML_BIND_UPDATES;
+      deltas[n] = delta;
+      ++n;
+    }
+  }
+  for (UINT i = 0; i < n; ++i) {
+    writes[i].pBufferInfo = &infos[i];
+    delta_[writes[i].dstBinding] = deltas[i];
+  }
+  device_->Vk().vkUpdateDescriptorSets(device_->Handle(), n, writes, 0, nullptr);
+  (outputs ? outputs_ : inputs_).assign(bindings, bindings + count);
+  (outputs ? outputsBound_ : inputsBound_) = true;
+  return {};
+}
+
+Result BindingTableImpl::BindInputs(UINT count, const DML_BUFFER_BINDING* bindings) {
+  return Bind(false, count, bindings);
+}
+
+Result BindingTableImpl::BindOutputs(UINT count, const DML_BUFFER_BINDING* bindings) {
+  return Bind(true, count, bindings);
+}
+
+// An output may share memory with an input only as a scatter's in-place form: OutputTensor bound
+// exactly where InputTensor is, with the same strides.
+Result BindingTableImpl::CheckAliasing(bool* inPlace) const {
+  *inPlace = false;
+  const auto& in = op_->op.inputs;
+  const Tensor& out = op_->op.outputs[0];
+  const DML_BUFFER_BINDING& o = outputs_[0];
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    const DML_BUFFER_BINDING& b = inputs_[i];
+    if (b.Buffer != o.Buffer) continue;
+    bool disjoint =
+        b.Offset + in[i].totalBytes <= o.Offset || o.Offset + out.totalBytes <= b.Offset;
+    if (disjoint) continue;
+    bool same = i == 0 && op_->op.InPlaceAllowed() && b.Offset == o.Offset &&
+                std::equal(out.strides, out.strides + out.dims, in[0].strides);
+    if (same) {
+      *inPlace = true;
+      continue;
+    }
+    return Fail(Status::InvalidArgument, "RecordDispatch: outputs[0] (", out.field, ", bytes [",
+                o.Offset, ", ", o.Offset + out.totalBytes, ")) overlaps inputs[", i, "] (",
+                in[i].field, ", bytes [", b.Offset, ", ", b.Offset + in[i].totalBytes,
+                ")) in the same VkBuffer",
+                op_->op.InPlaceAllowed() && i == 0
+                    ? Str("; an in-place ", op_->op.name, " needs the same offset and strides")
+                    : "");
+  }
+  return {};
+}
+
+void BindingTableImpl::Barrier(VkCommandBuffer cmd, VkPipelineStageFlags src,
+                               VkAccessFlags srcAccess, VkPipelineStageFlags dst,
+                               VkAccessFlags dstAccess) const {
+  VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  barrier.srcAccessMask = srcAccess;
+  barrier.dstAccessMask = dstAccess;
+  device_->Vk().vkCmdPipelineBarrier(cmd, src, dst, 0, 1, &barrier, 0, nullptr, 0, nullptr);
+}
+
+Result BindingTableImpl::Record(VkCommandBuffer cmd) {
+  if (!inputsBound_ || !outputsBound_)
+    return Fail(Status::InvalidArgument, "RecordDispatch: ", !inputsBound_ ? "inputs" : "outputs",
+                " are not bound (call BindingTable::", !inputsBound_ ? "BindInputs" : "BindOutputs",
+                " first)");
+  if (!cmd) return Fail(Status::InvalidArgument, "RecordDispatch: cmd is VK_NULL_HANDLE");
+  bool inPlace;
+  VKDML_TRY(CheckAliasing(&inPlace));
+
+  const auto& vk = device_->Vk();
+  const VkPipelineStageFlags compute = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT;
+  const VkAccessFlags readWrite = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+  vk.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, device_->PipelineLayout(), 0, 1,
+                             &set_, 0, nullptr);
+  const bool clearMask = op_->op.maskWords && !inPlace;
+  const KernelSet& kernels = op_->kernels;
+  if (kernels.checked) vk.vkCmdFillBuffer(cmd, status_->Handle(), 0, kStatusBytes, 0xFFFFFFFFu);
+  if (clearMask) vk.vkCmdFillBuffer(cmd, mask_->Handle(), 0, op_->op.maskWords * 4, 0);
+  if (kernels.checked || clearMask)
+    Barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, compute, readWrite);
+  bool first = true;
+  for (const PassKernels& pass : kernels.passes) {
+    if (pass.skipInPlace && inPlace) continue;
+    const UINT src = pass.kind == Pass::Kind::Gather ? VKDML_BIND_INPUT : VKDML_BIND_UPDATES;
+    const bool wide = pass.hasWide && delta_[src] % VKDML_VECTOR_BYTES == 0 &&
+                      delta_[VKDML_BIND_OUTPUT] % VKDML_VECTOR_BYTES == 0;
+    if (!first) Barrier(cmd, compute, readWrite, compute, readWrite);
+    first = false;
+    Dispatch(cmd, wide ? pass.wide : pass.plain, src);
+  }
+  if (kernels.checked) {
+    Barrier(cmd, compute, readWrite, compute, readWrite);
+    Dispatch(cmd, kernels.report, VKDML_BIND_INPUT);
+    Barrier(cmd, compute, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
+            VK_ACCESS_HOST_READ_BIT);
+  }
+  return {};
+}
+
+void BindingTableImpl::Dispatch(VkCommandBuffer cmd, const Kernel& k, UINT src) const {
+  const auto& vk = device_->Vk();
+  const shader::Push push{k.slot, UINT(delta_[src] / k.unit),
+                          UINT(delta_[VKDML_BIND_INDICES] / op_->op.Indices().elemSize),
+                          UINT(delta_[VKDML_BIND_OUTPUT] / k.unit)};
+  vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k.pipeline);
+  vk.vkCmdPushConstants(cmd, device_->PipelineLayout(), VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                        sizeof(push), &push);
+  vk.vkCmdDispatch(cmd, k.groups, 1, 1);
+}
+
+Result BindingTableImpl::IndexStatus() {
+  if (!op_->kernels.checked) return {};
+  uint32_t s[VKDML_STATUS_WORDS];
+  std::memcpy(s, status_->Mapped(), sizeof(s));
+  const UINT position = s[VKDML_STATUS_POSITION];
+  if (position == VKDML_NO_POSITION) return {};
+  const OperatorImpl& op = op_->op;
+  const Tensor& indices = op.Indices();
+  const bool isSigned = IsSignedIndexType(indices.type);
+  const bool is64 = indices.elemSize == 8;
+  std::string coords;
+  UINT rest = position, c[kMaxDims];
+  for (UINT d = indices.dims; d-- > 0;) {
+    c[d] = rest % indices.sizes[d];
+    rest /= indices.sizes[d];
+  }
+  for (UINT d = 0; d < indices.dims; ++d) coords += Str(d ? "," : "", c[d]);
+  const UINT lo = s[VKDML_STATUS_LO], hi = s[VKDML_STATUS_HI];
+  const UINT64 raw = is64 ? (UINT64(hi) << 32 | lo) : lo;
+  std::string value = isSigned ? Str(is64 ? int64_t(raw) : int64_t(int32_t(lo))) : Str(raw);
+  UINT64 n = op.componentSizes[position % op.componentSizes.size()];
+  std::string range = isSigned ? Str("[-", n, ", ", n - 1, "]") : Str("[0, ", n - 1, "]");
+  return Fail(Status::IndexOutOfRange, op.name, ": IndicesTensor[", coords, "] is ", value,
+              ", outside the valid range ", range);
+}
+
+Result CreateBindingTable(DeviceImpl& device, const CompiledOperator& op,
+                          std::unique_ptr<BindingTable>* out) {
+  if (!out) return Fail(Status::InvalidArgument, "CreateBindingTable: out is null");
+  auto t = std::make_unique<BindingTableImpl>(&device,
+                                              static_cast<const CompiledOperatorImpl&>(op).state);
+  VKDML_TRY(t->Init());
+  *out = std::move(t);
+  return {};
+}
+
+}  // namespace vkdml::detail

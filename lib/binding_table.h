@@ -1,0 +1,47 @@
+// Binding tables: a descriptor set per table, the checks on each binding, the aliasing rule,
+// recording an operator's dispatches, and checked mode's report.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "compiled.h"
+#include "interface.h"
+
+namespace vkdml::detail {
+
+class BindingTableImpl final : public BindingTable {
+ public:
+  BindingTableImpl(DeviceImpl* device, std::shared_ptr<const CompiledState> op)
+      : device_(device), op_(std::move(op)) {}
+  ~BindingTableImpl() override;
+  Result Init();
+  Result BindInputs(UINT count, const DML_BUFFER_BINDING* bindings) override;
+  Result BindOutputs(UINT count, const DML_BUFFER_BINDING* bindings) override;
+  Result IndexStatus() override;
+  // Device::RecordDispatch.
+  Result Record(VkCommandBuffer cmd);
+
+ private:
+  Result Bind(bool outputs, UINT count, const DML_BUFFER_BINDING* bindings);
+  Result CheckAliasing(bool* inPlace) const;
+  void Barrier(VkCommandBuffer cmd, VkPipelineStageFlags src, VkAccessFlags srcAccess,
+               VkPipelineStageFlags dst, VkAccessFlags dstAccess) const;
+  void Dispatch(VkCommandBuffer cmd, const Kernel& k, UINT src) const;
+
+  DeviceImpl* device_;
+  std::shared_ptr<const CompiledState> op_;
+  VkDescriptorPool pool_ = VK_NULL_HANDLE;
+  VkDescriptorSet set_ = VK_NULL_HANDLE;
+  std::unique_ptr<BufferImpl> status_;  // checked mode: VKDML_STATUS_WORDS
+  std::unique_ptr<BufferImpl> mask_;    // ScatterND: the slices its scatter overwrites
+  std::vector<DML_BUFFER_BINDING> inputs_, outputs_;
+  bool inputsBound_ = false, outputsBound_ = false;
+  UINT64 delta_[VKDML_BINDING_COUNT] = {};  // binding offset minus the descriptor's offset
+};
+
+// Device::CreateBindingTable.
+Result CreateBindingTable(DeviceImpl& device, const CompiledOperator& op,
+                          std::unique_ptr<BindingTable>* out);
+
+}  // namespace vkdml::detail

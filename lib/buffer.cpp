@@ -1,0 +1,126 @@
+#include "buffer.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "device.h"
+#include "error.h"
+
+namespace vkdml::detail {
+
+namespace {
+constexpr UINT64 kStagingChunk = 64ull << 20;  // Write and Read stage at most this much at once
+}
+
+Result BufferImpl::Allocate(UINT64 size, Memory memory, bool gpuReads) {
+  const auto& vk = device_->Vk();
+  VkDevice dev = device_->Handle();
+  VkBufferCreateInfo ci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  ci.size = size;
+  ci.usage = usage_;
+  ci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  VKDML_VK(vk.vkCreateBuffer(dev, &ci, nullptr, &buffer_));
+  size_ = size;
+  device_->TrackBuffer(buffer_, size);
+  VkMemoryRequirements req;
+  vk.vkGetBufferMemoryRequirements(dev, buffer_, &req);
+  VkMemoryAllocateInfo ai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+  ai.allocationSize = req.size;
+  if (memory == Memory::HostVisible && gpuReads) {
+    // Device memory the host can map (a BAR): the host writes across the bus once and the GPU
+    // reads locally. Small heaps may be full: then host memory, as below.
+    int type =
+        device_->FindMemoryType(req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT |
+                                                        VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                                        VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+    ai.memoryTypeIndex = uint32_t(type);
+    if (type >= 0 && vk.vkAllocateMemory(dev, &ai, nullptr, &memory_) != VK_SUCCESS)
+      memory_ = VK_NULL_HANDLE;
+  }
+  if (!memory_) {
+    int type = -1;
+    if (memory == Memory::HostVisible) {
+      type = device_->FindMemoryType(req.memoryTypeBits, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                                             VK_MEMORY_PROPERTY_HOST_COHERENT_BIT |
+                                                             VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+      if (type < 0)
+        type =
+            device_->FindMemoryType(req.memoryTypeBits, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                                            VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+    } else {
+      type = device_->FindMemoryType(req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+      if (type < 0) type = device_->FindMemoryType(req.memoryTypeBits, 0);
+    }
+    if (type < 0) return Fail(Status::Unsupported, "no suitable Vulkan memory type for a buffer");
+    ai.memoryTypeIndex = uint32_t(type);
+    VKDML_VK(vk.vkAllocateMemory(dev, &ai, nullptr, &memory_));
+  }
+  VKDML_VK(vk.vkBindBufferMemory(dev, buffer_, memory_, 0));
+  if (memory == Memory::HostVisible) VKDML_VK(vk.vkMapMemory(dev, memory_, 0, size, 0, &mapped_));
+  return {};
+}
+
+BufferImpl::~BufferImpl() {
+  const auto& vk = device_->Vk();
+  if (buffer_) {
+    device_->UntrackBuffer(buffer_);
+    vk.vkDestroyBuffer(device_->Handle(), buffer_, nullptr);
+  }
+  if (memory_) vk.vkFreeMemory(device_->Handle(), memory_, nullptr);
+}
+
+Result BufferImpl::CheckRange(const char* what, UINT64 offset, UINT64 size,
+                              const void* data) const {
+  if (!data && size) return Fail(Status::InvalidArgument, "Buffer::", what, ": data is null");
+  if (offset > size_ || size > size_ - offset)
+    return Fail(Status::InvalidArgument, "Buffer::", what, ": offset ", offset, " + size ", size,
+                " reaches past the buffer's ", size_, " bytes");
+  return {};
+}
+
+Result BufferImpl::Write(UINT64 offset, const void* data, UINT64 size) {
+  VKDML_TRY(CheckRange("Write", offset, size, data));
+  if (!mapped_) return Stage(offset, data, nullptr, size);
+  std::memcpy(static_cast<char*>(mapped_) + offset, data, size);
+  return {};
+}
+
+Result BufferImpl::Read(UINT64 offset, void* data, UINT64 size) {
+  VKDML_TRY(CheckRange("Read", offset, size, data));
+  if (!mapped_) return Stage(offset, nullptr, data, size);
+  std::memcpy(data, static_cast<const char*>(mapped_) + offset, size);
+  return {};
+}
+
+Result BufferImpl::Stage(UINT64 offset, const void* from, void* to, UINT64 size) {
+  const bool toBuffer = from != nullptr;
+  std::unique_ptr<BufferImpl> staging;
+  VKDML_TRY(device_->CreateInternalBuffer(
+      std::min(size, kStagingChunk) + 1,
+      toBuffer ? VK_BUFFER_USAGE_TRANSFER_SRC_BIT : VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+      Memory::HostVisible, &staging));
+  const auto& vk = device_->Vk();
+  for (UINT64 done = 0; done < size;) {
+    const UINT64 n = std::min(size - done, kStagingChunk);
+    if (toBuffer) std::memcpy(staging->Mapped(), static_cast<const char*>(from) + done, n);
+    VKDML_TRY(device_->Submit([&](VkCommandBuffer cmd) {
+      if (toBuffer) {
+        VkBufferCopy region{0, offset + done, n};
+        vk.vkCmdCopyBuffer(cmd, staging->Handle(), buffer_, 1, &region);
+        return;
+      }
+      VkBufferCopy region{offset + done, 0, n};
+      vk.vkCmdCopyBuffer(cmd, buffer_, staging->Handle(), 1, &region);
+      VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+      barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+      barrier.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+      vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1,
+                              &barrier, 0, nullptr, 0, nullptr);
+    }));
+    if (!toBuffer) std::memcpy(static_cast<char*>(to) + done, staging->Mapped(), n);
+    done += n;
+  }
+  return {};
+}
+
+}  // namespace vkdml::detail

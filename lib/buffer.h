@@ -1,0 +1,40 @@
+// Buffers vkdml allocates: for callers (Device::CreateBuffer) and for itself (plans, staging).
+#pragma once
+
+#include <volk.h>
+
+#include "vkdml/vkdml.h"
+
+namespace vkdml::detail {
+
+class DeviceImpl;
+
+class BufferImpl final : public Buffer {
+ public:
+  BufferImpl(DeviceImpl* device, VkBufferUsageFlags usage) : device_(device), usage_(usage) {}
+  ~BufferImpl() override;
+  // gpuReads: host-visible memory the host writes and the GPU reads, placed in device memory
+  // where the host can map it.
+  Result Allocate(UINT64 size, Memory memory, bool gpuReads = false);
+
+  VkBuffer Handle() const override { return buffer_; }
+  UINT64 Size() const override { return size_; }
+  Result Write(UINT64 offset, const void* data, UINT64 size) override;
+  Result Read(UINT64 offset, void* data, UINT64 size) override;
+  void* Mapped() const { return mapped_; }
+
+ private:
+  Result CheckRange(const char* what, UINT64 offset, UINT64 size, const void* data) const;
+  // Write (from host memory `from`) or Read (into `to`) through a staging buffer, in chunks, one
+  // submit each.
+  Result Stage(UINT64 offset, const void* from, void* to, UINT64 size);
+
+  DeviceImpl* device_;
+  VkBufferUsageFlags usage_;
+  VkBuffer buffer_ = VK_NULL_HANDLE;
+  VkDeviceMemory memory_ = VK_NULL_HANDLE;
+  UINT64 size_ = 0;
+  void* mapped_ = nullptr;
+};
+
+}  // namespace vkdml::detail

@@ -1,0 +1,56 @@
+// Device::Run, the convenience path: host memory in, host memory out. A HostRunner owns the
+// staging memory ("arenas") and one recorded command buffer, which it replays while the operator
+// and the arenas stay the same.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "buffer.h"
+
+namespace vkdml::detail {
+
+class DeviceImpl;
+
+// Run's binding table for one compiled operator, bound to the arenas of one generation.
+struct RunBinding {
+  std::mutex mutex;
+  std::unique_ptr<BindingTable> table;  // made on first use
+  std::vector<DML_BUFFER_BINDING> bindings;
+  UINT64 arena = 0;  // HostRunner's arena generation when `bindings` were bound; 0: none
+};
+
+class HostRunner {
+ public:
+  explicit HostRunner(DeviceImpl* device) : device_(device) {}
+  ~HostRunner();
+  Result Init();
+  Result Run(const CompiledOperator& op, const std::vector<const void*>& inputs,
+             const std::vector<void*>& outputs);
+
+ private:
+  struct Layout;
+  Result EnsureArenas(const Layout& layout);
+  Result Bind(const CompiledOperator& op, const Layout& layout, BindingTable** table);
+  Result Record(const Layout& layout, BindingTable& table);
+
+  DeviceImpl* device_;
+  std::mutex mutex_;  // one Run at a time: the arenas and the command buffer are shared
+  // Every tensor at a 256-byte aligned offset of an arena. staging: host visible, outputs (and,
+  // for large work, inputs) pass through it; inputs: small work's inputs, host written and GPU
+  // read; device: large work's tensors in device memory.
+  std::unique_ptr<BufferImpl> staging_, inputArena_, deviceArena_;
+  UINT64 generation_ = 1;  // bumped whenever an arena is replaced
+  VkCommandPool pool_ = VK_NULL_HANDLE;
+  VkCommandBuffer commands_ = VK_NULL_HANDLE;  // replayed while `recorded_` still holds
+  struct Key {
+    UINT64 serial = 0, arena = 0;
+    bool direct = false;
+    bool operator==(const Key& o) const {
+      return serial == o.serial && arena == o.arena && direct == o.direct;
+    }
+  } recorded_;
+};
+
+}  // namespace vkdml::detail
