@@ -1,0 +1,134 @@
+// The seam between the library and its kernels, on the CPU: the embedded SPIR-V lays out the
+// plans and push constants exactly as C++ does (glsl/interface.h is read by both compilers), and
+// every kernel that kernel choice (lib/kernels.h) can name is embedded.
+#include <cstddef>
+#include <map>
+#include <string>
+
+#include "harness.h"
+#include "interface.h"
+#include "kernels.h"
+#include "spirv_table.h"
+#include "test_util.h"
+
+using namespace vt;
+using vkdml::detail::FindSpirv;
+namespace shader = vkdml::detail::shader;
+
+namespace {
+
+// What one SPIR-V module says of its types' layouts.
+struct Layouts {
+  std::map<uint32_t, std::string> names;                     // OpName
+  std::map<uint32_t, std::map<uint32_t, uint32_t>> offsets;  // OpMemberDecorate Offset
+  std::map<uint32_t, uint32_t> arrayStride, arrayElement;    // OpDecorate ArrayStride, OpTypeArray
+
+  explicit Layouts(const vkdml::detail::SpirvModule& m) {
+    for (size_t i = 5; i < m.count;) {  // after the 5-word header
+      const uint32_t op = m.words[i] & 0xFFFF, n = m.words[i] >> 16;
+      const uint32_t* w = m.words + i;
+      if (op == 5) names[w[1]] = reinterpret_cast<const char*>(w + 2);  // OpName
+      if (op == 72 && w[3] == 35) offsets[w[1]][w[2]] = w[4];           // Offset
+      if (op == 71 && w[2] == 6) arrayStride[w[1]] = w[3];              // ArrayStride
+      if (op == 28) arrayElement[w[1]] = w[2];                          // OpTypeArray
+      REQUIRE(n > 0);
+      i += n;
+    }
+  }
+  uint32_t Id(const std::string& name) const {
+    for (const auto& e : names)
+      if (e.second == name) return e.first;
+    return 0;
+  }
+  // The stride of an array of `element`, 0 if the module has none.
+  uint32_t StrideOfArrayOf(uint32_t element) const {
+    for (const auto& e : arrayElement)
+      if (e.second == element && arrayStride.count(e.first)) return arrayStride.at(e.first);
+    return 0;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("Interface: the kernels lay out plans and push constants as C++ does", "[kernels]") {
+  const std::vector<size_t> plan = {
+      offsetof(shader::PackedPlan, count),      offsetof(shader::PackedPlan, componentStride),
+      offsetof(shader::PackedPlan, unused0),    offsetof(shader::PackedPlan, unused1),
+      offsetof(shader::PackedPlan, sizes),      offsetof(shader::PackedPlan, magic),
+      offsetof(shader::PackedPlan, shift),      offsetof(shader::PackedPlan, direct),
+      offsetof(shader::PackedPlan, indexed),    offsetof(shader::PackedPlan, indices),
+      offsetof(shader::PackedPlan, position),   offsetof(shader::PackedPlan, tupleSize),
+      offsetof(shader::PackedPlan, tupleStride)};
+  const std::vector<size_t> push = {offsetof(shader::Push, plan), offsetof(shader::Push, srcBase),
+                                    offsetof(shader::Push, indexBase),
+                                    offsetof(shader::Push, dstBase)};
+  for (const char* name :
+       {"gather_e4_i32", "scatter_e16_i64", "lines_e2_i64", "mark_i32", "report_i64"}) {
+    INFO("module " << name);
+    const auto* m = FindSpirv(name);
+    REQUIRE(m);
+    Layouts l(*m);
+    const uint32_t planId = l.Id("PackedPlan"), pushId = l.Id("Push");
+    REQUIRE(planId);
+    REQUIRE(pushId);
+    REQUIRE(l.offsets[planId].size() == plan.size());
+    for (uint32_t i = 0; i < plan.size(); ++i) CHECK(l.offsets[planId][i] == plan[i]);
+    CHECK(l.StrideOfArrayOf(planId) == sizeof(shader::PackedPlan));
+    REQUIRE(l.offsets[pushId].size() == push.size());
+    for (uint32_t i = 0; i < push.size(); ++i) CHECK(l.offsets[pushId][i] == push[i]);
+  }
+}
+
+TEST_CASE("Kernels: every kernel that kernel choice names is embedded", "[kernels]") {
+  using vkdml::detail::DeviceTraits;
+  using vkdml::detail::Kernel;
+  const auto t = [](DML_TENSOR_DATA_TYPE type, std::vector<UINT> sizes) {
+    return TensorDesc(type, std::move(sizes));
+  };
+  for (DML_TENSOR_DATA_TYPE dt : DataTypes()) {
+    for (DML_TENSOR_DATA_TYPE it : IndexTypes()) {
+      // Rows of 128 elements: every plan widens, ScatterND's slices are large enough to mark.
+      std::vector<OpSpec> specs = {
+          OpSpec::Gather(t(dt, {8, 128}), t(it, {1, 4}), t(dt, {4, 128}), 0, 1),
+          OpSpec::GatherND(t(dt, {8, 128}), t(it, {4, 1}), t(dt, {4, 128}), 2, 2),
+          OpSpec::GatherElements(t(dt, {8, 128}), t(it, {8, 128}), t(dt, {8, 128}), 1),
+          OpSpec::ScatterND(t(dt, {8, 128}), t(it, {4, 1}), t(dt, {4, 128}), t(dt, {8, 128}), 2, 2),
+          OpSpec::ScatterElements(t(dt, {8, 128}), t(it, {8, 128}), t(dt, {8, 128}),
+                                  t(dt, {8, 128}), 1)};
+      for (OpSpec& spec : specs) {
+        INFO(spec.ToString());
+        vkdml::detail::OperatorImpl op;
+        const Result built = vkdml::detail::BuildOperator(spec.Desc(), &op);
+        INFO(Str(built));
+        REQUIRE(built.ok());
+        for (auto lines : {DeviceTraits::Lines::Never, DeviceTraits::Lines::Always}) {
+          DeviceTraits device;
+          device.maxSharedMemory = 48 << 10;
+          device.maxLinesGroupSize = 256;
+          device.maxGroups = 65535;
+          device.lines = lines;
+          for (bool checked : {false, true}) {
+            vkdml::detail::KernelSet set;
+            REQUIRE(vkdml::detail::ChooseKernels(op, checked, device, &set).ok());
+            CHECK(set.plans.size() == VKDML_PLAN_SLOTS);
+            std::vector<const Kernel*> kernels;
+            for (const auto& pass : set.passes) {
+              kernels.push_back(&pass.plain);
+              if (pass.hasWide) kernels.push_back(&pass.wide);
+              CHECK(pass.plain.slot % 2 == 0);
+              CHECK((!pass.hasWide || pass.wide.slot == pass.plain.slot + 1));
+            }
+            if (checked) kernels.push_back(&set.report);
+            for (const Kernel* k : kernels) {
+              INFO("module " << k->module);
+              CHECK(FindSpirv(k->module.c_str()) != nullptr);
+              CHECK(k->slot < VKDML_PLAN_SLOTS);
+              CHECK(k->groups >= 1);
+              CHECK(k->spec[VKDML_SPEC_CHECKED] == uint32_t(checked && k != &set.report));
+            }
+          }
+        }
+      }
+    }
+  }
+}
