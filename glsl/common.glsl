@@ -20,6 +20,9 @@ layout(constant_id = VKDML_SPEC_SIGNED_INDEX) const bool kSignedIndex = false;
 layout(constant_id = VKDML_SPEC_UNROLL) const uint kUnroll = 4;
 layout(constant_id = VKDML_SPEC_MASK_SKIP) const bool kMaskSkip = false;
 layout(constant_id = VKDML_SPEC_LINE_LENGTH) const uint kLineLength = 1;
+layout(constant_id = VKDML_SPEC_REDUCE) const uint kReduce = VKDML_REDUCE_NONE;
+layout(constant_id = VKDML_SPEC_ELEMENT_KIND) const uint kKind = VKDML_KIND_UNSIGNED;
+layout(constant_id = VKDML_SPEC_UNIT) const uint kUnit = 1;
 
 // n / plans[p].sizes[d] as a multiply and shifts (lib/kernels.cpp: Magic).
 uint divideBySize(uint p, uint d, uint n) {

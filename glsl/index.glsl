@@ -38,3 +38,14 @@ uint clampIndex(uvec2 v, uint n, uint position) {
   if (kChecked && !inRange) atomicMin(status[VKDML_STATUS_POSITION], position);
   return result;
 }
+
+// Offsets of loop element i of plans[p] on the direct and the indexed side (index components
+// applied), and in IndicesTensor (for a plan without index components: its mask slot).
+uvec3 locate(uint p, uint i) {
+  uvec4 at = loopOffsets(p, kRank, i);
+  for (uint j = 0u; j < kTuple; ++j)
+    at.y += clampIndex(readIndex(at.z + j * plans[p].componentStride),
+                       VKDML_AT(plans[p].tupleSize, j), at.w + j) *
+            VKDML_AT(plans[p].tupleStride, j);
+  return at.xyz;
+}

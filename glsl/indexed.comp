@@ -1,7 +1,8 @@
 #version 450
 // The indexed copy every operator lowers to (lib/plan.h): gather when SCATTER is 0, scatter
 // when 1; MARK sets a bit per element's indexed offset instead of copying (ScatterND's mask of
-// slices it overwrites, which its copy pass then skips). ELEM is the element size in bytes (1,
+// slices it overwrites, which its copy pass then skips); KEYS writes each element's indexed
+// offset (its target slot) and its loop index for the sort of a deterministic scatter. ELEM is the element size in bytes (1,
 // 2, 4, 8, or 16 for widened plans): the kernel moves bytes and never looks at data types.
 // INDEX64 selects 64-bit index loads.
 #extension GL_GOOGLE_include_directive : require
@@ -9,6 +10,9 @@
 
 #ifndef MARK
 #define MARK 0
+#endif
+#ifndef KEYS
+#define KEYS 0
 #endif
 
 #include "common.glsl"
@@ -26,17 +30,14 @@ layout(std430, set = 0, binding = VKDML_BIND_OUTPUT) restrict writeonly buffer O
   T outputData[];
 };
 layout(std430, set = 0, binding = VKDML_BIND_MASK) restrict buffer Mask { uint maskWords[]; };
-
-// Offsets of loop element i on the direct and the indexed side, and in IndicesTensor (or, for
-// a plan without index components, its slot in the mask).
-uvec3 locate(uint p, uint i) {
-  uvec4 at = loopOffsets(p, kRank, i);
-  for (uint j = 0u; j < kTuple; ++j)
-    at.y += clampIndex(readIndex(at.z + j * plans[p].componentStride),
-                       VKDML_AT(plans[p].tupleSize, j), at.w + j) *
-            VKDML_AT(plans[p].tupleStride, j);
-  return at.xyz;
-}
+#if KEYS
+layout(std430, set = 0, binding = VKDML_BIND_SORT_KEYS) restrict writeonly buffer Keys {
+  uint sortKeys[];
+};
+layout(std430, set = 0, binding = VKDML_BIND_SORT_VALUES) restrict writeonly buffer Values {
+  uint sortValues[];
+};
+#endif
 
 bool masked(uint slot) {
   return kMaskSkip && (maskWords[slot >> 5] & (1u << (slot & 31u))) != 0u;
@@ -63,7 +64,14 @@ void main() {
       }
       i = count - i <= inc ? count : i + inc;  // no wrap-around past 2^32
     }
-#if MARK
+#if KEYS
+    for (uint u = 0u; u < kUnroll; ++u)
+      if (u < n) {
+        const uint element = base + gl_LocalInvocationID.x + u * inc;
+        sortKeys[element] = at[u].y;
+        sortValues[element] = element;
+      }
+#elif MARK
     for (uint u = 0u; u < kUnroll; ++u)
       if (u < n) atomicOr(maskWords[at[u].y >> 5], 1u << (at[u].y & 31u));
 #else

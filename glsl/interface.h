@@ -25,7 +25,13 @@ struct uvec4 {
 #define VKDML_BIND_OUTPUT 4   // OutputTensor
 #define VKDML_BIND_STATUS 5   // checked mode's report: VKDML_STATUS_WORDS words
 #define VKDML_BIND_MASK 6     // ScatterND: a bit per slice its scatter overwrites
-#define VKDML_BINDING_COUNT 7
+// Deterministic scatters' scratch (glsl/radix_sort.comp): two halves of U words (U update units)
+// each, the keys (target slots) and values (update units) sorted from one half into the other;
+// and the digit counts with the scan's levels.
+#define VKDML_BIND_SORT_KEYS 7
+#define VKDML_BIND_SORT_VALUES 8
+#define VKDML_BIND_SORT_COUNTS 9
+#define VKDML_BINDING_COUNT 10
 
 // Specialization constants. The index type reaches a kernel as its module variant (INDEX64,
 // 32- or 64-bit loads) plus VKDML_SPEC_SIGNED_INDEX, and nothing else.
@@ -37,15 +43,28 @@ struct uvec4 {
 #define VKDML_SPEC_MASK_SKIP 5     // bool: skip elements whose mask bit is set
 #define VKDML_SPEC_LINE_LENGTH 6   // scatter_lines.comp: elements in a line
 #define VKDML_SPEC_GROUP_SIZE 7    // scatter_lines.comp: threads in a workgroup
-#define VKDML_SPEC_COUNT 8
+#define VKDML_SPEC_REDUCE 8        // a scatter's VKDML_REDUCE_FUNCTION
+#define VKDML_SPEC_ELEMENT_KIND 9  // what the element's bits are, for arithmetic: below
+#define VKDML_SPEC_UNIT 10         // scatter_ordered.comp: loop elements per update unit
+#define VKDML_SPEC_COUNT 11
+
+#define VKDML_KIND_UNSIGNED 0
+#define VKDML_KIND_SIGNED 1
+#define VKDML_KIND_FLOAT 2
+// VKDML_REDUCE_FUNCTION's values (dml.h; lib/kernels.cpp checks that they agree).
+#define VKDML_REDUCE_NONE 0
+#define VKDML_REDUCE_ADD 1
+#define VKDML_REDUCE_MULTIPLY 2
+#define VKDML_REDUCE_MAX 3
+#define VKDML_REDUCE_MIN 4
 
 #define VKDML_GROUP_SIZE 256   // threads in a workgroup of indexed.comp
 #define VKDML_VECTOR_BYTES 16  // a widened plan's element: uvec4 (ELEM=16 modules)
 
-// The uniform buffer holds VKDML_PLAN_SLOTS plans: each pass's plan plain and widened (slot
-// 2 * pass + 1), and checked mode's report.
+// The uniform buffer holds VKDML_PLAN_SLOTS plans: each pass's plan, plain and (where it
+// widens) widened, and checked mode's report in the last slot.
 #define VKDML_MAX_DIMS 8
-#define VKDML_MAX_PASSES 3  // ScatterND: mark, copy, scatter
+#define VKDML_MAX_PASSES 4  // ScatterND, deterministic: mark, copy, keys, ordered scatter
 #define VKDML_PLAN_SLOTS (2 * VKDML_MAX_PASSES + 1)
 #define VKDML_REPORT_SLOT (2 * VKDML_MAX_PASSES)
 
@@ -60,8 +79,8 @@ struct uvec4 {
 struct PackedPlan {
   uint count;            // loop elements
   uint componentStride;  // IndicesTensor stride between an index tuple's components
-  uint unused0;
-  uint unused1;
+  uint sortedBase;       // scatter_ordered.comp: where the sorted keys and values start
+  uint unused;
   uvec4 sizes[VKDML_DIM_VECS];  // loop dimension sizes
   uvec4 magic[VKDML_DIM_VECS];  // each size as a multiply-shift divisor (lib/kernels.cpp)
   uvec4 shift[VKDML_DIM_VECS];
@@ -83,6 +102,25 @@ struct Push {
   uint dstBase;    // OutputTensor
 };
 
+// Push constants of the sort's dispatches (glsl/radix_sort.comp), in place of Push. Offsets and
+// counts are in 32-bit words.
+struct SortPush {
+  uint count;   // keys to sort; for a scan step: entries of this level
+  uint blocks;  // workgroups of VKDML_SORT_BLOCK keys (the count and scatter steps)
+  uint shift;   // the digit: (key >> shift) & (VKDML_SORT_RADIX - 1)
+  uint from;    // the half sorted from (0 or 1); the other is written
+  uint level;   // scan steps: this level's offset in the counts buffer
+  uint next;    // scan steps: the next level's offset (its block sums)
+  uint unused0;
+  uint unused1;
+};
+#define VKDML_SORT_RADIX 256
+#define VKDML_SORT_GROUP 256  // threads of a sort workgroup
+#define VKDML_SORT_ROUNDS 8   // rounds of VKDML_SORT_GROUP keys per block
+#define VKDML_SORT_BLOCK (VKDML_SORT_GROUP * VKDML_SORT_ROUNDS)
+#define VKDML_SCAN_ITEMS 8  // entries per thread of a scan step
+#define VKDML_SCAN_BLOCK (VKDML_SORT_GROUP * VKDML_SCAN_ITEMS)
+
 // The status buffer of checked mode: the row-major position in IndicesTensor of the first
 // out-of-range index (VKDML_NO_POSITION when none), then that index's raw value as two words.
 #define VKDML_STATUS_POSITION 0
@@ -95,6 +133,7 @@ struct Push {
 static_assert(sizeof(PackedPlan) % 16 == 0 && sizeof(PackedPlan) == 16 + 9 * 32,
               "PackedPlan must keep std140's layout");
 static_assert(sizeof(Push) == 16, "Push must keep std430's layout");
+static_assert(sizeof(SortPush) == 32, "SortPush must keep std430's layout");
 }  // namespace vkdml::detail::shader
 #endif
 

@@ -18,10 +18,6 @@ BindingTableImpl::~BindingTableImpl() {
 
 Result BindingTableImpl::Init() {
   const auto& vk = device_->Vk();
-  const UINT64 maskBytes = std::max<UINT64>(op_->op.maskWords * 4, 4);
-  VKDML_TRY(device_->CreateInternalBuffer(
-      maskBytes, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
-      Buffer::Memory::DeviceLocal, &mask_));
   VkDescriptorPoolSize sizes[] = {{VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, 1},
                                   {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, VKDML_BINDING_COUNT - 1}};
   VkDescriptorPoolCreateInfo pci{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
@@ -35,29 +31,46 @@ Result BindingTableImpl::Init() {
   ai.descriptorSetCount = 1;
   ai.pSetLayouts = &layout;
   VKDML_VK(vk.vkAllocateDescriptorSets(device_->Handle(), &ai, &set_));
-  VKDML_TRY(device_->CreateInternalBuffer(
-      kStatusBytes, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
-      Buffer::Memory::HostVisible, &status_));
-  std::memset(status_->Mapped(), 0xFF, kStatusBytes);
 
-  VkDescriptorBufferInfo plans{op_->plans->Handle(), 0, op_->plans->Size()};
-  VkDescriptorBufferInfo status{status_->Handle(), 0, kStatusBytes};
-  VkDescriptorBufferInfo mask{mask_->Handle(), 0, maskBytes};
-  VkWriteDescriptorSet w[3] = {{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET},
-                               {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET},
-                               {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET}};
-  w[0].dstSet = w[1].dstSet = w[2].dstSet = set_;
-  w[0].descriptorCount = w[1].descriptorCount = w[2].descriptorCount = 1;
-  w[0].dstBinding = VKDML_BIND_PLANS;
-  w[0].descriptorType = VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER;
-  w[0].pBufferInfo = &plans;
-  w[1].dstBinding = VKDML_BIND_STATUS;
-  w[1].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-  w[1].pBufferInfo = &status;
-  w[2].dstBinding = VKDML_BIND_MASK;
-  w[2].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-  w[2].pBufferInfo = &mask;
-  vk.vkUpdateDescriptorSets(device_->Handle(), 3, w, 0, nullptr);
+  // The table's own buffers, each bound whole: the checked-mode status (host visible), the
+  // mask, and a deterministic scatter's sort scratch.
+  const KernelSet& k = op_->kernels;
+  const VkBufferUsageFlags usage =
+      VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  struct Own {
+    UINT binding;
+    UINT64 bytes;
+    Buffer::Memory memory;
+    std::unique_ptr<BufferImpl>* buffer;
+  } own[] = {{VKDML_BIND_STATUS, kStatusBytes, Buffer::Memory::HostVisible, &status_},
+             {VKDML_BIND_MASK, op_->op.maskWords * 4, Buffer::Memory::DeviceLocal, &mask_},
+             {VKDML_BIND_SORT_KEYS, k.sortWords * 4, Buffer::Memory::DeviceLocal, &sortKeys_},
+             {VKDML_BIND_SORT_VALUES, k.sortWords * 4, Buffer::Memory::DeviceLocal, &sortValues_},
+             {VKDML_BIND_SORT_COUNTS, k.countWords * 4, Buffer::Memory::DeviceLocal, &counts_}};
+  VkDescriptorBufferInfo infos[1 + std::size(own)];
+  VkWriteDescriptorSet writes[1 + std::size(own)];
+  infos[0] = {op_->plans->Handle(), 0, op_->plans->Size()};
+  writes[0] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+  writes[0].dstBinding = VKDML_BIND_PLANS;
+  writes[0].descriptorType = VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER;
+  uint32_t n = 1;
+  for (const Own& o : own) {
+    // Unused bindings still get a small buffer: the layout declares them.
+    VKDML_TRY(
+        device_->CreateInternalBuffer(std::max<UINT64>(o.bytes, 4), usage, o.memory, o.buffer));
+    infos[n] = {(*o.buffer)->Handle(), 0, (*o.buffer)->Size()};
+    writes[n] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+    writes[n].dstBinding = o.binding;
+    writes[n].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    ++n;
+  }
+  for (uint32_t i = 0; i < n; ++i) {
+    writes[i].dstSet = set_;
+    writes[i].descriptorCount = 1;
+    writes[i].pBufferInfo = &infos[i];
+  }
+  vk.vkUpdateDescriptorSets(device_->Handle(), n, writes, 0, nullptr);
+  std::memset(status_->Mapped(), 0xFF, kStatusBytes);
   return {};
 }
 
@@ -70,7 +83,8 @@ Result BindingTableImpl::Bind(bool outputs, UINT count, const DML_BUFFER_BINDING
                 " (", op_->op.name, " has ", tensors.size(), " ", what, ")");
   if (!bindings) return Fail(Status::InvalidArgument, call, ": bindings is null");
 
-  const UINT64 align = std::max<UINT64>(device_->Limits().minStorageBufferOffsetAlignment, 1);
+  // Descriptor ranges start at multiples of 4 too: kernels may address a binding in 32-bit words.
+  const UINT64 align = std::max<UINT64>(device_->Limits().minStorageBufferOffsetAlignment, 4);
   const UINT64 maxRange = device_->Limits().maxStorageBufferRange;
   VkDescriptorBufferInfo infos[VKDML_BINDING_COUNT];
   VkWriteDescriptorSet writes[VKDML_BINDING_COUNT];
@@ -102,6 +116,10 @@ Result BindingTableImpl::Bind(bool outputs, UINT count, const DML_BUFFER_BINDING
       return Fail(Status::InvalidArgument, what, "[", i, "].Offset is ", b.Offset,
                   ", expected a multiple of ", t.alignment, " (", t.field,
                   ".GuaranteedBaseOffsetAlignment)");
+    if (outputs && op_->kernels.wordAtomics && b.Offset % 4)
+      return Fail(Status::InvalidArgument, what, "[", i, "].Offset is ", b.Offset,
+                  ", expected a multiple of 4: ", op_->op.name, " on ", DataTypeName(t.type),
+                  " elements updates the 4-byte words that hold them (", t.field, ")");
     UINT64 base = b.Offset / align * align, delta = b.Offset - base;
     if (delta + t.totalBytes > maxRange)
       return Fail(Status::Unsupported, what, "[", i, "]: ", t.field, " spans ",
@@ -205,14 +223,14 @@ Result BindingTableImpl::Record(VkCommandBuffer cmd) {
   if (kernels.checked || clearMask)
     Barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, compute, readWrite);
   bool first = true;
-  for (const PassKernels& pass : kernels.passes) {
-    if (pass.skipInPlace && inPlace) continue;
-    const UINT src = pass.kind == Pass::Kind::Gather ? VKDML_BIND_INPUT : VKDML_BIND_UPDATES;
-    const bool wide = pass.hasWide && delta_[src] % VKDML_VECTOR_BYTES == 0 &&
+  for (const Step& step : kernels.steps) {
+    if (step.skipInPlace && inPlace) continue;
+    const UINT src = step.kind == Pass::Kind::Gather ? VKDML_BIND_INPUT : VKDML_BIND_UPDATES;
+    const bool wide = step.hasWide && delta_[src] % VKDML_VECTOR_BYTES == 0 &&
                       delta_[VKDML_BIND_OUTPUT] % VKDML_VECTOR_BYTES == 0;
     if (!first) Barrier(cmd, compute, readWrite, compute, readWrite);
     first = false;
-    Dispatch(cmd, wide ? pass.wide : pass.plain, src);
+    Dispatch(cmd, wide ? step.wide : step.plain, src);
   }
   if (kernels.checked) {
     Barrier(cmd, compute, readWrite, compute, readWrite);
@@ -225,12 +243,17 @@ Result BindingTableImpl::Record(VkCommandBuffer cmd) {
 
 void BindingTableImpl::Dispatch(VkCommandBuffer cmd, const Kernel& k, UINT src) const {
   const auto& vk = device_->Vk();
-  const shader::Push push{k.slot, UINT(delta_[src] / k.unit),
-                          UINT(delta_[VKDML_BIND_INDICES] / op_->op.Indices().elemSize),
-                          UINT(delta_[VKDML_BIND_OUTPUT] / k.unit)};
   vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k.pipeline);
-  vk.vkCmdPushConstants(cmd, device_->PipelineLayout(), VK_SHADER_STAGE_COMPUTE_BIT, 0,
-                        sizeof(push), &push);
+  if (k.sortStep) {
+    vk.vkCmdPushConstants(cmd, device_->PipelineLayout(), VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                          sizeof(k.sort), &k.sort);
+  } else {
+    const shader::Push push{k.slot, UINT(delta_[src] / k.unit),
+                            UINT(delta_[VKDML_BIND_INDICES] / op_->op.Indices().elemSize),
+                            UINT(delta_[VKDML_BIND_OUTPUT] / k.unit)};
+    vk.vkCmdPushConstants(cmd, device_->PipelineLayout(), VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                          sizeof(push), &push);
+  }
   vk.vkCmdDispatch(cmd, k.groups, 1, 1);
 }
 

@@ -1,5 +1,7 @@
 #include "compiled.h"
 
+#include <algorithm>
+
 #include "device.h"
 #include "error.h"
 
@@ -10,7 +12,8 @@ Result CompileOperator(DeviceImpl& device, const Operator& op, UINT flags,
   if (!out) return Fail(Status::InvalidArgument, "CompileOperator: out is null");
   const UINT known = DML_EXECUTION_FLAG_ALLOW_HALF_PRECISION_COMPUTATION |
                      DML_EXECUTION_FLAG_DISABLE_META_COMMANDS |
-                     DML_EXECUTION_FLAG_DESCRIPTORS_VOLATILE | VKDML_EXECUTION_FLAG_CHECK_INDICES;
+                     DML_EXECUTION_FLAG_DESCRIPTORS_VOLATILE | VKDML_EXECUTION_FLAG_CHECK_INDICES |
+                     VKDML_EXECUTION_FLAG_DETERMINISTIC;
   if (flags & ~known)
     return Fail(Status::InvalidArgument, "CompileOperator: flags has unknown bits 0x", std::hex,
                 flags & ~known);
@@ -18,15 +21,23 @@ Result CompileOperator(DeviceImpl& device, const Operator& op, UINT flags,
   c->op = static_cast<const OperatorImpl&>(op);
   c->flags = flags;
   c->serial = device.NextSerial();
-  const bool checked = (flags & VKDML_EXECUTION_FLAG_CHECK_INDICES) != 0;
-  VKDML_TRY(ChooseKernels(c->op, checked, device.Traits(), &c->kernels));
-  for (PassKernels& pass : c->kernels.passes) {
-    VKDML_TRY(device.Pipeline(pass.plain.module, pass.plain.spec, &pass.plain.pipeline));
-    if (pass.hasWide)
-      VKDML_TRY(device.Pipeline(pass.wide.module, pass.wide.spec, &pass.wide.pipeline));
+  VKDML_TRY(ChooseKernels(c->op, flags, device.Traits(), &c->kernels));
+  const UINT64 sortBytes = c->kernels.sortWords * 4, countBytes = c->kernels.countWords * 4;
+  const UINT64 maxRange = device.Limits().maxStorageBufferRange;
+  if (sortBytes > maxRange || countBytes > maxRange)
+    return Fail(Status::Unsupported, c->op.name, ": a deterministic execution sorts ",
+                c->kernels.sortWords / 2, " update units, which needs buffers of ",
+                std::max(sortBytes, countBytes),
+                " bytes, more than this device's "
+                "maxStorageBufferRange ",
+                maxRange);
+  for (Step& step : c->kernels.steps) {
+    VKDML_TRY(device.Pipeline(step.plain.module, step.plain.spec, &step.plain.pipeline));
+    if (step.hasWide)
+      VKDML_TRY(device.Pipeline(step.wide.module, step.wide.spec, &step.wide.pipeline));
   }
   Kernel& report = c->kernels.report;
-  if (checked) VKDML_TRY(device.Pipeline(report.module, report.spec, &report.pipeline));
+  if (c->kernels.checked) VKDML_TRY(device.Pipeline(report.module, report.spec, &report.pipeline));
 
   // In device memory: every dispatch reads it first, and a read from host memory crosses the bus.
   const auto& plans = c->kernels.plans;

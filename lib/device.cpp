@@ -120,8 +120,14 @@ DeviceInfo Describe(VkPhysicalDevice pd, uint32_t queueFamily) {
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
   VkPhysicalDeviceTimelineSemaphoreFeatures timeline{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES};
+  VkPhysicalDeviceShaderAtomicInt64Features int64{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_INT64_FEATURES};
+  VkPhysicalDeviceShaderAtomicFloatFeaturesEXT atomicFloat{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT};
   bool has8 = HasExtension(extensions, VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
   bool hasTimeline = HasExtension(extensions, VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME);
+  bool hasInt64 = HasExtension(extensions, VK_KHR_SHADER_ATOMIC_INT64_EXTENSION_NAME);
+  bool hasFloat = HasExtension(extensions, VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME);
   void** next = &s16.pNext;  // chain only the structures of extensions the device has
   auto chain = [&next](auto* s) {
     *next = s;
@@ -129,11 +135,18 @@ DeviceInfo Describe(VkPhysicalDevice pd, uint32_t queueFamily) {
   };
   if (has8) chain(&s8);
   if (hasTimeline) chain(&timeline);
+  if (hasInt64) chain(&int64);
+  if (hasFloat) chain(&atomicFloat);
   VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &s16};
   vkGetPhysicalDeviceFeatures2(pd, &features);
   info.available.storageBuffer8BitAccess = has8 && s8.storageBuffer8BitAccess;
   info.available.storageBuffer16BitAccess = s16.storageBuffer16BitAccess;
   info.available.timelineSemaphore = hasTimeline && timeline.timelineSemaphore;
+  info.available.shaderFloat64 = features.features.shaderFloat64;
+  info.available.shaderInt64 = features.features.shaderInt64;
+  info.available.shaderBufferInt64Atomics = hasInt64 && int64.shaderBufferInt64Atomics;
+  info.available.shaderBufferFloat32AtomicAdd =
+      hasFloat && atomicFloat.shaderBufferFloat32AtomicAdd;
 
   uint32_t n = 0;
   vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, nullptr);
@@ -302,11 +315,20 @@ Result DeviceImpl::CreateLogicalDevice() {
   auto extensions = DeviceExtensions(physical_);
   std::vector<const char*> enable;
   // vkdml's instance asks for Vulkan 1.1, so 1.2's core features come as extensions.
-  if (d.available.storageBuffer8BitAccess) enable.push_back(VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
-  if (d.available.timelineSemaphore) enable.push_back(VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME);
+  const DeviceFeatures& a = d.available;
+  if (a.storageBuffer8BitAccess) enable.push_back(VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
+  if (a.timelineSemaphore) enable.push_back(VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME);
+  if (a.shaderBufferInt64Atomics) enable.push_back(VK_KHR_SHADER_ATOMIC_INT64_EXTENSION_NAME);
+  if (a.shaderBufferFloat32AtomicAdd) enable.push_back(VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME);
   VkPhysicalDeviceTimelineSemaphoreFeatures timeline{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES};
   timeline.timelineSemaphore = d.available.timelineSemaphore;
+  VkPhysicalDeviceShaderAtomicInt64Features int64{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_INT64_FEATURES};
+  int64.shaderBufferInt64Atomics = a.shaderBufferInt64Atomics;
+  VkPhysicalDeviceShaderAtomicFloatFeaturesEXT atomicFloat{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT};
+  atomicFloat.shaderBufferFloat32AtomicAdd = a.shaderBufferFloat32AtomicAdd;
   VkPhysicalDevice8BitStorageFeatures s8{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES};
   s8.storageBuffer8BitAccess = d.available.storageBuffer8BitAccess;
   VkPhysicalDevice16BitStorageFeatures s16{
@@ -317,9 +339,13 @@ Result DeviceImpl::CreateLogicalDevice() {
     *next = s;
     next = &s->pNext;
   };
-  if (d.available.storageBuffer8BitAccess) chain(&s8);
-  if (d.available.timelineSemaphore) chain(&timeline);
+  if (a.storageBuffer8BitAccess) chain(&s8);
+  if (a.timelineSemaphore) chain(&timeline);
+  if (a.shaderBufferInt64Atomics) chain(&int64);
+  if (a.shaderBufferFloat32AtomicAdd) chain(&atomicFloat);
   VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &s16};
+  features.features.shaderFloat64 = a.shaderFloat64;
+  features.features.shaderInt64 = a.shaderInt64;
 
   VkDeviceCreateInfo ci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, &features};
   ci.queueCreateInfoCount = 1;
@@ -339,7 +365,6 @@ Result DeviceImpl::ReadInfo() {
   vkGetPhysicalDeviceProperties(physical_, &props);
   limits_ = props.limits;
   vkGetPhysicalDeviceMemoryProperties(physical_, &memoryProps_);
-  traits_ = DeviceTraits::Of(info_.type, limits_);
   return {};
 }
 
@@ -357,7 +382,8 @@ Result DeviceImpl::CreateLayouts() {
   sci.bindingCount = VKDML_BINDING_COUNT;
   sci.pBindings = b;
   VKDML_VK(vk_.vkCreateDescriptorSetLayout(device_, &sci, nullptr, &setLayout_));
-  VkPushConstantRange push{VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(shader::Push)};
+  VkPushConstantRange push{VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                           uint32_t(std::max(sizeof(shader::Push), sizeof(shader::SortPush)))};
   VkPipelineLayoutCreateInfo pci{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
   pci.setLayoutCount = 1;
   pci.pSetLayouts = &setLayout_;
@@ -395,12 +421,17 @@ Result DeviceImpl::Init(const DeviceDesc& desc) {
     info_.enabled.storageBuffer8BitAccess &= info_.available.storageBuffer8BitAccess;
     info_.enabled.storageBuffer16BitAccess &= info_.available.storageBuffer16BitAccess;
     info_.enabled.timelineSemaphore &= info_.available.timelineSemaphore;
+    info_.enabled.shaderFloat64 &= info_.available.shaderFloat64;
+    info_.enabled.shaderInt64 &= info_.available.shaderInt64;
+    info_.enabled.shaderBufferInt64Atomics &= info_.available.shaderBufferInt64Atomics;
+    info_.enabled.shaderBufferFloat32AtomicAdd &= info_.available.shaderBufferFloat32AtomicAdd;
   }
   // The extension's entry points, or Vulkan 1.2's where the caller's device has those instead.
   getCounter_ = vk_.vkGetSemaphoreCounterValueKHR ? vk_.vkGetSemaphoreCounterValueKHR
                                                   : vk_.vkGetSemaphoreCounterValue;
   waitSemaphores_ = vk_.vkWaitSemaphoresKHR ? vk_.vkWaitSemaphoresKHR : vk_.vkWaitSemaphores;
   if (!getCounter_ || !waitSemaphores_) info_.enabled.timelineSemaphore = false;
+  traits_ = DeviceTraits::Of(info_.type, limits_, info_.enabled);
   VKDML_TRY(CreateLayouts());
 
   VKDML_TRY(CreateCommandBuffer(&commandPool_, &commandBuffer_));
@@ -572,6 +603,12 @@ Result DeviceImpl::CreateOperator(const DML_OPERATOR_DESC& desc, std::unique_ptr
                   missing8 ? "storageBuffer8BitAccess" : "storageBuffer16BitAccess",
                   ", not enabled on device ", info_.name);
   }
+  const bool float64Arithmetic = op->reduce != VKDML_REDUCE_FUNCTION_NONE &&
+                                 op->inputs[0].type == DML_TENSOR_DATA_TYPE_FLOAT64;
+  if (float64Arithmetic && !info_.enabled.shaderFloat64)
+    return Fail(Status::Unsupported, op->name,
+                ": a reduction on FLOAT64 elements needs shaderFloat64, not enabled on device ",
+                info_.name);
   *out = std::move(op);
   return {};
 }

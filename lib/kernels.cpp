@@ -55,35 +55,283 @@ shader::PackedPlan Pack(const Plan& p) {
   return w;
 }
 
-// glsl/CMakeLists.txt names the modules.
-std::string ModuleName(Pass::Kind kind, bool lines, UINT elemSize, UINT indexSize) {
-  const UINT bits = indexSize * 8;
-  if (kind == Pass::Kind::Mark) return Str("mark_i", bits);
-  if (lines) return Str("lines_e", elemSize, "_i", bits);
-  return Str(kind == Pass::Kind::Gather ? "gather_e" : "scatter_e", elemSize, "_i", bits);
-}
+static_assert(VKDML_REDUCE_FUNCTION_NONE == VKDML_REDUCE_NONE &&
+                  VKDML_REDUCE_FUNCTION_ADD == VKDML_REDUCE_ADD &&
+                  VKDML_REDUCE_FUNCTION_MULTIPLY == VKDML_REDUCE_MULTIPLY &&
+                  VKDML_REDUCE_FUNCTION_MAX == VKDML_REDUCE_MAX &&
+                  VKDML_REDUCE_FUNCTION_MIN == VKDML_REDUCE_MIN,
+              "dml.h and glsl/interface.h disagree on VKDML_REDUCE_FUNCTION");
 
 UINT Groups(UINT64 work, UINT maxGroups) {
-  return UINT(std::min<UINT64>(work, maxGroups));
+  return UINT(std::max<UINT64>(1, std::min<UINT64>(work, maxGroups)));
 }
 
-// The indexed copy (glsl/indexed.comp) over `plan` in elements of elemSize bytes.
-Kernel IndexedKernel(Pass::Kind kind, const Plan& plan, UINT elemSize, UINT slot,
-                     Specialization spec, UINT indexSize, UINT maxGroups) {
-  Kernel k;
-  k.module = ModuleName(kind, false, elemSize, indexSize);
-  k.spec = spec;
-  k.spec[VKDML_SPEC_UNROLL] = Unroll(elemSize, plan.count);
-  k.slot = slot;
-  k.unit = elemSize;
-  const UINT64 perGroup = UINT64(VKDML_GROUP_SIZE) * k.spec[VKDML_SPEC_UNROLL];
-  k.groups = Groups((plan.count + perGroup - 1) / perGroup, maxGroups);
-  return k;
+UINT Kind(DML_TENSOR_DATA_TYPE type) {
+  switch (type) {
+    case DML_TENSOR_DATA_TYPE_FLOAT16:
+    case DML_TENSOR_DATA_TYPE_FLOAT32:
+    case DML_TENSOR_DATA_TYPE_FLOAT64:
+      return VKDML_KIND_FLOAT;
+    case DML_TENSOR_DATA_TYPE_INT8:
+    case DML_TENSOR_DATA_TYPE_INT16:
+    case DML_TENSOR_DATA_TYPE_INT32:
+    case DML_TENSOR_DATA_TYPE_INT64:
+      return VKDML_KIND_SIGNED;
+    default:
+      return VKDML_KIND_UNSIGNED;
+  }
 }
+
+// Builds the steps; each plan it packs takes the next slot.
+class Chooser {
+ public:
+  Chooser(const OperatorImpl& op, UINT flags, const DeviceTraits& device)
+      : op_(op), device_(device), elemSize_(op.ElemSize()), indexSize_(op.Indices().elemSize) {
+    set_.checked = (flags & VKDML_EXECUTION_FLAG_CHECK_INDICES) != 0;
+    set_.plans.assign(VKDML_PLAN_SLOTS, shader::PackedPlan{});
+    deterministic_ = (flags & VKDML_EXECUTION_FLAG_DETERMINISTIC) != 0;
+    base_[VKDML_SPEC_CHECKED] = set_.checked;
+    base_[VKDML_SPEC_SIGNED_INDEX] = IsSignedIndexType(op.Indices().type);
+    base_[VKDML_SPEC_LINE_LENGTH] = 1;
+    base_[VKDML_SPEC_GROUP_SIZE] = device.maxLinesGroupSize;
+    base_[VKDML_SPEC_REDUCE] = op.reduce;
+    base_[VKDML_SPEC_ELEMENT_KIND] = Kind(op.inputs[0].type);
+    base_[VKDML_SPEC_UNIT] = 1;
+  }
+
+  Result Choose(KernelSet* out) {
+    for (const Pass& pass : op_.passes) {
+      if (pass.kind == Pass::Kind::Scatter && (op_.reduce || deterministic_))
+        VKDML_TRY(ReducingScatter(pass));
+      else
+        VKDML_TRY(Plain(pass));
+    }
+    if (set_.checked) Report();
+    *out = std::move(set_);
+    return {};
+  }
+
+ private:
+  Result Slot(const Plan& plan, UINT* slot) {
+    if (next_ == VKDML_REPORT_SLOT)
+      return Fail(Status::DeviceError, "internal: more than ", VKDML_REPORT_SLOT, " plans");
+    *slot = next_++;
+    set_.plans[*slot] = Pack(plan);
+    return {};
+  }
+
+  Specialization Spec(const Plan& plan) const {
+    Specialization spec = base_;
+    spec[VKDML_SPEC_RANK] = plan.rank;
+    spec[VKDML_SPEC_TUPLE] = plan.tuple;
+    return spec;
+  }
+
+  // A kernel over plan (already packed into `slot`) with a thread per loop element, kUnroll at a
+  // time.
+  Kernel Elementwise(std::string module, const Plan& plan, UINT slot, UINT unit) const {
+    Kernel k;
+    k.module = std::move(module);
+    k.spec = Spec(plan);
+    k.spec[VKDML_SPEC_UNROLL] = Unroll(unit, plan.count);
+    k.slot = slot;
+    k.unit = unit;
+    const UINT64 perGroup = UINT64(VKDML_GROUP_SIZE) * k.spec[VKDML_SPEC_UNROLL];
+    k.groups = Groups((plan.count + perGroup - 1) / perGroup, device_.maxGroups);
+    return k;
+  }
+
+  std::string IndexSuffix() const { return Str("_i", indexSize_ * 8); }
+
+  // The copy, the mark and the scatter without a reduction: glsl/indexed.comp (or, for a
+  // scatter shaped for it, glsl/scatter_lines.comp), widened where the plan allows.
+  Result Plain(const Pass& pass) {
+    Step step;
+    step.kind = pass.kind;
+    step.skipInPlace = pass.skipInPlace;
+    Plan plan = pass.plan;
+    plan.Simplify();
+    Plan striped;
+    if (pass.kind == Pass::Kind::Gather && plan.Stripe(elemSize_, &striped)) plan = striped;
+    const UINT64 lineBytes = std::min(kMaxLineBytes, device_.maxSharedMemory);
+    const bool lines =
+        pass.lines && device_.lines != DeviceTraits::Lines::Never &&
+        plan.Lines(elemSize_, lineBytes, device_.lines == DeviceTraits::Lines::Always);
+    UINT slot = 0;
+    VKDML_TRY(Slot(plan, &slot));
+    const char* kind = pass.kind == Pass::Kind::Mark     ? "mark"
+                       : pass.kind == Pass::Kind::Gather ? "gather_e"
+                                                         : "scatter_e";
+    const std::string elem = pass.kind == Pass::Kind::Mark ? "" : Str(elemSize_);
+    if (lines) {  // a workgroup per output line
+      step.plain.module = Str("lines_e", elemSize_, IndexSuffix());
+      step.plain.spec = Spec(plan);
+      step.plain.spec[VKDML_SPEC_UNROLL] = kLinesUnroll;
+      step.plain.spec[VKDML_SPEC_LINE_LENGTH] = plan.tupleSize[0];
+      step.plain.slot = slot;
+      step.plain.unit = elemSize_;
+      step.plain.groups = Groups(plan.count / plan.sizes[plan.rank - 1], device_.maxGroups);
+    } else {
+      step.plain = Elementwise(Str(kind, elem, IndexSuffix()), plan, slot, elemSize_);
+      Plan wide;
+      if (pass.kind != Pass::Kind::Mark && plan.Widen(elemSize_, VKDML_VECTOR_BYTES, &wide)) {
+        UINT wideSlot = 0;
+        VKDML_TRY(Slot(wide, &wideSlot));
+        step.hasWide = true;
+        step.wide = Elementwise(Str(kind, VKDML_VECTOR_BYTES, IndexSuffix()), wide, wideSlot,
+                                VKDML_VECTOR_BYTES);
+      }
+    }
+    set_.steps.push_back(step);
+    return {};
+  }
+
+  // A scatter with a reduction, or a deterministic one: atomics where the device has what the
+  // element type needs and the order is free; else sorted by target and applied in order.
+  Result ReducingScatter(const Pass& pass) {
+    Plan plan = pass.plan;
+    plan.Simplify();
+    std::string module;
+    if (!deterministic_ && AtomicModule(&module)) {
+      UINT slot = 0;
+      VKDML_TRY(Slot(plan, &slot));
+      Step step;
+      step.kind = Pass::Kind::Reduce;
+      step.plain = Elementwise(module, plan, slot, elemSize_);
+      set_.steps.push_back(step);
+      set_.wordAtomics = elemSize_ < 4;
+      return {};
+    }
+    return Ordered(plan);
+  }
+
+  bool AtomicModule(std::string* module) const {
+    const bool isFloat = base_[VKDML_SPEC_ELEMENT_KIND] == VKDML_KIND_FLOAT;
+    const std::string name = Str("reduce_e", elemSize_, IndexSuffix());
+    if (elemSize_ <= 4) {  // 32-bit atomics and compare-and-swap: every device
+      const bool fadd = elemSize_ == 4 && isFloat && op_.reduce == VKDML_REDUCE_FUNCTION_ADD &&
+                        device_.float32AtomicAdd;
+      *module = name + (fadd ? "_fadd" : "");
+      return true;
+    }
+    if (device_.int64Atomics) {
+      *module = name + (isFloat ? "_a64_f64" : "_a64");
+      return true;
+    }
+    *module = name;  // two 32-bit adds with the carry: integer ADD only
+    return !isFloat && op_.reduce == VKDML_REDUCE_FUNCTION_ADD;
+  }
+
+  // Deterministic: each update unit's target slot (Keys), a stable sort of the units by slot
+  // (Sort), then each slot's updates applied in order (Ordered).
+  Result Ordered(const Plan& scatter) {
+    Plan keys = op_.keys;
+    keys.Simplify();
+    UINT slot = 0;
+    VKDML_TRY(Slot(keys, &slot));
+    Step step;
+    step.kind = Pass::Kind::Keys;
+    step.plain = Elementwise(Str("keys", IndexSuffix()), keys, slot, 4);
+    set_.steps.push_back(step);
+
+    const UINT units = keys.count;
+    UINT digits = 0;  // sort passes: the slots' significant bits, VKDML_SORT_RADIX at a time
+    for (UINT64 top = op_.slots - 1; top; top >>= 8) ++digits;
+    Sort(units, digits);
+
+    Kernel k;
+    k.module = Str("ordered_e", elemSize_, IndexSuffix());
+    if (elemSize_ == 8 && base_[VKDML_SPEC_ELEMENT_KIND] == VKDML_KIND_FLOAT && op_.reduce)
+      k.module += "_f64";
+    k.spec = Spec(scatter);
+    k.spec[VKDML_SPEC_UNIT] = op_.unit;
+    k.unit = elemSize_;
+    k.groups = Groups((UINT64(scatter.count) + VKDML_GROUP_SIZE - 1) / VKDML_GROUP_SIZE,
+                      device_.maxGroups);
+    VKDML_TRY(Slot(scatter, &k.slot));
+    set_.plans[k.slot].sortedBase = digits % 2 ? units : 0;
+    step = {};
+    step.kind = Pass::Kind::Ordered;
+    step.plain = k;
+    set_.steps.push_back(step);
+    set_.sortWords = 2 * UINT64(units);
+    return {};
+  }
+
+  // glsl/radix_sort.comp's steps for `digits` passes over `units` keys.
+  void Sort(UINT units, UINT digits) {
+    const UINT blocks = UINT((UINT64(units) + VKDML_SORT_BLOCK - 1) / VKDML_SORT_BLOCK);
+    // The scan's levels: the digit counts, then each level's workgroup totals, up to one
+    // workgroup's worth.
+    std::vector<UINT64> offset = {0}, size = {UINT64(VKDML_SORT_RADIX) * blocks};
+    while (size.back() > VKDML_SCAN_BLOCK) {
+      offset.push_back(offset.back() + size.back());
+      size.push_back((size.back() + VKDML_SCAN_BLOCK - 1) / VKDML_SCAN_BLOCK);
+    }
+    set_.countWords = offset.back() + size.back();
+    auto add = [&](const char* name, UINT64 groups, shader::SortPush push) {
+      Step step;
+      step.kind = Pass::Kind::Sort;
+      step.plain.module = Str("sort_", name);
+      step.plain.groups = Groups(groups, device_.maxGroups);
+      step.plain.sortStep = true;
+      step.plain.sort = push;
+      set_.steps.push_back(step);
+    };
+    for (UINT d = 0; d < digits; ++d) {
+      shader::SortPush pass = {};
+      pass.count = units;
+      pass.blocks = blocks;
+      pass.shift = 8 * d;
+      pass.from = d % 2;
+      add("count", blocks, pass);
+      const size_t top = size.size() - 1;
+      for (size_t level = 0; level <= top; ++level) {
+        shader::SortPush scan = {};
+        scan.count = UINT(size[level]);
+        scan.level = UINT(offset[level]);
+        scan.next = level < top ? UINT(offset[level + 1]) : 0xFFFFFFFFu;
+        add("scan", (size[level] + VKDML_SCAN_BLOCK - 1) / VKDML_SCAN_BLOCK, scan);
+      }
+      for (size_t level = top; level-- > 0;) {
+        shader::SortPush back = {};
+        back.count = UINT(size[level]);
+        back.level = UINT(offset[level]);
+        back.next = UINT(offset[level + 1]);
+        add("scan_add", (size[level] + VKDML_SORT_GROUP - 1) / VKDML_SORT_GROUP, back);
+      }
+      add("scatter", blocks, pass);
+    }
+  }
+
+  void Report() {
+    const Tensor& indices = op_.Indices();
+    Plan walk;  // IndicesTensor's elements, row-major
+    for (UINT d = 0; d < indices.dims; ++d)
+      walk.AddDim(indices.sizes[d], 0, 0, indices.strides[d], 0);
+    Kernel& k = set_.report;
+    k.module = Str("report", IndexSuffix());
+    k.spec = Spec(walk);
+    k.spec[VKDML_SPEC_CHECKED] = false;
+    k.slot = VKDML_REPORT_SLOT;
+    k.unit = elemSize_;
+    k.groups = 1;
+    set_.plans[VKDML_REPORT_SLOT] = Pack(walk);
+  }
+
+  const OperatorImpl& op_;
+  const DeviceTraits& device_;
+  const UINT elemSize_, indexSize_;
+  bool deterministic_ = false;
+  Specialization base_ = {};
+  KernelSet set_;
+  UINT next_ = 0;
+};
 
 }  // namespace
 
-DeviceTraits DeviceTraits::Of(VkPhysicalDeviceType type, const VkPhysicalDeviceLimits& limits) {
+DeviceTraits DeviceTraits::Of(VkPhysicalDeviceType type, const VkPhysicalDeviceLimits& limits,
+                              const DeviceFeatures& enabled) {
   DeviceTraits t;
   t.type = type;
   t.maxSharedMemory = limits.maxComputeSharedMemorySize;
@@ -99,76 +347,16 @@ DeviceTraits DeviceTraits::Of(VkPhysicalDeviceType type, const VkPhysicalDeviceL
   const char* lines = std::getenv("VKDML_SCATTER_LINES");
   if (lines && std::strcmp(lines, "0") == 0) t.lines = Lines::Never;
   if (lines && std::strcmp(lines, "1") == 0) t.lines = Lines::Always;
+  const char* atomics = std::getenv("VKDML_ATOMICS");
+  const bool only32 = atomics && std::strcmp(atomics, "32") == 0;
+  t.float32AtomicAdd = enabled.shaderBufferFloat32AtomicAdd && !only32;
+  t.int64Atomics = enabled.shaderInt64 && enabled.shaderBufferInt64Atomics && !only32;
   return t;
 }
 
-Result ChooseKernels(const OperatorImpl& op, bool checked, const DeviceTraits& device,
+Result ChooseKernels(const OperatorImpl& op, UINT flags, const DeviceTraits& device,
                      KernelSet* out) {
-  if (op.passes.size() > VKDML_MAX_PASSES)
-    return Fail(Status::DeviceError, "internal: ", op.passes.size(), " passes, at most ",
-                VKDML_MAX_PASSES);
-  const Tensor& indices = op.Indices();
-  const UINT elemSize = op.ElemSize(), indexSize = indices.elemSize;
-  KernelSet set;
-  set.checked = checked;
-  set.plans.assign(VKDML_PLAN_SLOTS, shader::PackedPlan{});
-  const UINT64 lineBytes = std::min(kMaxLineBytes, device.maxSharedMemory);
-  for (UINT i = 0; i < op.passes.size(); ++i) {
-    const Pass& pass = op.passes[i];
-    PassKernels k;
-    k.kind = pass.kind;
-    k.skipInPlace = pass.skipInPlace;
-    Plan plan = pass.plan;
-    plan.Simplify();
-    Plan striped;
-    if (pass.kind == Pass::Kind::Gather && plan.Stripe(elemSize, &striped)) plan = striped;
-    const bool lines = pass.lines && device.lines != DeviceTraits::Lines::Never &&
-                       plan.Lines(elemSize, lineBytes, device.lines == DeviceTraits::Lines::Always);
-
-    Specialization spec = {};
-    spec[VKDML_SPEC_CHECKED] = checked;
-    spec[VKDML_SPEC_RANK] = plan.rank;
-    spec[VKDML_SPEC_TUPLE] = plan.tuple;
-    spec[VKDML_SPEC_SIGNED_INDEX] = IsSignedIndexType(indices.type);
-    spec[VKDML_SPEC_MASK_SKIP] = pass.maskSkip;
-    spec[VKDML_SPEC_LINE_LENGTH] = 1;
-    spec[VKDML_SPEC_GROUP_SIZE] = device.maxLinesGroupSize;
-    const UINT slot = 2 * i;
-    set.plans[slot] = Pack(plan);
-    if (lines) {  // glsl/scatter_lines.comp: a workgroup per output line
-      k.plain.module = ModuleName(pass.kind, true, elemSize, indexSize);
-      k.plain.spec = spec;
-      k.plain.spec[VKDML_SPEC_UNROLL] = kLinesUnroll;
-      k.plain.spec[VKDML_SPEC_LINE_LENGTH] = plan.tupleSize[0];
-      k.plain.slot = slot;
-      k.plain.unit = elemSize;
-      k.plain.groups = Groups(plan.count / plan.sizes[plan.rank - 1], device.maxGroups);
-    } else {
-      k.plain = IndexedKernel(pass.kind, plan, elemSize, slot, spec, indexSize, device.maxGroups);
-      Plan wide;
-      if (plan.Widen(elemSize, VKDML_VECTOR_BYTES, &wide)) {
-        k.hasWide = true;
-        k.wide = IndexedKernel(pass.kind, wide, VKDML_VECTOR_BYTES, slot + 1, spec, indexSize,
-                               device.maxGroups);
-        set.plans[slot + 1] = Pack(wide);
-      }
-    }
-    set.passes.push_back(k);
-  }
-  if (checked) {
-    Plan walk;  // IndicesTensor's elements, row-major
-    for (UINT d = 0; d < indices.dims; ++d)
-      walk.AddDim(indices.sizes[d], 0, 0, indices.strides[d], 0);
-    set.report.module = Str("report_i", indexSize * 8);
-    set.report.spec[VKDML_SPEC_RANK] = walk.rank;
-    set.report.spec[VKDML_SPEC_SIGNED_INDEX] = IsSignedIndexType(indices.type);
-    set.report.slot = VKDML_REPORT_SLOT;
-    set.report.unit = elemSize;
-    set.report.groups = 1;
-    set.plans[VKDML_REPORT_SLOT] = Pack(walk);
-  }
-  *out = std::move(set);
-  return {};
+  return Chooser(op, flags, device).Choose(out);
 }
 
 }  // namespace vkdml::detail

@@ -20,11 +20,16 @@ struct DeviceTraits {
   UINT maxLinesGroupSize = 1;  // threads a workgroup of glsl/scatter_lines.comp may have
   UINT maxGroups = 1;          // workgroups per dispatch; grid-stride loops cover the rest
   enum class Lines { Never, WhenBetter, Always } lines = Lines::WhenBetter;
+  bool float32AtomicAdd = false;  // shaderBufferFloat32AtomicAdd
+  bool int64Atomics = false;      // shaderInt64 and shaderBufferInt64Atomics
 
-  // From the device's properties and the environment: VKDML_MAX_GROUPS=N lowers maxGroups (so
-  // small tests run the grid-stride loops); VKDML_SCATTER_LINES=1 takes the line scatter
-  // wherever it can run (the tests use it on lavapipe), =0 never (A/B benchmarks).
-  static DeviceTraits Of(VkPhysicalDeviceType type, const VkPhysicalDeviceLimits& limits);
+  // From the device's properties, its enabled features and the environment:
+  // VKDML_MAX_GROUPS=N lowers maxGroups (so small tests run the grid-stride loops);
+  // VKDML_SCATTER_LINES=1 takes the line scatter wherever it can run (the tests use it on
+  // lavapipe), =0 never (A/B benchmarks); VKDML_ATOMICS=32 uses neither the float32 atomic add
+  // nor 64-bit atomics (so the tests run the fallbacks of devices without them).
+  static DeviceTraits Of(VkPhysicalDeviceType type, const VkPhysicalDeviceLimits& limits,
+                         const DeviceFeatures& enabled);
 };
 
 using Specialization = std::array<uint32_t, VKDML_SPEC_COUNT>;
@@ -33,13 +38,17 @@ using Specialization = std::array<uint32_t, VKDML_SPEC_COUNT>;
 struct Kernel {
   std::string module;  // the embedded SPIR-V module (glsl/CMakeLists.txt names them)
   Specialization spec = {};
-  UINT slot = 0;    // the plan slot it reads (Push::plan)
-  UINT unit = 0;    // bytes per element it moves: Push's source and destination bases count these
-  UINT groups = 0;  // workgroups
+  UINT groups = 0;                       // workgroups
   VkPipeline pipeline = VK_NULL_HANDLE;  // filled in by CompileOperator
+  // Its push constants: a plan's (shader::Push: the plan slot, and the bindings' bases counted
+  // in `unit`-byte elements) or, for a sort step, a fixed shader::SortPush.
+  UINT slot = 0, unit = 0;
+  bool sortStep = false;
+  shader::SortPush sort = {};
 };
 
-struct PassKernels {
+// One dispatch of an operator's work, after a barrier from the one before.
+struct Step {
   Pass::Kind kind = Pass::Kind::Gather;
   bool skipInPlace = false;  // Pass::skipInPlace
   Kernel plain;
@@ -50,14 +59,20 @@ struct PassKernels {
 };
 
 struct KernelSet {
-  std::vector<PassKernels> passes;
+  std::vector<Step> steps;
   bool checked = false;
   Kernel report;                          // checked mode's last dispatch
   std::vector<shader::PackedPlan> plans;  // VKDML_PLAN_SLOTS, the uniform buffer's contents
+  // A deterministic scatter's scratch, in 32-bit words: the sort's keys and values buffers
+  // (each) and its counts buffer (glsl/interface.h: VKDML_BIND_SORT_*); 0 without a sort.
+  UINT64 sortWords = 0, countWords = 0;
+  // A reduction on 1- or 2-byte elements updates the 4-byte words holding them atomically, so
+  // OutputTensor's binding offset must be a multiple of 4.
+  bool wordAtomics = false;
 };
 
-// checked: VKDML_EXECUTION_FLAG_CHECK_INDICES.
-Result ChooseKernels(const OperatorImpl& op, bool checked, const DeviceTraits& device,
+// flags: the compile flags (VKDML_EXECUTION_FLAG_CHECK_INDICES, _DETERMINISTIC).
+Result ChooseKernels(const OperatorImpl& op, UINT flags, const DeviceTraits& device,
                      KernelSet* out);
 
 }  // namespace vkdml::detail

@@ -11,7 +11,10 @@ namespace vkdml::detail {
 
 struct Pass {
   // Mark: set the mask bit of each plan element's indexed offset (glsl/indexed.comp, MARK).
-  enum class Kind { Gather, Scatter, Mark } kind = Kind::Gather;
+  // kernels.cpp adds the kinds a scatter with a reduction or a deterministic one runs instead of
+  // its Scatter pass: Reduce (glsl/scatter_reduce.comp), Keys, Sort (glsl/radix_sort.comp) and
+  // Ordered (glsl/scatter_ordered.comp).
+  enum class Kind { Gather, Scatter, Mark, Reduce, Keys, Sort, Ordered } kind = Kind::Gather;
   Plan plan;                 // as lowered: kernels.cpp transforms it
   bool skipInPlace = false;  // a scatter's copy: nothing to do when OutputTensor is InputTensor
   bool maskSkip = false;     // skip elements whose mask bit (at their `indices` offset) is set
@@ -29,10 +32,17 @@ class OperatorImpl final : public Operator {
   // tuple (j = position % tuple) has valid values for a dimension of size componentSizes[j].
   std::vector<UINT> componentSizes;
   UINT64 maskWords = 0;  // 32-bit words of the mask a Mark pass sets (0: no mask)
+  // Scatters: the reduction, and what a deterministic execution sorts. An update unit is
+  // `unit` consecutive elements of the Scatter pass's loop (ScatterND: an index tuple's slice;
+  // ScatterElements: one element); `keys` loops over the units in IndicesTensor's row-major
+  // order, its indexed offset being the unit's target slot, one of `slots`.
+  VKDML_REDUCE_FUNCTION reduce = VKDML_REDUCE_FUNCTION_NONE;
+  Plan keys;
+  UINT unit = 1;
+  UINT64 slots = 0;
   // A scatter: OutputTensor may be bound exactly where InputTensor is (in place).
-  bool InPlaceAllowed() const {
-    return type == DML_OPERATOR_SCATTER_ND || type == DML_OPERATOR_SCATTER_ELEMENTS;
-  }
+  bool InPlaceAllowed() const { return IsScatter(); }
+  bool IsScatter() const { return slots != 0; }
 
   const Tensor& Indices() const { return inputs[1]; }
   UINT ElemSize() const { return inputs[0].elemSize; }
@@ -61,8 +71,10 @@ Result ValidateOperatorTensors(const DML_TENSOR_DESC* input, const DML_TENSOR_DE
 Result BuildGather(const DML_GATHER_OPERATOR_DESC& desc, OperatorImpl* op);
 Result BuildGatherElements(const DML_GATHER_ELEMENTS_OPERATOR_DESC& desc, OperatorImpl* op);
 Result BuildGatherND(const DML_GATHER_ND1_OPERATOR_DESC& desc, bool hasBatch, OperatorImpl* op);
-Result BuildScatterND(const DML_SCATTER_ND_OPERATOR_DESC& desc, OperatorImpl* op);
-Result BuildScatterElements(const DML_SCATTER_OPERATOR_DESC& desc, OperatorImpl* op);
+Result BuildScatterND(const DML_SCATTER_ND_OPERATOR_DESC& desc, VKDML_REDUCE_FUNCTION reduce,
+                      OperatorImpl* op);
+Result BuildScatterElements(const DML_SCATTER_OPERATOR_DESC& desc, VKDML_REDUCE_FUNCTION reduce,
+                            OperatorImpl* op);
 
 // Dispatches on desc.Type, adds the "GATHER_ND: " prefix to messages.
 Result BuildOperator(const DML_OPERATOR_DESC& desc, OperatorImpl* op);

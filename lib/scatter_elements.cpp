@@ -1,10 +1,12 @@
-// DML_OPERATOR_SCATTER_ELEMENTS: validation and lowering (a copy of the input, then the scatter).
+// DML_OPERATOR_SCATTER_ELEMENTS and VKDML_OPERATOR_SCATTER_ELEMENTS_REDUCE: validation and
+// lowering (a copy of the input, then the scatter).
 #include "error.h"
 #include "operator.h"
 
 namespace vkdml::detail {
 
-Result BuildScatterElements(const DML_SCATTER_OPERATOR_DESC& desc, OperatorImpl* op) {
+Result BuildScatterElements(const DML_SCATTER_OPERATOR_DESC& desc, VKDML_REDUCE_FUNCTION reduce,
+                            OperatorImpl* op) {
   OperatorTensors t;
   VKDML_TRY(ValidateOperatorTensors(desc.InputTensor, desc.IndicesTensor, true, desc.UpdatesTensor,
                                     desc.OutputTensor, &t));
@@ -35,6 +37,15 @@ Result BuildScatterElements(const DML_SCATTER_OPERATOR_DESC& desc, OperatorImpl*
   // disjoint lines (OutputTensor does not overlap itself): Plan::Lines checks what is left of
   // that after Simplify.
   scatter.lines = true;
+  // Each update element is a unit; its slot is its target's row-major position in OutputTensor.
+  op->keys = scatter.plan;
+  UINT packed[kMaxDims];
+  PackedStrides(dims, output.sizes, packed);
+  for (UINT d = 0; d < dims; ++d) op->keys.indexed[d] = d == axis ? 0 : packed[d];
+  op->keys.tupleStride[0] = packed[axis];
+  op->reduce = reduce;
+  op->unit = 1;
+  op->slots = output.Count();
   op->inputs = {input, indices, updates};
   op->outputs = {output};
   op->passes = {copy, scatter};

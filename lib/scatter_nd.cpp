@@ -1,4 +1,5 @@
-// DML_OPERATOR_SCATTER_ND: validation and lowering (a copy of the input, then the scatter).
+// DML_OPERATOR_SCATTER_ND and VKDML_OPERATOR_SCATTER_ND_REDUCE: validation and lowering (a copy
+// of the input, then the scatter).
 #include "error.h"
 #include "nd_layout.h"
 #include "operator.h"
@@ -9,7 +10,8 @@ namespace vkdml::detail {
 // the mask costs about what it saves).
 constexpr UINT64 kMinSkippedSliceBytes = 128;
 
-Result BuildScatterND(const DML_SCATTER_ND_OPERATOR_DESC& desc, OperatorImpl* op) {
+Result BuildScatterND(const DML_SCATTER_ND_OPERATOR_DESC& desc, VKDML_REDUCE_FUNCTION reduce,
+                      OperatorImpl* op) {
   OperatorTensors t;
   VKDML_TRY(ValidateOperatorTensors(desc.InputTensor, desc.IndicesTensor, true, desc.UpdatesTensor,
                                     desc.OutputTensor, &t));
@@ -24,17 +26,18 @@ Result BuildScatterND(const DML_SCATTER_ND_OPERATOR_DESC& desc, OperatorImpl* op
                              0, &l));
   VKDML_TRY(CheckSizes(updates, l.resultRank, l.result, l.resultWhat));
 
-  // Slices the scatter overwrites need no copy. When they are large enough for that to pay, a
-  // Mark pass sets a bit per targeted slice (its slot: row-major over the indexed dimensions)
-  // and the copy skips marked slices.
-  UINT64 slots = 1, sliceBytes = input.elemSize;
+  // An index tuple's target slot: row-major over the indexed dimensions. Slices the scatter
+  // overwrites (without a reduction) need no copy: when they are large enough for that to pay,
+  // a Mark pass sets a bit per targeted slot and the copy skips marked slices.
+  UINT64 slots = 1, sliceElements = 1;
   UINT slotStride[kMaxDims] = {};
   for (UINT j = l.k; j-- > 0;) {
     slotStride[j] = UINT(slots);
     slots *= input.ActualSize(l.r, j);
   }
-  for (UINT a = l.k; a < l.r; ++a) sliceBytes *= input.ActualSize(l.r, a);
-  const bool skipTargets = sliceBytes >= kMinSkippedSliceBytes;
+  for (UINT a = l.k; a < l.r; ++a) sliceElements *= input.ActualSize(l.r, a);
+  const bool skipTargets = reduce == VKDML_REDUCE_FUNCTION_NONE &&
+                           sliceElements * input.elemSize >= kMinSkippedSliceBytes;
 
   Pass copy;
   copy.skipInPlace = true;
@@ -50,19 +53,24 @@ Result BuildScatterND(const DML_SCATTER_ND_OPERATOR_DESC& desc, OperatorImpl* op
   op->inputs = {input, indices, updates};
   op->outputs = {output};
   op->passes = {copy, scatter};
+  // One element per index tuple (no slice dimensions), its indexed offset the tuple's slot.
+  Tensor slotView = input;
+  for (UINT j = 0; j < l.k; ++j) slotView.strides[lead + j] = slotStride[j];
+  op->keys = NdPlan(l, input, slotView, indices, updates);
+  op->keys.rank = l.q - 1;
+  op->keys.count = 1;
+  for (UINT d = 0; d < op->keys.rank; ++d) {
+    op->keys.direct[d] = 0;
+    op->keys.count *= op->keys.sizes[d];
+  }
+  op->reduce = reduce;
+  op->unit = UINT(sliceElements);  // an update tensor's count: below 2^32
+  op->slots = slots;
   if (skipTargets) {
     Pass mark;
     mark.kind = Pass::Kind::Mark;
     mark.skipInPlace = true;
-    Tensor slotView = input;  // the indexed dimensions addressed by slot
-    for (UINT j = 0; j < l.k; ++j) slotView.strides[lead + j] = slotStride[j];
-    mark.plan = NdPlan(l, input, slotView, indices, updates);
-    mark.plan.rank = l.q - 1;  // one element per index tuple: no slice dimensions
-    mark.plan.count = 1;
-    for (UINT d = 0; d < mark.plan.rank; ++d) {
-      mark.plan.direct[d] = 0;
-      mark.plan.count *= mark.plan.sizes[d];
-    }
+    mark.plan = op->keys;
     op->passes.insert(op->passes.begin(), mark);
     op->maskWords = (slots + 31) / 32;
   }

@@ -213,9 +213,7 @@ Result CheckNoOverlap(const Tensor& t) {
 }
 
 bool FillsAllBytes(const Tensor& t) {
-  UINT64 elements = 1;
-  for (UINT i = 0; i < t.dims; ++i) elements *= t.sizes[i];
-  return elements * t.elemSize == t.totalBytes;
+  return t.Count() * t.elemSize == t.totalBytes;
 }
 
 Result CheckLeadingOnes(const Tensor& t, UINT actual, const char* countField) {

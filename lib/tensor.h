@@ -20,6 +20,11 @@ struct Tensor {
   UINT64 totalBytes = 0;  // TotalTensorSizeInBytes
   UINT alignment = 0;     // GuaranteedBaseOffsetAlignment
 
+  UINT64 Count() const {  // elements
+    UINT64 n = 1;
+    for (UINT i = 0; i < dims; ++i) n *= sizes[i];
+    return n;
+  }
   // Size and stride of dimension a of the trailing `actual` dimensions (right alignment).
   UINT ActualSize(UINT actual, UINT a) const { return sizes[dims - actual + a]; }
   UINT ActualStride(UINT actual, UINT a) const { return strides[dims - actual + a]; }

@@ -225,6 +225,13 @@ OpSpec OpSpec::ScatterElements(TensorDesc input, TensorDesc indices, TensorDesc 
   return s;
 }
 
+OpSpec& OpSpec::WithReduce(VKDML_REDUCE_FUNCTION f) {
+  if (type == DML_OPERATOR_SCATTER_ND) type = VKDML_OPERATOR_SCATTER_ND_REDUCE;
+  if (type == DML_OPERATOR_SCATTER_ELEMENTS) type = VKDML_OPERATOR_SCATTER_ELEMENTS_REDUCE;
+  reduce = f;
+  return *this;
+}
+
 const DML_OPERATOR_DESC& OpSpec::Desc() {
   for (TensorDesc& t : tensors) t.Fix();
   op.Type = type;
@@ -252,6 +259,16 @@ const DML_OPERATOR_DESC& OpSpec::Desc() {
     case DML_OPERATOR_SCATTER_ELEMENTS:
       se = {tensors[0].Desc(), tensors[1].Desc(), tensors[2].Desc(), tensors[3].Desc(), axis};
       op.Desc = &se;
+      break;
+    case VKDML_OPERATOR_SCATTER_ND_REDUCE:
+      sndr = {
+          tensors[0].Desc(), tensors[1].Desc(), tensors[2].Desc(), tensors[3].Desc(), r, q, reduce};
+      op.Desc = &sndr;
+      break;
+    case VKDML_OPERATOR_SCATTER_ELEMENTS_REDUCE:
+      ser = {
+          tensors[0].Desc(), tensors[1].Desc(), tensors[2].Desc(), tensors[3].Desc(), axis, reduce};
+      op.Desc = &ser;
       break;
     default:
       op.Desc = nullptr;
@@ -282,6 +299,16 @@ const DML_TENSOR_DESC** OpSpec::TensorSlot(size_t i) {
                                      &se.OutputTensor};
       return p[i];
     }
+    case VKDML_OPERATOR_SCATTER_ND_REDUCE: {
+      const DML_TENSOR_DESC** p[] = {&sndr.InputTensor, &sndr.IndicesTensor, &sndr.UpdatesTensor,
+                                     &sndr.OutputTensor};
+      return p[i];
+    }
+    case VKDML_OPERATOR_SCATTER_ELEMENTS_REDUCE: {
+      const DML_TENSOR_DESC** p[] = {&ser.InputTensor, &ser.IndicesTensor, &ser.UpdatesTensor,
+                                     &ser.OutputTensor};
+      return p[i];
+    }
     default: {
       const DML_TENSOR_DESC** p[] = {&snd.InputTensor, &snd.IndicesTensor, &snd.UpdatesTensor,
                                      &snd.OutputTensor};
@@ -304,6 +331,10 @@ const char* OpSpec::Name() const {
       return "SCATTER_ND";
     case DML_OPERATOR_SCATTER_ELEMENTS:
       return "SCATTER_ELEMENTS";
+    case VKDML_OPERATOR_SCATTER_ND_REDUCE:
+      return "SCATTER_ND_REDUCE";
+    case VKDML_OPERATOR_SCATTER_ELEMENTS_REDUCE:
+      return "SCATTER_ELEMENTS_REDUCE";
     default:
       return "?";
   }
@@ -336,6 +367,12 @@ std::string OpSpec::ToString() const {
     case DML_OPERATOR_SCATTER_ELEMENTS:
       s << "SCATTER_ELEMENTS axis=" << axis;
       break;
+    case VKDML_OPERATOR_SCATTER_ND_REDUCE:
+      s << "SCATTER_ND_REDUCE r=" << r << " q=" << q << " ReduceFunction=" << reduce;
+      break;
+    case VKDML_OPERATOR_SCATTER_ELEMENTS_REDUCE:
+      s << "SCATTER_ELEMENTS_REDUCE axis=" << axis << " ReduceFunction=" << reduce;
+      break;
     default:
       s << "op " << int(type);
   }
@@ -362,11 +399,13 @@ ref::IndexError OpSpec::Reference(const std::vector<Bytes>& inputs, Bytes* outpu
       return ref::GatherElements(in, inputs[0].data(), idx, inputs[1].data(), out, output->data(),
                                  axis);
     case DML_OPERATOR_SCATTER_ND:
+    case VKDML_OPERATOR_SCATTER_ND_REDUCE:
       return ref::ScatterND(in, inputs[0].data(), idx, inputs[1].data(), tensors[2].Ref(),
-                            inputs[2].data(), out, output->data(), r, q);
+                            inputs[2].data(), out, output->data(), r, q, reduce);
     case DML_OPERATOR_SCATTER_ELEMENTS:
+    case VKDML_OPERATOR_SCATTER_ELEMENTS_REDUCE:
       return ref::ScatterElements(in, inputs[0].data(), idx, inputs[1].data(), tensors[2].Ref(),
-                                  inputs[2].data(), out, output->data(), axis);
+                                  inputs[2].data(), out, output->data(), axis, reduce);
     default:
       throw std::invalid_argument("OpSpec::Reference: operator type");
   }

@@ -65,6 +65,9 @@ struct OpSpec {
   std::vector<TensorDesc> tensors;  // GatherX: input, indices, output; ScatterX: + updates
   UINT r = 0, q = 0, b = 0, axis = 0;
   UINT indexDims = 0;  // Gather's IndexDimensions
+  // Scatters: with a ReduceFunction, the operator is vkdml's VKDML_OPERATOR_SCATTER_*_REDUCE
+  // (WithReduce), otherwise DirectML's.
+  VKDML_REDUCE_FUNCTION reduce = VKDML_REDUCE_FUNCTION_NONE;
 
   static OpSpec GatherND(TensorDesc input, TensorDesc indices, TensorDesc output, UINT r, UINT q);
   static OpSpec GatherND1(TensorDesc input, TensorDesc indices, TensorDesc output, UINT r, UINT q,
@@ -76,6 +79,11 @@ struct OpSpec {
                           TensorDesc output, UINT r, UINT q);
   static OpSpec ScatterElements(TensorDesc input, TensorDesc indices, TensorDesc updates,
                                 TensorDesc output, UINT axis);
+
+  // The same scatter as vkdml's operator with a reduction (f may be NONE: the reduce operator
+  // without a reduction).
+  OpSpec& WithReduce(VKDML_REDUCE_FUNCTION f);
+  bool IsScatter() const { return tensors.size() == 4; }
 
   UINT InputCount() const { return tensors.size() == 4 ? 3 : 2; }
   TensorDesc& Output() { return tensors.back(); }
@@ -94,6 +102,8 @@ struct OpSpec {
   DML_GATHER_ELEMENTS_OPERATOR_DESC ge{};
   DML_SCATTER_ND_OPERATOR_DESC snd{};
   DML_SCATTER_OPERATOR_DESC se{};
+  VKDML_SCATTER_ND_REDUCE_OPERATOR_DESC sndr{};
+  VKDML_SCATTER_ELEMENTS_REDUCE_OPERATOR_DESC ser{};
   DML_OPERATOR_DESC op{};
   // The operator desc's pointer to tensor i (binding order), in the typed desc.
   const DML_TENSOR_DESC** TensorSlot(size_t i);

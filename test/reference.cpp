@@ -3,6 +3,7 @@
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
+#include <type_traits>
 
 namespace ref {
 
@@ -378,13 +379,96 @@ std::vector<ScatterWrite> ScatterNDWrites(const Tensor& input, const Tensor& ind
   return writes;
 }
 
+namespace {
+
+template <typename T>
+bool IsNan(T v) {
+  return v != v;
+}
+
+// Integers: wrapping arithmetic through the unsigned type of the same width.
+template <typename T>
+T ReduceInt(VKDML_REDUCE_FUNCTION f, T a, T b) {
+  using U = typename std::make_unsigned<T>::type;
+  switch (f) {
+    case VKDML_REDUCE_FUNCTION_ADD:
+      return T(U(uint64_t(U(a)) + uint64_t(U(b))));
+    case VKDML_REDUCE_FUNCTION_MULTIPLY:
+      return T(U(uint64_t(U(a)) * uint64_t(U(b))));
+    case VKDML_REDUCE_FUNCTION_MAX:
+      return a >= b ? a : b;
+    case VKDML_REDUCE_FUNCTION_MIN:
+      return a <= b ? a : b;
+    default:
+      return b;
+  }
+}
+
+template <typename T>
+T ReduceFloat(VKDML_REDUCE_FUNCTION f, T a, T b) {
+  switch (f) {
+    case VKDML_REDUCE_FUNCTION_ADD:
+      return T(a + b);
+    case VKDML_REDUCE_FUNCTION_MULTIPLY:
+      return T(a * b);
+    case VKDML_REDUCE_FUNCTION_MAX:
+      return IsNan(a) || a >= b ? a : b;
+    case VKDML_REDUCE_FUNCTION_MIN:
+      return IsNan(a) || a <= b ? a : b;
+    default:
+      return b;
+  }
+}
+
+template <typename T, typename Op>
+void ReduceAs(uint8_t* acc, const uint8_t* u, Op op) {
+  T a, b;
+  std::memcpy(&a, acc, sizeof(T));
+  std::memcpy(&b, u, sizeof(T));
+  const T r = op(a, b);
+  std::memcpy(acc, &r, sizeof(T));
+}
+
+}  // namespace
+
+void Reduce(DML_TENSOR_DATA_TYPE type, VKDML_REDUCE_FUNCTION f, uint8_t* acc, const uint8_t* u) {
+  const auto ints = [f](auto a, auto b) { return ReduceInt(f, a, b); };
+  const auto floats = [f](auto a, auto b) { return ReduceFloat(f, a, b); };
+  switch (type) {
+    case DML_TENSOR_DATA_TYPE_INT8:
+      return ReduceAs<int8_t>(acc, u, ints);
+    case DML_TENSOR_DATA_TYPE_UINT8:
+      return ReduceAs<uint8_t>(acc, u, ints);
+    case DML_TENSOR_DATA_TYPE_INT16:
+      return ReduceAs<int16_t>(acc, u, ints);
+    case DML_TENSOR_DATA_TYPE_UINT16:
+      return ReduceAs<uint16_t>(acc, u, ints);
+    case DML_TENSOR_DATA_TYPE_INT32:
+      return ReduceAs<int32_t>(acc, u, ints);
+    case DML_TENSOR_DATA_TYPE_UINT32:
+      return ReduceAs<uint32_t>(acc, u, ints);
+    case DML_TENSOR_DATA_TYPE_INT64:
+      return ReduceAs<int64_t>(acc, u, ints);
+    case DML_TENSOR_DATA_TYPE_UINT64:
+      return ReduceAs<uint64_t>(acc, u, ints);
+    case DML_TENSOR_DATA_TYPE_FLOAT16:
+      return ReduceAs<_Float16>(acc, u, floats);
+    case DML_TENSOR_DATA_TYPE_FLOAT32:
+      return ReduceAs<float>(acc, u, floats);
+    case DML_TENSOR_DATA_TYPE_FLOAT64:
+      return ReduceAs<double>(acc, u, floats);
+    default:
+      throw std::invalid_argument("ref::Reduce: type");
+  }
+}
+
 IndexError ScatterND(const Tensor& input, const uint8_t* in, const Tensor& indices,
                      const uint8_t* idx, const Tensor& updates, const uint8_t* upd,
-                     const Tensor& output, uint8_t* out, uint32_t r, uint32_t q) {
+                     const Tensor& output, uint8_t* out, uint32_t r, uint32_t q,
+                     VKDML_REDUCE_FUNCTION f) {
   std::vector<ScatterWrite> writes = ScatterNDWrites(input, indices, idx, updates, output, r, q);
   ForEachCoord(output.sizes, [&](const Coord& c) { Copy(output, out, c, input, in, c); });
-  for (const ScatterWrite& w : writes)
-    std::memcpy(out + w.outOffset, upd + w.updOffset, updates.ElemSize());
+  for (const ScatterWrite& w : writes) Reduce(output.type, f, out + w.outOffset, upd + w.updOffset);
   const uint32_t D = input.Dims();
   return FirstError(indices, idx, [&](const Coord& c) { return input.sizes[D - r + c[D - 1]]; });
 }
@@ -408,12 +492,12 @@ std::vector<ScatterWrite> ScatterElementsWrites(const Tensor& input, const Tenso
 
 IndexError ScatterElements(const Tensor& input, const uint8_t* in, const Tensor& indices,
                            const uint8_t* idx, const Tensor& updates, const uint8_t* upd,
-                           const Tensor& output, uint8_t* out, uint32_t axis) {
+                           const Tensor& output, uint8_t* out, uint32_t axis,
+                           VKDML_REDUCE_FUNCTION f) {
   std::vector<ScatterWrite> writes =
       ScatterElementsWrites(input, indices, idx, updates, output, axis);
   ForEachCoord(output.sizes, [&](const Coord& c) { Copy(output, out, c, input, in, c); });
-  for (const ScatterWrite& w : writes)
-    std::memcpy(out + w.outOffset, upd + w.updOffset, updates.ElemSize());
+  for (const ScatterWrite& w : writes) Reduce(output.type, f, out + w.outOffset, upd + w.updOffset);
   return FirstError(indices, idx, [&](const Coord&) { return input.sizes[axis]; });
 }
 

@@ -82,11 +82,19 @@ IndexError Gather(const Tensor& input, const uint8_t* in, const Tensor& indices,
 IndexError GatherElements(const Tensor& input, const uint8_t* in, const Tensor& indices,
                           const uint8_t* idx, const Tensor& output, uint8_t* out, uint32_t axis);
 
-// output = input (element-wise), then every update element is written to its target, in
-// row-major order of the updates tensor (the last colliding one wins here).
+// One step of a scatter's reduction on element bytes of the type: *acc = f(*acc, *u), computed
+// in the type itself (integers wrap; float16 with the compiler's _Float16; MAX and MIN as
+// NumPy's maximum and minimum: acc stays if it is NaN or >= u (<= u), else u). NONE copies u.
+void Reduce(DML_TENSOR_DATA_TYPE type, vkdml::VKDML_REDUCE_FUNCTION f, uint8_t* acc,
+            const uint8_t* u);
+
+// output = input (element-wise), then every update element is combined with its target by
+// Reduce, one at a time in row-major order of the updates tensor (without a reduction the last
+// colliding one wins).
 IndexError ScatterND(const Tensor& input, const uint8_t* in, const Tensor& indices,
                      const uint8_t* idx, const Tensor& updates, const uint8_t* upd,
-                     const Tensor& output, uint8_t* out, uint32_t r, uint32_t q);
+                     const Tensor& output, uint8_t* out, uint32_t r, uint32_t q,
+                     vkdml::VKDML_REDUCE_FUNCTION f = vkdml::VKDML_REDUCE_FUNCTION_NONE);
 
 // Where each update element of ScatterND lands: byte offsets in the output and in updates.
 struct ScatterWrite {
@@ -101,7 +109,8 @@ std::vector<ScatterWrite> ScatterNDWrites(const Tensor& input, const Tensor& ind
 // c[axis] replaced by the clamped index at c, in row-major order of updates (last one wins here).
 IndexError ScatterElements(const Tensor& input, const uint8_t* in, const Tensor& indices,
                            const uint8_t* idx, const Tensor& updates, const uint8_t* upd,
-                           const Tensor& output, uint8_t* out, uint32_t axis);
+                           const Tensor& output, uint8_t* out, uint32_t axis,
+                           vkdml::VKDML_REDUCE_FUNCTION f = vkdml::VKDML_REDUCE_FUNCTION_NONE);
 std::vector<ScatterWrite> ScatterElementsWrites(const Tensor& input, const Tensor& indices,
                                                 const uint8_t* idx, const Tensor& updates,
                                                 const Tensor& output, uint32_t axis);

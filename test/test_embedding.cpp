@@ -86,6 +86,55 @@ TEST_CASE_METHOD(Fixture, "Embedding: types whose storage feature the caller did
   CHECK(borrowed->CreateOperator(wide.Desc(), &op).ok());
 }
 
+// A reduction computes in the element type: FLOAT64 needs shaderFloat64, which a caller may not
+// have enabled. Moving FLOAT64 bits (no reduction) needs nothing.
+TEST_CASE_METHOD(Fixture, "Embedding: a FLOAT64 reduction without shaderFloat64",
+                 "[embedding][reduce]") {
+  DeviceFeatures features;
+  features.storageBuffer8BitAccess = features.storageBuffer16BitAccess = true;
+  std::unique_ptr<Device> borrowed;
+  REQUIRE(CreateDevice(Borrowed(Dev(), features), &borrowed).ok());
+  CHECK(!borrowed->Info().enabled.shaderFloat64);
+  const DML_TENSOR_DATA_TYPE f64 = DML_TENSOR_DATA_TYPE_FLOAT64, i32 = DML_TENSOR_DATA_TYPE_INT32;
+  for (VKDML_REDUCE_FUNCTION f :
+       {VKDML_REDUCE_FUNCTION_NONE, VKDML_REDUCE_FUNCTION_ADD, VKDML_REDUCE_FUNCTION_MAX}) {
+    OpSpec spec = OpSpec::ScatterElements(TensorDesc(f64, {4}), TensorDesc(i32, {2}),
+                                          TensorDesc(f64, {2}), TensorDesc(f64, {4}), 0);
+    spec.WithReduce(f);
+    std::unique_ptr<Operator> op;
+    Result r = borrowed->CreateOperator(spec.Desc(), &op);
+    INFO("ReduceFunction " << f << ": " << Str(r));
+    if (f == VKDML_REDUCE_FUNCTION_NONE) {
+      CHECK(r.ok());
+      continue;
+    }
+    CHECK(r.status == Status::Unsupported);
+    CHECK_THAT(r.message, Catch::Matchers::StartsWith("SCATTER_ELEMENTS_REDUCE: "));
+    CHECK_THAT(r.message, Catch::Matchers::Contains("needs shaderFloat64"));
+  }
+  // Integer reductions on 8-byte elements need no optional feature: without 64-bit atomics,
+  // ADD takes two 32-bit atomics and the others the sorted path.
+  for (VKDML_REDUCE_FUNCTION f : {VKDML_REDUCE_FUNCTION_ADD, VKDML_REDUCE_FUNCTION_MULTIPLY}) {
+    OpSpec spec =
+        OpSpec::ScatterElements(TensorDesc(DML_TENSOR_DATA_TYPE_INT64, {4}), TensorDesc(i32, {3}),
+                                TensorDesc(DML_TENSOR_DATA_TYPE_INT64, {3}),
+                                TensorDesc(DML_TENSOR_DATA_TYPE_INT64, {4}), 0);
+    spec.WithReduce(f);
+    std::unique_ptr<Operator> op;
+    REQUIRE(borrowed->CreateOperator(spec.Desc(), &op).ok());
+    std::unique_ptr<CompiledOperator> compiled;
+    REQUIRE(borrowed->CompileOperator(*op, 0, &compiled).ok());
+    const int64_t input[4] = {1, 2, 3, 4}, updates[3] = {10, -3, 5};
+    const int32_t indices[3] = {1, 1, 3};
+    int64_t out[4] = {};
+    REQUIRE(borrowed->Run(*compiled, {input, indices, updates}, {out}).ok());
+    const std::vector<int64_t> expected = f == VKDML_REDUCE_FUNCTION_ADD
+                                              ? std::vector<int64_t>{1, 9, 3, 9}
+                                              : std::vector<int64_t>{1, -60, 3, 20};
+    CHECK(std::vector<int64_t>(out, out + 4) == expected);
+  }
+}
+
 TEST_CASE_METHOD(Fixture, "Embedding: an incomplete DeviceDesc is refused", "[embedding]") {
   DeviceDesc d = Borrowed(Dev(), {});
   d.queue = VK_NULL_HANDLE;

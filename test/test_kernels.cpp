@@ -53,7 +53,7 @@ struct Layouts {
 TEST_CASE("Interface: the kernels lay out plans and push constants as C++ does", "[kernels]") {
   const std::vector<size_t> plan = {
       offsetof(shader::PackedPlan, count),      offsetof(shader::PackedPlan, componentStride),
-      offsetof(shader::PackedPlan, unused0),    offsetof(shader::PackedPlan, unused1),
+      offsetof(shader::PackedPlan, sortedBase), offsetof(shader::PackedPlan, unused),
       offsetof(shader::PackedPlan, sizes),      offsetof(shader::PackedPlan, magic),
       offsetof(shader::PackedPlan, shift),      offsetof(shader::PackedPlan, direct),
       offsetof(shader::PackedPlan, indexed),    offsetof(shader::PackedPlan, indices),
@@ -109,14 +109,14 @@ TEST_CASE("Kernels: every kernel that kernel choice names is embedded", "[kernel
           device.lines = lines;
           for (bool checked : {false, true}) {
             vkdml::detail::KernelSet set;
-            REQUIRE(vkdml::detail::ChooseKernels(op, checked, device, &set).ok());
+            const UINT flags = checked ? VKDML_EXECUTION_FLAG_CHECK_INDICES : 0;
+            REQUIRE(vkdml::detail::ChooseKernels(op, flags, device, &set).ok());
             CHECK(set.plans.size() == VKDML_PLAN_SLOTS);
             std::vector<const Kernel*> kernels;
-            for (const auto& pass : set.passes) {
-              kernels.push_back(&pass.plain);
-              if (pass.hasWide) kernels.push_back(&pass.wide);
-              CHECK(pass.plain.slot % 2 == 0);
-              CHECK((!pass.hasWide || pass.wide.slot == pass.plain.slot + 1));
+            for (const auto& step : set.steps) {
+              kernels.push_back(&step.plain);
+              if (step.hasWide) kernels.push_back(&step.wide);
+              CHECK((!step.hasWide || step.wide.slot != step.plain.slot));
             }
             if (checked) kernels.push_back(&set.report);
             for (const Kernel* k : kernels) {

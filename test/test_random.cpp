@@ -1065,3 +1065,183 @@ TEST_CASE_METHOD(Fixture, "Bindings at offsets inside larger buffers leave the r
     RunCase(g);
   }
 }
+
+// ----- Scatters with a reduction, and deterministic scatters -----
+
+namespace {
+
+const VKDML_REDUCE_FUNCTION kReduceFunctions[] = {
+    VKDML_REDUCE_FUNCTION_NONE, VKDML_REDUCE_FUNCTION_ADD, VKDML_REDUCE_FUNCTION_MULTIPLY,
+    VKDML_REDUCE_FUNCTION_MAX, VKDML_REDUCE_FUNCTION_MIN};
+
+bool IsFloat(DML_TENSOR_DATA_TYPE t) {
+  return t == DML_TENSOR_DATA_TYPE_FLOAT16 || t == DML_TENSOR_DATA_TYPE_FLOAT32 ||
+         t == DML_TENSOR_DATA_TYPE_FLOAT64;
+}
+
+// A float element's bits from sign, exponent (unbiased) and the top bits of the significand.
+uint64_t FloatBits(DML_TENSOR_DATA_TYPE t, bool negative, int exponent, uint64_t mantissa) {
+  const int m = t == DML_TENSOR_DATA_TYPE_FLOAT16   ? 10
+                : t == DML_TENSOR_DATA_TYPE_FLOAT32 ? 23
+                                                    : 52;
+  const int bias = t == DML_TENSOR_DATA_TYPE_FLOAT16   ? 15
+                   : t == DML_TENSOR_DATA_TYPE_FLOAT32 ? 127
+                                                       : 1023;
+  const int bits = t == DML_TENSOR_DATA_TYPE_FLOAT16   ? 16
+                   : t == DML_TENSOR_DATA_TYPE_FLOAT32 ? 32
+                                                       : 64;
+  return (uint64_t(negative) << (bits - 1)) | (uint64_t(exponent + bias) << m) |
+         (mantissa & ((uint64_t(1) << m) - 1));
+}
+
+// A value for a reduction test of f on type t. orderFree: one whose result cannot depend on
+// the order the updates are applied in (small integers for ADD, +-1 and a few +-2, +-0.5 for
+// MULTIPLY, one NaN pattern and no -0 for MAX and MIN); otherwise any normal value (and, for
+// MAX and MIN, NaNs with random payloads, infinities and both zeros). Integers: any bits. No
+// value or result is a float denormal, which some devices flush (README: Scatter reductions).
+uint64_t ReduceValue(Rng& rng, DML_TENSOR_DATA_TYPE t, VKDML_REDUCE_FUNCTION f, bool orderFree) {
+  if (!IsFloat(t) || f == VKDML_REDUCE_FUNCTION_NONE) return rng.U(0, ~uint64_t(0));
+  const bool f16 = t == DML_TENSOR_DATA_TYPE_FLOAT16;
+  const int m = f16 ? 10 : t == DML_TENSOR_DATA_TYPE_FLOAT32 ? 23 : 52;
+  const uint64_t mantissa = rng.U(0, ~uint64_t(0)) >> (64 - m);
+  const bool negative = rng.P(0.5);
+  if (f == VKDML_REDUCE_FUNCTION_ADD) {
+    if (!orderFree) return FloatBits(t, negative, rng.Ui(0, 6) - 3, mantissa);
+    const int v = int(rng.U(0, 8)) - 4;  // an integer in [-4, 4]: every partial sum is exact
+    if (v == 0) return 0;
+    int e = 0;
+    while ((std::abs(v) >> e) > 1) ++e;
+    return FloatBits(t, v < 0, e, uint64_t(std::abs(v) - (1 << e)) << (m - e));
+  }
+  if (f == VKDML_REDUCE_FUNCTION_MULTIPLY) {
+    if (!orderFree) return FloatBits(t, negative, rng.P(0.5) ? 0 : -1, mantissa);
+    const int e = f16 || rng.P(0.9) ? 0 : rng.P(0.5) ? 1 : -1;
+    return FloatBits(t, negative, e, 0);
+  }
+  // MAX, MIN
+  const uint64_t x = rng.U(0, 99);
+  const uint64_t nanMantissa = orderFree ? uint64_t(1) << (m - 1) : (mantissa | 1);
+  if (x < 5)
+    return FloatBits(t, !orderFree && negative, f16 ? 16 : m == 23 ? 128 : 1024, nanMantissa);
+  if (x < 8) return FloatBits(t, negative, f16 ? 16 : m == 23 ? 128 : 1024, 0);  // infinity
+  if (x < 12) return orderFree ? 0 : FloatBits(t, negative, f16 ? -15 : m == 23 ? -127 : -1023, 0);
+  return FloatBits(t, negative, rng.Ui(0, 8) - 4, mantissa);
+}
+
+// Writes ReduceValue elements into a tensor's image (bytes between elements keep theirs).
+void FillReduceValues(Rng& rng, const TensorDesc& desc, VKDML_REDUCE_FUNCTION f, bool orderFree,
+                      Bytes* image) {
+  const ref::Tensor t = desc.Ref();
+  ref::ForEachCoord(t.sizes, [&](const ref::Coord& c) {
+    const uint64_t v = ReduceValue(rng, t.type, f, orderFree);
+    std::memcpy(image->data() + t.ByteOffset(c), &v, t.ElemSize());
+  });
+}
+
+// A scatter case with duplicate targets (or, in place, unique ones), given a reduction.
+// Deterministic cases run twice and must give the same bytes both times.
+bool RunReduceCase(Rng& rng, Op op, UINT D, DML_TENSOR_DATA_TYPE dt, DML_TENSOR_DATA_TYPE it,
+                   VKDML_REDUCE_FUNCTION f, bool deterministic, bool inPlace) {
+  IndexEncoder enc{it};
+  enc.pOutOfRange = rng.P(0.5) ? 0.0 : 0.2;
+  Case c = op == Op::ScatterND ? GenScatterND(rng, D, dt, it, enc, inPlace, inPlace)
+                               : GenScatterElements(rng, D, dt, it, enc, inPlace, inPlace, false);
+  // The reduce operators take every reduction; DirectML's deterministic scatters take NONE.
+  if (f != VKDML_REDUCE_FUNCTION_NONE || rng.P(0.5)) c.spec.WithReduce(f);
+  FillReduceValues(rng, c.spec.tensors[0], f, !deterministic, &c.inputs[0]);
+  FillReduceValues(rng, c.spec.tensors[2], f, !deterministic, &c.inputs[2]);
+  c.opts = RandomOptions(rng, c.spec, !inPlace);
+  if (deterministic) c.opts.flags |= VKDML_EXECUTION_FLAG_DETERMINISTIC;
+  // Atomics on 1- and 2-byte elements update whole 4-byte words: 4-aligned output bindings.
+  if (ref::ElementSize(dt) < 4) {
+    for (UINT64& offset : c.opts.offsets) offset = (offset + 3) / 4 * 4;
+    for (TensorDesc* t : {&c.spec.tensors[0], &c.spec.Output()})
+      t->buf.GuaranteedBaseOffsetAlignment = std::max(4u, t->buf.GuaranteedBaseOffsetAlignment);
+  }
+  if (inPlace) MakeInPlace(&c);
+  INFO("case: " << c.spec.ToString() << "\n  " << Describe(c.opts)
+                << (deterministic ? ", DETERMINISTIC" : ""));
+  const bool ok = RunCase(c);
+  if (!deterministic || !ok) return ok;
+  INFO("the second run of a deterministic case");
+  return RunCase(c);
+}
+
+}  // namespace
+
+// Every data type x index type x reduction, in both modes, on ScatterND and ScatterElements
+// with heavy duplication (and in place with unique targets), against the sequential reference,
+// bit for bit: in the default mode with values whose result does not depend on the order,
+// deterministic with any values. Some cases run with the device's 64-bit and float atomics
+// turned off (VKDML_ATOMICS=32: the fallbacks of devices without them) or with one workgroup
+// per dispatch (VKDML_MAX_GROUPS=1: the grid-stride loops).
+TEST_CASE_METHOD(Fixture, "Random scatters with a reduction vs the sequential reference",
+                 "[random][reduce]") {
+  const uint64_t base = BaseSeed();
+  const char* only = std::getenv("VKDML_TEST_CASE");
+  int failures = 0, runs = 0;
+  uint64_t counter = 0;
+  for (DML_TENSOR_DATA_TYPE dt : DataTypes()) {
+    for (DML_TENSOR_DATA_TYPE it : IndexTypes()) {
+      for (VKDML_REDUCE_FUNCTION f : kReduceFunctions) {
+        for (int mode = 0; mode < 4; ++mode, ++counter) {
+          const bool deterministic = mode % 2 == 1;
+          const Op op = mode < 2 ? Op::ScatterND : Op::ScatterElements;
+          if (f == VKDML_REDUCE_FUNCTION_NONE && !deterministic) continue;  // test above
+          if (only && std::strtoull(only, nullptr, 10) != counter) continue;
+          const uint64_t seed = base ^ (12ull << 48) ^ (counter * 0x9E3779B97F4A7C15ull);
+          Rng rng(seed);
+          INFO("seed " << seed << " (VKDML_TEST_SEED=" << base << ", case " << counter << ")");
+          if (!DeviceSupports(dt)) continue;
+          const bool inPlace = rng.P(0.25);
+          const uint64_t knob = rng.U(0, 5);
+          ScopedEnv atomics("VKDML_ATOMICS", knob == 0 ? "32" : "");
+          ScopedEnv groups("VKDML_MAX_GROUPS", knob == 1 ? "1" : "");
+          INFO((knob == 0 ? "VKDML_ATOMICS=32" : knob == 1 ? "VKDML_MAX_GROUPS=1" : ""));
+          ++runs;
+          if (!RunReduceCase(rng, op, UINT(1 + counter % 8), dt, it, f, deterministic, inPlace))
+            ++failures;
+          REQUIRE(failures < 8);
+        }
+      }
+    }
+  }
+  INFO(runs << " cases");
+  CHECK(failures == 0);
+  CHECK((only || runs > 0));
+}
+
+// Deterministic scatters large enough for every part of the sort: three and four digit passes
+// (more than 2^16 and 2^24 target slots), a scan over more than one level (more than 8 blocks of
+// keys), and, with one workgroup per dispatch, every sort step's grid-stride loop.
+TEST_CASE_METHOD(Fixture, "Deterministic scatters with large sorts", "[large][reduce]") {
+  const DML_TENSOR_DATA_TYPE f32 = DML_TENSOR_DATA_TYPE_FLOAT32, u8 = DML_TENSOR_DATA_TYPE_UINT8;
+  const DML_TENSOR_DATA_TYPE it = DML_TENSOR_DATA_TYPE_INT32;
+  Rng rng(BaseSeed() ^ 0x5027);
+  struct Shape {
+    DML_TENSOR_DATA_TYPE type;
+    UINT lines, length, updates, targets;  // per line: `updates` indices into `targets` values
+    VKDML_REDUCE_FUNCTION f;
+    const char* groups;
+  } shapes[] = {{f32, 64, 4096, 4096, 64, VKDML_REDUCE_FUNCTION_ADD, ""},          // 3 passes
+                {f32, 16, 4096, 4096, 4096, VKDML_REDUCE_FUNCTION_MULTIPLY, "1"},  // 2 levels
+                {u8, 8192, 4097, 2, 2, VKDML_REDUCE_FUNCTION_NONE, ""}};           // 4 passes
+  for (const Shape& s : shapes) {
+    if (!DeviceSupports(s.type)) continue;
+    TensorDesc in(s.type, {s.lines, s.length}), ix(it, {s.lines, s.updates}),
+        upd(s.type, {s.lines, s.updates}), out = in;
+    Case c;
+    c.spec = OpSpec::ScatterElements(in, ix, upd, out, 1);
+    c.spec.WithReduce(s.f);
+    std::vector<int64_t> values(UINT64(s.lines) * s.updates);
+    for (int64_t& v : values) v = int64_t(rng.U(0, s.targets - 1)) * (s.length / s.targets);
+    c.inputs = {RandomBytes(rng, in.Total()), IndexBytes(it, values, ix.Total()),
+                RandomBytes(rng, upd.Total())};
+    FillReduceValues(rng, in, s.f, false, &c.inputs[0]);
+    FillReduceValues(rng, upd, s.f, false, &c.inputs[2]);
+    c.opts.flags = VKDML_EXECUTION_FLAG_DETERMINISTIC;
+    INFO(c.spec.ToString() << (*s.groups ? ", VKDML_MAX_GROUPS=1" : ""));
+    ScopedEnv groups("VKDML_MAX_GROUPS", s.groups);
+    RunCase(c);
+  }
+}

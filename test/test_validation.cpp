@@ -715,7 +715,8 @@ TEST_CASE_METHOD(Fixture, "Rule 24: unknown operator type / null desc", "[valida
   }
   for (DML_OPERATOR_TYPE t :
        {DML_OPERATOR_GATHER, DML_OPERATOR_GATHER_ND, DML_OPERATOR_GATHER_ND1,
-        DML_OPERATOR_GATHER_ELEMENTS, DML_OPERATOR_SCATTER_ND, DML_OPERATOR_SCATTER_ELEMENTS}) {
+        DML_OPERATOR_GATHER_ELEMENTS, DML_OPERATOR_SCATTER_ND, DML_OPERATOR_SCATTER_ELEMENTS,
+        VKDML_OPERATOR_SCATTER_ND_REDUCE, VKDML_OPERATOR_SCATTER_ELEMENTS_REDUCE}) {
     DML_OPERATOR_DESC d{t, nullptr};
     Result r = Create(d);
     INFO("type " << int(t) << ": " << Str(r));
@@ -1176,5 +1177,135 @@ TEST_CASE_METHOD(Fixture, "Device::Run: argument checks and the checked mode",
       INFO("flag " << f << ": " << Str(r));
       CHECK(r.ok());
     }
+  }
+}
+
+TEST_CASE_METHOD(Fixture, "Rule 33: ReduceFunction is not a VKDML_REDUCE_FUNCTION",
+                 "[validation][reduce]") {
+  for (auto base : {BaseScatterND, BaseScatterElements}) {
+    for (UINT f : {5u, 0x80000000u, 0xFFFFFFFFu}) {
+      OpSpec spec = base();
+      spec.WithReduce(static_cast<VKDML_REDUCE_FUNCTION>(f));
+      spec.Desc();
+      ExpectInvalid(spec, {"ReduceFunction is " + std::to_string(f) +
+                           ", expected VKDML_REDUCE_FUNCTION_NONE (0), _ADD (1), _MULTIPLY (2), "
+                           "_MAX (3) or _MIN (4)"});
+    }
+    for (UINT f = 0; f <= 4; ++f) {
+      OpSpec spec = base();
+      spec.WithReduce(static_cast<VKDML_REDUCE_FUNCTION>(f));
+      Result r = Create(spec.Desc());
+      INFO(spec.ToString() << ": " << Str(r));
+      CHECK(r.ok());
+    }
+  }
+}
+
+// The reduce operators check their tensors with their DirectML counterparts' rules and say so
+// under their own names.
+TEST_CASE_METHOD(Fixture, "Rule 34: the reduce operators check what their DirectML scatters do",
+                 "[validation][reduce]") {
+  {
+    OpSpec spec = BaseScatterND();
+    spec.WithReduce(VKDML_REDUCE_FUNCTION_ADD);
+    spec.tensors[3] = TensorDesc(F32, {1, 3, 5});
+    spec.Desc();
+    ExpectInvalid(spec, {"OutputTensor.Sizes[2] is 5, expected 4 (InputTensor.Sizes[2])"});
+    CHECK(std::string(spec.Name()) == "SCATTER_ND_REDUCE");
+  }
+  {
+    OpSpec spec = BaseScatterElements();
+    spec.WithReduce(VKDML_REDUCE_FUNCTION_MAX);
+    spec.axis = 3;
+    spec.Desc();
+    ExpectInvalid(spec, {"Axis is 3, expected less than 3"});
+    CHECK(std::string(spec.Name()) == "SCATTER_ELEMENTS_REDUCE");
+  }
+  {
+    OpSpec spec = BaseScatterElements();
+    spec.WithReduce(VKDML_REDUCE_FUNCTION_MIN);
+    spec.tensors[2] = TensorDesc(F16, {1, 2, 4});
+    spec.Desc();
+    ExpectInvalid(spec, {"UpdatesTensor.DataType is FLOAT16, expected FLOAT32"});
+  }
+}
+
+// A deterministic execution sorts its update units in scratch buffers of 8 bytes a unit, each
+// bound whole: more than maxStorageBufferRange is refused when compiling. (Nothing is allocated:
+// the tensors are described, never bound.)
+TEST_CASE_METHOD(Fixture, "Rule 35: a deterministic sort larger than maxStorageBufferRange",
+                 "[validation][reduce]") {
+  const UINT64 range = Dev().Info().maxStorageBufferRange;
+  const UINT64 units = range / 8 + 1;
+  if (units > 0xFFFFFFFFull || units * 4 > range) {
+    WARN("maxStorageBufferRange " << range << ": no tensor can hold that many units");
+    return;
+  }
+  const UINT n = static_cast<UINT>(units);
+  OpSpec spec = OpSpec::ScatterElements(TensorDesc(DML_TENSOR_DATA_TYPE_FLOAT32, {2}),
+                                        TensorDesc(DML_TENSOR_DATA_TYPE_UINT32, {n}),
+                                        TensorDesc(DML_TENSOR_DATA_TYPE_FLOAT32, {n}),
+                                        TensorDesc(DML_TENSOR_DATA_TYPE_FLOAT32, {2}), 0);
+  std::unique_ptr<Operator> op;
+  REQUIRE(Dev().CreateOperator(spec.Desc(), &op).ok());
+  std::unique_ptr<CompiledOperator> compiled;
+  Result r = Dev().CompileOperator(*op, VKDML_EXECUTION_FLAG_DETERMINISTIC, &compiled);
+  Expect(r, Status::Unsupported, "SCATTER_ELEMENTS",
+         {"a deterministic execution sorts " + std::to_string(units) + " update units",
+          "maxStorageBufferRange " + std::to_string(range)});
+  CHECK(Dev().CompileOperator(*op, 0, &compiled).ok());
+}
+
+// Reductions on 1- and 2-byte elements update whole 4-byte words atomically: the output's binding
+// offset must be a multiple of 4. A deterministic execution writes elements alone and takes any.
+TEST_CASE_METHOD(Fixture, "Binding: a 1- or 2-byte reduction's output offset is a multiple of 4",
+                 "[validation][binding][reduce]") {
+  for (DML_TENSOR_DATA_TYPE type : {DML_TENSOR_DATA_TYPE_UINT8, DML_TENSOR_DATA_TYPE_FLOAT16}) {
+    if (!DeviceSupports(type)) continue;
+    for (UINT flags : {0u, UINT(VKDML_EXECUTION_FLAG_DETERMINISTIC)}) {
+      INFO(DataTypeName(type) << (flags ? ", deterministic" : ""));
+      OpSpec spec = OpSpec::ScatterElements(TensorDesc(type, {8}), TensorDesc(I32, {4}),
+                                            TensorDesc(type, {4}), TensorDesc(type, {8}), 0);
+      spec.WithReduce(VKDML_REDUCE_FUNCTION_ADD);
+      std::unique_ptr<Operator> op;
+      REQUIRE(Dev().CreateOperator(spec.Desc(), &op).ok());
+      std::unique_ptr<CompiledOperator> compiled;
+      REQUIRE(Dev().CompileOperator(*op, flags, &compiled).ok());
+      std::unique_ptr<BindingTable> table;
+      REQUIRE(Dev().CreateBindingTable(*compiled, &table).ok());
+      std::unique_ptr<Buffer> buf;
+      REQUIRE(Dev().CreateBuffer(256, Buffer::Memory::DeviceLocal, &buf).ok());
+      const UINT64 es = DataTypeSize(type);
+      DML_BUFFER_BINDING out = buf->Binding(es, 16);
+      if (flags) {
+        CHECK(table->BindOutputs(1, &out).ok());
+      } else {
+        ExpectBind(table->BindOutputs(1, &out),
+                   "outputs[0].Offset is " + std::to_string(es) +
+                       ", expected a multiple of 4: SCATTER_ELEMENTS_REDUCE on " +
+                       DataTypeName(type) +
+                       " elements updates the 4-byte words that hold them "
+                       "(OutputTensor)");
+      }
+      out.Offset = 4;
+      CHECK(table->BindOutputs(1, &out).ok());
+    }
+  }
+}
+
+TEST_CASE_METHOD(Fixture, "CompileOperator: VKDML_EXECUTION_FLAG_DETERMINISTIC on every operator",
+                 "[validation][reduce]") {
+  for (auto base : AllBases()) {
+    OpSpec spec = base();
+    std::unique_ptr<Operator> op;
+    REQUIRE(Dev().CreateOperator(spec.Desc(), &op).ok());
+    std::unique_ptr<CompiledOperator> compiled;
+    Result r = Dev().CompileOperator(
+        *op, VKDML_EXECUTION_FLAG_DETERMINISTIC | VKDML_EXECUTION_FLAG_CHECK_INDICES, &compiled);
+    INFO(spec.ToString() << ": " << Str(r));
+    CHECK(r.ok());
+    r = Dev().CompileOperator(*op, 0x400, &compiled);
+    CHECK(r.status == Status::InvalidArgument);
+    CHECK_THAT(r.message, Contains("flags has unknown bits 0x400"));
   }
 }

@@ -67,6 +67,9 @@ enum DML_OPERATOR_TYPE {
   DML_OPERATOR_GATHER_ND = 108,
   DML_OPERATOR_SCATTER_ND = 109,
   DML_OPERATOR_GATHER_ND1 = 140,
+  // vkdml's own (not DirectML's): the scatters with a reduction, below.
+  VKDML_OPERATOR_SCATTER_ND_REDUCE = 0x10001,
+  VKDML_OPERATOR_SCATTER_ELEMENTS_REDUCE = 0x10002,
 };
 
 struct DML_OPERATOR_DESC {
@@ -129,6 +132,46 @@ struct DML_SCATTER_OPERATOR_DESC {
 };
 typedef DML_SCATTER_OPERATOR_DESC DML_SCATTER_ELEMENTS_OPERATOR_DESC;
 
+// vkdml's extension beyond DirectML: scatters that combine each update with the element it
+// targets (ONNX's ScatterND / ScatterElements `reduction`, PyTorch's index_add_, scatter_add_,
+// scatter_reduce_). output = input; then, for each update u in turn,
+// output[target] = f(output[target], u). Each step is computed in the tensor's own data type:
+// integers wrap modulo 2^bits, floats round to nearest even (float16 too, with no wider
+// accumulator), MAX and MIN propagate NaN as NumPy's maximum/minimum do
+// (f(x, u) = x if x is NaN or x >= u (x <= u for MIN), else u). By default the updates of one
+// target are applied in any order: integer results, MAX and MIN are then exact, and float ADD
+// and MULTIPLY may differ from a sequential result by the order of the steps. Compiled with
+// VKDML_EXECUTION_FLAG_DETERMINISTIC, they are applied in the row-major order of IndicesTensor,
+// bit for bit (README: Scatter reductions).
+enum VKDML_REDUCE_FUNCTION : UINT {
+  VKDML_REDUCE_FUNCTION_NONE = 0,  // the update replaces the element, as DirectML's scatters do
+  VKDML_REDUCE_FUNCTION_ADD = 1,
+  VKDML_REDUCE_FUNCTION_MULTIPLY = 2,
+  VKDML_REDUCE_FUNCTION_MAX = 3,
+  VKDML_REDUCE_FUNCTION_MIN = 4,
+};
+
+// DML_SCATTER_ND_OPERATOR_DESC with a ReduceFunction (VKDML_OPERATOR_SCATTER_ND_REDUCE).
+struct VKDML_SCATTER_ND_REDUCE_OPERATOR_DESC {
+  const DML_TENSOR_DESC* InputTensor;
+  const DML_TENSOR_DESC* IndicesTensor;
+  const DML_TENSOR_DESC* UpdatesTensor;
+  const DML_TENSOR_DESC* OutputTensor;
+  UINT InputDimensionCount;
+  UINT IndicesDimensionCount;
+  VKDML_REDUCE_FUNCTION ReduceFunction;
+};
+
+// DML_SCATTER_OPERATOR_DESC with a ReduceFunction (VKDML_OPERATOR_SCATTER_ELEMENTS_REDUCE).
+struct VKDML_SCATTER_ELEMENTS_REDUCE_OPERATOR_DESC {
+  const DML_TENSOR_DESC* InputTensor;
+  const DML_TENSOR_DESC* IndicesTensor;
+  const DML_TENSOR_DESC* UpdatesTensor;
+  const DML_TENSOR_DESC* OutputTensor;
+  UINT Axis;
+  VKDML_REDUCE_FUNCTION ReduceFunction;
+};
+
 enum DML_EXECUTION_FLAGS {
   DML_EXECUTION_FLAG_NONE = 0,
   DML_EXECUTION_FLAG_ALLOW_HALF_PRECISION_COMPUTATION = 0x1,  // accepted; vkdml only moves data
@@ -138,6 +181,12 @@ enum DML_EXECUTION_FLAGS {
   // out-of-range index still clamps it (no out-of-bounds access), and BindingTable::IndexStatus
   // reports the first offending one afterwards.
   VKDML_EXECUTION_FLAG_CHECK_INDICES = 0x100,
+  // vkdml's own, for every scatter (DirectML's and the reductions): apply the updates one at a
+  // time in the row-major order of IndicesTensor, so the output is bit-identical run after run
+  // and device after device (later updates win without a reduction; ADD is ((x + u0) + u1) + ...,
+  // numpy.add.at). Costs a sort of the updates by target and scratch memory (README: Scatter
+  // reductions). Accepted and without effect for gathers, which are deterministic.
+  VKDML_EXECUTION_FLAG_DETERMINISTIC = 0x200,
 };
 
 // DirectML binds an ID3D12Resource; vkdml binds a VkBuffer. Offset and SizeInBytes are bytes.

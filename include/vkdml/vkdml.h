@@ -51,10 +51,19 @@ UINT64 CalcBufferTensorSize(DML_TENSOR_DATA_TYPE type, UINT dimensionCount, cons
 // access; 4- and 8-byte tensors and every index type need nothing beyond Vulkan 1.1.
 // With timelineSemaphore (VK_KHR_timeline_semaphore, or Vulkan 1.2's feature) Submit and Run
 // wait on a timeline semaphore instead of a fence, about 1 us less per call on some drivers.
+// The scatters with a reduction (dml.h: VKDML_REDUCE_FUNCTION) need shaderFloat64 for FLOAT64
+// arithmetic and use the others where they are enabled: shaderBufferFloat32AtomicAdd
+// (VK_EXT_shader_atomic_float) for FLOAT32 ADD, and shaderInt64 with shaderBufferInt64Atomics
+// (VK_KHR_shader_atomic_int64) for 8-byte elements, which otherwise take the sorted path of a
+// deterministic execution (except integer ADD).
 struct DeviceFeatures {
   bool storageBuffer8BitAccess = false;
   bool storageBuffer16BitAccess = false;
   bool timelineSemaphore = false;
+  bool shaderFloat64 = false;
+  bool shaderInt64 = false;
+  bool shaderBufferInt64Atomics = false;
+  bool shaderBufferFloat32AtomicAdd = false;
 };
 
 struct DeviceDesc {

@@ -1,0 +1,114 @@
+// The scatters' reduce functions (dml.h: VKDML_REDUCE_FUNCTION) on an element's bits: up to 4
+// bytes in the low bits of a uint, 8 bytes as uvec2 (low, high word). Each step is computed in
+// the element's own type: integers wrap modulo 2^bits, floats round to nearest even, and MAX and
+// MIN are NumPy's maximum and minimum (f(x, u) = x if x is NaN or x >= u (x <= u), else u; so a
+// NaN propagates, and of two equal values the accumulated one stays). float16 is computed in
+// float32 and rounded once: exact, since float32 carries more than 2 * 11 + 2 significand bits.
+// Needs ELEM, kReduce and kKind; FLOAT64 for 8-byte floats (shaderFloat64).
+
+#if ELEM <= 4
+const uint kWidthMask = ELEM == 4 ? 0xFFFFFFFFu : (1u << (8u * ELEM)) - 1u;
+
+int toSigned(uint v) {
+  const uint unused = 32u - 8u * ELEM;
+  return int(v << unused) >> unused;
+}
+
+bool isNanBits(uint v) {
+  return ELEM == 2 ? (v & 0x7FFFu) > 0x7C00u : (v & 0x7FFFFFFFu) > 0x7F800000u;
+}
+
+// float16 bits to float32, exactly (every float16 is a normal float32 or zero).
+float halfToFloat(uint h) {
+  const uint sign = (h & 0x8000u) << 16, exponent = (h >> 10) & 0x1Fu, mantissa = h & 0x3FFu;
+  if (exponent == 0x1Fu) return uintBitsToFloat(sign | 0x7F800000u | (mantissa << 13));
+  if (exponent == 0u)  // zero or subnormal: mantissa * 2^-24
+    return uintBitsToFloat(sign | floatBitsToUint(float(mantissa) * 5.9604644775390625e-8));
+  return uintBitsToFloat(sign | ((exponent + 112u) << 23) | (mantissa << 13));
+}
+
+// float32 bits to float16, rounded to nearest even in integer arithmetic (no device rounding or
+// denormal mode involved). A NaN keeps its sign and top payload bits, as NumPy's conversion.
+uint floatToHalf(uint f) {
+  const uint sign = (f >> 16) & 0x8000u, a = f & 0x7FFFFFFFu;
+  if (a > 0x7F800000u) return sign | 0x7C00u | max((a >> 13) & 0x3FFu, 1u);
+  if (a >= 0x477FF000u) return sign | 0x7C00u;  // 65520 and above round to infinity
+  if (a >= 0x38800000u)                         // a normal float16: rebias, round at bit 13
+    return sign | ((a - 0x38000000u + 0xFFFu + ((a >> 13) & 1u)) >> 13);
+  const uint exponent = a >> 23;
+  if (exponent < 102u) return sign;  // below 2^-25: rounds to zero
+  const uint significand = (a & 0x7FFFFFu) | 0x800000u, shift = 126u - exponent;
+  const uint halfway = 1u << (shift - 1u), rest = significand & ((halfway << 1) - 1u);
+  uint q = significand >> shift;  // units of 2^-24, the float16 subnormal step
+  if (rest > halfway || (rest == halfway && (q & 1u) != 0u)) ++q;
+  return sign | q;
+}
+
+float toFloat(uint v) {
+  return ELEM == 2 ? halfToFloat(v) : uintBitsToFloat(v);
+}
+uint fromFloat(float f) {
+  return ELEM == 2 ? floatToHalf(floatBitsToUint(f)) : floatBitsToUint(f);
+}
+
+uint reduceBits(uint x, uint u) {
+  if (kReduce == VKDML_REDUCE_NONE) return u;
+  if (kKind == VKDML_KIND_FLOAT) {
+    if (kReduce == VKDML_REDUCE_ADD) return fromFloat(toFloat(x) + toFloat(u));
+    if (kReduce == VKDML_REDUCE_MULTIPLY) return fromFloat(toFloat(x) * toFloat(u));
+    if (isNanBits(x)) return x;
+    if (isNanBits(u)) return u;
+    const float a = toFloat(x), b = toFloat(u);
+    return (kReduce == VKDML_REDUCE_MAX ? a >= b : a <= b) ? x : u;
+  }
+  if (kReduce == VKDML_REDUCE_ADD) return (x + u) & kWidthMask;
+  if (kReduce == VKDML_REDUCE_MULTIPLY) return (x * u) & kWidthMask;
+  const bool keep = kKind == VKDML_KIND_SIGNED
+                        ? (kReduce == VKDML_REDUCE_MAX ? toSigned(x) >= toSigned(u)
+                                                       : toSigned(x) <= toSigned(u))
+                        : (kReduce == VKDML_REDUCE_MAX ? x >= u : x <= u);
+  return keep ? x : u;
+}
+
+#else  // ELEM == 8
+
+uvec2 add64(uvec2 a, uvec2 b) {
+  const uint low = a.x + b.x;
+  return uvec2(low, a.y + b.y + (low < a.x ? 1u : 0u));
+}
+
+uvec2 multiply64(uvec2 a, uvec2 b) {  // the low 64 bits, the same for signed and unsigned
+  uint high, low;
+  umulExtended(a.x, b.x, high, low);
+  return uvec2(low, high + a.x * b.y + a.y * b.x);
+}
+
+bool greater64(uvec2 a, uvec2 b) {
+  if (a.y != b.y) return kKind == VKDML_KIND_SIGNED ? int(a.y) > int(b.y) : a.y > b.y;
+  return a.x > b.x;
+}
+
+bool isNanBits(uvec2 v) {
+  return (v.y & 0x7FFFFFFFu) > 0x7FF00000u || ((v.y & 0x7FFFFFFFu) == 0x7FF00000u && v.x != 0u);
+}
+
+uvec2 reduceBits(uvec2 x, uvec2 u) {
+  if (kReduce == VKDML_REDUCE_NONE) return u;
+  if (kKind == VKDML_KIND_FLOAT) {
+#if FLOAT64
+    const double a = packDouble2x32(x), b = packDouble2x32(u);
+    if (kReduce == VKDML_REDUCE_ADD) return unpackDouble2x32(a + b);
+    if (kReduce == VKDML_REDUCE_MULTIPLY) return unpackDouble2x32(a * b);
+    if (isNanBits(x)) return x;
+    if (isNanBits(u)) return u;
+    return (kReduce == VKDML_REDUCE_MAX ? a >= b : a <= b) ? x : u;
+#else
+    return x;  // not reached: 8-byte floats take the FLOAT64 modules
+#endif
+  }
+  if (kReduce == VKDML_REDUCE_ADD) return add64(x, u);
+  if (kReduce == VKDML_REDUCE_MULTIPLY) return multiply64(x, u);
+  if (x == u) return x;
+  return (kReduce == VKDML_REDUCE_MAX ? greater64(x, u) : greater64(u, x)) ? x : u;
+}
+#endif
