@@ -173,6 +173,7 @@ class Chooser {
       step.plain.groups = Groups(plan.count / plan.sizes[plan.rank - 1], device_.maxGroups);
     } else {
       step.plain = Elementwise(Str(kind, elem, IndexSuffix()), plan, slot, elemSize_);
+      step.plain.spec[VKDML_SPEC_MASK_SKIP] = pass.maskSkip;
       Plan wide;
       if (pass.kind != Pass::Kind::Mark && plan.Widen(elemSize_, VKDML_VECTOR_BYTES, &wide)) {
         UINT wideSlot = 0;
@@ -180,6 +181,7 @@ class Chooser {
         step.hasWide = true;
         step.wide = Elementwise(Str(kind, VKDML_VECTOR_BYTES, IndexSuffix()), wide, wideSlot,
                                 VKDML_VECTOR_BYTES);
+        step.wide.spec[VKDML_SPEC_MASK_SKIP] = pass.maskSkip;
       }
     }
     set_.steps.push_back(step);

@@ -132,3 +132,50 @@ TEST_CASE("Kernels: every kernel that kernel choice names is embedded", "[kernel
     }
   }
 }
+
+// Perf choices no output shows, pinned on the CPU: ScatterND with slices of 128 bytes or more
+// marks its targets and its copy skips them (without a reduction only: a reduction needs every
+// input element); a deterministic scatter sorts and applies in order; the default reduction
+// runs the atomic kernel.
+TEST_CASE("Kernels: the steps each scatter takes", "[kernels]") {
+  using vkdml::detail::DeviceTraits;
+  using vkdml::detail::Pass;
+  const DML_TENSOR_DATA_TYPE f32 = DML_TENSOR_DATA_TYPE_FLOAT32, i64 = DML_TENSOR_DATA_TYPE_INT64;
+  DeviceTraits device;
+  device.maxSharedMemory = 48 << 10;
+  device.maxLinesGroupSize = 256;
+  device.maxGroups = 65535;
+  using K = Pass::Kind;
+  const struct {
+    VKDML_REDUCE_FUNCTION f;
+    UINT flags;
+    std::vector<K> kinds;
+    std::vector<uint32_t> maskSkip;
+  } expectations[] = {
+      {VKDML_REDUCE_FUNCTION_NONE, 0, {K::Mark, K::Gather, K::Scatter}, {0, 1, 0}},
+      {VKDML_REDUCE_FUNCTION_ADD, 0, {K::Gather, K::Reduce}, {0, 0}},
+      {VKDML_REDUCE_FUNCTION_NONE,
+       VKDML_EXECUTION_FLAG_DETERMINISTIC,
+       {K::Mark, K::Gather, K::Keys, K::Sort, K::Sort, K::Sort, K::Ordered},
+       {0, 1, 0, 0, 0, 0, 0}},
+  };
+  for (const auto& e : expectations) {
+    INFO("ReduceFunction " << e.f << ", flags " << e.flags);
+    // 16 target rows: one digit pass (count, scan, scatter).
+    OpSpec spec = OpSpec::ScatterND(TensorDesc(f32, {16, 32}), TensorDesc(i64, {4, 1}),
+                                    TensorDesc(f32, {4, 32}), TensorDesc(f32, {16, 32}), 2, 2);
+    if (e.f) spec.WithReduce(e.f);
+    vkdml::detail::OperatorImpl op;
+    REQUIRE(vkdml::detail::BuildOperator(spec.Desc(), &op).ok());
+    vkdml::detail::KernelSet set;
+    REQUIRE(vkdml::detail::ChooseKernels(op, e.flags, device, &set).ok());
+    REQUIRE(set.steps.size() == e.kinds.size());
+    for (size_t i = 0; i < set.steps.size(); ++i) {
+      INFO("step " << i << ": " << set.steps[i].plain.module);
+      CHECK(set.steps[i].kind == e.kinds[i]);
+      CHECK(set.steps[i].plain.spec[VKDML_SPEC_MASK_SKIP] == e.maskSkip[i]);
+      if (set.steps[i].hasWide)
+        CHECK(set.steps[i].wide.spec[VKDML_SPEC_MASK_SKIP] == e.maskSkip[i]);
+    }
+  }
+}
