@@ -214,6 +214,21 @@ void FillData(Bytes& b, size_t elemSize, uint64_t seed) {
   });
 }
 
+// float32 integers in +-[1, 4]: sums of them are exact whatever the order of the additions, so
+// a reduction's output can be checked bit for bit without knowing the order.
+void FillIntegers(Bytes& b, uint64_t seed) {
+  size_t count = b.n / 4;
+  ParallelFor((count + kChunk - 1) / kChunk, [&](size_t c) {
+    Rng rng(seed ^ (c * 0x51ED2705ull));
+    size_t begin = c * kChunk, end = std::min(count, begin + kChunk);
+    for (size_t i = begin; i < end; ++i) {
+      uint64_t r = rng.Next();
+      float v = static_cast<float>(1 + (r & 3)) * (r >> 63 ? -1.0f : 1.0f);
+      std::memcpy(b.data() + i * 4, &v, 4);
+    }
+  });
+}
+
 bool IsSigned(vkdml::DML_TENSOR_DATA_TYPE t) {
   return t == vkdml::DML_TENSOR_DATA_TYPE_INT32 || t == vkdml::DML_TENSOR_DATA_TYPE_INT64;
 }
@@ -521,6 +536,9 @@ struct Spec {
   int axis = -1;                                  // GatherElements, ScatterElements
   bool inPlace = false;                           // scatters: output bound to the input
   bool uniqueRows = false;                        // ScatterND: a permutation prefix
+  // Scatters with a reduction (vkdml's VKDML_OPERATOR_SCATTER_*_REDUCE), deterministic or not.
+  vkdml::VKDML_REDUCE_FUNCTION reduce = vkdml::VKDML_REDUCE_FUNCTION_NONE;
+  bool deterministic = false;
   bool latency = false;
   bool diagnostic = false;  // runs only when named: evidence for what limits a case
   std::string peer;
@@ -533,6 +551,10 @@ struct Spec {
     return out;
   }
   bool IsScatter() const { return kind == OpKind::ScatterND || kind == OpKind::ScatterElements; }
+  const char* ReduceName() const {  // ONNX's names
+    const char* names[] = {"none", "add", "mul", "max", "min"};
+    return reduce <= vkdml::VKDML_REDUCE_FUNCTION_MIN ? names[reduce] : "?";
+  }
   const char* OpName() const {
     switch (kind) {
       case OpKind::GatherND:
@@ -628,6 +650,28 @@ std::vector<Spec> MakeSpecs(bool small) {
   sce.inPlace = true;
   sce.peer = "x.scatter_(1, i, u)";
   add(sce);
+  // Scatters with a reduction, in place, with random indices (duplicate targets), each again
+  // deterministic.
+  Spec sadd = MakeSpec("scatter-add-rows-f32", OpKind::ScatterND, f32, i64, {rows, 256}, {rows, 1});
+  sadd.updates = {rows, 256};
+  sadd.inPlace = true;
+  sadd.reduce = vkdml::VKDML_REDUCE_FUNCTION_ADD;
+  sadd.peer = "x.index_add_(0, i, u)";
+  Spec seadd = sce;
+  seadd.name = "scatter-elements-add-axis1-f32";
+  seadd.reduce = vkdml::VKDML_REDUCE_FUNCTION_ADD;
+  seadd.peer = "x.scatter_add_(1, i, u)";
+  Spec semax = seadd;
+  semax.name = "scatter-elements-amax-axis1-f32";
+  semax.reduce = vkdml::VKDML_REDUCE_FUNCTION_MAX;
+  semax.peer = "x.scatter_reduce_(1, i, u, \"amax\")";
+  for (Spec* r : {&sadd, &seadd, &semax}) {
+    add(*r);
+    r->name += "-det";
+    r->deterministic = true;
+    r->peer += " (torch.use_deterministic_algorithms(True))";
+    add(*r);
+  }
   Spec lat = MakeSpec("latency", OpKind::GatherElements, f32, i64, {64, 64}, {64, 64});
   lat.axis = 1;
   lat.latency = true;
@@ -671,6 +715,8 @@ struct OpDesc {
   vkdml::DML_GATHER_ELEMENTS_OPERATOR_DESC ge{};
   vkdml::DML_SCATTER_ND_OPERATOR_DESC snd{};
   vkdml::DML_SCATTER_OPERATOR_DESC se{};
+  vkdml::VKDML_SCATTER_ND_REDUCE_OPERATOR_DESC sndr{};
+  vkdml::VKDML_SCATTER_ELEMENTS_REDUCE_OPERATOR_DESC ser{};
   vkdml::DML_OPERATOR_DESC op{};
 
   explicit OpDesc(const Spec& s) {
@@ -712,12 +758,23 @@ struct OpDesc {
                static_cast<UINT>(s.input.size()),
                static_cast<UINT>(s.indices.size())};
         op = {vkdml::DML_OPERATOR_SCATTER_ND, &snd};
+        if (s.reduce) {
+          sndr = {snd.InputTensor,  snd.IndicesTensor,       snd.UpdatesTensor,
+                  snd.OutputTensor, snd.InputDimensionCount, snd.IndicesDimensionCount,
+                  s.reduce};
+          op = {vkdml::VKDML_OPERATOR_SCATTER_ND_REDUCE, &sndr};
+        }
         break;
       case OpKind::ScatterElements:
         set(updates, s.dtype, s.updates);
         se = {&input.desc, &indices.desc, &updates.desc, &output.desc,
               static_cast<UINT>(s.axis + static_cast<int>(d - s.input.size()))};
         op = {vkdml::DML_OPERATOR_SCATTER_ELEMENTS, &se};
+        if (s.reduce) {
+          ser = {se.InputTensor,  se.IndicesTensor, se.UpdatesTensor,
+                 se.OutputTensor, se.Axis,          s.reduce};
+          op = {vkdml::VKDML_OPERATOR_SCATTER_ELEMENTS_REDUCE, &ser};
+        }
         break;
     }
   }
@@ -755,8 +812,12 @@ uint64_t CountTargets(const Spec& s, const HostData& h) {
 
 void MakeHostData(const Spec& s, const OpDesc& d, HostData* h, uint64_t seed) {
   size_t es = vkdml::DataTypeSize(s.dtype);
+  const bool integers = s.reduce == vkdml::VKDML_REDUCE_FUNCTION_ADD;
   h->input.Allocate(d.input.buffer.TotalTensorSizeInBytes);
-  FillData(h->input, es, seed * 3 + 1);
+  if (integers)
+    FillIntegers(h->input, seed * 3 + 1);
+  else
+    FillData(h->input, es, seed * 3 + 1);
   h->indices.Allocate(Product(s.indices) * vkdml::DataTypeSize(s.itype));
   if (s.uniqueRows) {
     FillUniqueIndices(h->indices, s.itype, s.input[0], seed * 3 + 2);
@@ -769,9 +830,18 @@ void MakeHostData(const Spec& s, const OpDesc& d, HostData* h, uint64_t seed) {
   }
   if (s.IsScatter()) {
     h->updates.Allocate(d.updates.buffer.TotalTensorSizeInBytes);
-    FillData(h->updates, es, seed * 3 + 3);
+    if (integers)
+      FillIntegers(h->updates, seed * 3 + 3);
+    else
+      FillData(h->updates, es, seed * 3 + 3);
   }
   if (s.kind == OpKind::ScatterElements) h->targets = CountTargets(s, *h);
+  if (s.kind == OpKind::ScatterND && s.reduce) {  // distinct rows, times a row's elements
+    std::vector<uint8_t> hit(s.input[0], 0);
+    for (uint64_t i = 0; i < s.indices[0]; ++i)
+      h->targets += hit[LoadIndex(h->indices.data(), s.itype, i, s.input[0])]++ ? 0 : 1;
+    h->targets *= Product(s.input, 1);
+  }
 }
 
 // Where output element o comes from: an input element or an updates element; for
@@ -780,7 +850,8 @@ struct Reference {
   const Spec& s;
   const HostData& h;
   uint64_t k = 0, slice = 1;
-  std::vector<int64_t> owner;                    // ScatterND: input slice -> update row
+  std::vector<int64_t> owner;        // ScatterND: input slice -> update row
+  std::vector<uint32_t> head, next;  // ScatterND with a reduction: each slice's rows, in order
   uint64_t axisN = 1, axisM = 1, axisInner = 1;  // ScatterElements: output and updates
 
   Reference(const Spec& spec, const HostData& host) : s(spec), h(host) {
@@ -798,7 +869,38 @@ struct Reference {
       owner.assign(Product(s.input, 0, k), -1);
       uint64_t rows = Product(s.indices, 0, s.indices.size() - 1);
       for (uint64_t i = 0; i < rows; ++i) owner[TupleSlot(i)] = static_cast<int64_t>(i);
+      if (s.reduce) {
+        head.assign(owner.size(), UINT32_MAX);
+        next.assign(rows, UINT32_MAX);
+        for (uint64_t i = rows; i-- > 0;) {
+          next[i] = head[TupleSlot(i)];
+          head[TupleSlot(i)] = static_cast<uint32_t>(i);
+        }
+      }
     }
+  }
+  // A reduction's output element o (float32, as the bench's reduction cases are): the input
+  // folded with each update that targets it, in IndicesTensor's order, NumPy's way.
+  float Folded(uint64_t o) const {
+    float v, u;
+    std::memcpy(&v, h.input.data() + o * 4, 4);
+    auto fold = [&](const uint8_t* update) {
+      std::memcpy(&u, update, 4);
+      if (s.reduce == vkdml::VKDML_REDUCE_FUNCTION_ADD) v = v + u;
+      if (s.reduce == vkdml::VKDML_REDUCE_FUNCTION_MAX) v = std::isnan(v) || v >= u ? v : u;
+    };
+    if (s.kind == OpKind::ScatterND) {
+      for (uint32_t r = head[o / slice]; r != UINT32_MAX; r = next[r])
+        fold(h.updates.data() + (r * slice + o % slice) * 4);
+      return v;
+    }
+    const uint64_t n = axisN, m = axisM, inner = axisInner;
+    uint64_t outer = o / (n * inner), c = (o / inner) % n, in = o % inner;
+    for (uint64_t j = 0; j < m; ++j) {
+      uint64_t e = (outer * m + j) * inner + in;
+      if (LoadIndex(h.indices.data(), s.itype, e, n) == c) fold(h.updates.data() + e * 4);
+    }
+    return v;
   }
   uint64_t TupleSlot(uint64_t i) const {
     uint64_t off = 0;
@@ -884,7 +986,13 @@ uint64_t Verify(const Spec& s, const HostData& h, const uint8_t* out, uint64_t* 
   uint64_t bad = 0;
   std::vector<const uint8_t*> want;
   for (uint64_t o : pos) {
-    ref.Allowed(o, &want);
+    float folded;
+    if (s.reduce) {
+      folded = ref.Folded(o);
+      want.assign(1, reinterpret_cast<const uint8_t*>(&folded));
+    } else {
+      ref.Allowed(o, &want);
+    }
     bool ok = false;
     for (const uint8_t* w : want) ok = ok || std::memcmp(out + o * es, w, es) == 0;
     if (!ok && !bad++) {
@@ -910,7 +1018,9 @@ double MinBytes(const Spec& s, const HostData& h) {
   if (!s.inPlace)  // input read + output written + indices + updates read
     return static_cast<double>(Product(s.input)) * es + out + idx + upd;
   // In place: indices + updates read + the output elements written; for ScatterElements the
-  // distinct targets (a duplicate target needs one write), for ScatterND the updated slices.
+  // distinct targets (a duplicate target needs one write), for ScatterND the updated slices. A
+  // reduction also reads each distinct target.
+  if (s.reduce) return idx + upd + 2 * static_cast<double>(h.targets) * es;
   if (s.kind == OpKind::ScatterElements) return idx + upd + static_cast<double>(h.targets) * es;
   return idx + 2 * upd;
 }
@@ -1273,7 +1383,11 @@ Result Context::RunCase(const Spec& s) {
   std::unique_ptr<vkdml::Operator> op;
   Check(dev->CreateOperator(desc->op, &op), "CreateOperator");
   std::unique_ptr<vkdml::CompiledOperator> compiled;
-  Check(dev->CompileOperator(*op, vkdml::DML_EXECUTION_FLAG_NONE, &compiled), "CompileOperator");
+  Check(dev->CompileOperator(*op,
+                             s.deterministic ? vkdml::VKDML_EXECUTION_FLAG_DETERMINISTIC
+                                             : vkdml::DML_EXECUTION_FLAG_NONE,
+                             &compiled),
+        "CompileOperator");
 
   HostData h;
   UINT64 inSize = op->InputSize(0), idxSize = op->InputSize(1);
@@ -1344,6 +1458,19 @@ Result Context::RunCase(const Spec& s) {
   res.runs = opt.runs;
 
   Step(s.name, "verifying a sample");
+  if (s.reduce && s.inPlace) {  // the timed runs reduced into the input: once more from scratch
+    Upload(*slots[0].input, h.input.data(), inSize);
+    vkdml::Result recorded;
+    Check(dev->Submit([&](VkCommandBuffer cmd) {
+      Barrier(vk, cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+              VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, kShaderRW);
+      recorded = dev->RecordDispatch(cmd, *slots[0].table);
+      Barrier(vk, cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+              VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
+    }),
+          "Device::Submit");
+    Check(recorded, "RecordDispatch");
+  }
   {
     Bytes out;
     out.Allocate(outSize);
@@ -1365,7 +1492,11 @@ std::vector<Result> Context::RunLatency(const Spec& s) {
   std::unique_ptr<vkdml::Operator> op;
   Check(dev->CreateOperator(desc->op, &op), "CreateOperator");
   std::unique_ptr<vkdml::CompiledOperator> compiled;
-  Check(dev->CompileOperator(*op, vkdml::DML_EXECUTION_FLAG_NONE, &compiled), "CompileOperator");
+  Check(dev->CompileOperator(*op,
+                             s.deterministic ? vkdml::VKDML_EXECUTION_FLAG_DETERMINISTIC
+                                             : vkdml::DML_EXECUTION_FLAG_NONE,
+                             &compiled),
+        "CompileOperator");
   UINT64 inSize = op->InputSize(0), idxSize = op->InputSize(1), outSize = op->OutputSize(0);
   const int calls = std::max(200, opt.latencyCalls), warm = 20;
   std::vector<Result> results;
@@ -1543,6 +1674,8 @@ std::string JsonLine(const Result& r, const Context& ctx) {
   field("axis", s.axis < 0 ? "null" : std::to_string(s.axis));
   field("batch_dims", "0");
   field("in_place", s.inPlace ? "true" : "false");
+  field("reduction", JsonString(s.ReduceName()));
+  field("deterministic", s.deterministic ? "true" : "false");
   field("size", JsonString(ctx.opt.small ? "small" : "full"));
   if (!r.error.empty()) field(r.skipped ? "skipped" : "error", JsonString(r.error));
   field("median_ms", JsonNumber(r.ms));

@@ -29,7 +29,9 @@ MAX_ROTATION = 16
 CASE_NAMES = [
     "rows-f32", "rows-f16", "tuples-f32", "elements-axis1-f32", "elements-axis0-f32",
     "elements-axis1-i32idx", "scatter-rows-f32", "scatter-rows-inplace",
-    "scatter-elements-axis1-f32", "latency",
+    "scatter-elements-axis1-f32", "scatter-add-rows-f32", "scatter-add-rows-f32-det",
+    "scatter-elements-add-axis1-f32", "scatter-elements-add-axis1-f32-det",
+    "scatter-elements-amax-axis1-f32", "scatter-elements-amax-axis1-f32-det", "latency",
     "latency-host", "elements-axis0-64rows", "elements-axis0-pitch8224", "tuples-f32-4mib",
 ]
 
@@ -62,6 +64,19 @@ def specs(small):
     s.append(dict(case="scatter-elements-axis1-f32", op="ScatterElements", dtype="float32",
                   index_dtype="int64", input_shape=[sq, sq], indices_shape=[sq, sq],
                   updates_shape=[sq, sq], axis=1, in_place=True, peer="x.scatter_(1, i, u)"))
+    # Scatters with a reduction, in place, random indices (duplicate targets); each again with
+    # torch.use_deterministic_algorithms(True) against vkdml's deterministic mode.
+    red = [dict(case="scatter-add-rows-f32", op="ScatterND", dtype="float32", index_dtype="int64",
+                input_shape=[rows, 256], indices_shape=[rows, 1], updates_shape=[rows, 256],
+                axis=None, in_place=True, reduction="add", peer="x.index_add_(0, i, u)"),
+           dict(s[-1], case="scatter-elements-add-axis1-f32", reduction="add",
+                peer="x.scatter_add_(1, i, u)"),
+           dict(s[-1], case="scatter-elements-amax-axis1-f32", reduction="max",
+                peer='x.scatter_reduce_(1, i, u, "amax")')]
+    for c in red:
+        s.append(c)
+        s.append(dict(c, case=c["case"] + "-det", deterministic=True,
+                      peer=c["peer"] + " (torch.use_deterministic_algorithms(True))"))
     s.append(dict(case="latency", op="GatherElements", dtype="float32", index_dtype="int64",
                   input_shape=[64, 64], indices_shape=[64, 64], updates_shape=None, axis=1,
                   peer="torch.gather(x, 1, i) + synchronize"))
@@ -76,6 +91,8 @@ def specs(small):
     s.append(dict(s[2], case="tuples-f32-4mib", input_shape=[256, 256, 16], diagnostic=True))
     for c in s:
         c.setdefault("in_place", False)
+        c.setdefault("reduction", "none")
+        c.setdefault("deterministic", False)
         c["batch_dims"] = 0
     return s
 
@@ -90,8 +107,12 @@ def _size(t):
 
 
 def expected_targets(c):
-    """ScatterElements: the expected number of distinct elements that uniform random indices
-    target, n * (1 - (1 - 1/n)^m) per line along the axis (n output, m updates entries)."""
+    """The expected number of distinct output elements that uniform random indices target,
+    n * (1 - (1 - 1/n)^m) per line along the axis (n output, m updates entries); for ScatterND,
+    distinct rows times the row's elements."""
+    if c["op"] == "ScatterND":
+        n, m = c["input_shape"][0], c["indices_shape"][0]
+        return round(n * (1 - (1 - 1 / n) ** m)) * math.prod(c["input_shape"][1:])
     n, m = c["input_shape"][c["axis"]], c["indices_shape"][c["axis"]]
     lines = math.prod(c["input_shape"]) // n
     return round(lines * n * (1 - (1 - 1 / n) ** m))
@@ -102,6 +123,10 @@ def min_bytes(c, targets=None):
     the distinct output elements the indices target (default: the expected number)."""
     es, isz = _size(_dtype(c["dtype"])), _size(_dtype(c["index_dtype"]))
     idx = math.prod(c["indices_shape"]) * isz
+    if c.get("reduction", "none") != "none":  # in place; each distinct target read and written
+        if targets is None:
+            targets = expected_targets(c)
+        return idx + math.prod(c["updates_shape"]) * es + 2 * targets * es
     if c["op"] == "ScatterElements" and c["in_place"]:
         if targets is None:
             targets = expected_targets(c)
@@ -160,6 +185,8 @@ def _make_inputs(c, device, gen):
             i = i.to(torch.int64)
             notes["peer_index_dtype"] = "int64"
         return (lambda: torch.gather(x, axis, i)), _nbytes(x) + 2 * _nbytes(i), notes
+    if c["reduction"] != "none":
+        return _reduce_inputs(c, x, device, gen)
     if c["op"] == "ScatterElements":
         axis = c["axis"]
         i = torch.randint(0, c["input_shape"][axis], c["indices_shape"], generator=gen)
@@ -179,6 +206,39 @@ def _make_inputs(c, device, gen):
     if c["in_place"]:
         return (lambda: x.index_copy_(0, i, u)), _nbytes(x) + _nbytes(i) + _nbytes(u), notes
     return (lambda: x.clone().index_copy_(0, i, u)), 2 * _nbytes(x) + _nbytes(i) + _nbytes(u), notes
+
+
+def _reduce_inputs(c, x, device, gen):
+    """The reductions' peers, in place, with random indices (duplicates) as vkdml bench's."""
+    dt, it = _dtype(c["dtype"]), _dtype(c["index_dtype"])
+    u = _data(c["updates_shape"], dt, device, gen)
+    notes = {}
+    if c["op"] == "ScatterND":
+        i = torch.randint(0, c["input_shape"][0], (c["indices_shape"][0],), generator=gen)
+        i = i.to(device=device, dtype=it)
+        notes["bytes"] = min_bytes(c, int(torch.unique(i).numel()) * c["input_shape"][1])
+        fn = lambda: x.index_add_(0, i, u)  # noqa: E731
+    else:
+        axis = c["axis"]
+        i = torch.randint(0, c["input_shape"][axis], c["indices_shape"], generator=gen)
+        i = i.to(device=device, dtype=it)
+        hit = torch.zeros(c["input_shape"], dtype=torch.int8, device=device).scatter_(axis, i, 1)
+        notes["bytes"] = min_bytes(c, int(torch.count_nonzero(hit)))
+        del hit
+        if c["reduction"] == "add":
+            fn = lambda: x.scatter_add_(axis, i, u)  # noqa: E731
+        else:
+            fn = lambda: x.scatter_reduce_(axis, i, u, "amax")  # noqa: E731
+    if c.get("deterministic"):
+        def fn_det(inner=fn):
+            torch.use_deterministic_algorithms(True)
+            try:
+                return inner()
+            finally:
+                torch.use_deterministic_algorithms(False)
+        fn_det()  # raises here, before timing, where torch has no deterministic path
+        fn = fn_det
+    return fn, _nbytes(x) + _nbytes(i) + _nbytes(u), notes
 
 
 def _median_ms(fns, device, warmup, runs):
