@@ -39,13 +39,17 @@ struct uvec4 {
 #define VKDML_SPEC_RANK 1          // loop dimensions of the plan
 #define VKDML_SPEC_TUPLE 2         // index components per loop element
 #define VKDML_SPEC_SIGNED_INDEX 3  // bool: INT32 / INT64 indices
-#define VKDML_SPEC_UNROLL 4        // elements in flight per thread
+#define VKDML_SPEC_UNROLL \
+  4                                // elements in flight per thread (scatter_lines_ordered.comp:
+                                   // its sort's size)
 #define VKDML_SPEC_MASK_SKIP 5     // bool: skip elements whose mask bit is set
 #define VKDML_SPEC_LINE_LENGTH 6   // scatter_lines.comp: elements in a line
 #define VKDML_SPEC_GROUP_SIZE 7    // scatter_lines.comp: threads in a workgroup
 #define VKDML_SPEC_REDUCE 8        // a scatter's VKDML_REDUCE_FUNCTION
 #define VKDML_SPEC_ELEMENT_KIND 9  // what the element's bits are, for arithmetic: below
-#define VKDML_SPEC_UNIT 10         // scatter_ordered.comp: loop elements per update unit
+#define VKDML_SPEC_UNIT \
+  10  // scatter_ordered.comp: loop elements per update unit;
+      // scatter_lines_ordered.comp: updates per line
 #define VKDML_SPEC_COUNT 11
 
 #define VKDML_KIND_UNSIGNED 0

@@ -6,11 +6,21 @@
 // plain scatter writes each update to a random address instead, one memory request per element.
 // The plan's last dimension walks a line's updates; the dimensions before it name the lines.
 // Duplicate targets within a line: one of the updates wins (unspecified which), as elsewhere.
+// REDUCE combines each update with its target instead (dml.h: VKDML_REDUCE_FUNCTION), by
+// compare-and-swap on the target's 32-bit slot in shared memory, in any order (elements of up to
+// 4 bytes).
 #extension GL_GOOGLE_include_directive : require
 #include "elem.glsl"
 
+#ifndef REDUCE
+#define REDUCE 0
+#endif
+
 #include "common.glsl"
 #include "index.glsl"
+#if REDUCE
+#include "arith.glsl"
+#endif
 
 // A workgroup holds a whole line in shared memory (kLineLength elements), so few fit on a
 // multiprocessor: each brings many threads (VKDML_SPEC_GROUP_SIZE, up to 1024) to keep enough
@@ -57,7 +67,20 @@ void main() {
         }
       }
       for (uint u = 0u; u < kUnroll; ++u)
-        if (k + u * group < perLine) line[target[u]] = v[u];
+        if (k + u * group < perLine) {
+#if REDUCE
+          uint old = line[target[u]];
+          for (;;) {
+            const uint next = reduceBits(old, v[u]);
+            if (next == old) break;
+            const uint seen = atomicCompSwap(line[target[u]], old, next);
+            if (seen == old) break;
+            old = seen;
+          }
+#else
+          line[target[u]] = v[u];
+#endif
+        }
     }
     barrier();
     for (uint j = tid; j < kLineLength; j += group) outputData[out0 + j * along] = T(line[j]);

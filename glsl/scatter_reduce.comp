@@ -130,12 +130,20 @@ void main() {
   while (base < count) {
     uint i = base + gl_LocalInvocationID.x;
     const uint inc = gl_WorkGroupSize.x;
-    for (uint u = 0u; u < kUnroll && i < count; ++u) {
-      const uvec3 at = locate(p, i);
-      combine(pc.dstBase + at.y, V(updatesData[pc.srcBase + at.x]));
-      if (count - i <= inc) break;  // no wrap-around past 2^32
-      i += inc;
+    uint target[kUnroll];
+    V v[kUnroll];
+    uint n = 0u;
+    for (uint u = 0u; u < kUnroll; ++u) {  // every load before any atomic: loads overlap
+      if (i < count) {
+        const uvec3 at = locate(p, i);
+        target[u] = pc.dstBase + at.y;
+        v[u] = V(updatesData[pc.srcBase + at.x]);
+        n = u + 1u;
+      }
+      i = count - i <= inc ? count : i + inc;  // no wrap-around past 2^32
     }
+    for (uint u = 0u; u < kUnroll; ++u)
+      if (u < n) combine(target[u], v[u]);
     if (count - base <= step) break;
     base += step;
   }

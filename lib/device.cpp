@@ -431,7 +431,6 @@ Result DeviceImpl::Init(const DeviceDesc& desc) {
                                                   : vk_.vkGetSemaphoreCounterValue;
   waitSemaphores_ = vk_.vkWaitSemaphoresKHR ? vk_.vkWaitSemaphoresKHR : vk_.vkWaitSemaphores;
   if (!getCounter_ || !waitSemaphores_) info_.enabled.timelineSemaphore = false;
-  traits_ = DeviceTraits::Of(info_.type, limits_, info_.enabled);
   VKDML_TRY(CreateLayouts());
 
   VKDML_TRY(CreateCommandBuffer(&commandPool_, &commandBuffer_));

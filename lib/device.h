@@ -49,7 +49,9 @@ class DeviceImpl final : public Device {
   int FindMemoryType(uint32_t typeBits, VkMemoryPropertyFlags want) const;
   VkDescriptorSetLayout SetLayout() const { return setLayout_; }
   VkPipelineLayout PipelineLayout() const { return pipelineLayout_; }
-  const DeviceTraits& Traits() const { return traits_; }
+  // What kernel choice needs of this device, read anew for each CompileOperator: the test knobs
+  // in the environment (kernels.h: DeviceTraits::Of) apply to the operators compiled after them.
+  DeviceTraits Traits() const { return DeviceTraits::Of(info_.type, limits_, info_.enabled); }
   // The compute pipeline for an embedded SPIR-V module and its specialization constants
   // (glsl/interface.h), created once per key.
   Result Pipeline(const std::string& module, const Specialization& spec, VkPipeline* out);
@@ -89,7 +91,6 @@ class DeviceImpl final : public Device {
   PFN_vkDestroyDebugUtilsMessengerEXT destroyMessenger_ = nullptr;
   VolkDeviceTable vk_{};
   VkPhysicalDeviceLimits limits_{};
-  DeviceTraits traits_;
   VkPhysicalDeviceMemoryProperties memoryProps_{};
   DeviceInfo info_;
   std::function<void(const char*)> onValidationMessage_;

@@ -188,11 +188,14 @@ class Chooser {
     return {};
   }
 
-  // A scatter with a reduction, or a deterministic one: atomics where the device has what the
-  // element type needs and the order is free; else sorted by target and applied in order.
+  // A scatter with a reduction, or a deterministic one. Where the shape allows (ScatterElements
+  // along its innermost axis) a line at a time: in order when deterministic, else through
+  // shared memory. Otherwise atomics where the device has what the element type needs and the
+  // order is free, else sorted by target and applied in order.
   Result ReducingScatter(const Pass& pass) {
     Plan plan = pass.plan;
     plan.Simplify();
+    if (pass.lines && (deterministic_ ? OrderedLines(plan) : SharedLines(plan))) return {};
     std::string module;
     if (!deterministic_ && AtomicModule(&module)) {
       UINT slot = 0;
@@ -205,6 +208,66 @@ class Chooser {
       return {};
     }
     return Ordered(plan);
+  }
+
+  // glsl/scatter_lines.comp with REDUCE (elements of up to 4 bytes), where the line kernels
+  // are chosen: for ADD and MULTIPLY, where every update writes; MAX and MIN leave most targets
+  // as they are, and the plain atomics skip those writes (examples/bench/PERF_NOTES.md, v22).
+  bool SharedLines(const Plan& plan) {
+    const UINT64 lineBytes = std::min(kMaxLineBytes, device_.maxSharedMemory);
+    const bool everyUpdateWrites =
+        op_.reduce == VKDML_REDUCE_FUNCTION_ADD || op_.reduce == VKDML_REDUCE_FUNCTION_MULTIPLY;
+    const bool wanted = device_.lines == DeviceTraits::Lines::Always ||
+                        (device_.lines == DeviceTraits::Lines::WhenBetter && everyUpdateWrites);
+    if (!wanted || elemSize_ > 4 ||
+        !plan.Lines(elemSize_, lineBytes, device_.lines == DeviceTraits::Lines::Always))
+      return false;
+    UINT slot = 0;
+    if (!Slot(plan, &slot).ok()) return false;
+    Step step;
+    step.kind = Pass::Kind::Reduce;
+    step.plain.module = Str("lines_reduce_e", elemSize_, IndexSuffix());
+    step.plain.spec = Spec(plan);
+    step.plain.spec[VKDML_SPEC_UNROLL] = kLinesUnroll;
+    step.plain.spec[VKDML_SPEC_LINE_LENGTH] = plan.tupleSize[0];
+    step.plain.slot = slot;
+    step.plain.unit = elemSize_;
+    step.plain.groups = Groups(plan.count / plan.sizes[plan.rank - 1], device_.maxGroups);
+    set_.steps.push_back(step);
+    return true;
+  }
+
+  // glsl/scatter_lines_ordered.comp, when a line's (target, update) keys fit in shared memory
+  // (deterministic executions; on GPUs, where the line kernels are used).
+  bool OrderedLines(const Plan& plan) {
+    if (!plan.LineShaped()) return false;
+    const UINT length = plan.tupleSize[0], perLine = plan.sizes[plan.rank - 1];
+    UINT sortSize = 1;  // keys: the power of two at or above perLine
+    while (sortSize < perLine) sortSize *= 2;
+    UINT group = 32;  // a thread per pair of keys, up to the device's limit
+    while (group < sortSize / 2 && group < device_.maxLinesGroupSize) group *= 2;
+    group = std::min(group, device_.maxLinesGroupSize);
+    // Not on CPU devices, where its barriers cost more than the sort (PERF_NOTES.md, v22).
+    if (device_.lines == DeviceTraits::Lines::Never || length > 0x10000 ||
+        UINT64(sortSize) * 4 > std::min(kMaxLineBytes, device_.maxSharedMemory))
+      return false;
+    UINT slot = 0;
+    if (!Slot(plan, &slot).ok()) return false;
+    Step step;
+    step.kind = Pass::Kind::Ordered;
+    step.plain.module = Str("lines_ordered_e", elemSize_, IndexSuffix());
+    if (elemSize_ == 8 && base_[VKDML_SPEC_ELEMENT_KIND] == VKDML_KIND_FLOAT && op_.reduce)
+      step.plain.module += "_f64";
+    step.plain.spec = Spec(plan);
+    step.plain.spec[VKDML_SPEC_LINE_LENGTH] = length;
+    step.plain.spec[VKDML_SPEC_UNIT] = perLine;
+    step.plain.spec[VKDML_SPEC_UNROLL] = sortSize;
+    step.plain.spec[VKDML_SPEC_GROUP_SIZE] = group;
+    step.plain.slot = slot;
+    step.plain.unit = elemSize_;
+    step.plain.groups = Groups(plan.count / perLine, device_.maxGroups);
+    set_.steps.push_back(step);
+    return true;
   }
 
   bool AtomicModule(std::string* module) const {

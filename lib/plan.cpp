@@ -92,15 +92,22 @@ bool Plan::Stripe(UINT elemSize, Plan* out) const {
   return true;
 }
 
-bool Plan::Lines(UINT elemSize, UINT64 maxLineBytes, bool anyShape) const {
+bool Plan::LineShaped() const {
+  return rank >= 1 && tuple == 1 && indexed[rank - 1] == 0;
+}
+
+bool Plan::LinesPay() const {
   constexpr UINT kMinLength = 256;
   constexpr UINT kMinLines = 64;
-  if (rank < 1 || tuple != 1 || indexed[rank - 1] != 0) return false;
   const UINT length = tupleSize[0], perLine = sizes[rank - 1];
+  return length >= kMinLength && UINT64(perLine) * 4 >= length && count / perLine >= kMinLines;
+}
+
+bool Plan::Lines(UINT elemSize, UINT64 maxLineBytes, bool anyShape) const {
+  if (!LineShaped()) return false;
   const UINT64 slotBytes = elemSize <= 4 ? 4 : 8;  // glsl/scatter_lines.comp: one V per element
-  if (length * slotBytes > maxLineBytes) return false;
-  return anyShape ||
-         (length >= kMinLength && UINT64(perLine) * 4 >= length && count / perLine >= kMinLines);
+  if (tupleSize[0] * slotBytes > maxLineBytes) return false;
+  return anyShape || LinesPay();
 }
 
 }  // namespace vkdml::detail

@@ -46,6 +46,10 @@ struct Plan {
   // the line is at least a workgroup wide, there are enough lines to fill a GPU, and a line's
   // updates cover enough of it that rewriting the whole line beats writing each update alone.
   bool Lines(UINT elemSize, UINT64 maxLineBytes, bool anyShape) const;
+  // The parts of that: the shape survived Simplify (one index component, a last dimension that
+  // walks one line), and rewriting whole lines pays.
+  bool LineShaped() const;
+  bool LinesPay() const;
 };
 
 }  // namespace vkdml::detail

@@ -179,3 +179,44 @@ TEST_CASE("Kernels: the steps each scatter takes", "[kernels]") {
     }
   }
 }
+
+// ScatterElements along its innermost axis: the line kernels where the device takes them (here
+// forced, as VKDML_SCATTER_LINES=1 does), for a reduction through shared memory and, when
+// deterministic, in order; neither where line kernels are off (CPU devices).
+TEST_CASE("Kernels: the line kernels of ScatterElements with a reduction", "[kernels]") {
+  using vkdml::detail::DeviceTraits;
+  using vkdml::detail::Pass;
+  const DML_TENSOR_DATA_TYPE f32 = DML_TENSOR_DATA_TYPE_FLOAT32, i32 = DML_TENSOR_DATA_TYPE_INT32;
+  using K = Pass::Kind;
+  const struct {
+    DeviceTraits::Lines lines;
+    UINT flags;
+    std::string module;
+    K kind;
+  } expectations[] = {
+      {DeviceTraits::Lines::Always, 0, "lines_reduce_e4_i32", K::Reduce},
+      {DeviceTraits::Lines::Always, VKDML_EXECUTION_FLAG_DETERMINISTIC, "lines_ordered_e4_i32",
+       K::Ordered},
+      {DeviceTraits::Lines::Never, 0, "reduce_e4_i32", K::Reduce},
+      {DeviceTraits::Lines::Never, VKDML_EXECUTION_FLAG_DETERMINISTIC, "ordered_e4_i32",
+       K::Ordered},
+  };
+  for (const auto& e : expectations) {
+    INFO("lines " << int(e.lines) << ", flags " << e.flags);
+    DeviceTraits device;
+    device.maxSharedMemory = 32 << 10;
+    device.maxLinesGroupSize = 1024;
+    device.maxGroups = 65535;
+    device.lines = e.lines;
+    OpSpec spec = OpSpec::ScatterElements(TensorDesc(f32, {4, 300}), TensorDesc(i32, {4, 200}),
+                                          TensorDesc(f32, {4, 200}), TensorDesc(f32, {4, 300}), 1);
+    spec.WithReduce(VKDML_REDUCE_FUNCTION_ADD);
+    vkdml::detail::OperatorImpl op;
+    REQUIRE(vkdml::detail::BuildOperator(spec.Desc(), &op).ok());
+    vkdml::detail::KernelSet set;
+    REQUIRE(vkdml::detail::ChooseKernels(op, e.flags, device, &set).ok());
+    REQUIRE(!set.steps.empty());
+    CHECK(set.steps.back().plain.module == e.module);
+    CHECK(set.steps.back().kind == e.kind);
+  }
+}

@@ -1107,7 +1107,9 @@ uint64_t ReduceValue(Rng& rng, DML_TENSOR_DATA_TYPE t, VKDML_REDUCE_FUNCTION f, 
   const bool negative = rng.P(0.5);
   if (f == VKDML_REDUCE_FUNCTION_ADD) {
     if (!orderFree) return FloatBits(t, negative, rng.Ui(0, 6) - 3, mantissa);
-    const int v = int(rng.U(0, 8)) - 4;  // an integer in [-4, 4]: every partial sum is exact
+    // An integer in [-4, 4] (float16: [-1, 1], as a long line may send 1200 updates to one
+    // target): every partial sum is exact.
+    const int v = f16 ? int(rng.U(0, 2)) - 1 : int(rng.U(0, 8)) - 4;
     if (v == 0) return 0;
     int e = 0;
     while ((std::abs(v) >> e) > 1) ++e;
@@ -1141,11 +1143,12 @@ void FillReduceValues(Rng& rng, const TensorDesc& desc, VKDML_REDUCE_FUNCTION f,
 // A scatter case with duplicate targets (or, in place, unique ones), given a reduction.
 // Deterministic cases run twice and must give the same bytes both times.
 bool RunReduceCase(Rng& rng, Op op, UINT D, DML_TENSOR_DATA_TYPE dt, DML_TENSOR_DATA_TYPE it,
-                   VKDML_REDUCE_FUNCTION f, bool deterministic, bool inPlace) {
+                   VKDML_REDUCE_FUNCTION f, bool deterministic, bool inPlace, bool longLines) {
   IndexEncoder enc{it};
   enc.pOutOfRange = rng.P(0.5) ? 0.0 : 0.2;
   Case c = op == Op::ScatterND ? GenScatterND(rng, D, dt, it, enc, inPlace, inPlace)
-                               : GenScatterElements(rng, D, dt, it, enc, inPlace, inPlace, false);
+                               : GenScatterElements(rng, longLines ? std::max(D, 2u) : D, dt, it,
+                                                    enc, inPlace, inPlace, longLines);
   // The reduce operators take every reduction; DirectML's deterministic scatters take NONE.
   if (f != VKDML_REDUCE_FUNCTION_NONE || rng.P(0.5)) c.spec.WithReduce(f);
   FillReduceValues(rng, c.spec.tensors[0], f, !deterministic, &c.inputs[0]);
@@ -1160,7 +1163,7 @@ bool RunReduceCase(Rng& rng, Op op, UINT D, DML_TENSOR_DATA_TYPE dt, DML_TENSOR_
   }
   if (inPlace) MakeInPlace(&c);
   INFO("case: " << c.spec.ToString() << "\n  " << Describe(c.opts)
-                << (deterministic ? ", DETERMINISTIC" : ""));
+                << (deterministic ? ", DETERMINISTIC" : "") << (longLines ? ", long lines" : ""));
   const bool ok = RunCase(c);
   if (!deterministic || !ok) return ok;
   INFO("the second run of a deterministic case");
@@ -1173,8 +1176,9 @@ bool RunReduceCase(Rng& rng, Op op, UINT D, DML_TENSOR_DATA_TYPE dt, DML_TENSOR_
 // with heavy duplication (and in place with unique targets), against the sequential reference,
 // bit for bit: in the default mode with values whose result does not depend on the order,
 // deterministic with any values. Some cases run with the device's 64-bit and float atomics
-// turned off (VKDML_ATOMICS=32: the fallbacks of devices without them) or with one workgroup
-// per dispatch (VKDML_MAX_GROUPS=1: the grid-stride loops).
+// turned off (VKDML_ATOMICS=32: the fallbacks of devices without them), with one workgroup
+// per dispatch (VKDML_MAX_GROUPS=1: the grid-stride loops) or with the line kernels wherever
+// they can run (VKDML_SCATTER_LINES=1, as GPUs choose them for long lines).
 TEST_CASE_METHOD(Fixture, "Random scatters with a reduction vs the sequential reference",
                  "[random][reduce]") {
   const uint64_t base = BaseSeed();
@@ -1194,12 +1198,20 @@ TEST_CASE_METHOD(Fixture, "Random scatters with a reduction vs the sequential re
           INFO("seed " << seed << " (VKDML_TEST_SEED=" << base << ", case " << counter << ")");
           if (!DeviceSupports(dt)) continue;
           const bool inPlace = rng.P(0.25);
-          const uint64_t knob = rng.U(0, 5);
+          // A third of the ScatterElements cases have long lines (the line kernels' shape),
+          // most of them with the line kernels forced on.
+          const bool longLines = op == Op::ScatterElements && rng.P(0.33);
+          const uint64_t knob = longLines && rng.P(0.7) ? 2 : rng.U(0, 5);
           ScopedEnv atomics("VKDML_ATOMICS", knob == 0 ? "32" : "");
           ScopedEnv groups("VKDML_MAX_GROUPS", knob == 1 ? "1" : "");
-          INFO((knob == 0 ? "VKDML_ATOMICS=32" : knob == 1 ? "VKDML_MAX_GROUPS=1" : ""));
+          ScopedLines lines(knob == 2);
+          INFO((knob == 0   ? "VKDML_ATOMICS=32"
+                : knob == 1 ? "VKDML_MAX_GROUPS=1"
+                : knob == 2 ? "VKDML_SCATTER_LINES=1"
+                            : ""));
           ++runs;
-          if (!RunReduceCase(rng, op, UINT(1 + counter % 8), dt, it, f, deterministic, inPlace))
+          if (!RunReduceCase(rng, op, UINT(1 + counter % 8), dt, it, f, deterministic, inPlace,
+                             longLines))
             ++failures;
           REQUIRE(failures < 8);
         }
