@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "ops.h"
+#include "cli.h"
 
 namespace cli {
 namespace {
