@@ -55,7 +55,7 @@ void CheckExample(OpSpec& spec, const Example& ex) {
 
 TEST_CASE_METHOD(Fixture, "GatherND example 1: 1D remapping", "[spec][gather_nd]") {
   const DML_TENSOR_DATA_TYPE it = GENERATE(from_range(IndexTypes()));
-  INFO("index type " << ref::TypeName(it));
+  INFO("index type " << DataTypeName(it));
   const Example& ex = spec_examples::kGatherNDExample1;
   OpSpec spec = OpSpec::GatherND(Data(ex.input), Indices(ex, it), Data(ex.output), ex.inputDims,
                                  ex.indicesDims);
@@ -64,7 +64,7 @@ TEST_CASE_METHOD(Fixture, "GatherND example 1: 1D remapping", "[spec][gather_nd]
 
 TEST_CASE_METHOD(Fixture, "GatherND example 2: 2D remapping", "[spec][gather_nd]") {
   const DML_TENSOR_DATA_TYPE it = GENERATE(from_range(IndexTypes()));
-  INFO("index type " << ref::TypeName(it));
+  INFO("index type " << DataTypeName(it));
   const Example& ex = spec_examples::kGatherNDExample2;
   OpSpec spec = OpSpec::GatherND(Data(ex.input), Indices(ex, it), Data(ex.output), ex.inputDims,
                                  ex.indicesDims);
@@ -73,7 +73,7 @@ TEST_CASE_METHOD(Fixture, "GatherND example 2: 2D remapping", "[spec][gather_nd]
 
 TEST_CASE_METHOD(Fixture, "GatherND1 example 1: 1D remapping", "[spec][gather_nd1]") {
   const DML_TENSOR_DATA_TYPE it = GENERATE(from_range(IndexTypes()));
-  INFO("index type " << ref::TypeName(it));
+  INFO("index type " << DataTypeName(it));
   const Example& ex = spec_examples::kGatherND1Example1;
   OpSpec spec = OpSpec::GatherND1(Data(ex.input), Indices(ex, it), Data(ex.output), ex.inputDims,
                                   ex.indicesDims, ex.batchDims);
@@ -83,7 +83,7 @@ TEST_CASE_METHOD(Fixture, "GatherND1 example 1: 1D remapping", "[spec][gather_nd
 TEST_CASE_METHOD(Fixture, "GatherND1 example 2: 2D remapping with batch count",
                  "[spec][gather_nd1]") {
   const DML_TENSOR_DATA_TYPE it = GENERATE(from_range(IndexTypes()));
-  INFO("index type " << ref::TypeName(it));
+  INFO("index type " << DataTypeName(it));
   const Example& ex = spec_examples::kGatherND1Example2;
   OpSpec spec = OpSpec::GatherND1(Data(ex.input), Indices(ex, it), Data(ex.output), ex.inputDims,
                                   ex.indicesDims, ex.batchDims);
@@ -92,7 +92,7 @@ TEST_CASE_METHOD(Fixture, "GatherND1 example 2: 2D remapping with batch count",
 
 TEST_CASE_METHOD(Fixture, "GatherElements example (axis 0)", "[spec][gather_elements]") {
   const DML_TENSOR_DATA_TYPE it = GENERATE(from_range(IndexTypes()));
-  INFO("index type " << ref::TypeName(it));
+  INFO("index type " << DataTypeName(it));
   // The page gives the output type as UINT32; it is the input's, FLOAT32 (spec/README.md).
   const Example& ex = spec_examples::kGatherElementsExample;
   OpSpec spec = OpSpec::GatherElements(Data(ex.input), Indices(ex, it), Data(ex.output), ex.axis);
@@ -102,7 +102,7 @@ TEST_CASE_METHOD(Fixture, "GatherElements example (axis 0)", "[spec][gather_elem
 TEST_CASE_METHOD(Fixture, "ScatterND example (ONNX shapes padded to equal rank)",
                  "[spec][scatter_nd]") {
   const DML_TENSOR_DATA_TYPE it = GENERATE(from_range(IndexTypes()));
-  INFO("index type " << ref::TypeName(it));
+  INFO("index type " << DataTypeName(it));
   // Input {8}, indices {4,1}, updates {4}: DimensionCount 2 with leading 1s.
   const Example& ex = spec_examples::kScatterNDExample;
   OpSpec spec = OpSpec::ScatterND(Data(ex.input), Indices(ex, it), Data(ex.updates),
@@ -115,7 +115,7 @@ TEST_CASE_METHOD(Fixture, "ScatterND example (ONNX shapes padded to equal rank)"
 TEST_CASE_METHOD(Fixture, "ScatterElements examples (DirectML's 1-D, ONNX's two)",
                  "[spec][scatter_elements]") {
   const DML_TENSOR_DATA_TYPE it = GENERATE(from_range(IndexTypes()));
-  INFO("index type " << ref::TypeName(it));
+  INFO("index type " << DataTypeName(it));
   SECTION("DirectML 1-D: indices {3,1,3,0} name element 3 twice") {
     // The page prints 7 at element 3; it also says either colliding write may win.
     TensorDesc input(F32, {5}), indices(it, {4}), updates(F32, {4}), output(F32, {5});
@@ -218,7 +218,7 @@ TEST_CASE_METHOD(Fixture, "Member examples {1,1,4,6} / {1,4,5,2} are valid and r
 // page's IndexDimensions member example.
 TEST_CASE_METHOD(Fixture, "Gather examples (DirectML's page)", "[spec][gather]") {
   const DML_TENSOR_DATA_TYPE it = GENERATE(from_range(IndexTypes()));
-  INFO("index type " << ref::TypeName(it));
+  INFO("index type " << DataTypeName(it));
   SECTION("Example 1: 1D remapping") {
     TensorDesc input(F32, {4}), indices(it, {5}), output(F32, {5});
     OpSpec spec = OpSpec::Gather(input, indices, output, 0, 1);
@@ -267,7 +267,7 @@ TEST_CASE_METHOD(Fixture, "Gather examples (DirectML's page)", "[spec][gather]")
 
 TEST_CASE_METHOD(Fixture, "Gather examples (ONNX's, as DirectML descriptors)", "[spec][gather]") {
   const DML_TENSOR_DATA_TYPE it = GENERATE(from_range(IndexTypes()));
-  INFO("index type " << ref::TypeName(it));
+  INFO("index type " << DataTypeName(it));
   SECTION("ONNX example 1: data (3,2), indices (2,2), axis 0 -> (2,2,2)") {
     // DimensionCount 3: the input padded to {1,3,2}, gathered along its Axis 1.
     TensorDesc input(F32, {1, 3, 2}), indices(it, {1, 2, 2}), output(F32, {2, 2, 2});
