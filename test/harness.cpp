@@ -159,7 +159,7 @@ void TensorDesc::Fix() {
 
 std::string TensorDesc::ToString() const {
   std::ostringstream s;
-  s << ref::TypeName(buf.DataType) << " sizes " << Dims(sizes);
+  s << DataTypeName(buf.DataType) << " sizes " << Dims(sizes);
   if (!strides.empty()) s << " strides " << Dims(strides);
   s << " total " << buf.TotalTensorSizeInBytes;
   if (buf.GuaranteedBaseOffsetAlignment) s << " align " << buf.GuaranteedBaseOffsetAlignment;

@@ -40,35 +40,6 @@ bool IsSignedIndexType(DML_TENSOR_DATA_TYPE type) {
   return type == DML_TENSOR_DATA_TYPE_INT32 || type == DML_TENSOR_DATA_TYPE_INT64;
 }
 
-const char* TypeName(DML_TENSOR_DATA_TYPE type) {
-  switch (type) {
-    case DML_TENSOR_DATA_TYPE_FLOAT32:
-      return "FLOAT32";
-    case DML_TENSOR_DATA_TYPE_FLOAT16:
-      return "FLOAT16";
-    case DML_TENSOR_DATA_TYPE_UINT32:
-      return "UINT32";
-    case DML_TENSOR_DATA_TYPE_UINT16:
-      return "UINT16";
-    case DML_TENSOR_DATA_TYPE_UINT8:
-      return "UINT8";
-    case DML_TENSOR_DATA_TYPE_INT32:
-      return "INT32";
-    case DML_TENSOR_DATA_TYPE_INT16:
-      return "INT16";
-    case DML_TENSOR_DATA_TYPE_INT8:
-      return "INT8";
-    case DML_TENSOR_DATA_TYPE_FLOAT64:
-      return "FLOAT64";
-    case DML_TENSOR_DATA_TYPE_UINT64:
-      return "UINT64";
-    case DML_TENSOR_DATA_TYPE_INT64:
-      return "INT64";
-    default:
-      return "UNKNOWN";
-  }
-}
-
 std::vector<uint32_t> PackedStrides(const std::vector<uint32_t>& sizes) {
   std::vector<uint32_t> strides(sizes.size());
   uint64_t s = 1;

@@ -20,7 +20,6 @@ using Coord = std::vector<uint32_t>;
 uint32_t ElementSize(DML_TENSOR_DATA_TYPE type);
 bool IsIndexType(DML_TENSOR_DATA_TYPE type);
 bool IsSignedIndexType(DML_TENSOR_DATA_TYPE type);
-const char* TypeName(DML_TENSOR_DATA_TYPE type);
 
 // Row-major packed strides (in elements).
 std::vector<uint32_t> PackedStrides(const std::vector<uint32_t>& sizes);

@@ -902,7 +902,7 @@ TEST_CASE_METHOD(Fixture, "GatherElements on an outer axis, wide rows (striped w
 TEST_CASE_METHOD(Fixture, "Checked mode names the first offending index across workgroups",
                  "[checked]") {
   const DML_TENSOR_DATA_TYPE it = GENERATE(from_range(IndexTypes()));
-  INFO("index type " << ref::TypeName(it));
+  INFO("index type " << DataTypeName(it));
   // 300000 indices, all in range but three; the earliest in row-major order is reported.
   TensorDesc in(DML_TENSOR_DATA_TYPE_FLOAT32, {600, 500}), ix(it, {600, 500}),
       out(DML_TENSOR_DATA_TYPE_FLOAT32, {600, 500});
@@ -931,7 +931,7 @@ TEST_CASE_METHOD(Fixture, "Checked mode names the first offending index across w
 TEST_CASE_METHOD(Fixture, "Checked mode: status per execution, value formatting, unchecked is Ok",
                  "[checked]") {
   const DML_TENSOR_DATA_TYPE it = GENERATE(from_range(IndexTypes()));
-  INFO("index type " << ref::TypeName(it));
+  INFO("index type " << DataTypeName(it));
   const bool isSigned = ref::IsSignedIndexType(it);
   const bool wide = ref::ElementSize(it) == 8;
   // GatherND: data {4,5} r 2, indices {3,2} q 2 (3 tuples of 2) -> output {3}, D 2: {1,3}.
@@ -1032,7 +1032,7 @@ TEST_CASE_METHOD(Fixture, "Bindings at offsets inside larger buffers leave the r
       GENERATE(DML_TENSOR_DATA_TYPE_UINT8, DML_TENSOR_DATA_TYPE_FLOAT16,
                DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_FLOAT64);
   const bool oneBuffer = GENERATE(false, true);
-  INFO(ref::TypeName(dt) << (oneBuffer ? ", one buffer" : ", separate buffers"));
+  INFO(DataTypeName(dt) << (oneBuffer ? ", one buffer" : ", separate buffers"));
   if (!DeviceSupports(dt)) return;
   Rng rng(BaseSeed() ^ 0x3001);
   const UINT64 es = ref::ElementSize(dt);

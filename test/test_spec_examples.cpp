@@ -1,9 +1,11 @@
 // Every example of the four operator pages (shared/spec) and of DirectML's and ONNX's Gather and
 // ScatterElements pages, with the outputs the pages give, on every index type; and the pages'
-// size-formula examples as validation successes.
+// size-formula examples as validation successes. The four pages' examples are data in
+// examples/cli/spec_examples.h, which `vkdml demo` shows.
 #include <catch2/catch.hpp>
 
 #include "harness.h"
+#include "spec_examples.h"
 #include "test_util.h"
 
 using namespace vt;
@@ -29,66 +31,83 @@ void CheckExample(OpSpec& spec, const std::vector<Bytes>& inputs, const std::vec
   CheckAllPaths(spec, inputs, expected, Poisoned(expected.size()));
 }
 
+// The operator pages' examples (spec_examples.h): FLOAT32 data, indices of the test's type.
+using spec_examples::Example;
+
+TensorDesc Data(const spec_examples::PageTensor<float>& t) {
+  return TensorDesc(F32, t.sizes);
+}
+
+TensorDesc Indices(const Example& ex, DML_TENSOR_DATA_TYPE it) {
+  return TensorDesc(it, ex.indices.sizes);
+}
+
+// CheckExample on the example's input, indices (as spec's IndicesTensor) and updates.
+void CheckExample(OpSpec& spec, const Example& ex) {
+  std::vector<Bytes> inputs = {
+      ToBytes(ex.input.values),
+      IndexBytes(spec.tensors[1].Type(), ex.indices.values, spec.tensors[1].Total())};
+  if (spec.InputCount() == 3) inputs.push_back(ToBytes(ex.updates.values));
+  CheckExample(spec, inputs, ex.output.values);
+}
+
 }  // namespace
 
 TEST_CASE_METHOD(Fixture, "GatherND example 1: 1D remapping", "[spec][gather_nd]") {
   const DML_TENSOR_DATA_TYPE it = GENERATE(from_range(IndexTypes()));
-  INFO("index type " << ref::TypeName(it));
-  TensorDesc input(F32, {2, 2}), indices(it, {2, 1}), output(F32, {2, 2});
-  OpSpec spec = OpSpec::GatherND(input, indices, output, 2, 2);
-  CheckExample(spec, {ToBytes(Iota(4, 0)), IndexBytes(it, {1, 0}, indices.Total())}, {2, 3, 0, 1});
+  INFO("index type " << DataTypeName(it));
+  const Example& ex = spec_examples::kGatherNDExample1;
+  OpSpec spec = OpSpec::GatherND(Data(ex.input), Indices(ex, it), Data(ex.output), ex.inputDims,
+                                 ex.indicesDims);
+  CheckExample(spec, ex);
 }
 
 TEST_CASE_METHOD(Fixture, "GatherND example 2: 2D remapping", "[spec][gather_nd]") {
   const DML_TENSOR_DATA_TYPE it = GENERATE(from_range(IndexTypes()));
-  INFO("index type " << ref::TypeName(it));
-  TensorDesc input(F32, {1, 2, 2, 2}), indices(it, {1, 1, 2, 2}), output(F32, {1, 1, 2, 2});
-  OpSpec spec = OpSpec::GatherND(input, indices, output, 3, 2);
-  CheckExample(spec, {ToBytes(Iota(8, 0)), IndexBytes(it, {0, 1, 1, 0}, indices.Total())},
-               {2, 3, 4, 5});
+  INFO("index type " << DataTypeName(it));
+  const Example& ex = spec_examples::kGatherNDExample2;
+  OpSpec spec = OpSpec::GatherND(Data(ex.input), Indices(ex, it), Data(ex.output), ex.inputDims,
+                                 ex.indicesDims);
+  CheckExample(spec, ex);
 }
 
 TEST_CASE_METHOD(Fixture, "GatherND1 example 1: 1D remapping", "[spec][gather_nd1]") {
   const DML_TENSOR_DATA_TYPE it = GENERATE(from_range(IndexTypes()));
-  INFO("index type " << ref::TypeName(it));
-  TensorDesc input(F32, {2, 2}), indices(it, {2, 1}), output(F32, {2, 2});
-  OpSpec spec = OpSpec::GatherND1(input, indices, output, 2, 2, 0);
-  CheckExample(spec, {ToBytes(Iota(4, 0)), IndexBytes(it, {1, 0}, indices.Total())}, {2, 3, 0, 1});
+  INFO("index type " << DataTypeName(it));
+  const Example& ex = spec_examples::kGatherND1Example1;
+  OpSpec spec = OpSpec::GatherND1(Data(ex.input), Indices(ex, it), Data(ex.output), ex.inputDims,
+                                  ex.indicesDims, ex.batchDims);
+  CheckExample(spec, ex);
 }
 
 TEST_CASE_METHOD(Fixture, "GatherND1 example 2: 2D remapping with batch count",
                  "[spec][gather_nd1]") {
   const DML_TENSOR_DATA_TYPE it = GENERATE(from_range(IndexTypes()));
-  INFO("index type " << ref::TypeName(it));
-  TensorDesc input(F32, {1, 3, 2, 2}), indices(it, {1, 3, 2, 2}), output(F32, {1, 1, 3, 2});
-  OpSpec spec = OpSpec::GatherND1(input, indices, output, 3, 3, 1);
-  CheckExample(
-      spec,
-      {ToBytes(Iota(12, 0)), IndexBytes(it, {0, 0, 1, 1, 1, 1, 0, 0, 0, 1, 1, 0}, indices.Total())},
-      {0, 3, 7, 4, 9, 10});
+  INFO("index type " << DataTypeName(it));
+  const Example& ex = spec_examples::kGatherND1Example2;
+  OpSpec spec = OpSpec::GatherND1(Data(ex.input), Indices(ex, it), Data(ex.output), ex.inputDims,
+                                  ex.indicesDims, ex.batchDims);
+  CheckExample(spec, ex);
 }
 
 TEST_CASE_METHOD(Fixture, "GatherElements example (axis 0)", "[spec][gather_elements]") {
   const DML_TENSOR_DATA_TYPE it = GENERATE(from_range(IndexTypes()));
-  INFO("index type " << ref::TypeName(it));
+  INFO("index type " << DataTypeName(it));
   // The page gives the output type as UINT32; it is the input's, FLOAT32 (spec/README.md).
-  TensorDesc input(F32, {3, 3}), indices(it, {2, 3}), output(F32, {2, 3});
-  OpSpec spec = OpSpec::GatherElements(input, indices, output, 0);
-  CheckExample(spec, {ToBytes(Iota(9, 1)), IndexBytes(it, {1, 2, 0, 2, 0, 0}, indices.Total())},
-               {4, 8, 3, 7, 2, 3});
+  const Example& ex = spec_examples::kGatherElementsExample;
+  OpSpec spec = OpSpec::GatherElements(Data(ex.input), Indices(ex, it), Data(ex.output), ex.axis);
+  CheckExample(spec, ex);
 }
 
 TEST_CASE_METHOD(Fixture, "ScatterND example (ONNX shapes padded to equal rank)",
                  "[spec][scatter_nd]") {
   const DML_TENSOR_DATA_TYPE it = GENERATE(from_range(IndexTypes()));
-  INFO("index type " << ref::TypeName(it));
+  INFO("index type " << DataTypeName(it));
   // Input {8}, indices {4,1}, updates {4}: DimensionCount 2 with leading 1s.
-  TensorDesc input(F32, {1, 8}), indices(it, {4, 1}), updates(F32, {1, 4}), output(F32, {1, 8});
-  OpSpec spec = OpSpec::ScatterND(input, indices, updates, output, 1, 2);
-  CheckExample(spec,
-               {ToBytes(Iota(8, 1)), IndexBytes(it, {4, 3, 1, 7}, indices.Total()),
-                ToBytes(std::vector<float>{9, 10, 11, 12})},
-               {1, 11, 3, 10, 9, 6, 7, 12});
+  const Example& ex = spec_examples::kScatterNDExample;
+  OpSpec spec = OpSpec::ScatterND(Data(ex.input), Indices(ex, it), Data(ex.updates),
+                                  Data(ex.output), ex.inputDims, ex.indicesDims);
+  CheckExample(spec, ex);
 }
 
 // ScatterElements has no page in shared/spec. These are the 1-D example of DirectML's
@@ -96,7 +115,7 @@ TEST_CASE_METHOD(Fixture, "ScatterND example (ONNX shapes padded to equal rank)"
 TEST_CASE_METHOD(Fixture, "ScatterElements examples (DirectML's 1-D, ONNX's two)",
                  "[spec][scatter_elements]") {
   const DML_TENSOR_DATA_TYPE it = GENERATE(from_range(IndexTypes()));
-  INFO("index type " << ref::TypeName(it));
+  INFO("index type " << DataTypeName(it));
   SECTION("DirectML 1-D: indices {3,1,3,0} name element 3 twice") {
     // The page prints 7 at element 3; it also says either colliding write may win.
     TensorDesc input(F32, {5}), indices(it, {4}), updates(F32, {4}), output(F32, {5});
@@ -199,7 +218,7 @@ TEST_CASE_METHOD(Fixture, "Member examples {1,1,4,6} / {1,4,5,2} are valid and r
 // page's IndexDimensions member example.
 TEST_CASE_METHOD(Fixture, "Gather examples (DirectML's page)", "[spec][gather]") {
   const DML_TENSOR_DATA_TYPE it = GENERATE(from_range(IndexTypes()));
-  INFO("index type " << ref::TypeName(it));
+  INFO("index type " << DataTypeName(it));
   SECTION("Example 1: 1D remapping") {
     TensorDesc input(F32, {4}), indices(it, {5}), output(F32, {5});
     OpSpec spec = OpSpec::Gather(input, indices, output, 0, 1);
@@ -248,7 +267,7 @@ TEST_CASE_METHOD(Fixture, "Gather examples (DirectML's page)", "[spec][gather]")
 
 TEST_CASE_METHOD(Fixture, "Gather examples (ONNX's, as DirectML descriptors)", "[spec][gather]") {
   const DML_TENSOR_DATA_TYPE it = GENERATE(from_range(IndexTypes()));
-  INFO("index type " << ref::TypeName(it));
+  INFO("index type " << DataTypeName(it));
   SECTION("ONNX example 1: data (3,2), indices (2,2), axis 0 -> (2,2,2)") {
     // DimensionCount 3: the input padded to {1,3,2}, gathered along its Axis 1.
     TensorDesc input(F32, {1, 3, 2}), indices(it, {1, 2, 2}), output(F32, {2, 2, 2});

@@ -1,4 +1,4 @@
-// `vkdml demo`: runs the examples of the operator pages (../shared/spec) and prints them in the
+// `vkdml demo`: runs the examples of the operator pages (spec_examples.h) and prints them in the
 // pages' layout, each marked as matching the page or not.
 #include <cstdio>
 #include <cstring>
@@ -6,95 +6,23 @@
 #include <string>
 #include <vector>
 
-#include "ops.h"
+#include "cli.h"
+#include "spec_examples.h"
 
 namespace cli {
 namespace {
 
 using namespace vkdml;
 
-struct Tensor {
-  std::vector<UINT> sizes;
-  std::vector<double> values;  // FLOAT32 data or UINT32 indices
-};
+using spec_examples::PageTensor;
 
-struct Example {
-  const char* title;
-  DML_OPERATOR_TYPE type;
-  UINT inputDims, indicesDims, batchDims, axis;
-  Tensor input, indices, updates, output;  // updates: ScatterND only
-};
-
-// The pages' examples. ScatterND's is read in ONNX shapes (the page's indices are FLOAT32 and
-// its ranks differ): DimensionCount 2 with leading 1s. GatherElements' output is FLOAT32.
-const Example kExamples[] = {
-    {"GatherND example 1: 1D remapping",
-     DML_OPERATOR_GATHER_ND,
-     2,
-     2,
-     0,
-     0,
-     {{2, 2}, {0, 1, 2, 3}},
-     {{2, 1}, {1, 0}},
-     {},
-     {{2, 2}, {2, 3, 0, 1}}},
-    {"GatherND example 2: 2D remapping",
-     DML_OPERATOR_GATHER_ND,
-     3,
-     2,
-     0,
-     0,
-     {{1, 2, 2, 2}, {0, 1, 2, 3, 4, 5, 6, 7}},
-     {{1, 1, 2, 2}, {0, 1, 1, 0}},
-     {},
-     {{1, 1, 2, 2}, {2, 3, 4, 5}}},
-    {"GatherND1 example 1: 1D remapping",
-     DML_OPERATOR_GATHER_ND1,
-     2,
-     2,
-     0,
-     0,
-     {{2, 2}, {0, 1, 2, 3}},
-     {{2, 1}, {1, 0}},
-     {},
-     {{2, 2}, {2, 3, 0, 1}}},
-    {"GatherND1 example 2: 2D remapping with batch count",
-     DML_OPERATOR_GATHER_ND1,
-     3,
-     3,
-     1,
-     0,
-     {{1, 3, 2, 2}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}},
-     {{1, 3, 2, 2}, {0, 0, 1, 1, 1, 1, 0, 0, 0, 1, 1, 0}},
-     {},
-     {{1, 1, 3, 2}, {0, 3, 7, 4, 9, 10}}},
-    {"GatherElements example",
-     DML_OPERATOR_GATHER_ELEMENTS,
-     0,
-     0,
-     0,
-     0,
-     {{3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9}},
-     {{2, 3}, {1, 2, 0, 2, 0, 0}},
-     {},
-     {{2, 3}, {4, 8, 3, 7, 2, 3}}},
-    {"ScatterND example",
-     DML_OPERATOR_SCATTER_ND,
-     1,
-     2,
-     0,
-     0,
-     {{1, 8}, {1, 2, 3, 4, 5, 6, 7, 8}},
-     {{4, 1}, {4, 3, 1, 7}},
-     {{1, 4}, {9, 10, 11, 12}},
-     {{1, 8}, {1, 11, 3, 10, 9, 6, 7, 12}}},
-};
-
-HostTensor ToHost(const Tensor& t, DML_TENSOR_DATA_TYPE type) {
+// The example's values as a tensor of `type`: FLOAT32 for data, UINT32 for indices.
+template <typename T>
+HostTensor ToHost(const PageTensor<T>& t, DML_TENSOR_DATA_TYPE type) {
   HostTensor h;
   h.type = type;
   h.sizes = t.sizes;
-  for (double v : t.values) {
+  for (T v : t.values) {
     uint8_t bytes[4];
     if (type == DML_TENSOR_DATA_TYPE_FLOAT32) {
       float f = static_cast<float>(v);
@@ -108,22 +36,19 @@ HostTensor ToHost(const Tensor& t, DML_TENSOR_DATA_TYPE type) {
   return h;
 }
 
-std::vector<double> Values(const HostTensor& h, size_t count) {
-  std::vector<double> out(count);
-  for (size_t i = 0; i < count; ++i) {
-    float f;
-    std::memcpy(&f, &h.bytes[4 * i], 4);
-    out[i] = f;
-  }
+std::vector<float> Values(const HostTensor& h, size_t count) {
+  std::vector<float> out(count);
+  for (size_t i = 0; i < count; ++i) std::memcpy(&out[i], &h.bytes[4 * i], 4);
   return out;
 }
 
 // Nested brackets, row-major: [[0,1],[2,3]].
-std::string Nested(const std::vector<UINT>& sizes, const std::vector<double>& values, size_t dim,
+template <typename T>
+std::string Nested(const std::vector<UINT>& sizes, const std::vector<T>& values, size_t dim,
                    size_t* next) {
   if (dim == sizes.size()) {
     char buf[32];
-    std::snprintf(buf, sizeof buf, "%g", values[(*next)++]);
+    std::snprintf(buf, sizeof buf, "%g", static_cast<double>(values[(*next)++]));
     return buf;
   }
   std::string s = "[";
@@ -131,13 +56,14 @@ std::string Nested(const std::vector<UINT>& sizes, const std::vector<double>& va
   return s + "]";
 }
 
-void Print(const char* name, const Tensor& t, const std::vector<double>& values,
+template <typename T>
+void Print(const char* name, const std::vector<UINT>& sizes, const std::vector<T>& values,
            DML_TENSOR_DATA_TYPE type) {
-  std::string sizes;
-  for (UINT s : t.sizes) sizes += (sizes.empty() ? "" : ",") + std::to_string(s);
+  std::string text;
+  for (UINT s : sizes) text += (text.empty() ? "" : ",") + std::to_string(s);
   size_t next = 0;
-  std::printf("%s: (Sizes:{%s}, DataType:%s)\n    %s\n", name, sizes.c_str(), DataTypeName(type),
-              Nested(t.sizes, values, 0, &next).c_str());
+  std::printf("%s: (Sizes:{%s}, DataType:%s)\n    %s\n", name, text.c_str(), DataTypeName(type),
+              Nested(sizes, values, 0, &next).c_str());
 }
 
 const char kDemoUsage[] =
@@ -183,7 +109,8 @@ int DemoMain(int argc, char** argv) {
   std::printf("Device: %s\n", device->Info().name.c_str());
 
   int mismatches = 0;
-  for (const Example& ex : kExamples) {
+  for (const spec_examples::Example* example : spec_examples::kAll) {
+    const spec_examples::Example& ex = *example;
     HostTensor input = ToHost(ex.input, DML_TENSOR_DATA_TYPE_FLOAT32);
     HostTensor indices = ToHost(ex.indices, DML_TENSOR_DATA_TYPE_UINT32);
     HostTensor updates = ToHost(ex.updates, DML_TENSOR_DATA_TYPE_FLOAT32);
@@ -216,12 +143,12 @@ int DemoMain(int argc, char** argv) {
                   : ex.type == DML_OPERATOR_GATHER_ND1 ? static_cast<const void*>(&gatherNd1)
                                                        : static_cast<const void*>(&scatterNd);
     }
-    Print("InputTensor", ex.input, ex.input.values, DML_TENSOR_DATA_TYPE_FLOAT32);
-    Print("IndicesTensor", ex.indices, ex.indices.values, DML_TENSOR_DATA_TYPE_UINT32);
+    Print("InputTensor", ex.input.sizes, ex.input.values, DML_TENSOR_DATA_TYPE_FLOAT32);
+    Print("IndicesTensor", ex.indices.sizes, ex.indices.values, DML_TENSOR_DATA_TYPE_UINT32);
     if (ex.type == DML_OPERATOR_SCATTER_ND) {
       scatterNd.UpdatesTensor = updates.Desc();
       inputs.push_back(&updates);
-      Print("UpdatesTensor", ex.updates, ex.updates.values, DML_TENSOR_DATA_TYPE_FLOAT32);
+      Print("UpdatesTensor", ex.updates.sizes, ex.updates.values, DML_TENSOR_DATA_TYPE_FLOAT32);
     }
 
     r = Execute(*device, desc, 0, inputs, &output);
@@ -230,8 +157,8 @@ int DemoMain(int argc, char** argv) {
       std::fprintf(stderr, "vkdml demo: %s: %s\n", ex.title, r.message.c_str());
       return 1;
     }
-    std::vector<double> got = Values(output, ex.output.values.size());
-    Print("OutputTensor", ex.output, got, DML_TENSOR_DATA_TYPE_FLOAT32);
+    std::vector<float> got = Values(output, ex.output.values.size());
+    Print("OutputTensor", ex.output.sizes, got, DML_TENSOR_DATA_TYPE_FLOAT32);
     if (got == ex.output.values) {
       std::printf("-> matches the page\n");
     } else {
@@ -241,8 +168,8 @@ int DemoMain(int argc, char** argv) {
       ++mismatches;
     }
   }
-  std::printf("\n%zu examples, %d match the pages, %d do not\n", std::size(kExamples),
-              int(std::size(kExamples)) - mismatches, mismatches);
+  std::printf("\n%zu examples, %d match the pages, %d do not\n", std::size(spec_examples::kAll),
+              int(std::size(spec_examples::kAll)) - mismatches, mismatches);
   return mismatches ? 1 : 0;
 }
 

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "bench.h"
-#include "ops.h"
+#include "cli.h"
 
 namespace {
 
@@ -29,7 +29,7 @@ const char kDevicesUsage[] =
     "storage buffer access, needed for 1- and 2-byte data types). '*' marks the device used\n"
     "when --device is not given.\n";
 
-const char* TypeName(VkPhysicalDeviceType t) {
+const char* DeviceTypeName(VkPhysicalDeviceType t) {
   switch (t) {
     case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
       return "integrated GPU";
@@ -75,7 +75,7 @@ int DevicesMain(int argc, char** argv) {
   for (size_t i = 0; i < devices.size(); ++i) {
     const vkdml::DeviceInfo& d = devices[i];
     std::printf("%c %zu: %s\n", i == chosen ? '*' : ' ', i, d.name.c_str());
-    std::printf("     type: %s\n", TypeName(d.type));
+    std::printf("     type: %s\n", DeviceTypeName(d.type));
     std::printf("     driver: %s%s%s, version %s (0x%x)\n",
                 d.driverName.empty() ? "unknown" : d.driverName.c_str(),
                 d.driverInfo.empty() ? "" : " ", d.driverInfo.c_str(),

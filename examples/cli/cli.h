@@ -1,5 +1,5 @@
-// The command-line tool's bridge to vkdml: host tensors, device selection, and `vkdml run`,
-// which maps ONNX operators on .npy arrays onto DirectML descriptors.
+// What the command-line tool's commands share: exit statuses, host tensors, device selection
+// and running one operator (cli.cpp), and each command's entry point.
 #pragma once
 
 #include <cstdint>
@@ -48,9 +48,10 @@ int ExitStatus(const vkdml::Result& r);
 // Parses "--device N"-style integers; false if text is not a whole decimal integer.
 bool ParseInt(const std::string& text, int64_t* out);
 
-// `vkdml run ...` (argv[0] is "run"), in ops.cpp.
+// The commands: argv[0] is the command's name, the return value the exit status.
+// `vkdml run ...`, in run.cpp: an ONNX operator on .npy arrays, mapped onto DirectML.
 int RunMain(int argc, char** argv);
-// `vkdml demo ...` (argv[0] is "demo"), in demo.cpp.
+// `vkdml demo ...`, in demo.cpp: the operator pages' examples.
 int DemoMain(int argc, char** argv);
 
 }  // namespace cli

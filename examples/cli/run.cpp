@@ -1,4 +1,6 @@
-#include "ops.h"
+// `vkdml run`: one ONNX operator (Gather, GatherND, GatherElements, ScatterElements, ScatterND)
+// on .npy arrays, mapped onto a DirectML descriptor and run on a Vulkan device.
+#include "cli.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -9,70 +11,6 @@
 namespace cli {
 
 using namespace vkdml;
-
-const DML_TENSOR_DESC* HostTensor::Desc() {
-  UINT64 total = CalcBufferTensorSize(type, static_cast<UINT>(sizes.size()), sizes.data(),
-                                      strides.empty() ? nullptr : strides.data());
-  if (bytes.size() < total) bytes.resize(total, 0);
-  buffer_ = {type,
-             DML_TENSOR_FLAG_NONE,
-             static_cast<UINT>(sizes.size()),
-             sizes.data(),
-             strides.empty() ? nullptr : strides.data(),
-             total,
-             0};
-  desc_ = {DML_TENSOR_TYPE_BUFFER, &buffer_};
-  return &desc_;
-}
-
-Result CheckDeviceIndex(int index) {
-  if (index < 0) return {};
-  std::vector<DeviceInfo> devices;
-  Result r = EnumerateDevices(&devices);
-  if (!r) return r;
-  if (static_cast<size_t>(index) >= devices.size())
-    return {Status::InvalidArgument,
-            "--device is " + std::to_string(index) + ", expected 0 to " +
-                std::to_string(int(devices.size()) - 1) + " (" + std::to_string(devices.size()) +
-                (devices.size() == 1 ? " device" : " devices") + "; see `vkdml devices`)"};
-  return {};
-}
-
-Result OpenDevice(int index, std::unique_ptr<Device>* out) {
-  Result r = CheckDeviceIndex(index);
-  if (!r) return r;
-  DeviceDesc desc;
-  desc.physicalDeviceIndex = index;
-  return CreateDevice(desc, out);
-}
-
-Result Execute(Device& device, const DML_OPERATOR_DESC& desc, UINT flags,
-               const std::vector<HostTensor*>& inputs, HostTensor* output) {
-  std::unique_ptr<Operator> op;
-  Result r = device.CreateOperator(desc, &op);
-  if (!r) return r;
-  std::unique_ptr<CompiledOperator> compiled;
-  r = device.CompileOperator(*op, flags, &compiled);
-  if (!r) return r;
-  std::vector<const void*> in;
-  for (HostTensor* t : inputs) in.push_back(t->bytes.data());
-  output->bytes.resize(std::max<size_t>(output->bytes.size(), op->OutputSize(0)));
-  return device.Run(*compiled, in, {output->bytes.data()});
-}
-
-int ExitStatus(const Result& r) {
-  return r.status == Status::InvalidArgument || r.status == Status::IndexOutOfRange ? kExitBadInput
-                                                                                    : kExitDevice;
-}
-
-bool ParseInt(const std::string& text, int64_t* out) {
-  if (text.empty() || text.size() > 18) return false;
-  size_t i = text[0] == '-' ? 1 : 0;
-  if (i == text.size() || text.find_first_not_of("0123456789", i) != std::string::npos)
-    return false;
-  *out = std::stoll(text);
-  return true;
-}
 
 namespace {
 
@@ -107,7 +45,8 @@ struct RunArgs {
   bool haveAxis = false, haveBatchDims = false, checkIndices = false;
 };
 
-int Fail(const std::string& message, int status = kExitBadInput) {
+// Reports message as `vkdml run: message` on stderr and returns the exit status.
+int Error(const std::string& message, int status = kExitBadInput) {
   std::fprintf(stderr, "vkdml run: %s\n", message.c_str());
   return status;
 }
@@ -125,7 +64,7 @@ int ParseRunArgs(int argc, char** argv, RunArgs* a) {
       continue;
     }
     if (arg.rfind("--", 0) != 0) {
-      if (!a->op.empty()) return Fail("unexpected argument '" + arg + "' (see --help)");
+      if (!a->op.empty()) return Error("unexpected argument '" + arg + "' (see --help)");
       a->op = arg;
       continue;
     }
@@ -136,14 +75,14 @@ int ParseRunArgs(int argc, char** argv, RunArgs* a) {
     } else if (i + 1 < argc) {
       value = argv[++i];
     } else {
-      return Fail(arg + " needs a value (see --help)");
+      return Error(arg + " needs a value (see --help)");
     }
     int64_t* number = arg == "--axis"         ? &a->axis
                       : arg == "--batch-dims" ? &a->batchDims
                       : arg == "--device"     ? &a->device
                                               : nullptr;
     if (number) {
-      if (!ParseInt(value, number)) return Fail(arg + " is '" + value + "', expected an integer");
+      if (!ParseInt(value, number)) return Error(arg + " is '" + value + "', expected an integer");
       if (arg == "--axis") a->haveAxis = true;
       if (arg == "--batch-dims") a->haveBatchDims = true;
     } else if (arg == "--input") {
@@ -157,7 +96,7 @@ int ParseRunArgs(int argc, char** argv, RunArgs* a) {
     } else if (arg == "--reduction") {
       a->reduction = value;
     } else {
-      return Fail("unknown option " + arg + " (see --help)");
+      return Error("unknown option " + arg + " (see --help)");
     }
   }
   return -1;
@@ -167,37 +106,37 @@ int ParseRunArgs(int argc, char** argv, RunArgs* a) {
 int CheckOperator(const RunArgs& a) {
   const std::string& op = a.op;
   if (op.empty())
-    return Fail(
+    return Error(
         "no operator given, expected one of gather, gather-elements, "
         "gather-nd, scatter-elements, scatter-nd (see --help)");
   if (op != "gather" && op != "gather-nd" && op != "gather-elements" && op != "scatter-nd" &&
       op != "scatter-elements")
-    return Fail("unknown operator '" + op +
-                "', expected one of gather, gather-elements, "
-                "gather-nd, scatter-elements, scatter-nd");
+    return Error("unknown operator '" + op +
+                 "', expected one of gather, gather-elements, "
+                 "gather-nd, scatter-elements, scatter-nd");
   bool scatter = op == "scatter-nd" || op == "scatter-elements";
   bool elements = op == "gather-elements" || op == "scatter-elements";
   if (a.reduction != "none") {
     if (a.reduction != "add" && a.reduction != "mul" && a.reduction != "min" &&
         a.reduction != "max")
-      return Fail("--reduction is '" + a.reduction + "', expected none, add, mul, min or max");
-    if (!scatter) return Fail("--reduction does not apply to " + op);
-    return Fail("operator '" + op + "' with --reduction " + a.reduction + " (ONNX " +
-                (op == "scatter-nd" ? "ScatterND" : "ScatterElements") + " reduction='" +
-                a.reduction +
-                "') is not supported: DirectML's SCATTER and SCATTER_ND have no reduction, so "
-                "vkdml has none (only --reduction none)");
+      return Error("--reduction is '" + a.reduction + "', expected none, add, mul, min or max");
+    if (!scatter) return Error("--reduction does not apply to " + op);
+    return Error("operator '" + op + "' with --reduction " + a.reduction + " (ONNX " +
+                 (op == "scatter-nd" ? "ScatterND" : "ScatterElements") + " reduction='" +
+                 a.reduction +
+                 "') is not supported: DirectML's SCATTER and SCATTER_ND have no reduction, so "
+                 "vkdml has none (only --reduction none)");
   }
-  if (a.haveAxis && !elements && op != "gather") return Fail("--axis does not apply to " + op);
-  if (a.haveBatchDims && op != "gather-nd") return Fail("--batch-dims does not apply to " + op);
-  if (!a.updates.empty() && !scatter) return Fail("--updates does not apply to " + op);
-  if (a.input.empty()) return Fail("--input is required");
-  if (a.indices.empty()) return Fail("--indices is required");
-  if (scatter && a.updates.empty()) return Fail("--updates is required for " + op);
-  if (a.output.empty()) return Fail("--output is required");
+  if (a.haveAxis && !elements && op != "gather") return Error("--axis does not apply to " + op);
+  if (a.haveBatchDims && op != "gather-nd") return Error("--batch-dims does not apply to " + op);
+  if (!a.updates.empty() && !scatter) return Error("--updates does not apply to " + op);
+  if (a.input.empty()) return Error("--input is required");
+  if (a.indices.empty()) return Error("--indices is required");
+  if (scatter && a.updates.empty()) return Error("--updates is required for " + op);
+  if (a.output.empty()) return Error("--output is required");
   if (a.device < -1 || a.device > 1000000)
-    return Fail("--device is " + std::to_string(a.device) +
-                ", expected a device index from `vkdml devices` (or -1, the default)");
+    return Error("--device is " + std::to_string(a.device) +
+                 ", expected a device index from `vkdml devices` (or -1, the default)");
   return -1;
 }
 
@@ -285,8 +224,8 @@ std::string IndexMessage(const std::string& message, size_t D, size_t q, const s
   return path + ": indices[" + coords + message.substr(close);
 }
 
-// The operator, mapped onto DirectML: tensors in binding order and the output's ONNX shape.
-struct Plan {
+// The ONNX operator, mapped onto DirectML: tensors in binding order and the output's ONNX shape.
+struct OnnxMapping {
   std::vector<HostTensor> inputs;
   HostTensor output;
   Shape outputShape;
@@ -301,9 +240,9 @@ struct Plan {
   bool skipDevice = false;  // the output is empty or a copy of the input
 };
 
-// Checks the arrays against the ONNX operator and fills plan. Returns "" or the error.
-std::string MakePlan(const RunArgs& a, const Named& in, const Named& idx, const Named* upd,
-                     Plan* p) {
+// Checks the arrays against the ONNX operator and fills mapping. Returns "" or the error.
+std::string MapOnnxOperator(const RunArgs& a, const Named& in, const Named& idx, const Named* upd,
+                            OnnxMapping* m) {
   for (const Named* n : {&in, &idx, upd}) {
     if (!n) continue;
     if (n->rank() > 8)
@@ -341,14 +280,14 @@ std::string MakePlan(const RunArgs& a, const Named& in, const Named& idx, const 
              " to " + std::to_string(r - 1) + " (" + in.path + " has rank " + std::to_string(r) +
              ")";
     const size_t A = static_cast<size_t>(axis);
-    p->outputShape = Concat(Concat(Slice(is, 0, A), xs), Slice(is, A + 1, r));
-    if (p->outputShape.size() > 8)
-      return "the output would have rank " + std::to_string(p->outputShape.size()) + " (shape " +
-             npy::ShapeString(p->outputShape) + "), expected at most 8 (DirectML's limit)";
-    p->D = std::max({r, q, p->outputShape.size(), size_t(1)});
-    p->gather.Axis = static_cast<UINT>(A + (p->D - r));
-    p->gather.IndexDimensions = static_cast<UINT>(q);
-    p->desc = {DML_OPERATOR_GATHER, &p->gather};
+    m->outputShape = Concat(Concat(Slice(is, 0, A), xs), Slice(is, A + 1, r));
+    if (m->outputShape.size() > 8)
+      return "the output would have rank " + std::to_string(m->outputShape.size()) + " (shape " +
+             npy::ShapeString(m->outputShape) + "), expected at most 8 (DirectML's limit)";
+    m->D = std::max({r, q, m->outputShape.size(), size_t(1)});
+    m->gather.Axis = static_cast<UINT>(A + (m->D - r));
+    m->gather.IndexDimensions = static_cast<UINT>(q);
+    m->desc = {DML_OPERATOR_GATHER, &m->gather};
   } else if (a.op == "gather-elements" || a.op == "scatter-elements") {
     if (r < 1) return in.path + ": rank is 0, expected at least 1 for " + a.op;
     if (q != r)
@@ -366,7 +305,7 @@ std::string MakePlan(const RunArgs& a, const Named& in, const Named& idx, const 
                "] of " + in.path + ")";
       if (int64_t(d) != axis) inView[d] = xs[d];  // ONNX allows smaller: a strided view
     }
-    p->D = r;
+    m->D = r;
     if (upd) {
       if (upd->array.shape != xs)
         return upd->path + ": shape is " + upd->Shape() + ", expected " + idx.Shape() +
@@ -374,14 +313,14 @@ std::string MakePlan(const RunArgs& a, const Named& in, const Named& idx, const 
       // DirectML's output has the input's sizes: with smaller indices both are the view of the
       // input that the indices cover, and the output starts as a copy of the whole input (set
       // below), whose elements outside the view Device::Run keeps.
-      p->outputShape = is;
-      p->outputView = inView;
-      p->scatterElements.Axis = static_cast<UINT>(axis);
-      p->desc = {DML_OPERATOR_SCATTER_ELEMENTS, &p->scatterElements};
+      m->outputShape = is;
+      m->outputView = inView;
+      m->scatterElements.Axis = static_cast<UINT>(axis);
+      m->desc = {DML_OPERATOR_SCATTER_ELEMENTS, &m->scatterElements};
     } else {
-      p->outputShape = xs;
-      p->gatherElements.Axis = static_cast<UINT>(axis);
-      p->desc = {DML_OPERATOR_GATHER_ELEMENTS, &p->gatherElements};
+      m->outputShape = xs;
+      m->gatherElements.Axis = static_cast<UINT>(axis);
+      m->desc = {DML_OPERATOR_GATHER_ELEMENTS, &m->gatherElements};
     }
   } else {
     bool scatter = upd != nullptr;
@@ -407,70 +346,70 @@ std::string MakePlan(const RunArgs& a, const Named& in, const Named& idx, const 
                ", expected " + std::to_string(is[d]) + " (a batch dimension: shape[" +
                std::to_string(d) + "] of " + in.path + ")";
     Shape slices = Concat(Slice(xs, 0, q - 1), Slice(is, B + k, r));
-    p->D = std::max({r, q, slices.size(), size_t(1)});
+    m->D = std::max({r, q, slices.size(), size_t(1)});
     if (scatter) {
       if (upd->array.shape != slices)
         return upd->path + ": shape is " + upd->Shape() + ", expected " + npy::ShapeString(slices) +
                " (indices.shape[:-1] + input.shape[indices.shape[-1]:])";
-      p->outputShape = is;
-      p->scatterNd.InputDimensionCount = static_cast<UINT>(r);
-      p->scatterNd.IndicesDimensionCount = static_cast<UINT>(q);
-      p->desc = {DML_OPERATOR_SCATTER_ND, &p->scatterNd};
+      m->outputShape = is;
+      m->scatterNd.InputDimensionCount = static_cast<UINT>(r);
+      m->scatterNd.IndicesDimensionCount = static_cast<UINT>(q);
+      m->desc = {DML_OPERATOR_SCATTER_ND, &m->scatterNd};
     } else {
       if (slices.size() > 8)
         return "the output would have rank " + std::to_string(slices.size()) + " (shape " +
                npy::ShapeString(slices) + "), expected at most 8 (DirectML's limit)";
-      p->outputShape = slices;
-      p->gatherNd.InputDimensionCount = static_cast<UINT>(r);
-      p->gatherNd.IndicesDimensionCount = static_cast<UINT>(q);
-      p->gatherNd.BatchDimensionCount = static_cast<UINT>(B);
-      p->desc = {DML_OPERATOR_GATHER_ND1, &p->gatherNd};
+      m->outputShape = slices;
+      m->gatherNd.InputDimensionCount = static_cast<UINT>(r);
+      m->gatherNd.IndicesDimensionCount = static_cast<UINT>(q);
+      m->gatherNd.BatchDimensionCount = static_cast<UINT>(B);
+      m->desc = {DML_OPERATOR_GATHER_ND1, &m->gatherNd};
     }
   }
-  if (p->D > 8)
-    return "the operator needs " + std::to_string(p->D) +
+  if (m->D > 8)
+    return "the operator needs " + std::to_string(m->D) +
            " dimensions, expected at most 8 (DirectML's limit)";
 
   // DirectML has no empty tensors: a gather with an empty output needs no device, and neither
   // does a scatter without updates. Otherwise an empty input means that no index can be valid.
   uint64_t outCount = 1;
-  for (uint64_t d : p->outputShape) outCount *= d;
+  for (uint64_t d : m->outputShape) outCount *= d;
   if (upd ? upd->array.ElementCount() == 0 : outCount == 0) {
-    p->skipDevice = true;
+    m->skipDevice = true;
     return "";
   }
   for (const Named* n : {&in, &idx})
     if (n->array.ElementCount() == 0)
       return n->path + ": has no elements (shape " + n->Shape() + "), so no index into it is valid";
 
-  p->inputs.push_back(ToTensor(in.array, inView, p->D));
-  p->inputs.push_back(ToTensor(idx.array, xs, p->D));
-  if (upd) p->inputs.push_back(ToTensor(upd->array, upd->array.shape, p->D));
-  p->output.type = p->inputs[0].type;
-  p->output.sizes.assign(p->D - p->outputShape.size(), 1);
-  if (p->outputView.empty() || p->outputView == p->outputShape) {
-    for (uint64_t d : p->outputShape) p->output.sizes.push_back(static_cast<UINT>(d));
+  m->inputs.push_back(ToTensor(in.array, inView, m->D));
+  m->inputs.push_back(ToTensor(idx.array, xs, m->D));
+  if (upd) m->inputs.push_back(ToTensor(upd->array, upd->array.shape, m->D));
+  m->output.type = m->inputs[0].type;
+  m->output.sizes.assign(m->D - m->outputShape.size(), 1);
+  if (m->outputView.empty() || m->outputView == m->outputShape) {
+    for (uint64_t d : m->outputShape) m->output.sizes.push_back(static_cast<UINT>(d));
   } else {
     // A view of the row-major output: the view's sizes, the whole output's strides.
-    p->output.strides.assign(p->D - p->outputShape.size(), static_cast<UINT>(outCount));
+    m->output.strides.assign(m->D - m->outputShape.size(), static_cast<UINT>(outCount));
     uint64_t stride = outCount;
-    for (size_t d = 0; d < p->outputShape.size(); ++d) {
-      stride /= p->outputShape[d];
-      p->output.sizes.push_back(static_cast<UINT>(p->outputView[d]));
-      p->output.strides.push_back(static_cast<UINT>(stride));
+    for (size_t d = 0; d < m->outputShape.size(); ++d) {
+      stride /= m->outputShape[d];
+      m->output.sizes.push_back(static_cast<UINT>(m->outputView[d]));
+      m->output.strides.push_back(static_cast<UINT>(stride));
     }
-    p->output.bytes = npy::ToCOrder(in.array).data;
+    m->output.bytes = npy::ToCOrder(in.array).data;
   }
   const DML_TENSOR_DESC* descs[4];
-  for (size_t i = 0; i < p->inputs.size(); ++i) descs[i] = p->inputs[i].Desc();
-  const DML_TENSOR_DESC* out = p->output.Desc();
-  p->gather.InputTensor = p->gatherNd.InputTensor = p->gatherElements.InputTensor =
-      p->scatterNd.InputTensor = p->scatterElements.InputTensor = descs[0];
-  p->gather.IndicesTensor = p->gatherNd.IndicesTensor = p->gatherElements.IndicesTensor =
-      p->scatterNd.IndicesTensor = p->scatterElements.IndicesTensor = descs[1];
-  if (upd) p->scatterNd.UpdatesTensor = p->scatterElements.UpdatesTensor = descs[2];
-  p->gather.OutputTensor = p->gatherNd.OutputTensor = p->gatherElements.OutputTensor =
-      p->scatterNd.OutputTensor = p->scatterElements.OutputTensor = out;
+  for (size_t i = 0; i < m->inputs.size(); ++i) descs[i] = m->inputs[i].Desc();
+  const DML_TENSOR_DESC* out = m->output.Desc();
+  m->gather.InputTensor = m->gatherNd.InputTensor = m->gatherElements.InputTensor =
+      m->scatterNd.InputTensor = m->scatterElements.InputTensor = descs[0];
+  m->gather.IndicesTensor = m->gatherNd.IndicesTensor = m->gatherElements.IndicesTensor =
+      m->scatterNd.IndicesTensor = m->scatterElements.IndicesTensor = descs[1];
+  if (upd) m->scatterNd.UpdatesTensor = m->scatterElements.UpdatesTensor = descs[2];
+  m->gather.OutputTensor = m->gatherNd.OutputTensor = m->gatherElements.OutputTensor =
+      m->scatterNd.OutputTensor = m->scatterElements.OutputTensor = out;
   return "";
 }
 
@@ -482,7 +421,8 @@ std::string CheckIndicesOnHost(const RunArgs& a, const Named& in, const Named& i
   const Shape& xs = c.shape;
   const bool nd = a.op == "gather-nd" || a.op == "scatter-nd";
   const size_t B = a.op == "gather-nd" ? static_cast<size_t>(a.batchDims) : 0;
-  const int64_t axis = a.axis < 0 ? a.axis + int64_t(is.size()) : a.axis;  // checked by MakePlan
+  const int64_t axis =
+      a.axis < 0 ? a.axis + int64_t(is.size()) : a.axis;  // checked by MapOnnxOperator
   const uint64_t k = nd ? xs.back() : 1;
   const bool isSigned = c.dtype == npy::DType::Int32 || c.dtype == npy::DType::Int64;
   const size_t size = npy::ItemSize(c.dtype);
@@ -521,41 +461,41 @@ int RunMain(int argc, char** argv) {
   Named in{a.input, {}}, idx{a.indices, {}}, upd{a.updates, {}};
   std::string error;
   for (Named* n : {&in, &idx, &upd})
-    if (!n->path.empty() && !npy::Read(n->path, &n->array, &error)) return Fail(error);
+    if (!n->path.empty() && !npy::Read(n->path, &n->array, &error)) return Error(error);
   const Named* updates = a.updates.empty() ? nullptr : &upd;
-  Plan plan;
-  error = MakePlan(a, in, idx, updates, &plan);
-  if (!error.empty()) return Fail(error);
+  OnnxMapping mapping;
+  error = MapOnnxOperator(a, in, idx, updates, &mapping);
+  if (!error.empty()) return Error(error);
 
   npy::PendingFile file(a.output);
-  if (!file.Open(&error)) return Fail(error);
+  if (!file.Open(&error)) return Error(error);
   npy::Array result;
   result.dtype = in.array.dtype;
-  result.shape = plan.outputShape;
+  result.shape = mapping.outputShape;
   size_t bytes = static_cast<size_t>(result.ElementCount() * npy::ItemSize(result.dtype));
-  if (plan.skipDevice) {
+  if (mapping.skipDevice) {
     Result r = CheckDeviceIndex(static_cast<int>(a.device));  // checked even when not used
-    if (!r) return Fail(r.message, ExitStatus(r));
+    if (!r) return Error(r.message, ExitStatus(r));
     if (a.checkIndices) {
       error = CheckIndicesOnHost(a, in, idx);
-      if (!error.empty()) return Fail(error, kExitBadInput);
+      if (!error.empty()) return Error(error, kExitBadInput);
     }
     if (bytes) result.data = npy::ToCOrder(in.array).data;  // a scatter without updates
   } else {
     std::unique_ptr<Device> device;
     Result r = OpenDevice(static_cast<int>(a.device), &device);
-    if (!r) return Fail(r.message, ExitStatus(r));
+    if (!r) return Error(r.message, ExitStatus(r));
     std::vector<HostTensor*> inputs;
-    for (HostTensor& t : plan.inputs) inputs.push_back(&t);
-    r = Execute(*device, plan.desc, a.checkIndices ? VKDML_EXECUTION_FLAG_CHECK_INDICES : 0, inputs,
-                &plan.output);
+    for (HostTensor& t : mapping.inputs) inputs.push_back(&t);
+    r = Execute(*device, mapping.desc, a.checkIndices ? VKDML_EXECUTION_FLAG_CHECK_INDICES : 0,
+                inputs, &mapping.output);
     if (r.status == Status::IndexOutOfRange)
-      return Fail(IndexMessage(r.message, plan.D, idx.rank(), idx.path), kExitBadInput);
-    if (!r) return Fail(r.message, ExitStatus(r));
-    result.data.assign(plan.output.bytes.begin(),
-                       plan.output.bytes.begin() + static_cast<std::ptrdiff_t>(bytes));
+      return Error(IndexMessage(r.message, mapping.D, idx.rank(), idx.path), kExitBadInput);
+    if (!r) return Error(r.message, ExitStatus(r));
+    result.data.assign(mapping.output.bytes.begin(),
+                       mapping.output.bytes.begin() + static_cast<std::ptrdiff_t>(bytes));
   }
-  if (!file.Commit(npy::Serialize(result), &error)) return Fail(error);
+  if (!file.Commit(npy::Serialize(result), &error)) return Error(error);
   return 0;
 }
 
