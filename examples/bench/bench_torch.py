@@ -37,7 +37,7 @@ CASE_NAMES = [
 
 
 def specs(small):
-    """The cases of examples/bench/bench.cpp (MakeSpecs), same shapes."""
+    """The cases of examples/bench/bench_cases.cpp (MakeSpecs), same shapes."""
     rows, picks = (16384, 4096) if small else (1048576, 262144)
     side, tuples = (512, 16384) if small else (4096, 1048576)
     sq = 1024 if small else 8192
@@ -83,7 +83,7 @@ def specs(small):
     # Device::Run's like-for-like peer: host tensors in, host tensor out.
     s.append(dict(s[-1], case="latency-host", host=True,
                   peer="torch.gather(x.to(dev), 1, i.to(dev)).cpu()"))
-    # Diagnostics (only when named), as in bench.cpp.
+    # Diagnostics (only when named), as in bench_cases.cpp.
     s.append(dict(el, case="elements-axis0-64rows", axis=0, input_shape=[64, sq],
                   peer="torch.gather(x, 0, i)", diagnostic=True))
     s.append(dict(el, case="elements-axis0-pitch8224", axis=0, input_shape=[sq, sq + 32],

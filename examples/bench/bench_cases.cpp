@@ -1,0 +1,591 @@
+#include "bench_cases.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cinttypes>
+#include <cmath>
+#include <cstring>
+
+namespace bench {
+
+using vkdml::UINT;
+
+// ------------------------------------------------------------------------------------------
+// Cases
+
+std::vector<uint32_t> Spec::Output() const {
+  if (kind == OpKind::GatherElements) return indices;
+  if (IsScatter()) return input;
+  std::vector<uint32_t> out(indices.begin(), indices.end() - 1);
+  out.insert(out.end(), input.begin() + indices.back(), input.end());
+  return out;
+}
+
+const char* Spec::ReduceName() const {
+  const char* names[] = {"none", "add", "mul", "max", "min"};
+  return reduce <= vkdml::VKDML_REDUCE_FUNCTION_MIN ? names[reduce] : "?";
+}
+
+const char* Spec::OpName() const {
+  switch (kind) {
+    case OpKind::GatherND:
+      return "GatherND";
+    case OpKind::GatherElements:
+      return "GatherElements";
+    case OpKind::ScatterND:
+      return "ScatterND";
+    case OpKind::ScatterElements:
+      return "ScatterElements";
+  }
+  return "?";
+}
+
+std::string TypeName(vkdml::DML_TENSOR_DATA_TYPE t) {
+  std::string name = vkdml::DataTypeName(t);
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return name;
+}
+
+namespace {
+
+Spec MakeSpec(const char* name, OpKind kind, vkdml::DML_TENSOR_DATA_TYPE dtype,
+              vkdml::DML_TENSOR_DATA_TYPE itype, std::vector<uint32_t> input,
+              std::vector<uint32_t> indices) {
+  Spec s;
+  s.name = name;
+  s.kind = kind;
+  s.dtype = dtype;
+  s.itype = itype;
+  s.input = std::move(input);
+  s.indices = std::move(indices);
+  return s;
+}
+
+}  // namespace
+
+// Full sizes; `small` divides the big dimensions by 64 (8 for the square GatherElements and
+// ScatterElements cases: 1/64 of the elements) so that all cases run in well under a minute on
+// lavapipe.
+std::vector<Spec> MakeSpecs(bool small) {
+  const uint32_t rows = small ? 16384 : 1048576, picks = small ? 4096 : 262144;
+  const uint32_t side = small ? 512 : 4096, tuples = small ? 16384 : 1048576;
+  const uint32_t sq = small ? 1024 : 8192;
+  const auto f32 = vkdml::DML_TENSOR_DATA_TYPE_FLOAT32, f16 = vkdml::DML_TENSOR_DATA_TYPE_FLOAT16;
+  const auto i64 = vkdml::DML_TENSOR_DATA_TYPE_INT64, i32 = vkdml::DML_TENSOR_DATA_TYPE_INT32;
+  std::vector<Spec> s;
+  auto add = [&](Spec sp) { s.push_back(std::move(sp)); };
+  Spec rowsF32 = MakeSpec("rows-f32", OpKind::GatherND, f32, i64, {rows, 256}, {picks, 1});
+  rowsF32.peer = "torch.index_select(x, 0, i)";
+  add(rowsF32);
+  Spec rowsF16 = rowsF32;
+  rowsF16.name = "rows-f16";
+  rowsF16.dtype = f16;
+  add(rowsF16);
+  Spec tup = MakeSpec("tuples-f32", OpKind::GatherND, f32, i64, {side, side, 16}, {tuples, 2});
+  tup.peer = "x[i0, i1]";
+  add(tup);
+  Spec el1 = MakeSpec("elements-axis1-f32", OpKind::GatherElements, f32, i64, {sq, sq}, {sq, sq});
+  el1.axis = 1;
+  el1.peer = "torch.gather(x, 1, i)";
+  add(el1);
+  Spec el0 = el1;
+  el0.name = "elements-axis0-f32";
+  el0.axis = 0;
+  el0.peer = "torch.gather(x, 0, i)";
+  add(el0);
+  Spec el1i = el1;
+  el1i.name = "elements-axis1-i32idx";
+  el1i.itype = i32;
+  add(el1i);
+  Spec sc = MakeSpec("scatter-rows-f32", OpKind::ScatterND, f32, i64, {rows, 256}, {picks, 1});
+  sc.updates = {picks, 256};
+  sc.uniqueRows = true;
+  sc.peer = "x.clone().index_copy_(0, i, u)";
+  add(sc);
+  Spec sci = sc;
+  sci.name = "scatter-rows-inplace";
+  sci.inPlace = true;
+  sci.peer = "x.index_copy_(0, i, u)";
+  add(sci);
+  // ScatterElements along axis 1, in place, plain random indices: duplicate targets in a row.
+  Spec sce =
+      MakeSpec("scatter-elements-axis1-f32", OpKind::ScatterElements, f32, i64, {sq, sq}, {sq, sq});
+  sce.updates = {sq, sq};
+  sce.axis = 1;
+  sce.inPlace = true;
+  sce.peer = "x.scatter_(1, i, u)";
+  add(sce);
+  // Scatters with a reduction, in place, with random indices (duplicate targets), each again
+  // deterministic.
+  Spec sadd = MakeSpec("scatter-add-rows-f32", OpKind::ScatterND, f32, i64, {rows, 256}, {rows, 1});
+  sadd.updates = {rows, 256};
+  sadd.inPlace = true;
+  sadd.reduce = vkdml::VKDML_REDUCE_FUNCTION_ADD;
+  sadd.peer = "x.index_add_(0, i, u)";
+  Spec seadd = sce;
+  seadd.name = "scatter-elements-add-axis1-f32";
+  seadd.reduce = vkdml::VKDML_REDUCE_FUNCTION_ADD;
+  seadd.peer = "x.scatter_add_(1, i, u)";
+  Spec semax = seadd;
+  semax.name = "scatter-elements-amax-axis1-f32";
+  semax.reduce = vkdml::VKDML_REDUCE_FUNCTION_MAX;
+  semax.peer = "x.scatter_reduce_(1, i, u, \"amax\")";
+  for (Spec* r : {&sadd, &seadd, &semax}) {
+    add(*r);
+    r->name += "-det";
+    r->deterministic = true;
+    r->peer += " (torch.use_deterministic_algorithms(True))";
+    add(*r);
+  }
+  Spec lat = MakeSpec("latency", OpKind::GatherElements, f32, i64, {64, 64}, {64, 64});
+  lat.axis = 1;
+  lat.latency = true;
+  lat.peer = "torch.gather(x, 1, i) + torch.cuda.synchronize()";
+  add(lat);
+
+  // Diagnostics (run with --case NAME). elements-axis0 with 64 input rows: the same kernel and
+  // access pattern, but the rows a stripe reads fit in an SM's L1 instead of L2.
+  Spec el0l1 = el0;
+  el0l1.name = "elements-axis0-64rows";
+  el0l1.input = {64, sq};
+  el0l1.diagnostic = true;
+  add(el0l1);
+  // elements-axis0 with rows 8224 elements apart instead of 8192: the same walk, but the rows a
+  // stripe reads no longer lie a power of two (32 KiB) apart in memory.
+  Spec el0p = el0;
+  el0p.name = "elements-axis0-pitch8224";
+  el0p.input = {sq, sq + 32};
+  el0p.indices = {sq, sq + 32};
+  el0p.diagnostic = true;
+  add(el0p);
+  // tuples-f32 over a 4 MiB input that stays in L2: what is left without random DRAM reads.
+  Spec tupL2 = tup;
+  tupL2.name = "tuples-f32-4mib";
+  tupL2.input = {256, 256, 16};
+  tupL2.diagnostic = true;
+  add(tupL2);
+  return s;
+}
+
+OpDesc::OpDesc(const Spec& s) {
+  std::vector<uint32_t> out = s.Output();
+  size_t d = std::max({s.input.size(), s.indices.size(), out.size(), s.updates.size()});
+  auto set = [d](Tensor& t, vkdml::DML_TENSOR_DATA_TYPE type, const std::vector<uint32_t>& a) {
+    t.sizes.assign(d - a.size(), 1u);
+    t.sizes.insert(t.sizes.end(), a.begin(), a.end());
+    t.buffer.DataType = type;
+    t.buffer.Flags = vkdml::DML_TENSOR_FLAG_NONE;
+    t.buffer.DimensionCount = static_cast<UINT>(d);
+    t.buffer.Sizes = t.sizes.data();
+    t.buffer.Strides = nullptr;
+    t.buffer.TotalTensorSizeInBytes =
+        vkdml::CalcBufferTensorSize(type, static_cast<UINT>(d), t.sizes.data(), nullptr);
+    t.buffer.GuaranteedBaseOffsetAlignment = 0;
+    t.desc = {vkdml::DML_TENSOR_TYPE_BUFFER, &t.buffer};
+  };
+  set(input, s.dtype, s.input);
+  set(indices, s.itype, s.indices);
+  set(output, s.dtype, out);
+  switch (s.kind) {
+    case OpKind::GatherND:
+      gnd = {&input.desc, &indices.desc, &output.desc, static_cast<UINT>(s.input.size()),
+             static_cast<UINT>(s.indices.size())};
+      op = {vkdml::DML_OPERATOR_GATHER_ND, &gnd};
+      break;
+    case OpKind::GatherElements:
+      ge = {&input.desc, &indices.desc, &output.desc,
+            static_cast<UINT>(s.axis + static_cast<int>(d - s.input.size()))};
+      op = {vkdml::DML_OPERATOR_GATHER_ELEMENTS, &ge};
+      break;
+    case OpKind::ScatterND:
+      set(updates, s.dtype, s.updates);
+      snd = {&input.desc,
+             &indices.desc,
+             &updates.desc,
+             &output.desc,
+             static_cast<UINT>(s.input.size()),
+             static_cast<UINT>(s.indices.size())};
+      op = {vkdml::DML_OPERATOR_SCATTER_ND, &snd};
+      if (s.reduce) {
+        sndr = {snd.InputTensor,  snd.IndicesTensor,       snd.UpdatesTensor,
+                snd.OutputTensor, snd.InputDimensionCount, snd.IndicesDimensionCount,
+                s.reduce};
+        op = {vkdml::VKDML_OPERATOR_SCATTER_ND_REDUCE, &sndr};
+      }
+      break;
+    case OpKind::ScatterElements:
+      set(updates, s.dtype, s.updates);
+      se = {&input.desc, &indices.desc, &updates.desc, &output.desc,
+            static_cast<UINT>(s.axis + static_cast<int>(d - s.input.size()))};
+      op = {vkdml::DML_OPERATOR_SCATTER_ELEMENTS, &se};
+      if (s.reduce) {
+        ser = {se.InputTensor,  se.IndicesTensor, se.UpdatesTensor,
+               se.OutputTensor, se.Axis,          s.reduce};
+        op = {vkdml::VKDML_OPERATOR_SCATTER_ELEMENTS_REDUCE, &ser};
+      }
+      break;
+  }
+}
+
+// ------------------------------------------------------------------------------------------
+// Host data
+
+namespace {
+
+constexpr size_t kChunk = size_t(1) << 20;  // elements per generator chunk
+
+}  // namespace
+
+// float32 integers in +-[1, 4]: sums of them are exact whatever the order of the additions, so
+// a reduction's output can be checked bit for bit without knowing the order.
+void FillIntegers(Bytes& b, uint64_t seed) {
+  size_t count = b.n / 4;
+  ParallelFor((count + kChunk - 1) / kChunk, [&](size_t c) {
+    Rng rng(seed ^ (c * 0x51ED2705ull));
+    size_t begin = c * kChunk, end = std::min(count, begin + kChunk);
+    for (size_t i = begin; i < end; ++i) {
+      uint64_t r = rng.Next();
+      float v = static_cast<float>(1 + (r & 3)) * (r >> 63 ? -1.0f : 1.0f);
+      std::memcpy(b.data() + i * 4, &v, 4);
+    }
+  });
+}
+
+// float32 in +-[1, 2), float16 in +-[1, 2), other types any non-zero bit pattern. The kernels
+// move bits, so every value is exact on both sides.
+void FillData(Bytes& b, size_t elemSize, uint64_t seed) {
+  size_t count = b.n / elemSize;
+  ParallelFor((count + kChunk - 1) / kChunk, [&](size_t c) {
+    Rng rng(seed ^ (c * 0x51ED2705ull));
+    size_t begin = c * kChunk, end = std::min(count, begin + kChunk);
+    for (size_t i = begin; i < end; ++i) {
+      uint64_t r = rng.Next();
+      if (elemSize == 4) {
+        uint32_t v = 0x3F800000u | static_cast<uint32_t>(r & 0x7FFFFFu) |
+                     static_cast<uint32_t>(r >> 63) << 31;
+        std::memcpy(b.data() + i * 4, &v, 4);
+      } else if (elemSize == 2) {
+        uint16_t v = static_cast<uint16_t>(0x3C00u | (r & 0x3FFu) | ((r >> 63) << 15));
+        std::memcpy(b.data() + i * 2, &v, 2);
+      } else {
+        r |= 1;
+        std::memcpy(b.data() + i * elemSize, &r, elemSize);
+      }
+    }
+  });
+}
+
+namespace {
+
+bool IsSigned(vkdml::DML_TENSOR_DATA_TYPE t) {
+  return t == vkdml::DML_TENSOR_DATA_TYPE_INT32 || t == vkdml::DML_TENSOR_DATA_TYPE_INT64;
+}
+
+void StoreIndex(uint8_t* p, size_t size, int64_t v) {
+  if (size == 8) {
+    std::memcpy(p, &v, 8);
+  } else {
+    int32_t w = static_cast<int32_t>(v);
+    std::memcpy(p, &w, 4);
+  }
+}
+
+// The index as vkdml reads it: clamped into [-n, n-1] (signed) or [0, n-1], negatives + n.
+uint64_t LoadIndex(const uint8_t* base, vkdml::DML_TENSOR_DATA_TYPE t, uint64_t pos, uint64_t n) {
+  size_t size = vkdml::DataTypeSize(t);
+  const uint8_t* p = base + pos * size;
+  if (IsSigned(t)) {
+    int64_t v;
+    if (size == 8) {
+      std::memcpy(&v, p, 8);
+    } else {
+      int32_t w;
+      std::memcpy(&w, p, 4);
+      v = w;
+    }
+    int64_t sn = static_cast<int64_t>(n);
+    v = std::min(std::max(v, -sn), sn - 1);
+    return static_cast<uint64_t>(v < 0 ? v + sn : v);
+  }
+  uint64_t v = 0;
+  std::memcpy(&v, p, size);
+  return std::min(v, n - 1);
+}
+
+// Random indices: component j of each k-tuple in [0, ranges[j]).
+void FillIndices(Bytes& b, vkdml::DML_TENSOR_DATA_TYPE t, const std::vector<uint32_t>& ranges,
+                 uint64_t seed) {
+  size_t size = vkdml::DataTypeSize(t), k = ranges.size();
+  size_t count = b.n / size;
+  ParallelFor((count + kChunk - 1) / kChunk, [&](size_t c) {
+    Rng rng(seed ^ (c * 0x2545F491ull));
+    size_t begin = c * kChunk, end = std::min(count, begin + kChunk);
+    for (size_t i = begin; i < end; ++i)
+      StoreIndex(b.data() + i * size, size, static_cast<int64_t>(rng.Below(ranges[i % k])));
+  });
+}
+
+// The first `count` entries of a random permutation of [0, n): unique row indices.
+void FillUniqueIndices(Bytes& b, vkdml::DML_TENSOR_DATA_TYPE t, uint32_t n, uint64_t seed) {
+  size_t size = vkdml::DataTypeSize(t), count = b.n / size;
+  std::vector<uint32_t> perm(n);
+  for (uint32_t i = 0; i < n; ++i) perm[i] = i;
+  Rng rng(seed);
+  for (size_t i = 0; i < count; ++i) {
+    size_t j = i + rng.Below(n - i);
+    std::swap(perm[i], perm[j]);
+    StoreIndex(b.data() + i * size, size, perm[i]);
+  }
+}
+
+// ScatterElements: how many distinct output elements the updates target (a duplicate target
+// counts once). Each line along the axis (outer, inner) is independent.
+uint64_t CountTargets(const Spec& s, const HostData& h) {
+  const size_t axis = static_cast<size_t>(s.axis);
+  const uint64_t outer = Product(s.input, 0, axis), inner = Product(s.input, axis + 1);
+  const uint64_t n = s.input[axis], m = s.indices[axis];
+  std::atomic<uint64_t> total{0};
+  ParallelFor(static_cast<size_t>(outer), [&](size_t o) {
+    std::vector<uint8_t> hit(static_cast<size_t>(n * inner), 0);
+    uint64_t count = 0;
+    for (uint64_t j = 0; j < m; ++j)
+      for (uint64_t in = 0; in < inner; ++in) {
+        uint64_t u = (o * m + j) * inner + in;
+        uint64_t t = LoadIndex(h.indices.data(), s.itype, u, n) * inner + in;
+        count += hit[t] ? 0 : 1;
+        hit[t] = 1;
+      }
+    total += count;
+  });
+  return total;
+}
+
+}  // namespace
+
+void MakeHostData(const Spec& s, const OpDesc& d, HostData* h, uint64_t seed) {
+  size_t es = vkdml::DataTypeSize(s.dtype);
+  const bool integers = s.reduce == vkdml::VKDML_REDUCE_FUNCTION_ADD;
+  h->input.Allocate(d.input.buffer.TotalTensorSizeInBytes);
+  if (integers)
+    FillIntegers(h->input, seed * 3 + 1);
+  else
+    FillData(h->input, es, seed * 3 + 1);
+  h->indices.Allocate(Product(s.indices) * vkdml::DataTypeSize(s.itype));
+  if (s.uniqueRows) {
+    FillUniqueIndices(h->indices, s.itype, s.input[0], seed * 3 + 2);
+  } else if (s.kind == OpKind::GatherElements || s.kind == OpKind::ScatterElements) {
+    // Plain random along the axis: for ScatterElements, duplicate targets within a line.
+    FillIndices(h->indices, s.itype, {s.input[static_cast<size_t>(s.axis)]}, seed * 3 + 2);
+  } else {
+    std::vector<uint32_t> ranges(s.input.begin(), s.input.begin() + s.indices.back());
+    FillIndices(h->indices, s.itype, ranges, seed * 3 + 2);
+  }
+  if (s.IsScatter()) {
+    h->updates.Allocate(d.updates.buffer.TotalTensorSizeInBytes);
+    if (integers)
+      FillIntegers(h->updates, seed * 3 + 3);
+    else
+      FillData(h->updates, es, seed * 3 + 3);
+  }
+  if (s.kind == OpKind::ScatterElements) h->targets = CountTargets(s, *h);
+  if (s.kind == OpKind::ScatterND && s.reduce) {  // distinct rows, times a row's elements
+    std::vector<uint8_t> hit(s.input[0], 0);
+    for (uint64_t i = 0; i < s.indices[0]; ++i)
+      h->targets += hit[LoadIndex(h->indices.data(), s.itype, i, s.input[0])]++ ? 0 : 1;
+    h->targets *= Product(s.input, 1);
+  }
+}
+
+// ------------------------------------------------------------------------------------------
+// CPU reference
+
+namespace {
+
+// Where output element o comes from: an input element or an updates element; for
+// ScatterElements with duplicate targets, any one of the updates that target it.
+struct Reference {
+  const Spec& s;
+  const HostData& h;
+  uint64_t k = 0, slice = 1;
+  std::vector<int64_t> owner;        // ScatterND: input slice -> update row
+  std::vector<uint32_t> head, next;  // ScatterND with a reduction: each slice's rows, in order
+  uint64_t axisN = 1, axisM = 1, axisInner = 1;  // ScatterElements: output and updates
+
+  Reference(const Spec& spec, const HostData& host) : s(spec), h(host) {
+    if (s.kind == OpKind::GatherElements) return;
+    if (s.kind == OpKind::ScatterElements) {
+      size_t axis = static_cast<size_t>(s.axis);
+      axisN = s.input[axis];
+      axisM = s.indices[axis];
+      axisInner = Product(s.input, axis + 1);
+      return;
+    }
+    k = s.indices.back();
+    slice = Product(s.input, k);
+    if (s.kind == OpKind::ScatterND) {
+      owner.assign(Product(s.input, 0, k), -1);
+      uint64_t rows = Product(s.indices, 0, s.indices.size() - 1);
+      for (uint64_t i = 0; i < rows; ++i) owner[TupleSlot(i)] = static_cast<int64_t>(i);
+      if (s.reduce) {
+        head.assign(owner.size(), UINT32_MAX);
+        next.assign(rows, UINT32_MAX);
+        for (uint64_t i = rows; i-- > 0;) {
+          next[i] = head[TupleSlot(i)];
+          head[TupleSlot(i)] = static_cast<uint32_t>(i);
+        }
+      }
+    }
+  }
+  // A reduction's output element o (float32, as the bench's reduction cases are): the input
+  // folded with each update that targets it, in IndicesTensor's order, NumPy's way.
+  float Folded(uint64_t o) const {
+    float v, u;
+    std::memcpy(&v, h.input.data() + o * 4, 4);
+    auto fold = [&](const uint8_t* update) {
+      std::memcpy(&u, update, 4);
+      if (s.reduce == vkdml::VKDML_REDUCE_FUNCTION_ADD) v = v + u;
+      if (s.reduce == vkdml::VKDML_REDUCE_FUNCTION_MAX) v = std::isnan(v) || v >= u ? v : u;
+    };
+    if (s.kind == OpKind::ScatterND) {
+      for (uint32_t r = head[o / slice]; r != UINT32_MAX; r = next[r])
+        fold(h.updates.data() + (r * slice + o % slice) * 4);
+      return v;
+    }
+    const uint64_t n = axisN, m = axisM, inner = axisInner;
+    uint64_t outer = o / (n * inner), c = (o / inner) % n, in = o % inner;
+    for (uint64_t j = 0; j < m; ++j) {
+      uint64_t e = (outer * m + j) * inner + in;
+      if (LoadIndex(h.indices.data(), s.itype, e, n) == c) fold(h.updates.data() + e * 4);
+    }
+    return v;
+  }
+  uint64_t TupleSlot(uint64_t i) const {
+    uint64_t off = 0;
+    for (uint64_t j = 0; j < k; ++j)
+      off = off * s.input[j] + LoadIndex(h.indices.data(), s.itype, i * k + j, s.input[j]);
+    return off;
+  }
+  // ScatterElements: the output element that updates element u targets.
+  uint64_t Target(uint64_t u) const {
+    const uint64_t n = axisN, m = axisM, inner = axisInner;
+    uint64_t outer = u / (m * inner), in = u % inner;
+    return (outer * n + LoadIndex(h.indices.data(), s.itype, u, n)) * inner + in;
+  }
+  // The values output element o may hold: one, except for ScatterElements, where it is each
+  // update targeting o (one of them wins) or, when none does, the input element.
+  void Allowed(uint64_t o, std::vector<const uint8_t*>* want) const {
+    want->clear();
+    if (s.kind != OpKind::ScatterElements) {
+      want->push_back(Expected(o));
+      return;
+    }
+    size_t es = vkdml::DataTypeSize(s.dtype);
+    const uint64_t n = axisN, m = axisM, inner = axisInner;
+    uint64_t outer = o / (n * inner), c = (o / inner) % n, in = o % inner;
+    for (uint64_t j = 0; j < m; ++j) {
+      uint64_t u = (outer * m + j) * inner + in;
+      if (LoadIndex(h.indices.data(), s.itype, u, n) == c)
+        want->push_back(h.updates.data() + u * es);
+    }
+    if (want->empty()) want->push_back(h.input.data() + o * es);
+  }
+  const uint8_t* Expected(uint64_t o) const {
+    size_t es = vkdml::DataTypeSize(s.dtype);
+    switch (s.kind) {
+      case OpKind::GatherND:
+        return h.input.data() + (TupleSlot(o / slice) * slice + o % slice) * es;
+      case OpKind::GatherElements: {
+        // Output shape == indices shape; replace the axis coordinate with the index.
+        size_t axis = static_cast<size_t>(s.axis);
+        uint64_t inner = Product(s.indices, axis + 1);
+        uint64_t outer = o / (inner * s.indices[axis]);
+        uint64_t in = o % inner;
+        uint64_t idx = LoadIndex(h.indices.data(), s.itype, o, s.input[axis]);
+        uint64_t src = (outer * s.input[axis] + idx) * Product(s.input, axis + 1) + in;
+        return h.input.data() + src * es;
+      }
+      case OpKind::ScatterND: {
+        int64_t row = owner[o / slice];
+        if (row < 0) return h.input.data() + o * es;
+        return h.updates.data() + (static_cast<uint64_t>(row) * slice + o % slice) * es;
+      }
+      case OpKind::ScatterElements:  // Allowed()
+        break;
+    }
+    return nullptr;
+  }
+};
+
+// 20000 random output positions (all of them when there are fewer); for ScatterND, half of
+// them in updated slices, for ScatterElements half of them targets of random update elements.
+std::vector<uint64_t> SamplePositions(const Spec& s, const Reference& ref) {
+  const uint64_t total = Product(s.Output()), samples = 20000;
+  std::vector<uint64_t> pos;
+  if (total <= samples) {
+    for (uint64_t o = 0; o < total; ++o) pos.push_back(o);
+    return pos;
+  }
+  Rng rng(12345);
+  uint64_t rows = Product(s.indices, 0, s.indices.size() - 1);
+  for (uint64_t i = 0; i < samples; ++i) {
+    if (s.kind == OpKind::ScatterND && i % 2)
+      pos.push_back(ref.TupleSlot(rng.Below(rows)) * ref.slice + rng.Below(ref.slice));
+    else if (s.kind == OpKind::ScatterElements && i % 2)
+      pos.push_back(ref.Target(rng.Below(Product(s.indices))));
+    else
+      pos.push_back(rng.Below(total));
+  }
+  return pos;
+}
+
+}  // namespace
+
+uint64_t Verify(const Spec& s, const HostData& h, const uint8_t* out, uint64_t* checked,
+                std::string* first) {
+  Reference ref(s, h);
+  size_t es = vkdml::DataTypeSize(s.dtype);
+  std::vector<uint64_t> pos = SamplePositions(s, ref);
+  uint64_t bad = 0;
+  std::vector<const uint8_t*> want;
+  for (uint64_t o : pos) {
+    float folded;
+    if (s.reduce) {
+      folded = ref.Folded(o);
+      want.assign(1, reinterpret_cast<const uint8_t*>(&folded));
+    } else {
+      ref.Allowed(o, &want);
+    }
+    bool ok = false;
+    for (const uint8_t* w : want) ok = ok || std::memcmp(out + o * es, w, es) == 0;
+    if (!ok && !bad++) {
+      uint64_t g = 0, w = 0;
+      std::memcpy(&g, out + o * es, es);
+      std::memcpy(&w, want[0], es);
+      *first = Format("output element %" PRIu64 " is 0x%" PRIx64 ", expected 0x%" PRIx64, o, g, w);
+      if (want.size() > 1)
+        *first += Format(" or one of the other %zu updates targeting it", want.size() - 1);
+    }
+  }
+  *checked = pos.size();
+  return bad;
+}
+
+// BENCH.md, "Bytes counted".
+double MinBytes(const Spec& s, const HostData& h) {
+  double es = vkdml::DataTypeSize(s.dtype), is = vkdml::DataTypeSize(s.itype);
+  double idx = static_cast<double>(Product(s.indices)) * is;
+  double out = static_cast<double>(Product(s.Output())) * es;
+  if (!s.IsScatter()) return idx + 2 * out;  // indices + elements read + output
+  double upd = static_cast<double>(Product(s.updates)) * es;
+  if (!s.inPlace)  // input read + output written + indices + updates read
+    return static_cast<double>(Product(s.input)) * es + out + idx + upd;
+  // In place: indices + updates read + the output elements written; for ScatterElements the
+  // distinct targets (a duplicate target needs one write), for ScatterND the updated slices.
+  // A reduction also reads each distinct target.
+  if (s.reduce) return idx + upd + 2 * static_cast<double>(h.targets) * es;
+  if (s.kind == OpKind::ScatterElements) return idx + upd + static_cast<double>(h.targets) * es;
+  return idx + 2 * upd;
+}
+
+}  // namespace bench

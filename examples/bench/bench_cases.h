@@ -1,0 +1,87 @@
+// The cases of `vkdml bench`: their shapes and peers (MakeSpecs), their DirectML descriptors,
+// random host data, the CPU reference that checks a sample of each output, and the minimum
+// bytes each must move (BENCH.md's formulas).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "vkdml/vkdml.h"
+
+#include "bench_util.h"
+
+namespace bench {
+
+enum class OpKind { GatherND, GatherElements, ScatterND, ScatterElements };
+
+struct Spec {
+  std::string name;
+  OpKind kind = OpKind::GatherND;
+  vkdml::DML_TENSOR_DATA_TYPE dtype = vkdml::DML_TENSOR_DATA_TYPE_FLOAT32;
+  vkdml::DML_TENSOR_DATA_TYPE itype = vkdml::DML_TENSOR_DATA_TYPE_INT64;
+  std::vector<uint32_t> input, indices, updates;  // actual shapes (updates: scatters only)
+  int axis = -1;                                  // GatherElements, ScatterElements
+  bool inPlace = false;                           // scatters: output bound to the input
+  bool uniqueRows = false;                        // ScatterND: a permutation prefix
+  // Scatters with a reduction (vkdml's VKDML_OPERATOR_SCATTER_*_REDUCE), deterministic or not.
+  vkdml::VKDML_REDUCE_FUNCTION reduce = vkdml::VKDML_REDUCE_FUNCTION_NONE;
+  bool deterministic = false;
+  bool latency = false;
+  bool diagnostic = false;  // runs only when named: evidence for what limits a case
+  std::string peer;
+
+  std::vector<uint32_t> Output() const;
+  bool IsScatter() const { return kind == OpKind::ScatterND || kind == OpKind::ScatterElements; }
+  const char* OpName() const;
+  const char* ReduceName() const;  // ONNX's names: none, add, mul, max, min
+};
+
+// Full sizes; `small` divides the big dimensions (all cases in well under a minute on lavapipe).
+std::vector<Spec> MakeSpecs(bool small);
+
+// "float32", "int64", ...: vkdml::DataTypeName in the lower case NumPy and torch use.
+std::string TypeName(vkdml::DML_TENSOR_DATA_TYPE t);
+
+// The DirectML descriptors of a case, right-aligned to one DimensionCount. Not movable: the
+// descriptors point into it.
+struct OpDesc {
+  struct Tensor {
+    std::vector<vkdml::UINT> sizes;
+    vkdml::DML_BUFFER_TENSOR_DESC buffer{};
+    vkdml::DML_TENSOR_DESC desc{};
+  };
+  Tensor input, indices, updates, output;
+  vkdml::DML_GATHER_ND_OPERATOR_DESC gnd{};
+  vkdml::DML_GATHER_ELEMENTS_OPERATOR_DESC ge{};
+  vkdml::DML_SCATTER_ND_OPERATOR_DESC snd{};
+  vkdml::DML_SCATTER_OPERATOR_DESC se{};
+  vkdml::VKDML_SCATTER_ND_REDUCE_OPERATOR_DESC sndr{};
+  vkdml::VKDML_SCATTER_ELEMENTS_REDUCE_OPERATOR_DESC ser{};
+  vkdml::DML_OPERATOR_DESC op{};
+
+  explicit OpDesc(const Spec& s);
+  OpDesc(const OpDesc&) = delete;
+  OpDesc& operator=(const OpDesc&) = delete;
+};
+
+// Host copies of a case's inputs (random, never zeros).
+struct HostData {
+  Bytes input, indices, updates;
+  uint64_t targets = 0;  // ScatterElements: distinct output elements that some update targets
+};
+
+void MakeHostData(const Spec& s, const OpDesc& d, HostData* h, uint64_t seed);
+
+// Random non-zero finite values of elemSize bytes (the copy kernel's source uses it too).
+void FillData(Bytes& b, size_t elemSize, uint64_t seed);
+
+// Checks a sample of the output `out` against the CPU reference. Returns the number of
+// mismatches; *checked is the sample size, *first describes the first mismatch.
+uint64_t Verify(const Spec& s, const HostData& h, const uint8_t* out, uint64_t* checked,
+                std::string* first);
+
+// Minimum bytes a case must move (examples/bench/BENCH.md).
+double MinBytes(const Spec& s, const HostData& h);
+
+}  // namespace bench
