@@ -26,8 +26,9 @@ const char kDevicesUsage[] =
     "\n"
     "Lists every Vulkan physical device: index, name, type, driver name and version, Vulkan\n"
     "API version, maxStorageBufferRange and the optional features vkdml uses (8- and 16-bit\n"
-    "storage buffer access, needed for 1- and 2-byte data types). '*' marks the device used\n"
-    "when --device is not given.\n";
+    "storage buffer access, needed for 1- and 2-byte data types; the timeline semaphore;\n"
+    "float64 arithmetic and the 64-bit and float atomics the scatter reductions use). '*'\n"
+    "marks the device used when --device is not given.\n";
 
 const char* DeviceTypeName(VkPhysicalDeviceType t) {
   switch (t) {
@@ -89,6 +90,12 @@ int DevicesMain(int argc, char** argv) {
         d.available.storageBuffer8BitAccess ? "yes" : "no",
         d.available.storageBuffer16BitAccess ? "yes" : "no",
         d.available.timelineSemaphore ? "yes" : "no");
+    std::printf(
+        "     shaderFloat64: %s, shaderInt64: %s, shaderBufferInt64Atomics: %s, "
+        "shaderBufferFloat32AtomicAdd: %s\n",
+        d.available.shaderFloat64 ? "yes" : "no", d.available.shaderInt64 ? "yes" : "no",
+        d.available.shaderBufferInt64Atomics ? "yes" : "no",
+        d.available.shaderBufferFloat32AtomicAdd ? "yes" : "no");
   }
   std::printf("(* = the default device, used when --device is not given)\n");
   return 0;

@@ -16,8 +16,8 @@ namespace {
 
 const char kRunUsage[] =
     "usage: vkdml run OP --input IN.npy --indices IDX.npy [--updates UPD.npy] [--axis N]\n"
-    "                 [--batch-dims N] [--reduction none|add|mul|min|max] --output OUT.npy\n"
-    "                 [--device N] [--check-indices]\n"
+    "                 [--batch-dims N] [--reduction none|add|mul|max|min] [--deterministic]\n"
+    "                 --output OUT.npy [--device N] [--check-indices]\n"
     "\n"
     "Runs one ONNX operator on .npy arrays on a Vulkan device and writes the result.\n"
     "OP (ONNX semantics, NumPy shapes):\n"
@@ -29,7 +29,13 @@ const char kRunUsage[] =
     "  scatter-elements   ScatterElements: --axis N (default 0), --updates (shape\n"
     "                     indices.shape); output shape input.shape\n"
     "  scatter-nd         ScatterND: --updates; output shape input.shape\n"
-    "  --reduction: none only (DirectML's scatters have no reduction)\n"
+    "Scatter options:\n"
+    "  --reduction R      none (default: the update replaces the element), add, mul, max or\n"
+    "                     min (ONNX's reduction: each update combined with its target, in the\n"
+    "                     element type; bool add and mul are or and and, as NumPy's)\n"
+    "  --deterministic    apply the updates one at a time in the indices' C order, so the\n"
+    "                     output is the same bits every run (float add and mul otherwise\n"
+    "                     may differ in the order of the steps)\n"
     "Options:\n"
     "  --device N         Vulkan device index from `vkdml devices` (default: the first\n"
     "                     discrete GPU, else the first device)\n"
@@ -42,7 +48,7 @@ const char kRunUsage[] =
 struct RunArgs {
   std::string op, input, indices, updates, output, reduction = "none";
   int64_t axis = 0, batchDims = 0, device = -1;
-  bool haveAxis = false, haveBatchDims = false, checkIndices = false;
+  bool haveAxis = false, haveBatchDims = false, checkIndices = false, deterministic = false;
 };
 
 // Reports message as `vkdml run: message` on stderr and returns the exit status.
@@ -59,8 +65,8 @@ int ParseRunArgs(int argc, char** argv, RunArgs* a) {
       std::fputs(kRunUsage, stdout);
       return 0;
     }
-    if (arg == "--check-indices") {
-      a->checkIndices = true;
+    if (arg == "--check-indices" || arg == "--deterministic") {
+      (arg == "--check-indices" ? a->checkIndices : a->deterministic) = true;
       continue;
     }
     if (arg.rfind("--", 0) != 0) {
@@ -119,14 +125,11 @@ int CheckOperator(const RunArgs& a) {
   if (a.reduction != "none") {
     if (a.reduction != "add" && a.reduction != "mul" && a.reduction != "min" &&
         a.reduction != "max")
-      return Error("--reduction is '" + a.reduction + "', expected none, add, mul, min or max");
+      return Error("--reduction is '" + a.reduction + "', expected none, add, mul, max or min");
     if (!scatter) return Error("--reduction does not apply to " + op);
-    return Error("operator '" + op + "' with --reduction " + a.reduction + " (ONNX " +
-                 (op == "scatter-nd" ? "ScatterND" : "ScatterElements") + " reduction='" +
-                 a.reduction +
-                 "') is not supported: DirectML's SCATTER and SCATTER_ND have no reduction, so "
-                 "vkdml has none (only --reduction none)");
   }
+  if (a.deterministic && !scatter)
+    return Error("--deterministic does not apply to " + op + " (a gather is deterministic)");
   if (a.haveAxis && !elements && op != "gather") return Error("--axis does not apply to " + op);
   if (a.haveBatchDims && op != "gather-nd") return Error("--batch-dims does not apply to " + op);
   if (!a.updates.empty() && !scatter) return Error("--updates does not apply to " + op);
@@ -236,6 +239,8 @@ struct OnnxMapping {
   DML_GATHER_ELEMENTS_OPERATOR_DESC gatherElements{};
   DML_SCATTER_ND_OPERATOR_DESC scatterNd{};
   DML_SCATTER_OPERATOR_DESC scatterElements{};
+  VKDML_SCATTER_ND_REDUCE_OPERATOR_DESC scatterNdReduce{};
+  VKDML_SCATTER_ELEMENTS_REDUCE_OPERATOR_DESC scatterElementsReduce{};
   DML_OPERATOR_DESC desc{};
   bool skipDevice = false;  // the output is empty or a copy of the input
 };
@@ -410,6 +415,32 @@ std::string MapOnnxOperator(const RunArgs& a, const Named& in, const Named& idx,
   if (upd) m->scatterNd.UpdatesTensor = m->scatterElements.UpdatesTensor = descs[2];
   m->gather.OutputTensor = m->gatherNd.OutputTensor = m->gatherElements.OutputTensor =
       m->scatterNd.OutputTensor = m->scatterElements.OutputTensor = out;
+  if (a.reduction != "none") {  // vkdml's reduce operators, with the same tensors
+    VKDML_REDUCE_FUNCTION f = a.reduction == "add"   ? VKDML_REDUCE_FUNCTION_ADD
+                              : a.reduction == "mul" ? VKDML_REDUCE_FUNCTION_MULTIPLY
+                              : a.reduction == "max" ? VKDML_REDUCE_FUNCTION_MAX
+                                                     : VKDML_REDUCE_FUNCTION_MIN;
+    // bool moves as UINT8: NumPy's bool add is or (max), its mul and (min).
+    if (in.array.dtype == npy::DType::Bool && f == VKDML_REDUCE_FUNCTION_ADD)
+      f = VKDML_REDUCE_FUNCTION_MAX;
+    if (in.array.dtype == npy::DType::Bool && f == VKDML_REDUCE_FUNCTION_MULTIPLY)
+      f = VKDML_REDUCE_FUNCTION_MIN;
+    const auto& nd = m->scatterNd;
+    const auto& se = m->scatterElements;
+    m->scatterNdReduce = {nd.InputTensor,
+                          nd.IndicesTensor,
+                          nd.UpdatesTensor,
+                          nd.OutputTensor,
+                          nd.InputDimensionCount,
+                          nd.IndicesDimensionCount,
+                          f};
+    m->scatterElementsReduce = {se.InputTensor,  se.IndicesTensor, se.UpdatesTensor,
+                                se.OutputTensor, se.Axis,          f};
+    m->desc =
+        m->desc.Type == DML_OPERATOR_SCATTER_ND
+            ? DML_OPERATOR_DESC{VKDML_OPERATOR_SCATTER_ND_REDUCE, &m->scatterNdReduce}
+            : DML_OPERATOR_DESC{VKDML_OPERATOR_SCATTER_ELEMENTS_REDUCE, &m->scatterElementsReduce};
+  }
   return "";
 }
 
@@ -487,8 +518,9 @@ int RunMain(int argc, char** argv) {
     if (!r) return Error(r.message, ExitStatus(r));
     std::vector<HostTensor*> inputs;
     for (HostTensor& t : mapping.inputs) inputs.push_back(&t);
-    r = Execute(*device, mapping.desc, a.checkIndices ? VKDML_EXECUTION_FLAG_CHECK_INDICES : 0,
-                inputs, &mapping.output);
+    const UINT flags = (a.checkIndices ? VKDML_EXECUTION_FLAG_CHECK_INDICES : 0) |
+                       (a.deterministic ? VKDML_EXECUTION_FLAG_DETERMINISTIC : 0);
+    r = Execute(*device, mapping.desc, flags, inputs, &mapping.output);
     if (r.status == Status::IndexOutOfRange)
       return Error(IndexMessage(r.message, mapping.D, idx.rank(), idx.path), kExitBadInput);
     if (!r) return Error(r.message, ExitStatus(r));

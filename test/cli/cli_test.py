@@ -506,19 +506,13 @@ def group_errors():
                  run("gather", "--input", save("gz.npy", np.zeros((0, 2), np.float32)),
                      "--indices", ind, "--output", out), 2,
                  "gz.npy: has no elements (shape (0, 2)), so no index into it is valid")
-    for red in ("add", "mul", "min", "max"):
-        expect_error(f"--reduction {red}", run("scatter-nd", *base, "--updates", inp,
-                                               "--reduction", red), 2,
-                     f"'scatter-nd' with --reduction {red}")
-        expect_error(f"scatter-elements --reduction {red}",
-                     run("scatter-elements", *base, "--updates", inp, "--reduction", red), 2,
-                     f"operator 'scatter-elements' with --reduction {red} (ONNX ScatterElements "
-                     f"reduction='{red}') is not supported")
     expect_error("--reduction on gather-elements",
                  run("gather-elements", *base, "--reduction", "add"), 2,
                  "--reduction does not apply to gather-elements")
     expect_error("bad --reduction", run("scatter-nd", *base, "--reduction", "sum"), 2,
-                 "--reduction is 'sum', expected none, add, mul, min or max")
+                 "--reduction is 'sum', expected none, add, mul, max or min")
+    expect_error("--deterministic on gather-nd", run("gather-nd", *base, "--deterministic"), 2,
+                 "--deterministic does not apply to gather-nd (a gather is deterministic)")
     expect_error("unknown operator", run("gatherx", *base), 2, "unknown operator 'gatherx'")
     expect_error("no operator", run(*base), 2, "no operator given")
     expect_error("unknown option", run("gather-nd", *base, "--frob", "1"), 2,
@@ -695,6 +689,77 @@ def group_errors():
     check(p.returncode == 0 and same(np.load(out), data[[1, 0]]), "success replaces the output")
 
 
+UFUNC = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
+
+
+def ref_scatter_reduce(data, indices, updates, red, axis=None):
+    """ONNX's ScatterND (axis None) or ScatterElements with a reduction: NumPy's ufunc.at, which
+    applies the updates one at a time in C order (clamped indices, as the library's)."""
+    out = np.array(data, order="C")
+    targets, values = [], []
+    for pos in np.ndindex(*(indices.shape if axis is not None else indices.shape[:-1])):
+        if axis is None:
+            dst = tuple(int(fix(v, data.shape[j])) for j, v in enumerate(indices[pos]))
+        else:
+            dst = list(pos)
+            dst[axis] = int(fix(indices[pos], data.shape[axis]))
+            dst = tuple(dst)
+        targets.append(dst)
+        values.append(updates[pos])
+    for dst, v in zip(targets, values):
+        UFUNC[red].at(out, dst, v)
+    return out
+
+
+def reduce_values(dtype, shape, red, order_free, seed):
+    """Values for a reduction test: any in deterministic mode (finite for add and mul, whose NaN
+    payloads depend on the CPU); in the default mode ones whose result cannot depend on the
+    order: small integers for float add and mul, no -0 or NaN for max and min."""
+    rng = np.random.default_rng(seed)
+    if np.issubdtype(dtype, np.floating):
+        if red in ("add", "mul") and order_free:
+            choices = [-1, 1] if dtype == np.float16 or red == "mul" else [-2, -1, 1, 2, 3]
+            return rng.choice(np.array(choices, dtype), shape)
+        a = sample(dtype, shape, seed)
+        if red in ("add", "mul") or order_free:
+            a = np.where(np.isfinite(a) & (a != 0), a, np.array(1.5, dtype))
+        return a
+    return sample(dtype, shape, seed)
+
+
+def group_reduce():
+    """`vkdml run scatter-nd|scatter-elements --reduction R [--deterministic]` against NumPy's
+    ufunc.at: every dtype, every reduction, duplicate targets; deterministic runs bit for bit
+    with any values, default runs with values whose result does not depend on the order."""
+    dtypes = [np.float16, np.float32, np.float64, np.int8, np.int16, np.int32, np.int64,
+              np.uint8, np.uint16, np.uint32, np.uint64, np.bool_]
+    rng = np.random.default_rng(7)
+    for n, dtype in enumerate(dtypes):
+        for red in ("add", "mul", "max", "min"):
+            for det in (True, False):
+                extra = ["--reduction", red] + (["--deterministic"] if det else [])
+                what = f"{np.dtype(dtype).name} {red}{' deterministic' if det else ''}"
+                data = reduce_values(dtype, (5, 3), red, not det, n)
+                # ScatterND: 12 row indices into 5 rows, negative and out of range too.
+                idx = rng.integers(-7, 7, (12, 1)).astype(np.int64)
+                upd = reduce_values(dtype, (12, 3), red, not det, n + 100)
+                p, got = run_op("scatter-nd", data, idx, upd, extra)
+                expect_ok(f"scatter-nd {what}", p, got, ref_scatter_reduce(data, idx, upd, red))
+                # ScatterElements along axis 1: 8 updates per row into 3 columns.
+                idx = rng.integers(-3, 3, (5, 8)).astype(np.int32)
+                upd = reduce_values(dtype, (5, 8), red, not det, n + 200)
+                p, got = run_op("scatter-elements", data, idx, upd, extra + ["--axis", "1"])
+                expect_ok(f"scatter-elements {what}", p, got,
+                          ref_scatter_reduce(data, idx, upd, red, axis=1))
+    # Without a reduction, --deterministic makes the last of the duplicate updates win.
+    data = np.zeros((4, 2), np.float32)
+    idx = np.array([[1], [3], [1], [1]], np.int64)
+    upd = np.arange(8, dtype=np.float32).reshape(4, 2)
+    p, got = run_op("scatter-nd", data, idx, upd, ["--deterministic"])
+    expect_ok("scatter-nd deterministic without a reduction", p, got,
+              ref_scatter_nd(data, idx, upd))
+
+
 def group_output():
     """A plain file is replaced whole; links, FIFOs and files with other names are written
     through, so that they stay what they are; nothing is left behind by a signal."""
@@ -848,7 +913,7 @@ def group_bench():
 
 GROUPS = {"help": group_help, "roundtrip": group_roundtrip, "shapes": group_shapes,
           "errors": group_errors, "indices": group_indices, "output": group_output,
-          "bench": group_bench}
+          "bench": group_bench, "reduce": group_reduce}
 
 if __name__ == "__main__":
     GROUPS[sys.argv[2]]()

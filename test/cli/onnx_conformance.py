@@ -33,9 +33,9 @@ OPERATORS = {
     "ScatterND": ("scatter-nd", ["reduction"]),
 }
 OPTION = {"axis": "--axis", "batch_dims": "--batch-dims", "reduction": "--reduction"}
-# What `vkdml run` refuses as not supported (DirectML has no counterpart): ONNX operators, and
-# the reduction attribute's values (of ScatterElements and ScatterND).
-UNSUPPORTED = {"operators": set(), "reductions": {"add", "mul", "min", "max"}}
+# What `vkdml run` refuses as not supported: ONNX operators, and the reduction attribute's
+# values (of ScatterElements and ScatterND). Nothing, since vkdml has the reductions.
+UNSUPPORTED = {"operators": set(), "reductions": set()}
 
 
 def find_cases(data_dir):
