@@ -104,6 +104,8 @@ struct Push {
   uint srcBase;    // the source binding (gather: InputTensor, scatter: UpdatesTensor)
   uint indexBase;  // IndicesTensor, in index elements
   uint dstBase;    // OutputTensor
+  uint begin;      // scatter_ordered.comp: the sorted positions this dispatch folds, [begin, end)
+  uint end;
 };
 
 // Push constants of the sort's dispatches (glsl/radix_sort.comp), in place of Push. Offsets and
@@ -136,7 +138,7 @@ struct SortPush {
 #ifdef __cplusplus
 static_assert(sizeof(PackedPlan) % 16 == 0 && sizeof(PackedPlan) == 16 + 9 * 32,
               "PackedPlan must keep std140's layout");
-static_assert(sizeof(Push) == 16, "Push must keep std430's layout");
+static_assert(sizeof(Push) == 24, "Push must keep std430's layout");
 static_assert(sizeof(SortPush) == 32, "SortPush must keep std430's layout");
 }  // namespace vkdml::detail::shader
 #endif

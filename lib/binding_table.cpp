@@ -248,9 +248,12 @@ void BindingTableImpl::Dispatch(VkCommandBuffer cmd, const Kernel& k, UINT src) 
     vk.vkCmdPushConstants(cmd, device_->PipelineLayout(), VK_SHADER_STAGE_COMPUTE_BIT, 0,
                           sizeof(k.sort), &k.sort);
   } else {
-    const shader::Push push{k.slot, UINT(delta_[src] / k.unit),
+    const shader::Push push{k.slot,
+                            UINT(delta_[src] / k.unit),
                             UINT(delta_[VKDML_BIND_INDICES] / op_->op.Indices().elemSize),
-                            UINT(delta_[VKDML_BIND_OUTPUT] / k.unit)};
+                            UINT(delta_[VKDML_BIND_OUTPUT] / k.unit),
+                            k.begin,
+                            k.end};
     vk.vkCmdPushConstants(cmd, device_->PipelineLayout(), VK_SHADER_STAGE_COMPUTE_BIT, 0,
                           sizeof(push), &push);
   }

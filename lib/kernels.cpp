@@ -311,14 +311,21 @@ class Chooser {
     k.spec = Spec(scatter);
     k.spec[VKDML_SPEC_UNIT] = op_.unit;
     k.unit = elemSize_;
-    k.groups = Groups((UINT64(scatter.count) + VKDML_GROUP_SIZE - 1) / VKDML_GROUP_SIZE,
-                      device_.maxGroups);
     VKDML_TRY(Slot(scatter, &k.slot));
     set_.plans[k.slot].sortedBase = digits % 2 ? units : 0;
-    step = {};
-    step.kind = Pass::Kind::Ordered;
-    step.plain = k;
-    set_.steps.push_back(step);
+    // A run of one target's updates is folded by one invocation: where loops are bounded, in
+    // dispatches of at most maxLoop sorted positions, each continuing the runs the last left.
+    const UINT64 chunk = std::min<UINT64>(units, device_.maxLoop);
+    for (UINT64 begin = 0; begin < units; begin += chunk) {
+      k.begin = UINT(begin);
+      k.end = UINT(std::min<UINT64>(units, begin + chunk));
+      const UINT64 threads = UINT64(k.end - k.begin) * op_.unit;
+      k.groups = Groups((threads + VKDML_GROUP_SIZE - 1) / VKDML_GROUP_SIZE, device_.maxGroups);
+      step = {};
+      step.kind = Pass::Kind::Ordered;
+      step.plain = k;
+      set_.steps.push_back(step);
+    }
     set_.sortWords = 2 * UINT64(units);
     return {};
   }
@@ -409,6 +416,7 @@ DeviceTraits DeviceTraits::Of(VkPhysicalDeviceType type, const VkPhysicalDeviceL
   // On CPU devices (lavapipe) the line scatter's barriers cost more than the random writes it
   // saves (examples/bench/PERF_NOTES.md, v15).
   t.lines = type == VK_PHYSICAL_DEVICE_TYPE_CPU ? Lines::Never : Lines::WhenBetter;
+  if (type == VK_PHYSICAL_DEVICE_TYPE_CPU) t.maxLoop = 16384;
   const char* lines = std::getenv("VKDML_SCATTER_LINES");
   if (lines && std::strcmp(lines, "0") == 0) t.lines = Lines::Never;
   if (lines && std::strcmp(lines, "1") == 0) t.lines = Lines::Always;

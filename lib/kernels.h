@@ -22,6 +22,9 @@ struct DeviceTraits {
   enum class Lines { Never, WhenBetter, Always } lines = Lines::WhenBetter;
   bool float32AtomicAdd = false;  // shaderBufferFloat32AtomicAdd
   bool int64Atomics = false;      // shaderInt64 and shaderBufferInt64Atomics
+  // The most iterations one invocation's loops may take, summed: lavapipe ends a shader's loops
+  // after 65535 (vkdml keeps well below that there); unbounded elsewhere.
+  UINT64 maxLoop = UINT64(-1);
 
   // From the device's properties, its enabled features and the environment:
   // VKDML_MAX_GROUPS=N lowers maxGroups (so small tests run the grid-stride loops);
@@ -40,9 +43,11 @@ struct Kernel {
   Specialization spec = {};
   UINT groups = 0;                       // workgroups
   VkPipeline pipeline = VK_NULL_HANDLE;  // filled in by CompileOperator
-  // Its push constants: a plan's (shader::Push: the plan slot, and the bindings' bases counted
-  // in `unit`-byte elements) or, for a sort step, a fixed shader::SortPush.
+  // Its push constants: a plan's (shader::Push: the plan slot, the bindings' bases counted in
+  // `unit`-byte elements, and an ordered scatter's [begin, end)) or, for a sort step, a fixed
+  // shader::SortPush.
   UINT slot = 0, unit = 0;
+  UINT begin = 0, end = 0;
   bool sortStep = false;
   shader::SortPush sort = {};
 };

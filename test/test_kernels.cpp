@@ -59,9 +59,10 @@ TEST_CASE("Interface: the kernels lay out plans and push constants as C++ does",
       offsetof(shader::PackedPlan, indexed),    offsetof(shader::PackedPlan, indices),
       offsetof(shader::PackedPlan, position),   offsetof(shader::PackedPlan, tupleSize),
       offsetof(shader::PackedPlan, tupleStride)};
-  const std::vector<size_t> push = {offsetof(shader::Push, plan), offsetof(shader::Push, srcBase),
-                                    offsetof(shader::Push, indexBase),
-                                    offsetof(shader::Push, dstBase)};
+  const std::vector<size_t> push = {
+      offsetof(shader::Push, plan),      offsetof(shader::Push, srcBase),
+      offsetof(shader::Push, indexBase), offsetof(shader::Push, dstBase),
+      offsetof(shader::Push, begin),     offsetof(shader::Push, end)};
   for (const char* name :
        {"gather_e4_i32", "scatter_e16_i64", "lines_e2_i64", "mark_i32", "report_i64"}) {
     INFO("module " << name);

@@ -1257,3 +1257,28 @@ TEST_CASE_METHOD(Fixture, "Deterministic scatters with large sorts", "[large][re
     RunCase(c);
   }
 }
+
+// One target receiving far more updates than lavapipe lets a shader loop (it ends a shader's
+// loops after 65535 iterations): a deterministic execution folds the run in dispatches of
+// bounded length there, each carrying on from the last; the result is the sequential one.
+TEST_CASE_METHOD(Fixture, "Deterministic scatter with one target's run past 65535 updates",
+                 "[large][reduce]") {
+  const DML_TENSOR_DATA_TYPE i32 = DML_TENSOR_DATA_TYPE_INT32, f32 = DML_TENSOR_DATA_TYPE_FLOAT32;
+  Rng rng(BaseSeed() ^ 0x10000);
+  const UINT n = 100000;
+  for (VKDML_REDUCE_FUNCTION f : {VKDML_REDUCE_FUNCTION_ADD, VKDML_REDUCE_FUNCTION_NONE}) {
+    TensorDesc in(f32, {4, 2}), ix(i32, {n, 1}), upd(f32, {n, 2}), out = in;
+    Case c;
+    c.spec = OpSpec::ScatterND(in, ix, upd, out, 2, 2);
+    c.spec.WithReduce(f);
+    std::vector<int64_t> rows(n);
+    for (int64_t& r : rows) r = rng.P(0.9) ? 2 : int64_t(rng.U(0, 3));  // mostly row 2
+    c.inputs = {RandomBytes(rng, in.Total()), IndexBytes(i32, rows, ix.Total()),
+                RandomBytes(rng, upd.Total())};
+    FillReduceValues(rng, in, f, false, &c.inputs[0]);
+    FillReduceValues(rng, upd, f, false, &c.inputs[2]);
+    c.opts.flags = VKDML_EXECUTION_FLAG_DETERMINISTIC;
+    INFO(c.spec.ToString());
+    RunCase(c);
+  }
+}
