@@ -1,12 +1,14 @@
 #version 450
 // A deterministic scatter (any reduction) done one output line at a time, for ScatterElements
 // whose Axis is the innermost dimension of its plan (lib/plan.h: Plan::LineShaped): the updates
-// of one line only ever target that line, so one workgroup can put them in order. It sorts the
-// line's (target, update number) pairs in shared memory (a bitonic sort of kSortSize keys, the
-// power of two at or above the line's kPerLine updates), then the first thread of each target's
-// run folds the run's updates into the target in increasing update order: the sequential result,
-// bit for bit, without sorting the whole tensor. No thread loops more than a line's updates (CPU
-// drivers cut long loops short: lavapipe stops a shader's loops after 65535 iterations).
+// of one line only ever target that line, so one workgroup can put them in order.
+// It counts the line's updates per target, scans the counts into bucket offsets and places each
+// update's number (16 bits) in its target's bucket, in any order. Where every bucket holds at
+// most kShortBucket updates, the target's thread sorts its bucket in registers and folds it in
+// increasing update order. A line with a longer bucket is sorted whole instead (a bitonic sort of
+// (target, update number) keys in shared memory) and the first thread of each target's run folds
+// the run. Either way the result is the sequential one, bit for bit, and no thread loops more
+// than a line's updates (lavapipe ends a shader's loops after 65535 iterations).
 // FLOAT64 computes 8-byte floats (shaderFloat64).
 #extension GL_GOOGLE_include_directive : require
 #include "elem.glsl"
@@ -16,62 +18,179 @@
 #include "arith.glsl"
 
 layout(local_size_x_id = VKDML_SPEC_GROUP_SIZE) in;
+layout(constant_id = VKDML_SPEC_ITEMS) const uint kItems = 1;  // updates a thread holds
 #define kPerLine kUnit     // updates per line (the plan's last size)
 #define kSortSize kUnroll  // the power of two at or above kPerLine
+const uint kShortBucket = 16u;
+const uint kMaxGroup = 1024u;
 
 layout(std430, set = 0, binding = VKDML_BIND_UPDATES) restrict readonly buffer Updates {
   T updatesData[];
 };
 layout(std430, set = 0, binding = VKDML_BIND_OUTPUT) restrict buffer Output { T outputData[]; };
 
-shared uint keys[kSortSize];  // target << 16 | update number; unused slots sort last
+// Shared memory, one array: counts (kLineLength words: per target its updates, then its bucket's
+// offset, then its end) and entries (the scan's thread totals, then the bucket entries, two per
+// word); or, for a line sorted whole, its keys (target << 16 | update number).
+const uint kEntryWords = (kPerLine + 1u) / 2u > kMaxGroup + 32u ? (kPerLine + 1u) / 2u
+                                                                : kMaxGroup + 32u;
+const uint kBucketWords = kLineLength + kEntryWords;
+const uint kSharedWords = kBucketWords > kSortSize ? kBucketWords : kSortSize;
+shared uint lineShared[kSharedWords];
+shared uint longest;  // the line's longest bucket
+#define counts(t) lineShared[t]
+#define entries(w) lineShared[kLineLength + (w)]
+#define keys(i) lineShared[i]
+
+uint entry(uint position) {
+  return (entries(position >> 1) >> ((position & 1u) * 16u)) & 0xFFFFu;
+}
+
+V updateValue(uvec4 at, uint e) {
+  return V(updatesData[pc.srcBase + at.x + e * VKDML_AT(plans[pc.plan].direct, kRank - 1u)]);
+}
+
+uint outputAt(uvec4 at, uint t) {
+  return pc.dstBase + at.y + t * VKDML_AT(plans[pc.plan].tupleStride, 0);
+}
 
 void main() {
   const uint p = pc.plan;
   const uint last = kRank - 1u;
   const uint lines = plans[p].count / kPerLine;
-  const uint along = VKDML_AT(plans[p].tupleStride, 0);  // OutputTensor stride along the line
   const uint indexStep = VKDML_AT(plans[p].indices, last);
   const uint positionStep = VKDML_AT(plans[p].position, last);
-  const uint updateStep = VKDML_AT(plans[p].direct, last);
   const uint tid = gl_LocalInvocationID.x, group = gl_WorkGroupSize.x;
+  const uint chunk = (kLineLength + group - 1u) / group;  // counts each thread scans
+  const uint lanes = min(group, 32u), share = (group + lanes - 1u) / lanes;  // scan of totals
   for (uint l = gl_WorkGroupID.x; l < lines; l += gl_NumWorkGroups.x) {
     const uvec4 at = loopOffsets(p, last, l);
-    for (uint e = tid; e < kSortSize; e += group)
-      keys[e] = e < kPerLine ? clampIndex(readIndex(at.z + e * indexStep), kLineLength,
-                                          at.w + e * positionStep)
-                                       << 16 |
-                                   e
-                             : 0xFFFFFFFFu;
+    for (uint t = tid; t < kLineLength; t += group) counts(t) = 0u;
+    if (tid == 0u) longest = 0u;
     barrier();
-    for (uint size = 2u; size <= kSortSize; size <<= 1)
-      for (uint stride = size >> 1; stride > 0u; stride >>= 1) {
-        for (uint pair = tid; pair < kSortSize / 2u; pair += group) {
-          const uint a = ((pair & ~(stride - 1u)) << 1) | (pair & (stride - 1u)), b = a + stride;
-          const uint x = keys[a], y = keys[b];
-          if ((x > y) == ((a & size) == 0u)) {
-            keys[a] = y;
-            keys[b] = x;
-          }
-        }
-        barrier();
+    uint targets[kItems];  // this thread's updates tid, tid + group, ...: their targets
+    for (uint k = 0u; k < kItems; ++k) {
+      const uint e = tid + k * group;
+      if (e < kPerLine) {
+        targets[k] = clampIndex(readIndex(at.z + e * indexStep), kLineLength,
+                                at.w + e * positionStep);
+        atomicAdd(counts(targets[k]), 1u);
       }
-    for (uint q = tid; q < kPerLine; q += group) {
-      const uint t = keys[q] >> 16;
-      if (q > 0u && keys[q - 1u] >> 16 == t) continue;  // not the first of its target's run
-      const uint target = pc.dstBase + at.y + t * along;
-      uint r = q;
-      if (kReduce == VKDML_REDUCE_NONE) {  // the run's last update wins
-        while (r + 1u < kPerLine && keys[r + 1u] >> 16 == t) ++r;
-        outputData[target] = updatesData[pc.srcBase + at.x + (keys[r] & 0xFFFFu) * updateStep];
-        continue;
-      }
-      V value = V(outputData[target]);
-      for (; r < kPerLine && keys[r] >> 16 == t; ++r)
-        value = reduceBits(value, V(updatesData[pc.srcBase + at.x + (keys[r] & 0xFFFFu) *
-                                                                      updateStep]));
-      outputData[target] = T(value);
     }
-    barrier();  // the next line reuses keys
+    barrier();
+    // Exclusive scan of the counts: each thread sums a chunk; the first `lanes` threads scan
+    // the chunk totals, `share` each, and thread 0 their sums.
+    uint total = 0u;
+    for (uint k = 0u; k < chunk; ++k)
+      if (tid * chunk + k < kLineLength) total += counts(tid * chunk + k);
+    entries(tid) = total;
+    barrier();
+    uint laneTotal = 0u;
+    if (tid < lanes)
+      for (uint k = 0u; k < share; ++k)
+        if (tid * share + k < group) laneTotal += entries(tid * share + k);
+    barrier();
+    if (tid < lanes) entries(group + tid) = laneTotal;
+    barrier();
+    if (tid == 0u) {
+      uint running = 0u;
+      for (uint k = 0u; k < lanes; ++k) {
+        const uint c = entries(group + k);
+        entries(group + k) = running;
+        running += c;
+      }
+    }
+    barrier();
+    if (tid < lanes) {
+      uint running = entries(group + tid);
+      for (uint k = 0u; k < share; ++k)
+        if (tid * share + k < group) {
+          const uint c = entries(tid * share + k);
+          entries(tid * share + k) = running;
+          running += c;
+        }
+    }
+    barrier();
+    uint running = entries(tid);
+    for (uint k = 0u; k < chunk; ++k)
+      if (tid * chunk + k < kLineLength) {
+        const uint c = counts(tid * chunk + k);
+        counts(tid * chunk + k) = running;
+        running += c;
+      }
+    barrier();
+    for (uint w = tid; w < kEntryWords; w += group) entries(w) = 0u;
+    barrier();
+    // Each update's number into its target's bucket; counts(t) ends as bucket t's end.
+    for (uint k = 0u; k < kItems; ++k) {
+      const uint e = tid + k * group;
+      if (e < kPerLine) {
+        const uint position = atomicAdd(counts(targets[k]), 1u);
+        atomicOr(entries(position >> 1), e << ((position & 1u) * 16u));
+      }
+    }
+    barrier();
+    for (uint t = tid; t < kLineLength; t += group)
+      atomicMax(longest, counts(t) - (t > 0u ? counts(t - 1u) : 0u));
+    barrier();
+    if (longest <= kShortBucket) {
+      // Each target's thread sorts its bucket (insertion, in registers) and folds it.
+      for (uint t = tid; t < kLineLength; t += group) {
+        const uint begin = t > 0u ? counts(t - 1u) : 0u, n = counts(t) - begin;
+        if (n == 0u) continue;
+        uint order[kShortBucket];
+        for (uint i = 0u; i < n; ++i) {
+          const uint e = entry(begin + i);
+          uint j = i;
+          for (; j > 0u && order[j - 1u] > e; --j) order[j] = order[j - 1u];
+          order[j] = e;
+        }
+        const uint target = outputAt(at, t);
+        if (kReduce == VKDML_REDUCE_NONE) {  // the last update wins
+          outputData[target] = T(updateValue(at, order[n - 1u]));
+          continue;
+        }
+        V value = V(outputData[target]);
+        for (uint i = 0u; i < n; ++i) value = reduceBits(value, updateValue(at, order[i]));
+        outputData[target] = T(value);
+      }
+    } else {
+      // The whole line's keys, sorted in shared memory; each run folded by its first thread.
+      barrier();  // the counts and entries are read no more
+      for (uint k = 0u; k < kItems; ++k) {
+        const uint e = tid + k * group;
+        if (e < kPerLine) keys(e) = targets[k] << 16 | e;
+      }
+      for (uint e = kPerLine + tid; e < kSortSize; e += group) keys(e) = 0xFFFFFFFFu;
+      barrier();
+      for (uint size = 2u; size <= kSortSize; size <<= 1)
+        for (uint stride = size >> 1; stride > 0u; stride >>= 1) {
+          for (uint pair = tid; pair < kSortSize / 2u; pair += group) {
+            const uint a = ((pair & ~(stride - 1u)) << 1) | (pair & (stride - 1u));
+            const uint b = a + stride, x = keys(a), y = keys(b);
+            if ((x > y) == ((a & size) == 0u)) {
+              keys(a) = y;
+              keys(b) = x;
+            }
+          }
+          barrier();
+        }
+      for (uint q = tid; q < kPerLine; q += group) {
+        const uint t = keys(q) >> 16;
+        if (q > 0u && keys(q - 1u) >> 16 == t) continue;  // not the first of its run
+        const uint target = outputAt(at, t);
+        uint r = q;
+        if (kReduce == VKDML_REDUCE_NONE) {  // the run's last update wins
+          while (r + 1u < kPerLine && keys(r + 1u) >> 16 == t) ++r;
+          outputData[target] = T(updateValue(at, keys(r) & 0xFFFFu));
+          continue;
+        }
+        V value = V(outputData[target]);
+        for (; r < kPerLine && keys(r) >> 16 == t; ++r)
+          value = reduceBits(value, updateValue(at, keys(r) & 0xFFFFu));
+        outputData[target] = T(value);
+      }
+    }
+    barrier();  // the next line reuses the shared memory
   }
 }

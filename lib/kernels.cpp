@@ -237,19 +237,23 @@ class Chooser {
     return true;
   }
 
-  // glsl/scatter_lines_ordered.comp, when a line's (target, update) keys fit in shared memory
-  // (deterministic executions; on GPUs, where the line kernels are used).
+  // glsl/scatter_lines_ordered.comp, when a line's buckets (or its sorted keys) fit in shared
+  // memory (deterministic executions; on GPUs, where the line kernels are used).
   bool OrderedLines(const Plan& plan) {
+    constexpr UINT64 kMaxGroup = 1024, kMaxItems = 64;  // as in the kernel
     if (!plan.LineShaped()) return false;
     const UINT length = plan.tupleSize[0], perLine = plan.sizes[plan.rank - 1];
-    UINT sortSize = 1;  // keys: the power of two at or above perLine
+    UINT sortSize = 1;  // keys of a line sorted whole: the power of two at or above perLine
     while (sortSize < perLine) sortSize *= 2;
-    UINT group = 32;  // a thread per pair of keys, up to the device's limit
-    while (group < sortSize / 2 && group < device_.maxLinesGroupSize) group *= 2;
-    group = std::min(group, device_.maxLinesGroupSize);
+    UINT group = 32;  // a thread per target and per pair of keys, up to the device's limit
+    while (group < std::max(length, sortSize / 2) && group < device_.maxLinesGroupSize) group *= 2;
+    group = UINT(std::min<UINT64>({group, device_.maxLinesGroupSize, kMaxGroup}));
+    const UINT64 items = (UINT64(perLine) + group - 1) / group;
+    const UINT64 entryWords = std::max<UINT64>((UINT64(perLine) + 1) / 2, kMaxGroup + 32);
+    const UINT64 words = std::max<UINT64>(length + entryWords, sortSize);
     // Not on CPU devices, where its barriers cost more than the sort (PERF_NOTES.md, v22).
-    if (device_.lines == DeviceTraits::Lines::Never || length > 0x10000 ||
-        UINT64(sortSize) * 4 > std::min(kMaxLineBytes, device_.maxSharedMemory))
+    if (device_.lines == DeviceTraits::Lines::Never || length > 0x10000 || perLine > 0xFFFF ||
+        items > kMaxItems || words * 4 > std::min(kMaxLineBytes, device_.maxSharedMemory))
       return false;
     UINT slot = 0;
     if (!Slot(plan, &slot).ok()) return false;
@@ -263,6 +267,7 @@ class Chooser {
     step.plain.spec[VKDML_SPEC_UNIT] = perLine;
     step.plain.spec[VKDML_SPEC_UNROLL] = sortSize;
     step.plain.spec[VKDML_SPEC_GROUP_SIZE] = group;
+    step.plain.spec[VKDML_SPEC_ITEMS] = UINT(items);
     step.plain.slot = slot;
     step.plain.unit = elemSize_;
     step.plain.groups = Groups(plan.count / perLine, device_.maxGroups);

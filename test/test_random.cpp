@@ -353,8 +353,11 @@ Case GenScatterND(Rng& rng, UINT D, DML_TENSOR_DATA_TYPE dt, DML_TENSOR_DATA_TYP
 // longLines: the axis is the last dimension, 256-600 long, with at least a quarter as many
 // updates, on 64-100 lines: the shape lib/plan.cpp's Plan::Lines gives to
 // glsl/scatter_lines.comp (unless strides make the axis not innermost).
+// Duplicate targets (not unique) crowd onto one or two values of a line, unless spread: then
+// any value of the line, so a target gets a few updates (as random indices give), not hundreds.
 Case GenScatterElements(Rng& rng, UINT D, DML_TENSOR_DATA_TYPE dt, DML_TENSOR_DATA_TYPE it,
-                        const IndexEncoder& enc, bool unique, bool inPlace, bool longLines) {
+                        const IndexEncoder& enc, bool unique, bool inPlace, bool longLines,
+                        bool spread = false) {
   for (;;) {
     std::vector<UINT> inSizes(D);
     for (UINT& s : inSizes) s = RandomSize(rng);
@@ -394,7 +397,7 @@ Case GenScatterElements(Rng& rng, UINT D, DML_TENSOR_DATA_TYPE dt, DML_TENSOR_DA
         targets.resize(n);
         std::iota(targets.begin(), targets.end(), 0);
         std::shuffle(targets.begin(), targets.end(), rng.g);
-        if (!unique) targets.resize(rng.U(1, std::min<uint64_t>(n, 2)));
+        if (!unique && !spread) targets.resize(rng.U(1, std::min<uint64_t>(n, 2)));
       }
       const uint32_t t = unique ? targets[co[axis]] : rng.Pick(targets);
       ref::WriteIndexU(it, indices.data() + ixr.ByteOffset(co), enc.Encode(rng, t, n));
@@ -1143,12 +1146,13 @@ void FillReduceValues(Rng& rng, const TensorDesc& desc, VKDML_REDUCE_FUNCTION f,
 // A scatter case with duplicate targets (or, in place, unique ones), given a reduction.
 // Deterministic cases run twice and must give the same bytes both times.
 bool RunReduceCase(Rng& rng, Op op, UINT D, DML_TENSOR_DATA_TYPE dt, DML_TENSOR_DATA_TYPE it,
-                   VKDML_REDUCE_FUNCTION f, bool deterministic, bool inPlace, bool longLines) {
+                   VKDML_REDUCE_FUNCTION f, bool deterministic, bool inPlace, bool longLines,
+                   bool spread) {
   IndexEncoder enc{it};
   enc.pOutOfRange = rng.P(0.5) ? 0.0 : 0.2;
   Case c = op == Op::ScatterND ? GenScatterND(rng, D, dt, it, enc, inPlace, inPlace)
                                : GenScatterElements(rng, longLines ? std::max(D, 2u) : D, dt, it,
-                                                    enc, inPlace, inPlace, longLines);
+                                                    enc, inPlace, inPlace, longLines, spread);
   // The reduce operators take every reduction; DirectML's deterministic scatters take NONE.
   if (f != VKDML_REDUCE_FUNCTION_NONE || rng.P(0.5)) c.spec.WithReduce(f);
   FillReduceValues(rng, c.spec.tensors[0], f, !deterministic, &c.inputs[0]);
@@ -1163,7 +1167,8 @@ bool RunReduceCase(Rng& rng, Op op, UINT D, DML_TENSOR_DATA_TYPE dt, DML_TENSOR_
   }
   if (inPlace) MakeInPlace(&c);
   INFO("case: " << c.spec.ToString() << "\n  " << Describe(c.opts)
-                << (deterministic ? ", DETERMINISTIC" : "") << (longLines ? ", long lines" : ""));
+                << (deterministic ? ", DETERMINISTIC" : "") << (longLines ? ", long lines" : "")
+                << (spread ? ", targets spread over each line" : ""));
   const bool ok = RunCase(c);
   if (!deterministic || !ok) return ok;
   INFO("the second run of a deterministic case");
@@ -1202,6 +1207,10 @@ TEST_CASE_METHOD(Fixture, "Random scatters with a reduction vs the sequential re
           // most of them with the line kernels forced on.
           const bool longLines = op == Op::ScatterElements && rng.P(0.33);
           const uint64_t knob = longLines && rng.P(0.7) ? 2 : rng.U(0, 5);
+          // Half of those spread their duplicates over the whole line (a few updates per
+          // target, as random indices give: the line kernels' short buckets), half crowd them
+          // onto one or two targets (hundreds per target: their sort of the whole line).
+          const bool spread = longLines && (seed >> 7) % 2 == 1;
           ScopedEnv atomics("VKDML_ATOMICS", knob == 0 ? "32" : "");
           ScopedEnv groups("VKDML_MAX_GROUPS", knob == 1 ? "1" : "");
           ScopedLines lines(knob == 2);
@@ -1211,7 +1220,7 @@ TEST_CASE_METHOD(Fixture, "Random scatters with a reduction vs the sequential re
                             : ""));
           ++runs;
           if (!RunReduceCase(rng, op, UINT(1 + counter % 8), dt, it, f, deterministic, inPlace,
-                             longLines))
+                             longLines, spread))
             ++failures;
           REQUIRE(failures < 8);
         }
