@@ -240,17 +240,16 @@ class Chooser {
   // glsl/scatter_lines_ordered.comp, when a line's buckets (or its sorted keys) fit in shared
   // memory (deterministic executions; on GPUs, where the line kernels are used).
   bool OrderedLines(const Plan& plan) {
-    constexpr UINT64 kMaxGroup = 1024, kMaxItems = 64;  // as in the kernel
+    constexpr UINT64 kMaxItems = 64;  // a thread's updates, held in registers
     if (!plan.LineShaped()) return false;
     const UINT length = plan.tupleSize[0], perLine = plan.sizes[plan.rank - 1];
     UINT sortSize = 1;  // keys of a line sorted whole: the power of two at or above perLine
     while (sortSize < perLine) sortSize *= 2;
     UINT group = 32;  // a thread per target and per pair of keys, up to the device's limit
     while (group < std::max(length, sortSize / 2) && group < device_.maxLinesGroupSize) group *= 2;
-    group = UINT(std::min<UINT64>({group, device_.maxLinesGroupSize, kMaxGroup}));
+    group = std::min({group, device_.maxLinesGroupSize, VKDML_LINES_MAX_GROUP});
     const UINT64 items = (UINT64(perLine) + group - 1) / group;
-    const UINT64 entryWords = std::max<UINT64>((UINT64(perLine) + 1) / 2, kMaxGroup + 32);
-    const UINT64 words = std::max<UINT64>(length + entryWords, sortSize);
+    const UINT64 words = VKDML_ORDERED_SHARED_WORDS(UINT64(length), UINT64(perLine), sortSize);
     // Not on CPU devices, where its barriers cost more than the sort (PERF_NOTES.md, v22).
     if (device_.lines == DeviceTraits::Lines::Never || length > 0x10000 || perLine > 0xFFFF ||
         items > kMaxItems || words * 4 > std::min(kMaxLineBytes, device_.maxSharedMemory))
@@ -412,8 +411,8 @@ DeviceTraits DeviceTraits::Of(VkPhysicalDeviceType type, const VkPhysicalDeviceL
   DeviceTraits t;
   t.type = type;
   t.maxSharedMemory = limits.maxComputeSharedMemorySize;
-  t.maxLinesGroupSize =
-      std::min({1024u, limits.maxComputeWorkGroupInvocations, limits.maxComputeWorkGroupSize[0]});
+  t.maxLinesGroupSize = std::min({VKDML_LINES_MAX_GROUP, limits.maxComputeWorkGroupInvocations,
+                                  limits.maxComputeWorkGroupSize[0]});
   t.maxGroups = std::min(kMaxGroups, limits.maxComputeWorkGroupCount[0]);
   const char* groups = std::getenv("VKDML_MAX_GROUPS");
   long n = groups ? std::strtol(groups, nullptr, 10) : 0;

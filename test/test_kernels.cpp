@@ -221,3 +221,30 @@ TEST_CASE("Kernels: the line kernels of ScatterElements with a reduction", "[ker
     CHECK(set.steps.back().kind == e.kind);
   }
 }
+
+// The ordered line kernel takes a line whose shared memory (interface.h:
+// VKDML_ORDERED_SHARED_WORDS) is the device's limit, and not one that needs a word more.
+TEST_CASE("Kernels: the ordered line kernel up to the shared-memory limit", "[kernels]") {
+  using vkdml::detail::DeviceTraits;
+  const DML_TENSOR_DATA_TYPE f32 = DML_TENSOR_DATA_TYPE_FLOAT32, i32 = DML_TENSOR_DATA_TYPE_INT32;
+  DeviceTraits device;
+  device.maxSharedMemory = 32 << 10;
+  device.maxLinesGroupSize = 1024;
+  device.maxGroups = 65535;
+  device.lines = DeviceTraits::Lines::Always;
+  const UINT perLine = 4096, fits = 8192 - VKDML_ORDERED_ENTRY_WORDS(perLine);
+  for (UINT length : {fits, fits + 1}) {
+    INFO("line of " << length << " elements, " << perLine << " updates");
+    OpSpec spec =
+        OpSpec::ScatterElements(TensorDesc(f32, {2, length}), TensorDesc(i32, {2, perLine}),
+                                TensorDesc(f32, {2, perLine}), TensorDesc(f32, {2, length}), 1);
+    spec.WithReduce(VKDML_REDUCE_FUNCTION_ADD);
+    vkdml::detail::OperatorImpl op;
+    REQUIRE(vkdml::detail::BuildOperator(spec.Desc(), &op).ok());
+    vkdml::detail::KernelSet set;
+    REQUIRE(
+        vkdml::detail::ChooseKernels(op, VKDML_EXECUTION_FLAG_DETERMINISTIC, device, &set).ok());
+    REQUIRE(!set.steps.empty());
+    CHECK((set.steps.back().plain.module == "lines_ordered_e4_i32") == (length == fits));
+  }
+}

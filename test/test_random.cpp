@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "harness.h"
+#include "interface.h"
 #include "test_util.h"
 
 using namespace vt;
@@ -1289,5 +1290,36 @@ TEST_CASE_METHOD(Fixture, "Deterministic scatter with one target's run past 6553
     c.opts.flags = VKDML_EXECUTION_FLAG_DETERMINISTIC;
     INFO(c.spec.ToString());
     RunCase(c);
+  }
+}
+
+// A deterministic ScatterElements whose line fills exactly the shared memory of a device whose
+// limit is 32 KiB (lavapipe) or 48 KiB (vkdml's cap, reached on NVIDIA): glsl/
+// scatter_lines_ordered.comp then takes all of it (interface.h: VKDML_ORDERED_SHARED_WORDS), and
+// the validation layer fails pipeline creation for a single byte more. Updates spread over the
+// line (short buckets) and crowded onto a few targets (the sort of the whole line).
+TEST_CASE_METHOD(Fixture, "Deterministic ScatterElements on lines that fill shared memory",
+                 "[random][reduce]") {
+  const DML_TENSOR_DATA_TYPE f32 = DML_TENSOR_DATA_TYPE_FLOAT32, it = DML_TENSOR_DATA_TYPE_INT32;
+  const UINT perLine = 4096;  // entries: 2048 words; sorted whole: 4096 words
+  for (UINT words : {8192u, 12288u}) {
+    const UINT length = words - VKDML_ORDERED_ENTRY_WORDS(perLine);
+    for (UINT targets : {length, 3u}) {
+      Rng rng(BaseSeed() ^ 0x5A5A ^ words ^ targets);
+      TensorDesc in(f32, {2, length}), ix(it, {2, perLine}), upd(f32, {2, perLine}), out = in;
+      Case c;
+      c.spec = OpSpec::ScatterElements(in, ix, upd, out, 1);
+      c.spec.WithReduce(VKDML_REDUCE_FUNCTION_ADD);
+      std::vector<int64_t> values(2 * perLine);
+      for (int64_t& v : values) v = int64_t(rng.U(0, targets - 1));
+      c.inputs = {RandomBytes(rng, in.Total()), IndexBytes(it, values, ix.Total()),
+                  RandomBytes(rng, upd.Total())};
+      FillReduceValues(rng, in, VKDML_REDUCE_FUNCTION_ADD, false, &c.inputs[0]);
+      FillReduceValues(rng, upd, VKDML_REDUCE_FUNCTION_ADD, false, &c.inputs[2]);
+      c.opts.flags = VKDML_EXECUTION_FLAG_DETERMINISTIC;
+      INFO(words << " words of shared memory, " << targets << " targets per line");
+      ScopedLines lines(true);
+      RunCase(c);
+    }
   }
 }
