@@ -48,9 +48,11 @@ struct uvec4 {
 #define VKDML_SPEC_REDUCE 8        // a scatter's VKDML_REDUCE_FUNCTION
 #define VKDML_SPEC_ELEMENT_KIND 9  // what the element's bits are, for arithmetic: below
 #define VKDML_SPEC_UNIT \
-  10                         // scatter_ordered.comp: loop elements per update unit;
-                             // scatter_lines_ordered.comp: updates per line
-#define VKDML_SPEC_ITEMS 11  // scatter_lines_ordered.comp: a line's updates per thread
+  10  // scatter_ordered.comp: loop elements per update unit;
+      // scatter_lines_ordered.comp: updates per line
+#define VKDML_SPEC_ITEMS \
+  11  // scatter_lines_ordered.comp: a line's updates per thread;
+      // scatter_ordered.comp: a unit's elements per thread
 #define VKDML_SPEC_COUNT 12
 
 #define VKDML_KIND_UNSIGNED 0

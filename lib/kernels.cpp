@@ -15,6 +15,7 @@ constexpr UINT kMaxGroups = 65535;  // per dispatch; grid-stride loops cover the
 // 48 KiB leaves room for several workgroups per multiprocessor.
 constexpr UINT64 kMaxLineBytes = 48 << 10;
 constexpr UINT kLinesUnroll = 4;
+constexpr UINT kOrderedPerThread = 4;  // glsl/scatter_ordered.comp's kPer on wide units
 
 // Elements each thread moves per step (indexed.comp's kUnroll): enough loads in flight to cover
 // memory latency; uvec4 elements need fewer (examples/bench/PERF_NOTES.md, v3 and v11). Work of
@@ -314,6 +315,11 @@ class Chooser {
       k.module += "_f64";
     k.spec = Spec(scatter);
     k.spec[VKDML_SPEC_UNIT] = op_.unit;
+    // Wide units (ScatterND's rows) take kOrderedPerThread elements a thread, so a run's loads
+    // overlap and more units are in flight (examples/bench/PERF_NOTES.md, v23).
+    const UINT per = op_.unit >= kOrderedPerThread * 32 ? kOrderedPerThread : 1;
+    k.spec[VKDML_SPEC_ITEMS] = per;
+    const UINT threadsPerUnit = (op_.unit + per - 1) / per;
     k.unit = elemSize_;
     VKDML_TRY(Slot(scatter, &k.slot));
     set_.plans[k.slot].sortedBase = digits % 2 ? units : 0;
@@ -323,7 +329,7 @@ class Chooser {
     for (UINT64 begin = 0; begin < units; begin += chunk) {
       k.begin = UINT(begin);
       k.end = UINT(std::min<UINT64>(units, begin + chunk));
-      const UINT64 threads = UINT64(k.end - k.begin) * op_.unit;
+      const UINT64 threads = UINT64(k.end - k.begin) * threadsPerUnit;
       k.groups = Groups((threads + VKDML_GROUP_SIZE - 1) / VKDML_GROUP_SIZE, device_.maxGroups);
       step = {};
       step.kind = Pass::Kind::Ordered;

@@ -1293,6 +1293,36 @@ TEST_CASE_METHOD(Fixture, "Deterministic scatter with one target's run past 6553
   }
 }
 
+// Deterministic ScatterND with slices wide enough that each thread folds several of a slice's
+// elements (lib/kernels.cpp: kOrderedPerThread), one slice length not a multiple of it, and
+// rows crowded with duplicates: without a reduction the last update wins, with ADD every update
+// is added in order.
+TEST_CASE_METHOD(Fixture, "Deterministic ScatterND with wide slices", "[random][reduce]") {
+  const DML_TENSOR_DATA_TYPE it = DML_TENSOR_DATA_TYPE_INT64;
+  for (DML_TENSOR_DATA_TYPE dt : {DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_UINT8}) {
+    if (!DeviceSupports(dt)) continue;
+    for (UINT width : {130u, 512u}) {
+      for (VKDML_REDUCE_FUNCTION f : {VKDML_REDUCE_FUNCTION_NONE, VKDML_REDUCE_FUNCTION_ADD}) {
+        Rng rng(BaseSeed() ^ 0x31DE ^ (width << 8) ^ (UINT(f) << 4) ^ dt);
+        const UINT rows = 48, updates = 300;
+        TensorDesc in(dt, {rows, width}), ix(it, {updates, 1}), upd(dt, {updates, width}), out = in;
+        Case c;
+        c.spec = OpSpec::ScatterND(in, ix, upd, out, 2, 2);
+        c.spec.WithReduce(f);
+        std::vector<int64_t> targets(updates);
+        for (int64_t& t : targets) t = int64_t(rng.U(0, rows / 4));  // about 25 updates a row
+        c.inputs = {RandomBytes(rng, in.Total()), IndexBytes(it, targets, ix.Total()),
+                    RandomBytes(rng, upd.Total())};
+        FillReduceValues(rng, in, f, false, &c.inputs[0]);
+        FillReduceValues(rng, upd, f, false, &c.inputs[2]);
+        c.opts.flags = VKDML_EXECUTION_FLAG_DETERMINISTIC;
+        INFO(c.spec.ToString());
+        RunCase(c);
+      }
+    }
+  }
+}
+
 // A deterministic ScatterElements whose line fills exactly the shared memory of a device whose
 // limit is 32 KiB (lavapipe) or 48 KiB (vkdml's cap, reached on NVIDIA): glsl/
 // scatter_lines_ordered.comp then takes all of it (interface.h: VKDML_ORDERED_SHARED_WORDS), and
