@@ -15,7 +15,10 @@ constexpr UINT kMaxGroups = 65535;  // per dispatch; grid-stride loops cover the
 // 48 KiB leaves room for several workgroups per multiprocessor.
 constexpr UINT64 kMaxLineBytes = 48 << 10;
 constexpr UINT kLinesUnroll = 4;
-constexpr UINT kOrderedPerThread = 4;  // glsl/scatter_ordered.comp's kPer on wide units
+// An update unit (ScatterND: a slice) of at least kWideUnit elements is wide: sorting the units
+// by target costs little beside moving them, and glsl/scatter_ordered.comp folds
+// kOrderedPerThread of a unit's elements a thread.
+constexpr UINT kWideUnit = 128, kOrderedPerThread = 4;
 
 // Elements each thread moves per step (indexed.comp's kUnroll): enough loads in flight to cover
 // memory latency; uvec4 elements need fewer (examples/bench/PERF_NOTES.md, v3 and v11). Work of
@@ -192,13 +195,16 @@ class Chooser {
   // A scatter with a reduction, or a deterministic one. Where the shape allows (ScatterElements
   // along its innermost axis) a line at a time: in order when deterministic, else through
   // shared memory. Otherwise atomics where the device has what the element type needs and the
-  // order is free, else sorted by target and applied in order.
+  // order is free, unless the units are wide and the device a GPU, where sorting them costs
+  // less than an atomic per element (examples/bench/PERF_NOTES.md, v23); else sorted by target
+  // and applied in order.
   Result ReducingScatter(const Pass& pass) {
     Plan plan = pass.plan;
     plan.Simplify();
     if (pass.lines && (deterministic_ ? OrderedLines(plan) : SharedLines(plan))) return {};
     std::string module;
-    if (!deterministic_ && AtomicModule(&module)) {
+    const bool sortPays = device_.type != VK_PHYSICAL_DEVICE_TYPE_CPU && op_.unit >= kWideUnit;
+    if (!deterministic_ && !sortPays && AtomicModule(&module)) {
       UINT slot = 0;
       VKDML_TRY(Slot(plan, &slot));
       Step step;
@@ -317,7 +323,7 @@ class Chooser {
     k.spec[VKDML_SPEC_UNIT] = op_.unit;
     // Wide units (ScatterND's rows) take kOrderedPerThread elements a thread, so a run's loads
     // overlap and more units are in flight (examples/bench/PERF_NOTES.md, v23).
-    const UINT per = op_.unit >= kOrderedPerThread * 32 ? kOrderedPerThread : 1;
+    const UINT per = op_.unit >= kWideUnit ? kOrderedPerThread : 1;
     k.spec[VKDML_SPEC_ITEMS] = per;
     const UINT threadsPerUnit = (op_.unit + per - 1) / per;
     k.unit = elemSize_;

@@ -248,3 +248,34 @@ TEST_CASE("Kernels: the ordered line kernel up to the shared-memory limit", "[ke
     CHECK((set.steps.back().plain.module == "lines_ordered_e4_i32") == (length == fits));
   }
 }
+
+// A ScatterND reduction on wide slices is sorted by target on GPUs, in the default mode too
+// (fewer steps than an atomic per element), and uses atomics on CPU devices; narrow slices use
+// atomics everywhere.
+TEST_CASE("Kernels: wide ScatterND slices are sorted on GPUs", "[kernels]") {
+  using vkdml::detail::DeviceTraits;
+  using vkdml::detail::Pass;
+  const DML_TENSOR_DATA_TYPE f32 = DML_TENSOR_DATA_TYPE_FLOAT32, i64 = DML_TENSOR_DATA_TYPE_INT64;
+  for (VkPhysicalDeviceType type :
+       {VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU, VK_PHYSICAL_DEVICE_TYPE_CPU}) {
+    for (UINT width : {127u, 128u}) {
+      INFO("device type " << type << ", slices of " << width);
+      DeviceTraits device;
+      device.type = type;
+      device.maxSharedMemory = 48 << 10;
+      device.maxLinesGroupSize = 256;
+      device.maxGroups = 65535;
+      OpSpec spec =
+          OpSpec::ScatterND(TensorDesc(f32, {16, width}), TensorDesc(i64, {4, 1}),
+                            TensorDesc(f32, {4, width}), TensorDesc(f32, {16, width}), 2, 2);
+      spec.WithReduce(VKDML_REDUCE_FUNCTION_ADD);
+      vkdml::detail::OperatorImpl op;
+      REQUIRE(vkdml::detail::BuildOperator(spec.Desc(), &op).ok());
+      vkdml::detail::KernelSet set;
+      REQUIRE(vkdml::detail::ChooseKernels(op, 0, device, &set).ok());
+      const bool sorted = type != VK_PHYSICAL_DEVICE_TYPE_CPU && width >= 128;
+      CHECK(set.steps.back().kind == (sorted ? Pass::Kind::Ordered : Pass::Kind::Reduce));
+      CHECK((set.sortWords > 0) == sorted);
+    }
+  }
+}
