@@ -1293,6 +1293,66 @@ TEST_CASE_METHOD(Fixture, "Deterministic scatter with one target's run past 6553
   }
 }
 
+// Float reductions whose inputs and results are denormal, in both modes, on float32 and float64
+// (float16 is computed in float32, where its denormals are normal numbers): ADD of small
+// multiples of the smallest denormal (exact in any order), MULTIPLY of a denormal by powers of
+// two, MAX and MIN among denormals of both signs and zeros. The result is the sequential one,
+// bit for bit, where the device keeps denormals (DeviceInfo::denormalsPreserved; README: Scatter
+// reductions).
+TEST_CASE_METHOD(Fixture, "Scatter reductions on float denormals", "[random][reduce]") {
+  const DML_TENSOR_DATA_TYPE it = DML_TENSOR_DATA_TYPE_INT32;
+  for (DML_TENSOR_DATA_TYPE dt : {DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_FLOAT64}) {
+    const bool f64 = dt == DML_TENSOR_DATA_TYPE_FLOAT64;
+    for (VKDML_REDUCE_FUNCTION f : {VKDML_REDUCE_FUNCTION_ADD, VKDML_REDUCE_FUNCTION_MULTIPLY,
+                                    VKDML_REDUCE_FUNCTION_MAX, VKDML_REDUCE_FUNCTION_MIN}) {
+      for (UINT flags : {0u, UINT(VKDML_EXECUTION_FLAG_DETERMINISTIC)}) {
+        for (Op op : {Op::ScatterND, Op::ScatterElements}) {
+          Rng rng(BaseSeed() ^ 0xDE40 ^ (UINT(f) << 4) ^ flags ^ (f64 << 12) ^ (UINT(op) << 16));
+          const UINT n = 64, updates = 256;
+          Case c;
+          if (op == Op::ScatterND) {  // rows of one element
+            TensorDesc in(dt, {n, 1}), ix(it, {updates, 1}), upd(dt, {updates, 1});
+            c.spec = OpSpec::ScatterND(in, ix, upd, in, 2, 2);
+          } else {
+            TensorDesc in(dt, {n}), ix(it, {updates}), upd(dt, {updates});
+            c.spec = OpSpec::ScatterElements(in, ix, upd, in, 0);
+          }
+          c.spec.WithReduce(f);
+          std::vector<int64_t> targets(updates);
+          for (int64_t& t : targets) t = int64_t(rng.U(0, n - 1));
+          auto value = [&](bool isUpdate) -> uint64_t {
+            const uint64_t sign = (f64 ? uint64_t(1) << 63 : uint64_t(1) << 31);
+            const uint64_t neg = rng.P(0.5) ? sign : 0;
+            if (f == VKDML_REDUCE_FUNCTION_ADD) return neg | rng.U(0, 7);  // k * smallest
+            if (f == VKDML_REDUCE_FUNCTION_MULTIPLY) {
+              if (!isUpdate) return neg | (rng.U(1, 255) << (f64 ? 40 : 12));   // a denormal
+              const uint64_t half = f64 ? 0x3FE0000000000000ull : 0x3F000000u;  // 0.5
+              const uint64_t one = f64 ? 0x3FF0000000000000ull : 0x3F800000u;
+              return neg | (rng.P(0.5) ? half : one);
+            }
+            if (rng.P(0.1)) return neg;  // +-0
+            return neg | rng.U(1, f64 ? (uint64_t(1) << 52) - 1 : (1u << 23) - 1);
+          };
+          const UINT es = f64 ? 8 : 4;
+          Bytes input(n * es), updatesBytes(updates * es);
+          for (UINT i = 0; i < n; ++i) {
+            const uint64_t v = value(false);
+            std::memcpy(input.data() + i * es, &v, es);
+          }
+          for (UINT i = 0; i < updates; ++i) {
+            const uint64_t v = value(true);
+            std::memcpy(updatesBytes.data() + i * es, &v, es);
+          }
+          c.inputs = {input, IndexBytes(it, targets, updates * 4), updatesBytes};
+          c.opts.flags = flags;
+          INFO(c.spec.ToString() << (flags ? ", DETERMINISTIC" : ""));
+          RunCase(c);
+        }
+      }
+    }
+  }
+}
+
 // Deterministic ScatterND with slices wide enough that each thread folds several of a slice's
 // elements (lib/kernels.cpp: kOrderedPerThread), one slice length not a multiple of it, and
 // rows crowded with duplicates: without a reduction the last update wins, with ADD every update
