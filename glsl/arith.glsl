@@ -4,7 +4,16 @@
 // MIN are NumPy's maximum and minimum (f(x, u) = x if x is NaN or x >= u (x <= u), else u; so a
 // NaN propagates, and of two equal values the accumulated one stays). float16 is computed in
 // float32 and rounded once: exact, since float32 carries more than 2 * 11 + 2 significand bits.
-// Needs ELEM, kReduce and kKind; FLOAT64 for 8-byte floats (shaderFloat64).
+// Needs ELEM, kReduce and kKind; FLOAT64 for 8-byte floats (shaderFloat64). DENORM_PRESERVE
+// (32 or 64) asks the device to keep float denormals of that width (SPIR-V's DenormPreserve,
+// shaderDenormPreserveFloat32/64), as a sequential CPU computation does; without it a device
+// may flush them to zero.
+
+#if DENORM_PRESERVE
+#extension GL_EXT_spirv_intrinsics : require
+spirv_execution_mode(extensions = ["SPV_KHR_float_controls"], capabilities = [4464], 4459,
+                     DENORM_PRESERVE);  // capability DenormPreserve, execution mode DenormPreserve
+#endif
 
 #if ELEM <= 4
 const uint kWidthMask = ELEM == 4 ? 0xFFFFFFFFu : (1u << (8u * ELEM)) - 1u;

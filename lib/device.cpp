@@ -106,14 +106,28 @@ DeviceInfo Describe(VkPhysicalDevice pd, uint32_t queueFamily) {
 
   auto extensions = DeviceExtensions(pd);
   VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+  VkPhysicalDeviceFloatControlsProperties floats{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES};
   VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
   // Queried through the extensions: vkdml's instances are Vulkan 1.1.
-  if (HasExtension(extensions, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME)) {
-    props2.pNext = &driver;
-    vkGetPhysicalDeviceProperties2(pd, &props2);
+  const bool hasDriver = HasExtension(extensions, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
+  const bool hasFloatControls =
+      HasExtension(extensions, VK_KHR_SHADER_FLOAT_CONTROLS_EXTENSION_NAME);
+  void** props2Next = &props2.pNext;
+  if (hasDriver) {
+    *props2Next = &driver;
+    props2Next = &driver.pNext;
+  }
+  if (hasFloatControls) *props2Next = &floats;
+  if (hasDriver || hasFloatControls) vkGetPhysicalDeviceProperties2(pd, &props2);
+  if (hasDriver) {
     info.driverName = driver.driverName;
     info.driverInfo = driver.driverInfo;
   }
+  info.available.shaderDenormPreserveFloat32 =
+      hasFloatControls && floats.shaderDenormPreserveFloat32;
+  info.available.shaderDenormPreserveFloat64 =
+      hasFloatControls && floats.shaderDenormPreserveFloat64;
 
   VkPhysicalDevice8BitStorageFeatures s8{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES};
   VkPhysicalDevice16BitStorageFeatures s16{
@@ -320,6 +334,8 @@ Result DeviceImpl::CreateLogicalDevice() {
   if (a.timelineSemaphore) enable.push_back(VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME);
   if (a.shaderBufferInt64Atomics) enable.push_back(VK_KHR_SHADER_ATOMIC_INT64_EXTENSION_NAME);
   if (a.shaderBufferFloat32AtomicAdd) enable.push_back(VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME);
+  if (a.shaderDenormPreserveFloat32 || a.shaderDenormPreserveFloat64)
+    enable.push_back(VK_KHR_SHADER_FLOAT_CONTROLS_EXTENSION_NAME);
   VkPhysicalDeviceTimelineSemaphoreFeatures timeline{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES};
   timeline.timelineSemaphore = d.available.timelineSemaphore;
@@ -425,6 +441,8 @@ Result DeviceImpl::Init(const DeviceDesc& desc) {
     info_.enabled.shaderInt64 &= info_.available.shaderInt64;
     info_.enabled.shaderBufferInt64Atomics &= info_.available.shaderBufferInt64Atomics;
     info_.enabled.shaderBufferFloat32AtomicAdd &= info_.available.shaderBufferFloat32AtomicAdd;
+    info_.enabled.shaderDenormPreserveFloat32 &= info_.available.shaderDenormPreserveFloat32;
+    info_.enabled.shaderDenormPreserveFloat64 &= info_.available.shaderDenormPreserveFloat64;
   }
   // The extension's entry points, or Vulkan 1.2's where the caller's device has those instead.
   getCounter_ = vk_.vkGetSemaphoreCounterValueKHR ? vk_.vkGetSemaphoreCounterValueKHR

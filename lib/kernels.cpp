@@ -233,7 +233,7 @@ class Chooser {
     if (!Slot(plan, &slot).ok()) return false;
     Step step;
     step.kind = Pass::Kind::Reduce;
-    step.plain.module = Str("lines_reduce_e", elemSize_, IndexSuffix());
+    step.plain.module = Str("lines_reduce_e", elemSize_, IndexSuffix(), FloatSuffix());
     step.plain.spec = Spec(plan);
     step.plain.spec[VKDML_SPEC_UNROLL] = kLinesUnroll;
     step.plain.spec[VKDML_SPEC_LINE_LENGTH] = plan.tupleSize[0];
@@ -265,9 +265,7 @@ class Chooser {
     if (!Slot(plan, &slot).ok()) return false;
     Step step;
     step.kind = Pass::Kind::Ordered;
-    step.plain.module = Str("lines_ordered_e", elemSize_, IndexSuffix());
-    if (elemSize_ == 8 && base_[VKDML_SPEC_ELEMENT_KIND] == VKDML_KIND_FLOAT && op_.reduce)
-      step.plain.module += "_f64";
+    step.plain.module = Str("lines_ordered_e", elemSize_, IndexSuffix(), FloatSuffix());
     step.plain.spec = Spec(plan);
     step.plain.spec[VKDML_SPEC_LINE_LENGTH] = length;
     step.plain.spec[VKDML_SPEC_UNIT] = perLine;
@@ -281,17 +279,28 @@ class Chooser {
     return true;
   }
 
+  // The module suffix a reduction's float arithmetic needs: 8-byte floats compute in float64
+  // (_f64, shaderFloat64), and float32 and float64 keep denormals where the device can (_dp:
+  // SPIR-V's DenormPreserve; float16 is computed in float32, where its denormals are normal).
+  std::string FloatSuffix() const {
+    if (!op_.reduce || base_[VKDML_SPEC_ELEMENT_KIND] != VKDML_KIND_FLOAT) return "";
+    const bool preserve = (elemSize_ == 4 && device_.denormPreserve32) ||
+                          (elemSize_ == 8 && device_.denormPreserve64);
+    return Str(elemSize_ == 8 ? "_f64" : "", preserve ? "_dp" : "");
+  }
+
   bool AtomicModule(std::string* module) const {
     const bool isFloat = base_[VKDML_SPEC_ELEMENT_KIND] == VKDML_KIND_FLOAT;
     const std::string name = Str("reduce_e", elemSize_, IndexSuffix());
     if (elemSize_ <= 4) {  // 32-bit atomics and compare-and-swap: every device
+      // The float atomic add where denormals need not be kept: NVIDIA's flushes them.
       const bool fadd = elemSize_ == 4 && isFloat && op_.reduce == VKDML_REDUCE_FUNCTION_ADD &&
-                        device_.float32AtomicAdd;
-      *module = name + (fadd ? "_fadd" : "");
+                        device_.float32AtomicAdd && !device_.denormPreserve32;
+      *module = name + (fadd ? "_fadd" : FloatSuffix());
       return true;
     }
     if (device_.int64Atomics) {
-      *module = name + (isFloat ? "_a64_f64" : "_a64");
+      *module = name + "_a64" + FloatSuffix();
       return true;
     }
     *module = name;  // two 32-bit adds with the carry: integer ADD only
@@ -316,9 +325,7 @@ class Chooser {
     Sort(units, digits);
 
     Kernel k;
-    k.module = Str("ordered_e", elemSize_, IndexSuffix());
-    if (elemSize_ == 8 && base_[VKDML_SPEC_ELEMENT_KIND] == VKDML_KIND_FLOAT && op_.reduce)
-      k.module += "_f64";
+    k.module = Str("ordered_e", elemSize_, IndexSuffix(), FloatSuffix());
     k.spec = Spec(scatter);
     k.spec[VKDML_SPEC_UNIT] = op_.unit;
     // Wide units (ScatterND's rows) take kOrderedPerThread elements a thread, so a run's loads
@@ -440,6 +447,8 @@ DeviceTraits DeviceTraits::Of(VkPhysicalDeviceType type, const VkPhysicalDeviceL
   const bool only32 = atomics && std::strcmp(atomics, "32") == 0;
   t.float32AtomicAdd = enabled.shaderBufferFloat32AtomicAdd && !only32;
   t.int64Atomics = enabled.shaderInt64 && enabled.shaderBufferInt64Atomics && !only32;
+  t.denormPreserve32 = enabled.shaderDenormPreserveFloat32;
+  t.denormPreserve64 = enabled.shaderDenormPreserveFloat64;
   return t;
 }
 

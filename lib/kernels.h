@@ -22,6 +22,8 @@ struct DeviceTraits {
   enum class Lines { Never, WhenBetter, Always } lines = Lines::WhenBetter;
   bool float32AtomicAdd = false;  // shaderBufferFloat32AtomicAdd
   bool int64Atomics = false;      // shaderInt64 and shaderBufferInt64Atomics
+  bool denormPreserve32 = false;  // shaderDenormPreserveFloat32
+  bool denormPreserve64 = false;  // shaderDenormPreserveFloat64
   // The most iterations one invocation's loops may take, summed: lavapipe ends a shader's loops
   // after 65535 (vkdml keeps well below that there); unbounded elsewhere.
   UINT64 maxLoop = UINT64(-1);

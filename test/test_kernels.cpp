@@ -96,21 +96,38 @@ TEST_CASE("Kernels: every kernel that kernel choice names is embedded", "[kernel
           OpSpec::ScatterND(t(dt, {8, 128}), t(it, {4, 1}), t(dt, {4, 128}), t(dt, {8, 128}), 2, 2),
           OpSpec::ScatterElements(t(dt, {8, 128}), t(it, {8, 128}), t(dt, {8, 128}),
                                   t(dt, {8, 128}), 1)};
+      for (VKDML_REDUCE_FUNCTION f :
+           {VKDML_REDUCE_FUNCTION_NONE, VKDML_REDUCE_FUNCTION_ADD, VKDML_REDUCE_FUNCTION_MULTIPLY,
+            VKDML_REDUCE_FUNCTION_MAX, VKDML_REDUCE_FUNCTION_MIN}) {
+        specs.push_back(specs[3]);
+        specs.back().WithReduce(f);
+        specs.push_back(specs[4]);
+        specs.back().WithReduce(f);
+      }
       for (OpSpec& spec : specs) {
         INFO(spec.ToString());
         vkdml::detail::OperatorImpl op;
         const Result built = vkdml::detail::BuildOperator(spec.Desc(), &op);
         INFO(Str(built));
         REQUIRE(built.ok());
-        for (auto lines : {DeviceTraits::Lines::Never, DeviceTraits::Lines::Always}) {
+        // Line kernels or not; a GPU with every optional feature, or a CPU device with none.
+        for (int variant = 0; variant < 4; ++variant) {
+          const bool gpu = variant % 2 == 0;
           DeviceTraits device;
+          device.type = gpu ? VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU : VK_PHYSICAL_DEVICE_TYPE_CPU;
           device.maxSharedMemory = 48 << 10;
           device.maxLinesGroupSize = 256;
           device.maxGroups = 65535;
-          device.lines = lines;
-          for (bool checked : {false, true}) {
+          device.lines = variant < 2 ? DeviceTraits::Lines::Never : DeviceTraits::Lines::Always;
+          device.float32AtomicAdd = device.int64Atomics = gpu;
+          device.denormPreserve32 = device.denormPreserve64 = gpu;
+          for (UINT flags :
+               {0u, UINT(VKDML_EXECUTION_FLAG_CHECK_INDICES),
+                UINT(VKDML_EXECUTION_FLAG_DETERMINISTIC),
+                UINT(VKDML_EXECUTION_FLAG_CHECK_INDICES | VKDML_EXECUTION_FLAG_DETERMINISTIC)}) {
+            const bool checked = (flags & VKDML_EXECUTION_FLAG_CHECK_INDICES) != 0;
+            INFO("variant " << variant << ", flags " << flags);
             vkdml::detail::KernelSet set;
-            const UINT flags = checked ? VKDML_EXECUTION_FLAG_CHECK_INDICES : 0;
             REQUIRE(vkdml::detail::ChooseKernels(op, flags, device, &set).ok());
             CHECK(set.plans.size() == VKDML_PLAN_SLOTS);
             std::vector<const Kernel*> kernels;
@@ -125,7 +142,9 @@ TEST_CASE("Kernels: every kernel that kernel choice names is embedded", "[kernel
               CHECK(FindSpirv(k->module.c_str()) != nullptr);
               CHECK(k->slot < VKDML_PLAN_SLOTS);
               CHECK(k->groups >= 1);
-              CHECK(k->spec[VKDML_SPEC_CHECKED] == uint32_t(checked && k != &set.report));
+              // Checked mode in every kernel that reads indices (not the sort's steps).
+              CHECK(k->spec[VKDML_SPEC_CHECKED] ==
+                    uint32_t(checked && k != &set.report && !k->sortStep));
             }
           }
         }

@@ -55,7 +55,11 @@ UINT64 CalcBufferTensorSize(DML_TENSOR_DATA_TYPE type, UINT dimensionCount, cons
 // arithmetic and use the others where they are enabled: shaderBufferFloat32AtomicAdd
 // (VK_EXT_shader_atomic_float) for FLOAT32 ADD, and shaderInt64 with shaderBufferInt64Atomics
 // (VK_KHR_shader_atomic_int64) for 8-byte elements, which otherwise take the sorted path of a
-// deterministic execution (except integer ADD).
+// deterministic execution (except integer ADD). shaderDenormPreserveFloat32 / Float64
+// (VkPhysicalDeviceFloatControlsProperties, with VK_KHR_shader_float_controls enabled or Vulkan
+// 1.2) let the reductions' float arithmetic keep denormals, as a sequential CPU computation does
+// (README: Scatter reductions); with them, FLOAT32 ADD no longer uses the float atomic add, which
+// may flush denormals (NVIDIA's does).
 struct DeviceFeatures {
   bool storageBuffer8BitAccess = false;
   bool storageBuffer16BitAccess = false;
@@ -64,6 +68,8 @@ struct DeviceFeatures {
   bool shaderInt64 = false;
   bool shaderBufferInt64Atomics = false;
   bool shaderBufferFloat32AtomicAdd = false;
+  bool shaderDenormPreserveFloat32 = false;
+  bool shaderDenormPreserveFloat64 = false;
 };
 
 struct DeviceDesc {
