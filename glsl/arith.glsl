@@ -4,10 +4,13 @@
 // MIN are NumPy's maximum and minimum (f(x, u) = x if x is NaN or x >= u (x <= u), else u; so a
 // NaN propagates, and of two equal values the accumulated one stays). float16 is computed in
 // float32 and rounded once: exact, since float32 carries more than 2 * 11 + 2 significand bits.
-// Needs ELEM, kReduce and kKind; FLOAT64 for 8-byte floats (shaderFloat64). DENORM_PRESERVE
-// (32 or 64) asks the device to keep float denormals of that width (SPIR-V's DenormPreserve,
-// shaderDenormPreserveFloat32/64), as a sequential CPU computation does; without it a device
-// may flush them to zero.
+// Needs ELEM, kReduce and kKind; FLOAT64 for 8-byte floats (shaderFloat64). Float denormals are
+// kept, as a sequential CPU computation keeps them, by one of: DENORM_PRESERVE (32 or 64) asks
+// the device for it (SPIR-V's DenormPreserve, shaderDenormPreserveFloat32/64); WIDE_FLOAT32
+// computes float32 in float64, converting in integer code (float32's denormals are normal
+// float64s; the float64 sum or product of two float32s rounds to float32 as directly, since
+// float64 carries more than 2 * 24 + 2 significand bits), for devices that flush float32
+// denormals but not float64's (NVIDIA). Without either, a device may flush them.
 
 #if DENORM_PRESERVE
 #extension GL_EXT_spirv_intrinsics : require
@@ -53,6 +56,67 @@ uint floatToHalf(uint f) {
   return sign | q;
 }
 
+#if WIDE_FLOAT32
+// float32 bits to float64, exactly, in integer code (no device conversion that may flush).
+double floatBitsToDouble(uint f) {
+  const uint sign = f & 0x80000000u, exponent = (f >> 23) & 0xFFu, mantissa = f & 0x7FFFFFu;
+  uvec2 d;  // (low, high) words
+  if (exponent == 0xFFu) {
+    d = uvec2(mantissa << 29, sign | 0x7FF00000u | (mantissa >> 3));
+  } else if (exponent != 0u) {
+    d = uvec2(mantissa << 29, sign | ((exponent + 896u) << 20) | (mantissa >> 3));
+  } else if (mantissa == 0u) {
+    d = uvec2(0u, sign);
+  } else {  // a denormal, mantissa * 2^-149: normalized, its leading bit at `top`
+    const int top = findMSB(mantissa);
+    const uint fraction = mantissa & ((1u << top) - 1u), shift = 52u - uint(top);  // 30..52
+    d.x = shift < 32u ? fraction << shift : 0u;
+    d.y = sign | (uint(top + 874) << 20) |
+          (shift < 32u ? fraction >> (32u - shift) : fraction << (shift - 32u));
+  }
+  return packDouble2x32(d);
+}
+
+// float64 to float32 bits, rounded to nearest even in integer code, denormals included.
+uint doubleToFloatBits(double value) {
+  const uvec2 d = unpackDouble2x32(value);
+  const uint sign = d.y & 0x80000000u, exponent = (d.y >> 20) & 0x7FFu;
+  const uint high = d.y & 0xFFFFFu;  // the significand's top 20 bits, below them d.x
+  if (exponent == 0x7FFu) {  // infinity, or a NaN with its top payload bits
+    const uint payload = (high << 3) | (d.x >> 29);
+    return sign | 0x7F800000u | ((high | d.x) != 0u ? max(payload, 1u) : 0u);
+  }
+  if (exponent >= 1151u) return sign | 0x7F800000u;  // 2^128 and above
+  if (exponent >= 897u) {  // a normal float32 (or rounds up to the next binade, or infinity)
+    const uint t = ((exponent - 896u) << 23) | (high << 3) | (d.x >> 29);
+    const uint rest = d.x & 0x1FFFFFFFu, halfway = 0x10000000u;
+    return sign | (t + (rest > halfway || (rest == halfway && (t & 1u) != 0u) ? 1u : 0u));
+  }
+  // A denormal or zero: the significand (with its leading 1) over 2^shift, shift 30..53 for
+  // float64 exponents 896 down to 873; below that the value is under half the smallest denormal.
+  if (exponent < 873u) return sign;
+  const uint shift = 926u - exponent;
+  const uvec2 significand = uvec2(d.x, high | 0x100000u);
+  uint q, restHigh, restLow, halfHigh, halfLow;  // q = significand >> shift, rest below it
+  if (shift < 32u) {
+    q = (significand.y << (32u - shift)) | (significand.x >> shift);
+    restHigh = 0u;
+    restLow = significand.x & ((1u << shift) - 1u);
+    halfHigh = 0u;
+    halfLow = 1u << (shift - 1u);
+  } else {
+    q = significand.y >> (shift - 32u);
+    restHigh = shift == 32u ? 0u : significand.y & ((1u << (shift - 32u)) - 1u);
+    restLow = significand.x;
+    halfHigh = shift == 32u ? 0u : 1u << (shift - 33u);
+    halfLow = shift == 32u ? 0x80000000u : 0u;
+  }
+  const bool above = restHigh > halfHigh || (restHigh == halfHigh && restLow > halfLow);
+  const bool tie = restHigh == halfHigh && restLow == halfLow;
+  return sign | (q + (above || (tie && (q & 1u) != 0u) ? 1u : 0u));
+}
+#endif
+
 float toFloat(uint v) {
   return ELEM == 2 ? halfToFloat(v) : uintBitsToFloat(v);
 }
@@ -62,6 +126,18 @@ uint fromFloat(float f) {
 
 uint reduceBits(uint x, uint u) {
   if (kReduce == VKDML_REDUCE_NONE) return u;
+#if WIDE_FLOAT32
+  if (kKind == VKDML_KIND_FLOAT && ELEM == 4) {
+    if (kReduce == VKDML_REDUCE_ADD)
+      return doubleToFloatBits(floatBitsToDouble(x) + floatBitsToDouble(u));
+    if (kReduce == VKDML_REDUCE_MULTIPLY)
+      return doubleToFloatBits(floatBitsToDouble(x) * floatBitsToDouble(u));
+    if (isNanBits(x)) return x;
+    if (isNanBits(u)) return u;
+    const double a = floatBitsToDouble(x), b = floatBitsToDouble(u);
+    return (kReduce == VKDML_REDUCE_MAX ? a >= b : a <= b) ? x : u;
+  }
+#endif
   if (kKind == VKDML_KIND_FLOAT) {
     if (kReduce == VKDML_REDUCE_ADD) return fromFloat(toFloat(x) + toFloat(u));
     if (kReduce == VKDML_REDUCE_MULTIPLY) return fromFloat(toFloat(x) * toFloat(u));

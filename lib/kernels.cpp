@@ -279,23 +279,25 @@ class Chooser {
     return true;
   }
 
-  // The module suffix a reduction's float arithmetic needs: 8-byte floats compute in float64
-  // (_f64, shaderFloat64), and float32 and float64 keep denormals where the device can (_dp:
-  // SPIR-V's DenormPreserve; float16 is computed in float32, where its denormals are normal).
+  // The module suffix a reduction's float arithmetic needs (glsl/arith.glsl): 8-byte floats
+  // compute in float64 (_f64, shaderFloat64); float32 and float64 keep denormals where the device
+  // promises to when asked (_dp: SPIR-V's DenormPreserve), else float32 is computed in float64
+  // where the device has it (_w: NVIDIA flushes float32 denormals, not float64's). float16 is
+  // computed in float32, where its denormals are normal numbers.
   std::string FloatSuffix() const {
     if (!op_.reduce || base_[VKDML_SPEC_ELEMENT_KIND] != VKDML_KIND_FLOAT) return "";
-    const bool preserve = (elemSize_ == 4 && device_.denormPreserve32) ||
-                          (elemSize_ == 8 && device_.denormPreserve64);
-    return Str(elemSize_ == 8 ? "_f64" : "", preserve ? "_dp" : "");
+    if (elemSize_ == 8) return device_.denormPreserve64 ? "_f64_dp" : "_f64";
+    if (elemSize_ != 4) return "";
+    return device_.denormPreserve32 ? "_dp" : device_.float64 ? "_w" : "";
   }
 
   bool AtomicModule(std::string* module) const {
     const bool isFloat = base_[VKDML_SPEC_ELEMENT_KIND] == VKDML_KIND_FLOAT;
     const std::string name = Str("reduce_e", elemSize_, IndexSuffix());
     if (elemSize_ <= 4) {  // 32-bit atomics and compare-and-swap: every device
-      // The float atomic add where denormals need not be kept: NVIDIA's flushes them.
+      // The float atomic add only where denormals cannot be kept anyway: NVIDIA's flushes them.
       const bool fadd = elemSize_ == 4 && isFloat && op_.reduce == VKDML_REDUCE_FUNCTION_ADD &&
-                        device_.float32AtomicAdd && !device_.denormPreserve32;
+                        device_.float32AtomicAdd && FloatSuffix().empty();
       *module = name + (fadd ? "_fadd" : FloatSuffix());
       return true;
     }
@@ -447,7 +449,12 @@ DeviceTraits DeviceTraits::Of(VkPhysicalDeviceType type, const VkPhysicalDeviceL
   const bool only32 = atomics && std::strcmp(atomics, "32") == 0;
   t.float32AtomicAdd = enabled.shaderBufferFloat32AtomicAdd && !only32;
   t.int64Atomics = enabled.shaderInt64 && enabled.shaderBufferInt64Atomics && !only32;
-  t.denormPreserve32 = enabled.shaderDenormPreserveFloat32;
+  // VKDML_NATIVE_FLOAT32=1: float32 reductions in float32 with the device's own denormal
+  // handling, as on a device with neither DenormPreserve nor float64 (so the tests run it).
+  const char* native = std::getenv("VKDML_NATIVE_FLOAT32");
+  const bool nativeFloat32 = native && std::strcmp(native, "1") == 0;
+  t.float64 = enabled.shaderFloat64 && !nativeFloat32;
+  t.denormPreserve32 = enabled.shaderDenormPreserveFloat32 && !nativeFloat32;
   t.denormPreserve64 = enabled.shaderDenormPreserveFloat64;
   return t;
 }

@@ -110,17 +110,19 @@ TEST_CASE("Kernels: every kernel that kernel choice names is embedded", "[kernel
         const Result built = vkdml::detail::BuildOperator(spec.Desc(), &op);
         INFO(Str(built));
         REQUIRE(built.ok());
-        // Line kernels or not; a GPU with every optional feature, or a CPU device with none.
-        for (int variant = 0; variant < 4; ++variant) {
-          const bool gpu = variant % 2 == 0;
+        // Line kernels or not; a GPU with every optional feature, one like NVIDIA's (float64,
+        // atomics, no promise to keep denormals), or a CPU device with none.
+        for (int variant = 0; variant < 6; ++variant) {
+          const int features = variant % 3;
           DeviceTraits device;
-          device.type = gpu ? VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU : VK_PHYSICAL_DEVICE_TYPE_CPU;
+          device.type =
+              features < 2 ? VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU : VK_PHYSICAL_DEVICE_TYPE_CPU;
           device.maxSharedMemory = 48 << 10;
           device.maxLinesGroupSize = 256;
           device.maxGroups = 65535;
-          device.lines = variant < 2 ? DeviceTraits::Lines::Never : DeviceTraits::Lines::Always;
-          device.float32AtomicAdd = device.int64Atomics = gpu;
-          device.denormPreserve32 = device.denormPreserve64 = gpu;
+          device.lines = variant < 3 ? DeviceTraits::Lines::Never : DeviceTraits::Lines::Always;
+          device.float32AtomicAdd = device.int64Atomics = device.float64 = features < 2;
+          device.denormPreserve32 = device.denormPreserve64 = features == 0;
           for (UINT flags :
                {0u, UINT(VKDML_EXECUTION_FLAG_CHECK_INDICES),
                 UINT(VKDML_EXECUTION_FLAG_DETERMINISTIC),

@@ -1183,8 +1183,9 @@ bool RunReduceCase(Rng& rng, Op op, UINT D, DML_TENSOR_DATA_TYPE dt, DML_TENSOR_
 // bit for bit: in the default mode with values whose result does not depend on the order,
 // deterministic with any values. Some cases run with the device's 64-bit and float atomics
 // turned off (VKDML_ATOMICS=32: the fallbacks of devices without them), with one workgroup
-// per dispatch (VKDML_MAX_GROUPS=1: the grid-stride loops) or with the line kernels wherever
-// they can run (VKDML_SCATTER_LINES=1, as GPUs choose them for long lines).
+// per dispatch (VKDML_MAX_GROUPS=1: the grid-stride loops), with the line kernels wherever
+// they can run (VKDML_SCATTER_LINES=1, as GPUs choose them for long lines) or with float32
+// computed in float32 (VKDML_NATIVE_FLOAT32=1: lavapipe otherwise computes it in float64).
 TEST_CASE_METHOD(Fixture, "Random scatters with a reduction vs the sequential reference",
                  "[random][reduce]") {
   const uint64_t base = BaseSeed();
@@ -1215,9 +1216,11 @@ TEST_CASE_METHOD(Fixture, "Random scatters with a reduction vs the sequential re
           ScopedEnv atomics("VKDML_ATOMICS", knob == 0 ? "32" : "");
           ScopedEnv groups("VKDML_MAX_GROUPS", knob == 1 ? "1" : "");
           ScopedLines lines(knob == 2);
+          ScopedEnv nativeFloat32("VKDML_NATIVE_FLOAT32", knob == 3 ? "1" : "");
           INFO((knob == 0   ? "VKDML_ATOMICS=32"
                 : knob == 1 ? "VKDML_MAX_GROUPS=1"
                 : knob == 2 ? "VKDML_SCATTER_LINES=1"
+                : knob == 3 ? "VKDML_NATIVE_FLOAT32=1"
                             : ""));
           ++runs;
           if (!RunReduceCase(rng, op, UINT(1 + counter % 8), dt, it, f, deterministic, inPlace,
@@ -1295,20 +1298,23 @@ TEST_CASE_METHOD(Fixture, "Deterministic scatter with one target's run past 6553
 
 // Float reductions whose inputs and results are denormal, in both modes, on float32 and float64
 // (float16 is computed in float32, where its denormals are normal numbers): ADD of small
-// multiples of the smallest denormal (exact in any order), MULTIPLY of a denormal by powers of
-// two, MAX and MIN among denormals of both signs and zeros. The result is the sequential one,
-// bit for bit, where the device promises to keep denormals (shaderDenormPreserveFloat32/64: the
-// kernels then ask for it) and on lavapipe, which keeps them without the promise (README:
-// Scatter reductions). NVIDIA's driver flushes them unless asked.
+// multiples of the smallest denormal (exact in any order), MULTIPLY of a denormal by 0.5 or 1
+// (ties rounded to even, the same in any order), MAX and MIN among denormals of both signs and
+// zeros. The result is the sequential one, bit for bit, where vkdml can keep denormals: float32
+// where the device promises to when asked (shaderDenormPreserveFloat32) or has float64 (vkdml
+// then computes float32 in float64: NVIDIA flushes float32 denormals, not float64's); float64
+// where the device promises to, and on lavapipe and NVIDIA, which keep them without the promise
+// (README: Scatter reductions). Elsewhere nothing is promised.
 TEST_CASE_METHOD(Fixture, "Scatter reductions on float denormals", "[random][reduce]") {
   const DML_TENSOR_DATA_TYPE it = DML_TENSOR_DATA_TYPE_INT32;
   const DeviceInfo& info = Dev().Info();
-  const bool lavapipe = info.driverName.find("llvmpipe") != std::string::npos;
+  const bool knownToKeep64 = info.driverName.find("llvmpipe") != std::string::npos ||
+                             info.driverName.find("NVIDIA") != std::string::npos;
   for (DML_TENSOR_DATA_TYPE dt : {DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_FLOAT64}) {
     const bool f64 = dt == DML_TENSOR_DATA_TYPE_FLOAT64;
     if (f64 && !info.enabled.shaderFloat64) continue;  // FLOAT64 arithmetic
-    const bool kept = lavapipe || (f64 ? info.enabled.shaderDenormPreserveFloat64
-                                       : info.enabled.shaderDenormPreserveFloat32);
+    const bool kept = f64 ? info.enabled.shaderDenormPreserveFloat64 || knownToKeep64
+                          : info.enabled.shaderDenormPreserveFloat32 || info.enabled.shaderFloat64;
     if (!kept) {
       WARN(info.name << " does not promise to keep " << DataTypeName(dt) << " denormals: "
                      << "not checked there");
@@ -1336,7 +1342,8 @@ TEST_CASE_METHOD(Fixture, "Scatter reductions on float denormals", "[random][red
             const uint64_t neg = rng.P(0.5) ? sign : 0;
             if (f == VKDML_REDUCE_FUNCTION_ADD) return neg | rng.U(0, 7);  // k * smallest
             if (f == VKDML_REDUCE_FUNCTION_MULTIPLY) {
-              if (!isUpdate) return neg | (rng.U(1, 255) << (f64 ? 40 : 12));   // a denormal
+              // Any denormal: halving an odd one rounds a tie to even.
+              if (!isUpdate) return neg | rng.U(1, f64 ? (uint64_t(1) << 52) - 1 : (1u << 23) - 1);
               const uint64_t half = f64 ? 0x3FE0000000000000ull : 0x3F000000u;  // 0.5
               const uint64_t one = f64 ? 0x3FF0000000000000ull : 0x3F800000u;
               return neg | (rng.P(0.5) ? half : one);

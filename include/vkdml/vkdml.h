@@ -55,11 +55,13 @@ UINT64 CalcBufferTensorSize(DML_TENSOR_DATA_TYPE type, UINT dimensionCount, cons
 // arithmetic and use the others where they are enabled: shaderBufferFloat32AtomicAdd
 // (VK_EXT_shader_atomic_float) for FLOAT32 ADD, and shaderInt64 with shaderBufferInt64Atomics
 // (VK_KHR_shader_atomic_int64) for 8-byte elements, which otherwise take the sorted path of a
-// deterministic execution (except integer ADD). shaderDenormPreserveFloat32 / Float64
-// (VkPhysicalDeviceFloatControlsProperties, with VK_KHR_shader_float_controls enabled or Vulkan
-// 1.2) let the reductions' float arithmetic keep denormals, as a sequential CPU computation does
-// (README: Scatter reductions); with them, FLOAT32 ADD no longer uses the float atomic add, which
-// may flush denormals (NVIDIA's does).
+// deterministic execution (except integer ADD). The reductions keep float denormals, as a
+// sequential CPU computation does: float32 where the device promises to when asked
+// (shaderDenormPreserveFloat32: VkPhysicalDeviceFloatControlsProperties, with
+// VK_KHR_shader_float_controls enabled or Vulkan 1.2) or, failing that, by computing it in
+// float64 (shaderFloat64); float64 where the device promises to (shaderDenormPreserveFloat64)
+// or keeps them anyway (lavapipe and NVIDIA do). FLOAT32 ADD then uses compare-and-swap rather
+// than the float atomic add, which may flush them (NVIDIA's does). README: Scatter reductions.
 struct DeviceFeatures {
   bool storageBuffer8BitAccess = false;
   bool storageBuffer16BitAccess = false;
