@@ -124,27 +124,46 @@ uint fromFloat(float f) {
   return ELEM == 2 ? floatToHalf(floatBitsToUint(f)) : floatBitsToUint(f);
 }
 
-uint reduceBits(uint x, uint u) {
-  if (kReduce == VKDML_REDUCE_NONE) return u;
+// Float MAX and MIN on the bits, neither a NaN: whether x stays (x >= u, x <= u for MIN), with
+// -0 == +0, exactly, whatever the device does with denormals.
+bool floatKeeps(uint x, uint u) {
+  const uint sign = (kWidthMask >> 1) + 1u;
+  if (((x | u) & (sign - 1u)) == 0u) return true;  // two zeros
+  // Ordered as unsigned integers: negative values inverted, positive ones above them.
+  const uint a = (x & sign) != 0u ? ~x & kWidthMask : x | sign;
+  const uint b = (u & sign) != 0u ? ~u & kWidthMask : u | sign;
+  return kReduce == VKDML_REDUCE_MAX ? a >= b : a <= b;
+}
+
+// Float ADD and MULTIPLY. WIDE_FLOAT32: in float32 where neither operand nor the result is a
+// denormal, since a device's flushing then changes nothing; otherwise through float64.
+uint floatCombine(uint x, uint u) {
+  const bool add = kReduce == VKDML_REDUCE_ADD;
 #if WIDE_FLOAT32
-  if (kKind == VKDML_KIND_FLOAT && ELEM == 4) {
-    if (kReduce == VKDML_REDUCE_ADD)
-      return doubleToFloatBits(floatBitsToDouble(x) + floatBitsToDouble(u));
-    if (kReduce == VKDML_REDUCE_MULTIPLY)
-      return doubleToFloatBits(floatBitsToDouble(x) * floatBitsToDouble(u));
-    if (isNanBits(x)) return x;
-    if (isNanBits(u)) return u;
+  if (ELEM == 4) {
+    const bool denormal = ((x & 0x7F800000u) == 0u && (x & 0x7FFFFFu) != 0u) ||
+                          ((u & 0x7F800000u) == 0u && (u & 0x7FFFFFu) != 0u);
+    if (!denormal) {
+      const uint r = floatBitsToUint(add ? uintBitsToFloat(x) + uintBitsToFloat(u)
+                                         : uintBitsToFloat(x) * uintBitsToFloat(u));
+      const bool zero = add ? (x ^ u) == 0x80000000u || ((x | u) & 0x7FFFFFFFu) == 0u
+                            : (x & 0x7FFFFFFFu) == 0u || (u & 0x7FFFFFFFu) == 0u;
+      if ((r & 0x7F800000u) != 0u || zero) return r;  // normal, infinite, NaN, or exactly 0
+    }
     const double a = floatBitsToDouble(x), b = floatBitsToDouble(u);
-    return (kReduce == VKDML_REDUCE_MAX ? a >= b : a <= b) ? x : u;
+    return doubleToFloatBits(add ? a + b : a * b);
   }
 #endif
+  return fromFloat(add ? toFloat(x) + toFloat(u) : toFloat(x) * toFloat(u));
+}
+
+uint reduceBits(uint x, uint u) {
+  if (kReduce == VKDML_REDUCE_NONE) return u;
   if (kKind == VKDML_KIND_FLOAT) {
-    if (kReduce == VKDML_REDUCE_ADD) return fromFloat(toFloat(x) + toFloat(u));
-    if (kReduce == VKDML_REDUCE_MULTIPLY) return fromFloat(toFloat(x) * toFloat(u));
+    if (kReduce == VKDML_REDUCE_ADD || kReduce == VKDML_REDUCE_MULTIPLY) return floatCombine(x, u);
     if (isNanBits(x)) return x;
     if (isNanBits(u)) return u;
-    const float a = toFloat(x), b = toFloat(u);
-    return (kReduce == VKDML_REDUCE_MAX ? a >= b : a <= b) ? x : u;
+    return floatKeeps(x, u) ? x : u;
   }
   if (kReduce == VKDML_REDUCE_ADD) return (x + u) & kWidthMask;
   if (kReduce == VKDML_REDUCE_MULTIPLY) return (x * u) & kWidthMask;
