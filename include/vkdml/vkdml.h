@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "vkdml/dml.h"
+#include "vkdml/version.h"  // VKDML_VERSION_MAJOR, _MINOR, _PATCH
 
 namespace vkdml {
 
