@@ -4,12 +4,9 @@
 // validation layer's thread checks watch the Vulkan objects; CI also runs this test under
 // ThreadSanitizer (.ci/tsan.sh). Catch2's assertions are not thread safe: the threads collect
 // their failures as text and the main thread checks them.
-#include <algorithm>
-#include <mutex>
-#include <numeric>
-#include <sstream>
 #include <thread>
 
+#include "op_cases.h"
 #include "test_util.h"
 
 using namespace vt;
@@ -17,102 +14,7 @@ using namespace vt;
 namespace {
 
 constexpr int kThreads = 8;
-constexpr int kRounds = 6;
-
-struct Case {
-  OpSpec spec;
-  std::vector<Bytes> inputs;
-  Bytes expected;
-  UINT flags = DML_EXECUTION_FLAG_NONE;
-};
-
-Bytes Floats(Rng& rng, size_t n) {
-  std::vector<float> v(n);
-  for (float& x : v) x = float(rng.U(0, 1 << 20)) - float(1 << 19);
-  return ToBytes(v);
-}
-
-Bytes Ints(Rng& rng, size_t n) {
-  std::vector<int32_t> v(n);
-  for (int32_t& x : v) x = int32_t(rng.U(0, 2000)) - 1000;
-  return ToBytes(v);
-}
-
-// Operator `kind` (0-5) with random data: GatherElements, GatherND, Gather, ScatterND (unique
-// rows), ScatterElements (a permutation per row, checked mode) and a deterministic
-// ScatterElements ADD on INT32 (duplicates, exact).
-Case MakeCase(int kind, Rng& rng) {
-  const auto f32 = DML_TENSOR_DATA_TYPE_FLOAT32, i32 = DML_TENSOR_DATA_TYPE_INT32,
-             i64 = DML_TENSOR_DATA_TYPE_INT64;
-  Case c;
-  std::vector<int64_t> idx;
-  switch (kind) {
-    case 0: {  // GatherElements {7, 33} axis 1, indices {7, 20} in [-33, 32]
-      c.spec = OpSpec::GatherElements(TensorDesc(f32, {7, 33}), TensorDesc(i64, {7, 20}),
-                                      TensorDesc(f32, {7, 20}), 1);
-      for (int i = 0; i < 7 * 20; ++i) idx.push_back(int64_t(rng.U(0, 65)) - 33);
-      c.inputs = {Floats(rng, 7 * 33)};
-      break;
-    }
-    case 1: {  // GatherND: rows of {16, 9}
-      c.spec = OpSpec::GatherND(TensorDesc(f32, {16, 9}), TensorDesc(i32, {12, 1}),
-                                TensorDesc(f32, {12, 9}), 2, 2);
-      for (int i = 0; i < 12; ++i) idx.push_back(int64_t(rng.U(0, 31)) - 16);
-      c.inputs = {Floats(rng, 16 * 9)};
-      break;
-    }
-    case 2: {  // Gather along axis 2 of {1, 3, 10, 5}, indices {1, 1, 1, 4}
-      c.spec = OpSpec::Gather(TensorDesc(f32, {1, 3, 10, 5}), TensorDesc(i32, {1, 1, 1, 4}),
-                              TensorDesc(f32, {1, 3, 4, 5}), 2, 1);
-      for (int i = 0; i < 4; ++i) idx.push_back(int64_t(rng.U(0, 9)));
-      c.inputs = {Floats(rng, 3 * 10 * 5)};
-      break;
-    }
-    case 3: {  // ScatterND: 5 distinct rows of {12, 6}
-      c.spec = OpSpec::ScatterND(TensorDesc(f32, {12, 6}), TensorDesc(i64, {5, 1}),
-                                 TensorDesc(f32, {5, 6}), TensorDesc(f32, {12, 6}), 2, 2);
-      std::vector<int64_t> rows(12);
-      std::iota(rows.begin(), rows.end(), 0);
-      std::shuffle(rows.begin(), rows.end(), rng.g);
-      idx.assign(rows.begin(), rows.begin() + 5);
-      c.inputs = {Floats(rng, 12 * 6)};
-      break;
-    }
-    case 4: {  // ScatterElements {4, 16} axis 1: each row's indices a permutation; checked
-      c.spec = OpSpec::ScatterElements(TensorDesc(f32, {4, 16}), TensorDesc(i32, {4, 16}),
-                                       TensorDesc(f32, {4, 16}), TensorDesc(f32, {4, 16}), 1);
-      for (int r = 0; r < 4; ++r) {
-        std::vector<int64_t> row(16);
-        std::iota(row.begin(), row.end(), -16);  // negative: counted from the end
-        std::shuffle(row.begin(), row.end(), rng.g);
-        idx.insert(idx.end(), row.begin(), row.end());
-      }
-      c.inputs = {Floats(rng, 64)};
-      c.flags = VKDML_EXECUTION_FLAG_CHECK_INDICES;
-      break;
-    }
-    default: {  // ScatterElements ADD on INT32 {40}, 200 updates with duplicates, deterministic
-      c.spec = OpSpec::ScatterElements(TensorDesc(i32, {40}), TensorDesc(i32, {200}),
-                                       TensorDesc(i32, {200}), TensorDesc(i32, {40}), 0);
-      c.spec.WithReduce(VKDML_REDUCE_FUNCTION_ADD);
-      for (int i = 0; i < 200; ++i) idx.push_back(int64_t(rng.U(0, 39)));
-      c.inputs = {Ints(rng, 40)};
-      c.flags = VKDML_EXECUTION_FLAG_DETERMINISTIC;
-      break;
-    }
-  }
-  c.spec.Desc();
-  c.inputs.push_back(IndexBytes(c.spec.tensors[1].Type(), idx, c.spec.tensors[1].Total()));
-  if (c.spec.IsScatter()) {
-    const TensorDesc& u = c.spec.tensors[2];
-    const size_t n = u.Total() / ref::ElementSize(u.Type());
-    c.inputs.push_back(u.Type() == i32 ? Ints(rng, n) : Floats(rng, n));
-  }
-  for (size_t i = 0; i < c.inputs.size(); ++i) c.inputs[i].resize(c.spec.tensors[i].Total(), 0);
-  c.expected = Poisoned(c.spec.Output().Total());
-  c.spec.Reference(c.inputs, &c.expected);
-  return c;
-}
+constexpr int kRounds = kOpKinds;  // each thread runs every kind
 
 // The raw Vulkan functions a thread needs for its own secondary command buffers.
 struct Vk {
@@ -139,8 +41,8 @@ struct Vk {
 // One thread's work; failures go to *errors.
 class Worker {
  public:
-  Worker(Device& dev, const Vk& vk, int id, const CompiledOperator& shared, const Case& sharedCase,
-         std::vector<std::string>* errors)
+  Worker(Device& dev, const Vk& vk, int id, const CompiledOperator& shared,
+         const OpCase& sharedCase, std::vector<std::string>* errors)
       : dev_(dev), vk_(vk), id_(id), shared_(shared), sharedCase_(sharedCase), errors_(errors) {}
 
   void Run() {
@@ -150,10 +52,10 @@ class Worker {
       return Error("vkCreateCommandPool failed");
     Rng rng(BaseSeed() + 1000 * uint64_t(id_));
     for (int round = 0; round < kRounds; ++round) {
-      const int kind = (id_ + round) % 6;
+      const int kind = (id_ + round) % kOpKinds;
       where_ = "thread " + std::to_string(id_) + " round " + std::to_string(round) + " kind " +
                std::to_string(kind);
-      Case c = MakeCase(kind, rng);
+      OpCase c = MakeOpCase(kind, rng);
       std::unique_ptr<Operator> op;
       std::unique_ptr<CompiledOperator> compiled;
       if (!Ok("CreateOperator", dev_.CreateOperator(c.spec.Desc(), &op)) ||
@@ -176,7 +78,7 @@ class Worker {
     if (!r) Error(std::string(call) + ": " + Str(r));
     return r.ok();
   }
-  void Compare(const char* path, const Case& c, const Bytes& out) {
+  void Compare(const char* path, const OpCase& c, const Bytes& out) {
     std::string diff = DiffBytes(out, c.expected, nullptr);
     if (!diff.empty()) Error(std::string(path) + " output differs: " + diff);
     ++compared;
@@ -188,7 +90,7 @@ class Worker {
  private:
   // The recording path: vkdml buffers, RecordDispatch into this thread's own secondary command
   // buffer (recorded while other threads record theirs), executed through Device::Submit.
-  void Record(const Case& c, const CompiledOperator& compiled, Buffer::Memory memory) {
+  void Record(const OpCase& c, const CompiledOperator& compiled, Buffer::Memory memory) {
     std::unique_ptr<BindingTable> table;
     if (!Ok("CreateBindingTable", dev_.CreateBindingTable(compiled, &table))) return;
     std::vector<std::unique_ptr<Buffer>> buffers(c.inputs.size() + 1);
@@ -236,7 +138,7 @@ class Worker {
       Compare("RecordDispatch", c, out);
   }
 
-  void RunOn(const Case& c, const CompiledOperator& compiled) {
+  void RunOn(const OpCase& c, const CompiledOperator& compiled) {
     std::vector<const void*> in;
     for (const Bytes& b : c.inputs) in.push_back(b.data());
     Bytes out = Poisoned(c.expected.size());
@@ -247,7 +149,7 @@ class Worker {
   const Vk& vk_;
   int id_;
   const CompiledOperator& shared_;
-  const Case& sharedCase_;
+  const OpCase& sharedCase_;
   std::vector<std::string>* errors_;
   VkCommandPool pool_ = VK_NULL_HANDLE;
   std::string where_ = "start";
@@ -259,7 +161,7 @@ TEST_CASE_METHOD(Fixture, "Threads: one Device used from 8 threads at once", "[t
   Device& dev = Dev();
   const Vk vk(dev);
   Rng rng(BaseSeed());
-  const Case sharedCase = MakeCase(0, rng);
+  const OpCase sharedCase = MakeOpCase(0, rng);
   OpSpec sharedSpec = sharedCase.spec;
   std::unique_ptr<Operator> op;
   std::unique_ptr<CompiledOperator> shared;
