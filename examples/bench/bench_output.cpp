@@ -152,6 +152,52 @@ void PrintRow(const CaseResult& r) {
                 copyGbps, 100.0 * gbps / copyGbps, range.c_str(), check.c_str());
 }
 
+std::string CompileJsonLine(const CompileResult& r, const vkdml::DeviceInfo& info) {
+  const Spec& s = *r.spec;
+  std::string j = "{";
+  auto field = [&j](const char* k, const std::string& v) {
+    if (j.size() > 1) j += ", ";
+    j += JsonString(k) + ": " + v;
+  };
+  field("case", JsonString("compile-" + s.name));
+  field("op", JsonString(s.OpName()));
+  field("reduction", JsonString(s.ReduceName()));
+  field("deterministic", s.deterministic ? "true" : "false");
+  if (!r.error.empty()) field("error", JsonString(r.error));
+  field("cold_ms", JsonNumber(r.coldMs));
+  field("cold_min_ms", JsonNumber(r.coldMinMs));
+  field("cold_max_ms", JsonNumber(r.coldMaxMs));
+  field("warm_ms", JsonNumber(r.warmMs));
+  field("warm_min_ms", JsonNumber(r.warmMinMs));
+  field("warm_max_ms", JsonNumber(r.warmMaxMs));
+  field("cache_bytes", std::to_string(r.cacheBytes));
+  field("runs", std::to_string(r.runs));
+  field("device", JsonString(info.name));
+  field("driver", JsonString(DriverText(info)));
+  field("vulkan", JsonString(Format("%u.%u.%u", VK_API_VERSION_MAJOR(info.apiVersion),
+                                    VK_API_VERSION_MINOR(info.apiVersion),
+                                    VK_API_VERSION_PATCH(info.apiVersion))));
+  return j + "}";
+}
+
+void PrintCompileHeader(const vkdml::DeviceInfo& info, int runs) {
+  std::printf(
+      "vkdml bench --compile: %s, CompileOperator on a fresh Device, median of %d runs; cold: "
+      "empty pipeline cache, warm: seeded with the cold Device's GetPipelineCacheData\n",
+      DeviceLine(info).c_str(), runs);
+  std::printf("%-44s %-16s %10s %10s %12s\n", "case", "op", "cold ms", "warm ms", "cache bytes");
+}
+
+void PrintCompileRow(const CompileResult& r) {
+  const std::string name = "compile-" + r.spec->name;
+  if (!r.error.empty()) {
+    std::printf("%-44s ERROR: %s\n", name.c_str(), r.error.c_str());
+    return;
+  }
+  std::printf("%-44s %-16s %10.2f %10.2f %12" PRIu64 "\n", name.c_str(), r.spec->OpName(), r.coldMs,
+              r.warmMs, r.cacheBytes);
+}
+
 void PrintCases(const std::vector<Spec>& specs) {
   for (const Spec& s : specs)
     std::printf("%-26s %-15s %-8s idx %-6s input %s indices %s  peer: %s%s\n", s.name.c_str(),
