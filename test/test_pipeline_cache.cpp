@@ -106,6 +106,12 @@ TEST_CASE_METHOD(Fixture, "Pipeline cache: pipelineCacheData that is no pipeline
   std::vector<uint8_t> data;
   REQUIRE(Dev().GetPipelineCacheData(&data).ok());
   REQUIRE(data.size() >= kHeaderBytes);
+  // The device's own data with byte `at` set to v (little-endian header fields).
+  auto patched = [&](size_t at, uint8_t v) {
+    std::vector<uint8_t> d = data;
+    d[at] = v;
+    return d;
+  };
   const struct {
     const char* what;
     std::vector<uint8_t> data;
@@ -113,19 +119,9 @@ TEST_CASE_METHOD(Fixture, "Pipeline cache: pipelineCacheData that is no pipeline
   } bad[] = {
       {"10 bytes", std::vector<uint8_t>(10, 1),
        "DeviceDesc.pipelineCacheData is 10 bytes, expected at least 32"},
-      {"headerSize 8",
-       [&] {
-         auto d = data;
-         d[0] = 8;
-         return d;
-       }(),
+      {"headerSize 8", patched(0, 8),
        "DeviceDesc.pipelineCacheData: headerSize is 8, expected 32 to "},
-      {"headerVersion 7",
-       [&] {
-         auto d = data;
-         d[4] = 7;
-         return d;
-       }(),
+      {"headerVersion 7", patched(4, 7),
        "DeviceDesc.pipelineCacheData: headerVersion is 7, expected 1"},
   };
   for (const auto& b : bad) {
@@ -166,13 +162,7 @@ TEST_CASE_METHOD(Fixture, "Pipeline cache: the caller's VkPipelineCache, borrowe
   VkPipelineCache mine;
   REQUIRE(create(owner.Handle(), &ci, nullptr, &mine) == VK_SUCCESS);
 
-  DeviceDesc desc;
-  desc.instance = owner.Instance();
-  desc.physicalDevice = owner.PhysicalDevice();
-  desc.device = owner.Handle();
-  desc.queue = owner.Queue();
-  desc.queueFamilyIndex = owner.QueueFamilyIndex();
-  desc.enabledFeatures = owner.Info().enabled;
+  DeviceDesc desc = Borrowed(owner, owner.Info().enabled);
   desc.getInstanceProcAddr = hooks::GetInstanceProcAddr();
   desc.pipelineCache = mine;
   SECTION("every pipeline goes through it, and it outlives the Device") {
