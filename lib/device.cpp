@@ -445,7 +445,8 @@ Result DeviceImpl::CreateLayouts() {
   sci.pBindings = b;
   VKDML_VK(vk_.vkCreateDescriptorSetLayout(device_, &sci, nullptr, &setLayout_));
   VkPushConstantRange push{VK_SHADER_STAGE_COMPUTE_BIT, 0,
-                           uint32_t(std::max(sizeof(shader::Push), sizeof(shader::SortPush)))};
+                           uint32_t(std::max({sizeof(shader::Push), sizeof(shader::SortPush),
+                                              sizeof(shader::LargePush)}))};
   VkPipelineLayoutCreateInfo pci{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
   pci.setLayoutCount = 1;
   pci.pSetLayouts = &setLayout_;
@@ -719,15 +720,12 @@ Result DeviceImpl::CreateOperator(const DML_OPERATOR_DESC& desc, std::unique_ptr
   if (!out) return Fail(Status::InvalidArgument, "CreateOperator: out is null");
   auto op = std::make_unique<OperatorImpl>();
   VKDML_TRY(BuildOperator(desc, op.get()));
-  // What this device can run: each tensor within one descriptor's range, its storage feature.
+  // What this device can run: each tensor's storage feature. (Tensors past one descriptor's
+  // range take the large path: kernels.h.)
   std::vector<const Tensor*> all;
   for (const Tensor& t : op->inputs) all.push_back(&t);
   for (const Tensor& t : op->outputs) all.push_back(&t);
   for (const Tensor* t : all) {
-    if (t->totalBytes > limits_.maxStorageBufferRange)
-      return Fail(Status::Unsupported, op->name, ": ", t->field, ".TotalTensorSizeInBytes is ",
-                  t->totalBytes, ", more than this device's maxStorageBufferRange ",
-                  limits_.maxStorageBufferRange);
     bool missing8 = t->elemSize == 1 && !info_.enabled.storageBuffer8BitAccess;
     bool missing16 = t->elemSize == 2 && !info_.enabled.storageBuffer16BitAccess;
     if (missing8 || missing16)

@@ -129,10 +129,16 @@ TensorDesc::TensorDesc(DML_TENSOR_DATA_TYPE type, std::vector<UINT> s, std::vect
   buf.Flags = DML_TENSOR_FLAG_NONE;
   buf.DimensionCount = static_cast<UINT>(sizes.size());
   buf.GuaranteedBaseOffsetAlignment = alignment;
+  const UINT* given = strides.empty() ? nullptr : strides.data();
   buf.TotalTensorSizeInBytes =
-      totalBytes ? totalBytes
-                 : CalcBufferTensorSize(type, buf.DimensionCount, sizes.data(),
-                                        strides.empty() ? nullptr : strides.data());
+      totalBytes ? totalBytes : CalcBufferTensorSize(type, buf.DimensionCount, sizes.data(), given);
+  // Past DirectML's 2^32 - 1 elements: vkdml's flag, and the size it gives.
+  if (!totalBytes && buf.TotalTensorSizeInBytes == 0 &&
+      CalcLargeBufferTensorSize(type, buf.DimensionCount, sizes.data(), given) != 0) {
+    buf.Flags = VKDML_TENSOR_FLAG_LARGE;
+    buf.TotalTensorSizeInBytes =
+        CalcLargeBufferTensorSize(type, buf.DimensionCount, sizes.data(), given);
+  }
   desc.Type = DML_TENSOR_TYPE_BUFFER;
   Fix();
 }
@@ -495,9 +501,35 @@ ExecResult Execute(OpSpec& spec, const std::vector<Bytes>& inputs,
   REQUIRE(op->OutputSize(0) == spec.Output().Total());
   REQUIRE(outputs[0].size() == spec.Output().Total());
 
+  // VKDML_TEST_LARGE=1: kernel choice assumes a binding range of about a third of the largest
+  // tensor (VKDML_MAX_BINDING_RANGE, at least 1 KiB and an index tuple's span), so the operator
+  // takes the large path (lib/kernels.h: LargeDispatch) through a few windows a tensor. What the
+  // large path refuses keeps its path: deterministic executions, and reductions of 8-byte
+  // elements that need the sort, as without 64-bit atomics (VKDML_ATOMICS=32).
+  const char* testLarge = std::getenv("VKDML_TEST_LARGE");
+  const char* atomics = std::getenv("VKDML_ATOMICS");
+  const bool needsSort = spec.reduce != VKDML_REDUCE_FUNCTION_NONE &&
+                         ref::ElementSize(spec.tensors[0].Type()) == 8 && atomics &&
+                         std::strcmp(atomics, "32") == 0;
+  const bool large =
+      testLarge && *testLarge && !(opts.flags & VKDML_EXECUTION_FLAG_DETERMINISTIC) && !needsSort;
+  if (large) {
+    UINT64 range = 1024;
+    for (const TensorDesc& t : spec.tensors) range = std::max<UINT64>(range, t.Total() / 3 + 256);
+    const TensorDesc& ix = spec.tensors[1];  // an ND index tuple must fit one window
+    const bool nd = spec.type == DML_OPERATOR_GATHER_ND || spec.type == DML_OPERATOR_GATHER_ND1 ||
+                    spec.type == DML_OPERATOR_SCATTER_ND ||
+                    spec.type == VKDML_OPERATOR_SCATTER_ND_REDUCE;
+    if (nd) {
+      const UINT64 stride = ix.strides.empty() ? 1 : ix.strides.back();
+      range = std::max<UINT64>(range, (ix.sizes.back() * stride + 1) * 8 + 512);
+    }
+    setenv("VKDML_MAX_BINDING_RANGE", std::to_string(range).c_str(), 1);
+  }
   std::unique_ptr<CompiledOperator> cop;
   r = dev.CompileOperator(*op, opts.flags, &cop);
-  INFO("CompileOperator: " << Str(r));
+  if (large) unsetenv("VKDML_MAX_BINDING_RANGE");
+  INFO("CompileOperator: " << Str(r) << (large ? " (VKDML_TEST_LARGE)" : ""));
   REQUIRE(r.ok());
   REQUIRE(cop);
   REQUIRE(cop->Flags() == opts.flags);

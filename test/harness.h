@@ -46,7 +46,8 @@ struct TensorDesc {
   DML_TENSOR_DESC desc{};
 
   TensorDesc() = default;
-  // totalBytes 0: vkdml::CalcBufferTensorSize.
+  // totalBytes 0: vkdml::CalcBufferTensorSize (past 2^32 - 1 elements: VKDML_TENSOR_FLAG_LARGE and
+  // CalcLargeBufferTensorSize).
   TensorDesc(DML_TENSOR_DATA_TYPE type, std::vector<UINT> sizes, std::vector<UINT> strides = {},
              UINT64 totalBytes = 0, UINT alignment = 0);
   TensorDesc(const TensorDesc& o);

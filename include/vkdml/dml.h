@@ -31,6 +31,11 @@ enum DML_TENSOR_DATA_TYPE {
 enum DML_TENSOR_FLAGS {
   DML_TENSOR_FLAG_NONE = 0x0,
   DML_TENSOR_FLAG_OWNED_BY_DML = 0x1,  // accepted and ignored: vkdml never owns tensor memory
+  // vkdml's own: the tensor may have 2^32 or more elements (DirectML stops at 2^32 - 1; without
+  // this flag vkdml does too). Sizes and Strides stay 32-bit each, so a tensor whose packed
+  // strides would pass 2^32 - 1 needs its Strides given (and cannot have them packed); at most
+  // 2^56 elements. vkdml::CalcLargeBufferTensorSize gives its TotalTensorSizeInBytes.
+  VKDML_TENSOR_FLAG_LARGE = 0x10000,
 };
 
 // Strides are in elements and optional (nullptr = packed, row-major); a stride of 0 broadcasts.

@@ -47,6 +47,11 @@ const char* DataTypeName(DML_TENSOR_DATA_TYPE type);
 // unknown type, no or more than 8 dimensions, a size of 0, or more than 2^32-1 elements.
 UINT64 CalcBufferTensorSize(DML_TENSOR_DATA_TYPE type, UINT dimensionCount, const UINT* sizes,
                             const UINT* strides);
+// The same for a tensor flagged VKDML_TENSOR_FLAG_LARGE: up to 2^56 elements. Returns 0 where
+// CalcBufferTensorSize does (but for the element count), and where Strides is null and a packed
+// stride would pass 2^32 - 1 elements.
+UINT64 CalcLargeBufferTensorSize(DML_TENSOR_DATA_TYPE type, UINT dimensionCount,
+                                 const UINT* sizes, const UINT* strides);
 
 // Optional device features vkdml uses. 1- and 2-byte tensors need 8-/16-bit storage buffer
 // access; 4- and 8-byte tensors and every index type need nothing beyond Vulkan 1.1.
