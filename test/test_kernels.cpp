@@ -78,6 +78,23 @@ TEST_CASE("Interface: the kernels lay out plans and push constants as C++ does",
     REQUIRE(l.offsets[pushId].size() == push.size());
     for (uint32_t i = 0; i < push.size(); ++i) CHECK(l.offsets[pushId][i] == push[i]);
   }
+  // The large path's push constants, in its modules.
+  const std::vector<size_t> large = {
+      offsetof(shader::LargePush, start),        offsetof(shader::LargePush, base),
+      offsetof(shader::LargePush, count),        offsetof(shader::LargePush, directStart),
+      offsetof(shader::LargePush, indicesStart), offsetof(shader::LargePush, unused),
+      offsetof(shader::LargePush, indexedStart), offsetof(shader::LargePush, indexedOwn),
+      offsetof(shader::LargePush, indexedEnd)};
+  for (const char* name : {"gather_e4_i32_large", "reduce_e8_i64_a64_large", "report_i64_large"}) {
+    INFO("module " << name);
+    const auto* m = FindSpirv(name);
+    REQUIRE(m);
+    Layouts l(*m);
+    const uint32_t largeId = l.Id("LargePush");
+    REQUIRE(largeId);
+    REQUIRE(l.offsets[largeId].size() == large.size());
+    for (uint32_t i = 0; i < large.size(); ++i) CHECK(l.offsets[largeId][i] == large[i]);
+  }
 }
 
 TEST_CASE("Kernels: every kernel that kernel choice names is embedded", "[kernels]") {
@@ -298,5 +315,64 @@ TEST_CASE("Kernels: wide ScatterND slices are sorted on GPUs", "[kernels]") {
       CHECK(set.steps.back().kind == (sorted ? Pass::Kind::Ordered : Pass::Kind::Reduce));
       CHECK((set.sortWords > 0) == sorted);
     }
+  }
+}
+
+// The large path, on the CPU: an operator whose tensor may not fit one descriptor takes it, and
+// its dispatches cover the loop exactly, each within the windows; an operator that fits keeps
+// the plain kernels; a layout too scattered for the windows is refused.
+TEST_CASE("Kernels: the large path's chunks and windows", "[kernels]") {
+  using vkdml::detail::DeviceTraits;
+  using vkdml::detail::LargeDispatch;
+  const DML_TENSOR_DATA_TYPE f32 = DML_TENSOR_DATA_TYPE_FLOAT32, i64 = DML_TENSOR_DATA_TYPE_INT64;
+  DeviceTraits device;
+  device.maxSharedMemory = 48 << 10;
+  device.maxGroups = 65535;
+  device.maxRange = 1 << 20;
+  device.rangeAlign = 256;
+  const UINT64 window = ((1 << 20) - 256) / 16 * 16;
+  auto choose = [&](OpSpec& spec, vkdml::detail::KernelSet* set) {
+    vkdml::detail::OperatorImpl op;
+    REQUIRE(vkdml::detail::BuildOperator(spec.Desc(), &op).ok());
+    return vkdml::detail::ChooseKernels(op, 0, device, set);
+  };
+  {  // fits: the plain kernels
+    OpSpec spec = OpSpec::GatherND(TensorDesc(f32, {256, 256}), TensorDesc(i64, {64, 1}),
+                                   TensorDesc(f32, {64, 256}), 2, 2);
+    vkdml::detail::KernelSet set;
+    REQUIRE(choose(spec, &set).ok());
+    CHECK(!set.large);
+    CHECK(set.steps[0].plain.large.empty());
+  }
+  {  // a 3.5 MiB input (4 windows) and a 2 MiB output (2 chunks or more), rows of 4 KiB
+    OpSpec spec = OpSpec::GatherND(TensorDesc(f32, {896, 1024}), TensorDesc(i64, {512, 1}),
+                                   TensorDesc(f32, {512, 1024}), 2, 2);
+    vkdml::detail::KernelSet set;
+    REQUIRE(choose(spec, &set).ok());
+    REQUIRE(set.large);
+    for (const auto* k : {&set.steps[0].plain, &set.steps[0].wide}) {
+      INFO(k->module);
+      CHECK(k->module.find("_large") != std::string::npos);
+      const UINT64 row = 4096 / k->unit;  // loop elements of an output row
+      std::map<UINT64, UINT64> covered;   // per window start: loop elements in its dispatches
+      UINT64 windows = 0;
+      for (const LargeDispatch& d : k->large) {
+        CHECK(d.direct.end - d.direct.begin <= window);
+        CHECK(d.indexed.end - d.indexed.begin <= window);
+        CHECK(d.direct.begin == (UINT64(d.start[0]) * row + d.start[1]) * k->unit);
+        if (covered.count(d.indexed.begin) == 0) ++windows;
+        covered[d.indexed.begin] += d.count;
+      }
+      CHECK(windows == 4);
+      for (const auto& w : covered) CHECK(w.second == 512 * row);  // each window sees the loop
+    }
+  }
+  {  // a transposed output whose every element is a window apart: too many dispatches
+    OpSpec spec = OpSpec::GatherND(TensorDesc(f32, {896, 1024}), TensorDesc(i64, {512, 1}),
+                                   TensorDesc(f32, {512, 1024}, {1, 1 << 18}), 2, 2);
+    vkdml::detail::KernelSet set;
+    const Result r = choose(spec, &set);
+    CHECK(r.status == Status::Unsupported);
+    CHECK_THAT(r.message, Catch::Matchers::Contains("dispatches through windows"));
   }
 }
