@@ -1520,3 +1520,21 @@ TEST_CASE_METHOD(Fixture, "Large path: past 4 GiB and 2^32 elements", "[.gpu-lar
   GatherRowsCase(40960, 131072, u8, 0x2A);
   ScatterRowsCase(40960, 131072, u8, 0x2B);
 }
+
+// Device::Run's work past its 64 MiB of staging streams through it: an 80 MiB input in and a
+// padded 156 MiB output (its padding keeps the caller's bytes, so it goes in too) out, each in
+// several pieces, on the normal path and the large one.
+TEST_CASE_METHOD(Fixture, "Device::Run streams work past its staging area", "[large]") {
+  const DML_TENSOR_DATA_TYPE f32 = DML_TENSOR_DATA_TYPE_FLOAT32, it = DML_TENSOR_DATA_TYPE_INT32;
+  Rng rng(BaseSeed() ^ 0x5743);
+  const UINT rows = 20481, width = 1024, n = 20000;
+  TensorDesc in(f32, {rows, width}), ix(it, {1, n}), out(f32, {n, width}, {2 * width, 1});
+  Case c;
+  c.spec = OpSpec::Gather(in, ix, out, 0, 1);
+  std::vector<int64_t> picks(n);
+  for (int64_t& p : picks) p = int64_t(rng.U(0, rows - 1));
+  c.inputs = {RandomBytes(rng, in.Total()), IndexBytes(it, picks, ix.Total())};
+  c.opts.path = Path::Run;
+  INFO(c.spec.ToString());
+  RunCase(c);
+}
