@@ -25,8 +25,8 @@ enum class Status {
   InvalidArgument,  // a descriptor, binding or call argument is wrong
   Unsupported,      // valid, but this device or vkdml cannot run it
   IndexOutOfRange,  // a checked execution met an out-of-range index
-  OutOfMemory,
-  DeviceError,  // Vulkan failed (device lost, no driver, ...)
+  OutOfMemory,      // a Vulkan allocation failed (VK_ERROR_OUT_OF_{DEVICE,HOST}_MEMORY)
+  DeviceError,      // Vulkan failed (device lost, a wait past DeviceDesc.waitTimeoutNs, no driver)
 };
 
 struct Result {
@@ -88,6 +88,13 @@ struct DeviceDesc {
   uint32_t queueFamilyIndex = 0;
   PFN_vkGetInstanceProcAddr getInstanceProcAddr = nullptr;
   DeviceFeatures enabledFeatures;
+
+  // How long Submit and Run (and Buffer::Write and Read, which submit) wait for their work, in
+  // nanoseconds; UINT64_MAX (the default) waits as long as it takes. A wait that gives up, or
+  // any failed submit or wait, returns Status::DeviceError naming the Vulkan call, and the
+  // Device then counts as lost: whether the work ran is unknown, so every later call returns
+  // DeviceError at once (destroying the Device still waits for the work, as Vulkan requires).
+  uint64_t waitTimeoutNs = UINT64_MAX;
 };
 
 struct DeviceInfo {
