@@ -35,6 +35,24 @@ const TypeInfo& Info(DType t) {
   return kTypes[static_cast<int>(t)];
 }
 
+// Text from a file, for a one-line message: control and non-ASCII bytes escaped (\n, \xff),
+// and at most 64 characters of it.
+std::string Printable(const std::string& text) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (out.size() >= 64) return out + "...";
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c == '\n')
+      out += "\\n";
+    else if (c >= 0x20 && c < 0x7f)
+      out += char(c);
+    else
+      out += std::string("\\x") + kHex[c >> 4] + kHex[c & 15];
+  }
+  return out;
+}
+
 // Parses the header's Python dict literal: {'descr': '<f4', 'fortran_order': False,
 // 'shape': (2, 3), }.
 class HeaderParser {
@@ -51,7 +69,7 @@ class HeaderParser {
       std::string key;
       if (!String(&key)) return Fail("header key is not a quoted string", err);
       SkipSpace();
-      if (!Eat(':')) return Fail("header has no ':' after '" + key + "'", err);
+      if (!Eat(':')) return Fail("header has no ':' after '" + Printable(key) + "'", err);
       SkipSpace();
       if (key == "descr") {
         if (Peek() == '[') return Fail("descr is a structured dtype, expected a plain type", err);
@@ -70,7 +88,7 @@ class HeaderParser {
         if (!Tuple(shape)) return Fail("shape is not a tuple of non-negative integers", err);
         haveShape = true;
       } else {
-        return Fail("header has an unexpected key '" + key +
+        return Fail("header has an unexpected key '" + Printable(key) +
                         "', expected only descr, fortran_order and shape",
                     err);
       }
@@ -78,7 +96,7 @@ class HeaderParser {
       if (Eat(',')) continue;
       SkipSpace();
       if (Eat('}')) break;
-      return Fail("header dict is malformed after '" + key + "'", err);
+      return Fail("header dict is malformed after '" + Printable(key) + "'", err);
     }
     SkipSpace();
     if (pos_ != s_.size()) return Fail("header has text after the closing '}'", err);
@@ -146,7 +164,7 @@ class HeaderParser {
 };
 
 bool ParseDescr(const std::string& descr, DType* out, std::string* err) {
-  std::string quoted = "descr is '" + descr + "'";
+  std::string quoted = "descr is '" + Printable(descr) + "'";
   char order = descr.empty() ? '\0' : descr[0], kind = descr.size() > 1 ? descr[1] : '\0';
   std::string sizeText = descr.size() > 2 ? descr.substr(2) : "";
   size_t size = 0;
@@ -157,7 +175,7 @@ bool ParseDescr(const std::string& descr, DType* out, std::string* err) {
     if (std::strchr("<>|=", order) == nullptr || t.kind != kind || t.size != size) continue;
     if (size > 1 && order != '<' && order != '=') {
       *err = quoted + (order == '>' ? " (big-endian)" : "") + ", expected little-endian ('<" +
-             descr.substr(1) + "')";
+             Printable(descr.substr(1)) + "')";
       return false;
     }
     *out = t.dtype;

@@ -148,6 +148,10 @@ void Errors() {
   ExpectError(File(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'x': 1}", 8),
               "unexpected key 'x'");
   ExpectError(File(1, "['descr']", 8), "does not start with '{'");
+  // Text from the file is quoted on one line, escaped and cut (found by fuzz_npy).
+  ExpectError(File(1, "{'x\ny\xff': 1}", 8), "unexpected key 'x\\ny\\xff', expected only");
+  ExpectError(File(1, Dict("<" + std::string(100, 'f'), "(1,)"), 8),
+              "descr is '<" + std::string(63, 'f') + "...'");
   ExpectError(File(1, Dict("<f4", "(4294967296, 4294967296)"), 8), "too large");
   // A dimension past 2^64 is an error, not a wrapped size.
   ExpectError(File(1, Dict("<f4", "(18446744073709551617,)"), 4), "shape is not a tuple");
