@@ -14,6 +14,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 
 #include "test_util.h"
 
@@ -365,6 +366,7 @@ struct Stage {
 
 struct Tally {
   uint64_t calls = 0, injected = 0;
+  std::set<std::string> functions;
 };
 Tally gTally;
 
@@ -444,6 +446,7 @@ void Sweep(const Stage& s) {
       const bool fired = gInjector.Fired() != 0;
       gInjector.Reset();
       ++gTally.calls;
+      gTally.functions.insert(function);
       if (!fired) {  // a poll that the work outran this time
         INFO("not reached this time: " << Str(r));
         CHECK(IsWait(function));
@@ -481,6 +484,12 @@ TEST_CASE("Faults: every Vulkan call of CreateDevice fails in turn", "[faults]")
                 return CreateDevice(HookedDesc(), &d);
               }});
   // Each failed CreateDevice was followed by a successful one (the next call's).
+  // Adopting the caller's VkDevice without the timeline semaphore: its fence.
+  Sweep(Stage{"CreateDevice (adopting a VkDevice, on a fence)", [](Device&, Prepared*) {},
+              [](Device* owner, Prepared&) {
+                std::unique_ptr<Device> d;
+                return CreateDevice(FenceDesc(*owner), &d);
+              }});
 }
 
 TEST_CASE("Faults: every Vulkan call of CompileOperator fails in turn", "[faults]") {
@@ -661,5 +670,5 @@ TEST_CASE("Faults: the sweep's totals", "[faults]") {
   // Printed for the README's reliability figures (run after the sweeps: ctest runs each test
   // case in its own process, so this reads 0 there; `vkdml_tests "[faults]"` prints them).
   WARN("fault sweep: " << gTally.calls << " calls swept, " << gTally.injected
-                       << " failures injected");
+                       << " failures injected, " << gTally.functions.size() << " Vulkan functions");
 }
