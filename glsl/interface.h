@@ -48,9 +48,11 @@ struct uvec4 {
 #define VKDML_SPEC_REDUCE 8        // a scatter's VKDML_REDUCE_FUNCTION
 #define VKDML_SPEC_ELEMENT_KIND 9  // what the element's bits are, for arithmetic: below
 #define VKDML_SPEC_UNIT \
-  10                         // scatter_ordered.comp: loop elements per update unit;
-                             // scatter_lines_ordered.comp: updates per line
-#define VKDML_SPEC_ITEMS 11  // scatter_lines_ordered.comp: a line's updates per thread
+  10  // scatter_ordered.comp: loop elements per update unit;
+      // scatter_lines_ordered.comp: updates per line
+#define VKDML_SPEC_ITEMS \
+  11  // scatter_lines_ordered.comp: a line's updates per thread;
+      // scatter_ordered.comp: a unit's elements per thread
 #define VKDML_SPEC_COUNT 12
 
 #define VKDML_KIND_UNSIGNED 0
@@ -63,8 +65,26 @@ struct uvec4 {
 #define VKDML_REDUCE_MAX 3
 #define VKDML_REDUCE_MIN 4
 
-#define VKDML_GROUP_SIZE 256   // threads in a workgroup of indexed.comp
+#define VKDML_GROUP_SIZE 256  // threads in a workgroup of indexed.comp
+
 #define VKDML_VECTOR_BYTES 16  // a widened plan's element: uvec4 (ELEM=16 modules)
+
+// glsl/scatter_lines_ordered.comp: at most VKDML_LINES_MAX_GROUP threads; a target's bucket of
+// at most VKDML_ORDERED_SHORT_BUCKET updates is sorted in registers. Its shared memory, in 32-bit
+// words, for a line of `length` targets and `perLine` updates (lib/kernels.cpp keeps it within
+// the device's limit): the counts (a word per target), then the entries (two update numbers a
+// word; at least the scan's scratch and the long-bucket flag, in word VKDML_ORDERED_LONG_WORD),
+// or, for a line sorted whole, its keys (sortSize words).
+#define VKDML_LINES_MAX_GROUP 1024u
+#define VKDML_ORDERED_SHORT_BUCKET 16u
+#define VKDML_ORDERED_LONG_WORD (VKDML_LINES_MAX_GROUP + 32u)
+#define VKDML_ORDERED_ENTRY_WORDS(perLine)                                      \
+  (((perLine) + 1u) / 2u > VKDML_ORDERED_LONG_WORD + 1u ? ((perLine) + 1u) / 2u \
+                                                        : VKDML_ORDERED_LONG_WORD + 1u)
+#define VKDML_ORDERED_SHARED_WORDS(length, perLine, sortSize) \
+  ((length) + VKDML_ORDERED_ENTRY_WORDS(perLine) > (sortSize) \
+       ? (length) + VKDML_ORDERED_ENTRY_WORDS(perLine)        \
+       : (sortSize))
 
 // The uniform buffer holds VKDML_PLAN_SLOTS plans: each pass's plan, plain and (where it
 // widens) widened, and checked mode's report in the last slot.

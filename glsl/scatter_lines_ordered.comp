@@ -21,23 +21,20 @@ layout(local_size_x_id = VKDML_SPEC_GROUP_SIZE) in;
 layout(constant_id = VKDML_SPEC_ITEMS) const uint kItems = 1;  // updates a thread holds
 #define kPerLine kUnit     // updates per line (the plan's last size)
 #define kSortSize kUnroll  // the power of two at or above kPerLine
-const uint kShortBucket = 16u;
-const uint kMaxGroup = 1024u;
 
 layout(std430, set = 0, binding = VKDML_BIND_UPDATES) restrict readonly buffer Updates {
   T updatesData[];
 };
 layout(std430, set = 0, binding = VKDML_BIND_OUTPUT) restrict buffer Output { T outputData[]; };
 
-// Shared memory, one array: counts (kLineLength words: per target its updates, then its bucket's
-// offset, then its end) and entries (the scan's thread totals, then the bucket entries, two per
-// word); or, for a line sorted whole, its keys (target << 16 | update number).
-const uint kEntryWords = (kPerLine + 1u) / 2u > kMaxGroup + 32u ? (kPerLine + 1u) / 2u
-                                                                : kMaxGroup + 32u;
-const uint kBucketWords = kLineLength + kEntryWords;
-const uint kSharedWords = kBucketWords > kSortSize ? kBucketWords : kSortSize;
-shared uint lineShared[kSharedWords];
-shared uint longest;  // the line's longest bucket
+const uint kShortBucket = VKDML_ORDERED_SHORT_BUCKET;
+// Shared memory, one array and nothing else (interface.h: VKDML_ORDERED_SHARED_WORDS): counts
+// (kLineLength words: per target its updates, then its bucket's offset, then its end) and
+// entries (the scan's thread totals and, in VKDML_ORDERED_LONG_WORD, whether a bucket is long;
+// then the bucket entries, two per word); or, for a line sorted whole, its keys
+// (target << 16 | update number).
+const uint kEntryWords = VKDML_ORDERED_ENTRY_WORDS(kPerLine);
+shared uint lineShared[VKDML_ORDERED_SHARED_WORDS(kLineLength, kPerLine, kSortSize)];
 #define counts(t) lineShared[t]
 #define entries(w) lineShared[kLineLength + (w)]
 #define keys(i) lineShared[i]
@@ -66,7 +63,7 @@ void main() {
   for (uint l = gl_WorkGroupID.x; l < lines; l += gl_NumWorkGroups.x) {
     const uvec4 at = loopOffsets(p, last, l);
     for (uint t = tid; t < kLineLength; t += group) counts(t) = 0u;
-    if (tid == 0u) longest = 0u;
+    if (tid == 0u) entries(VKDML_ORDERED_LONG_WORD) = 0u;
     barrier();
     uint targets[kItems];  // this thread's updates tid, tid + group, ...: their targets
     for (uint k = 0u; k < kItems; ++k) {
@@ -79,12 +76,20 @@ void main() {
     }
     barrier();
     // Exclusive scan of the counts: each thread sums a chunk; the first `lanes` threads scan
-    // the chunk totals, `share` each, and thread 0 their sums.
+    // the chunk totals, `share` each, and thread 0 their sums. A bucket of more than
+    // kShortBucket updates makes the line long.
     uint total = 0u;
+    bool longBucket = false;
     for (uint k = 0u; k < chunk; ++k)
-      if (tid * chunk + k < kLineLength) total += counts(tid * chunk + k);
+      if (tid * chunk + k < kLineLength) {
+        const uint c = counts(tid * chunk + k);
+        total += c;
+        longBucket = longBucket || c > kShortBucket;
+      }
     entries(tid) = total;
+    if (longBucket) entries(VKDML_ORDERED_LONG_WORD) = 1u;
     barrier();
+    const bool longLine = entries(VKDML_ORDERED_LONG_WORD) != 0u;
     uint laneTotal = 0u;
     if (tid < lanes)
       for (uint k = 0u; k < share; ++k)
@@ -130,10 +135,7 @@ void main() {
       }
     }
     barrier();
-    for (uint t = tid; t < kLineLength; t += group)
-      atomicMax(longest, counts(t) - (t > 0u ? counts(t - 1u) : 0u));
-    barrier();
-    if (longest <= kShortBucket) {
+    if (!longLine) {
       // Each target's thread sorts its bucket (insertion, in registers) and folds it.
       for (uint t = tid; t < kLineLength; t += group) {
         const uint begin = t > 0u ? counts(t - 1u) : 0u, n = counts(t) - begin;

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -88,33 +89,50 @@ Result VkFailure(VkResult r, const char* call) {
 
 namespace {
 
+// volk's globals (the loader's entry points and the last instance's) are shared by every
+// CreateDevice and EnumerateDevices: each holds this lock from start to end. A Device keeps the
+// instance- and device-level functions it needs later, and uses no global afterwards.
 std::mutex gVolkMutex;
+PFN_vkGetInstanceProcAddr gLoaderGetInstanceProcAddr = nullptr;  // the system loader's, once found
 
-// Points volk's global entry points at the caller's vkGetInstanceProcAddr, or at the system
-// loader's (found once, and taken again after a caller's).
+// Points volk at the system loader (opened once) or at the caller's vkGetInstanceProcAddr.
+// gVolkMutex held.
 Result LoadVulkan(PFN_vkGetInstanceProcAddr custom) {
-  std::lock_guard<std::mutex> lock(gVolkMutex);
-  static PFN_vkGetInstanceProcAddr loader = nullptr;
   if (custom) {
     volkInitializeCustom(custom);
     return {};
   }
-  if (loader) {
-    if (vkGetInstanceProcAddr != loader) volkInitializeCustom(loader);
+  if (gLoaderGetInstanceProcAddr) {
+    volkInitializeCustom(gLoaderGetInstanceProcAddr);
     return {};
   }
   if (volkInitialize() != VK_SUCCESS)
     return Fail(Status::DeviceError,
-                "no Vulkan loader found (libvulkan.so.1): install libvulkan1 and a driver, e.g. "
-                "mesa-vulkan-drivers");
-  loader = vkGetInstanceProcAddr;
+                "no Vulkan loader found (libvulkan.so.1): install libvulkan1 and a Vulkan driver "
+                "(mesa-vulkan-drivers, or your GPU's)");
+  gLoaderGetInstanceProcAddr = vkGetInstanceProcAddr;
   return {};
 }
 
 // Instance-level entry points come from volk's globals; load them for this instance.
+// gVolkMutex held.
 void LoadInstance(VkInstance instance) {
-  std::lock_guard<std::mutex> lock(gVolkMutex);
   volkLoadInstanceOnly(instance);
+}
+
+// vkCreateInstance's failures that mean something is not installed, as what to install.
+Result InstanceFailed(VkResult r) {
+  if (r == VK_ERROR_INCOMPATIBLE_DRIVER) {
+    std::string chosen;  // the variables that restrict the loader to some drivers
+    for (const char* var : {"VK_DRIVER_FILES", "VK_ICD_FILENAMES"})
+      if (const char* v = std::getenv(var); v && *v) chosen += Str("; ", var, " is ", v);
+    return Fail(Status::DeviceError,
+                "no Vulkan driver found (vkCreateInstance: VK_ERROR_INCOMPATIBLE_DRIVER", chosen,
+                "): install mesa-vulkan-drivers (lavapipe on the CPU, AMD, Intel) or your GPU's "
+                "Vulkan driver (NVIDIA: nvidia-vulkan-icd)");
+  }
+  return Fail(r == VK_ERROR_OUT_OF_HOST_MEMORY ? Status::OutOfMemory : Status::DeviceError,
+              "vkCreateInstance failed: ", VkResultName(r));
 }
 
 bool HasExtension(const std::vector<VkExtensionProperties>& list, const char* name) {
@@ -148,14 +166,28 @@ Result Describe(VkPhysicalDevice pd, uint32_t queueFamily, DeviceInfo* out) {
   std::vector<VkExtensionProperties> extensions;
   VKDML_TRY(DeviceExtensions(pd, &extensions));
   VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+  VkPhysicalDeviceFloatControlsProperties floats{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES};
   VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
   // Queried through the extensions: vkdml's instances are Vulkan 1.1.
-  if (HasExtension(extensions, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME)) {
-    props2.pNext = &driver;
-    vkGetPhysicalDeviceProperties2(pd, &props2);
+  const bool hasDriver = HasExtension(extensions, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
+  const bool hasFloatControls =
+      HasExtension(extensions, VK_KHR_SHADER_FLOAT_CONTROLS_EXTENSION_NAME);
+  void** props2Next = &props2.pNext;
+  if (hasDriver) {
+    *props2Next = &driver;
+    props2Next = &driver.pNext;
+  }
+  if (hasFloatControls) *props2Next = &floats;
+  if (hasDriver || hasFloatControls) vkGetPhysicalDeviceProperties2(pd, &props2);
+  if (hasDriver) {
     info.driverName = driver.driverName;
     info.driverInfo = driver.driverInfo;
   }
+  info.available.shaderDenormPreserveFloat32 =
+      hasFloatControls && floats.shaderDenormPreserveFloat32;
+  info.available.shaderDenormPreserveFloat64 =
+      hasFloatControls && floats.shaderDenormPreserveFloat64;
 
   VkPhysicalDevice8BitStorageFeatures s8{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES};
   VkPhysicalDevice16BitStorageFeatures s16{
@@ -227,8 +259,18 @@ Result PhysicalDevices(VkInstance instance, std::vector<VkPhysicalDevice>* out) 
   out->resize(n);
   if (n == 0)
     return Fail(Status::DeviceError,
-                "no Vulkan device found: install a driver (e.g. mesa-vulkan-drivers for lavapipe)");
+                "no Vulkan device found: install mesa-vulkan-drivers (lavapipe on the CPU, AMD, "
+                "Intel) or your GPU's Vulkan driver (NVIDIA: nvidia-vulkan-icd)");
   return {};
+}
+
+// Why vkdml cannot use a physical device (Vulkan 1.0, no compute queue), or "" if it can.
+std::string Unsuitable(VkPhysicalDevice pd) {
+  VkPhysicalDeviceProperties p;
+  vkGetPhysicalDeviceProperties(pd, &p);
+  if (BelowVulkan11(p.apiVersion)) return Str(p.deviceName, " supports only Vulkan 1.0");
+  if (ComputeQueueFamily(pd) == UINT32_MAX) return Str(p.deviceName, " has no compute queue");
+  return "";
 }
 
 }  // namespace
@@ -271,9 +313,10 @@ Result DeviceImpl::CreateInstance(const DeviceDesc& desc) {
     bool found = false;
     for (const auto& l : layers) found = found || std::strcmp(l.layerName, layer) == 0;
     if (!found)
-      return Fail(Status::Unsupported,
-                  "DeviceDesc.enableValidation is set but VK_LAYER_KHRONOS_validation is not "
-                  "installed (Debian: vulkan-validationlayers)");
+      return Fail(
+          Status::Unsupported,
+          "DeviceDesc.enableValidation is set but the validation layer "
+          "(VK_LAYER_KHRONOS_validation) is not installed: install vulkan-validationlayers");
     onValidationMessage_ = desc.onValidationMessage;
     messenger.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
                                 VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
@@ -291,7 +334,10 @@ Result DeviceImpl::CreateInstance(const DeviceDesc& desc) {
     ci.enabledExtensionCount = 1;
     ci.ppEnabledExtensionNames = &extension;
   }
-  VKDML_VK(vkCreateInstance(&ci, nullptr, &instance_));
+  if (VkResult r = vkCreateInstance(&ci, nullptr, &instance_); r != VK_SUCCESS) {
+    instance_ = VK_NULL_HANDLE;
+    return InstanceFailed(r);
+  }
   LoadInstance(instance_);
   destroyInstance_ = vkDestroyInstance;
   destroyMessenger_ = vkDestroyDebugUtilsMessengerEXT;
@@ -307,15 +353,23 @@ Result DeviceImpl::PickPhysicalDevice(int index) {
     return Fail(Status::InvalidArgument, "DeviceDesc.physicalDeviceIndex is ", index,
                 ", expected less than ", all.size(), " (the number of Vulkan devices)");
   if (index < 0) {
-    index = 0;
+    // The first suitable discrete GPU, else the first suitable device.
+    std::string why;
     for (size_t i = 0; i < all.size(); ++i) {
+      std::string unsuitable = Unsuitable(all[i]);
+      if (!unsuitable.empty()) {
+        why += Str(why.empty() ? "" : ", ", unsuitable);
+        continue;
+      }
       VkPhysicalDeviceProperties p;
       vkGetPhysicalDeviceProperties(all[i], &p);
-      if (p.deviceType == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU) {
-        index = int(i);
-        break;
-      }
+      if (index < 0 || p.deviceType == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU) index = int(i);
+      if (p.deviceType == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU) break;
     }
+    if (index < 0)
+      return Fail(Status::Unsupported,
+                  "no suitable Vulkan device (vkdml needs Vulkan 1.1 and a compute queue): ", why,
+                  ": install a newer driver, or mesa-vulkan-drivers for lavapipe");
   }
   physical_ = all[size_t(index)];
   queueFamily_ = ComputeQueueFamily(physical_);
@@ -349,7 +403,7 @@ Result DeviceImpl::CreateLogicalDevice() {
   VKDML_TRY(Describe(physical_, queueFamily_, &d));
   if (BelowVulkan11(d.apiVersion))
     return Fail(Status::Unsupported, "Vulkan device ", d.name,
-                " supports Vulkan 1.0, expected 1.1");
+                " supports Vulkan 1.0, expected 1.1: install a newer driver");
   float priority = 1.0f;
   VkDeviceQueueCreateInfo queue{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
   queue.queueFamilyIndex = queueFamily_;
@@ -363,6 +417,8 @@ Result DeviceImpl::CreateLogicalDevice() {
   if (a.timelineSemaphore) enable.push_back(VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME);
   if (a.shaderBufferInt64Atomics) enable.push_back(VK_KHR_SHADER_ATOMIC_INT64_EXTENSION_NAME);
   if (a.shaderBufferFloat32AtomicAdd) enable.push_back(VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME);
+  if (a.shaderDenormPreserveFloat32 || a.shaderDenormPreserveFloat64)
+    enable.push_back(VK_KHR_SHADER_FLOAT_CONTROLS_EXTENSION_NAME);
   VkPhysicalDeviceTimelineSemaphoreFeatures timeline{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES};
   timeline.timelineSemaphore = d.available.timelineSemaphore;
@@ -438,6 +494,10 @@ Result DeviceImpl::CreateLayouts() {
 
 Result DeviceImpl::Init(const DeviceDesc& desc) {
   VKDML_TRY(LoadVulkan(desc.getInstanceProcAddr));
+  if (desc.pipelineCache && !desc.device)
+    return Fail(Status::InvalidArgument,
+                "DeviceDesc.pipelineCache is set but device is not: a pipeline cache belongs to "
+                "the VkDevice that made it, so vkdml can adopt it only with that device");
   if (desc.device) {
     if (!desc.instance || !desc.physicalDevice || !desc.queue)
       return Fail(Status::InvalidArgument,
@@ -468,6 +528,8 @@ Result DeviceImpl::Init(const DeviceDesc& desc) {
     info_.enabled.shaderInt64 &= info_.available.shaderInt64;
     info_.enabled.shaderBufferInt64Atomics &= info_.available.shaderBufferInt64Atomics;
     info_.enabled.shaderBufferFloat32AtomicAdd &= info_.available.shaderBufferFloat32AtomicAdd;
+    info_.enabled.shaderDenormPreserveFloat32 &= info_.available.shaderDenormPreserveFloat32;
+    info_.enabled.shaderDenormPreserveFloat64 &= info_.available.shaderDenormPreserveFloat64;
   }
   // The extension's entry points, or Vulkan 1.2's where the caller's device has those instead.
   getCounter_ = vk_.vkGetSemaphoreCounterValueKHR;
@@ -481,6 +543,7 @@ Result DeviceImpl::Init(const DeviceDesc& desc) {
   waitTimeoutNs_ = desc.waitTimeoutNs;
   if (!getCounter_ || !waitSemaphores_) info_.enabled.timelineSemaphore = false;
   VKDML_TRY(CreateLayouts());
+  VKDML_TRY(CreatePipelineCache(desc));
 
   VKDML_TRY(CreateCommandBuffer(&commandPool_, &commandBuffer_));
   if (info_.enabled.timelineSemaphore) {
@@ -514,6 +577,7 @@ DeviceImpl::~DeviceImpl() {
     vk_.vkDeviceWaitIdle(device_);
     runner_.reset();
     for (auto& p : pipelines_) vk_.vkDestroyPipeline(device_, p.second, nullptr);
+    if (ownCache_) vk_.vkDestroyPipelineCache(device_, pipelineCache_, nullptr);
     if (pipelineLayout_) vk_.vkDestroyPipelineLayout(device_, pipelineLayout_, nullptr);
     if (setLayout_) vk_.vkDestroyDescriptorSetLayout(device_, setLayout_, nullptr);
     if (fence_) vk_.vkDestroyFence(device_, fence_, nullptr);
@@ -536,13 +600,17 @@ int DeviceImpl::FindMemoryType(uint32_t typeBits, VkMemoryPropertyFlags want) co
 
 Result DeviceImpl::Pipeline(const std::string& module, const Specialization& spec,
                             VkPipeline* out) {
-  std::lock_guard<std::mutex> lock(pipelineMutex_);
   auto key = std::make_pair(module, spec);
-  auto it = pipelines_.find(key);
-  if (it != pipelines_.end()) {
-    *out = it->second;
-    return {};
+  {
+    std::lock_guard<std::mutex> lock(pipelineMutex_);
+    auto it = pipelines_.find(key);
+    if (it != pipelines_.end()) {
+      *out = it->second;
+      return {};
+    }
   }
+  // Created outside the lock, so that threads compiling different operators do not wait for
+  // each other; a thread that lost the race for the same key destroys its own.
   const SpirvModule* spirv = FindSpirv(module.c_str());
   if (!spirv) return Fail(Status::DeviceError, "internal: no SPIR-V module named ", module);
   VkShaderModuleCreateInfo mci{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
@@ -561,12 +629,72 @@ Result DeviceImpl::Pipeline(const std::string& module, const Specialization& spe
   ci.stage.pSpecializationInfo = &specInfo;
   ci.layout = pipelineLayout_;
   VkPipeline pipeline;
-  VkResult r = vk_.vkCreateComputePipelines(device_, VK_NULL_HANDLE, 1, &ci, nullptr, &pipeline);
+  VkResult r = vk_.vkCreateComputePipelines(device_, pipelineCache_, 1, &ci, nullptr, &pipeline);
   vk_.vkDestroyShaderModule(device_, shader, nullptr);
   if (r != VK_SUCCESS) return VkFailure(r, "vkCreateComputePipelines");
-  pipelines_[key] = pipeline;
-  *out = pipeline;
+  std::lock_guard<std::mutex> lock(pipelineMutex_);
+  auto inserted = pipelines_.emplace(key, pipeline);
+  if (!inserted.second) vk_.vkDestroyPipeline(device_, pipeline, nullptr);
+  *out = inserted.first->second;
   return {};
+}
+
+// Pipeline cache ---------------------------------------------------------------------------
+
+Result DeviceImpl::CreatePipelineCache(const DeviceDesc& desc) {
+  if (desc.pipelineCache) {
+    if (!desc.pipelineCacheData.empty())
+      return Fail(Status::InvalidArgument,
+                  "DeviceDesc.pipelineCache and pipelineCacheData are both set: vkdml seeds only "
+                  "its own cache, expected one of them");
+    pipelineCache_ = desc.pipelineCache;
+    return {};
+  }
+  // VkPipelineCacheHeaderVersionOne. Data from another device or driver is left out (Vulkan
+  // would ignore it); data that is no pipeline cache at all is refused.
+  const std::vector<uint8_t>& data = desc.pipelineCacheData;
+  VkPipelineCacheHeaderVersionOne header{};
+  bool compatible = false;
+  if (!data.empty()) {
+    if (data.size() < sizeof header)
+      return Fail(Status::InvalidArgument, "DeviceDesc.pipelineCacheData is ", data.size(),
+                  " bytes, expected at least ", sizeof header,
+                  " (a Vulkan pipeline cache header, as GetPipelineCacheData returns)");
+    std::memcpy(&header, data.data(), sizeof header);
+    if (header.headerSize < sizeof header || header.headerSize > data.size())
+      return Fail(Status::InvalidArgument, "DeviceDesc.pipelineCacheData: headerSize is ",
+                  header.headerSize, ", expected ", sizeof header, " to ", data.size(),
+                  " (not data from GetPipelineCacheData?)");
+    if (header.headerVersion != VK_PIPELINE_CACHE_HEADER_VERSION_ONE)
+      return Fail(Status::InvalidArgument, "DeviceDesc.pipelineCacheData: headerVersion is ",
+                  int(header.headerVersion), ", expected 1 (VK_PIPELINE_CACHE_HEADER_VERSION_ONE)");
+    VkPhysicalDeviceProperties p;
+    vkGetPhysicalDeviceProperties(physical_, &p);
+    compatible = header.vendorID == p.vendorID && header.deviceID == p.deviceID &&
+                 std::memcmp(header.pipelineCacheUUID, p.pipelineCacheUUID, VK_UUID_SIZE) == 0;
+  }
+  VkPipelineCacheCreateInfo ci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+  if (compatible) {
+    ci.initialDataSize = data.size();
+    ci.pInitialData = data.data();
+  }
+  VKDML_VK(vk_.vkCreatePipelineCache(device_, &ci, nullptr, &pipelineCache_));
+  ownCache_ = true;
+  return {};
+}
+
+Result DeviceImpl::GetPipelineCacheData(std::vector<uint8_t>* out) {
+  if (!out) return Fail(Status::InvalidArgument, "GetPipelineCacheData: out is null");
+  for (;;) {  // the cache may grow between the two calls (another thread compiling)
+    size_t size = 0;
+    VKDML_VK(vk_.vkGetPipelineCacheData(device_, pipelineCache_, &size, nullptr));
+    out->resize(size);
+    VkResult r = vk_.vkGetPipelineCacheData(device_, pipelineCache_, &size, out->data());
+    if (r == VK_INCOMPLETE) continue;
+    VKDML_VK(r);
+    out->resize(size);
+    return {};
+  }
 }
 
 Result DeviceImpl::Submit(const std::function<void(VkCommandBuffer)>& record) {
@@ -782,12 +910,15 @@ bool DeviceImpl::KnownBufferSize(VkBuffer buffer, UINT64* size) {
 Result CreateDevice(const DeviceDesc& desc, std::unique_ptr<Device>* out) {
   if (!out) return detail::Fail(Status::InvalidArgument, "CreateDevice: out is null");
   auto device = std::make_unique<detail::DeviceImpl>();
+  std::lock_guard<std::mutex> lock(detail::gVolkMutex);
   VKDML_TRY(device->Init(desc));
   *out = std::move(device);
   return {};
 }
 
 Result EnumerateDevices(std::vector<DeviceInfo>* out) {
+  if (!out) return detail::Fail(Status::InvalidArgument, "EnumerateDevices: out is null");
+  std::lock_guard<std::mutex> lock(detail::gVolkMutex);
   VKDML_TRY(detail::LoadVulkan(nullptr));
   VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
   app.pApplicationName = "vkdml";
@@ -795,7 +926,8 @@ Result EnumerateDevices(std::vector<DeviceInfo>* out) {
   VkInstanceCreateInfo ci{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
   ci.pApplicationInfo = &app;
   VkInstance instance;
-  VKDML_VK(vkCreateInstance(&ci, nullptr, &instance));
+  if (VkResult vr = vkCreateInstance(&ci, nullptr, &instance); vr != VK_SUCCESS)
+    return detail::InstanceFailed(vr);
   detail::LoadInstance(instance);
   std::vector<VkPhysicalDevice> all;
   Result r = detail::PhysicalDevices(instance, &all);

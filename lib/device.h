@@ -42,6 +42,7 @@ class DeviceImpl final : public Device {
   Result CreateBuffer(UINT64 size, Buffer::Memory memory, std::unique_ptr<Buffer>* out) override;
   Result Run(const CompiledOperator& op, const std::vector<const void*>& inputs,
              const std::vector<void*>& outputs) override;
+  Result GetPipelineCacheData(std::vector<uint8_t>* out) override;
 
   // For the other parts of the library.
   const VolkDeviceTable& Vk() const { return vk_; }
@@ -82,6 +83,7 @@ class DeviceImpl final : public Device {
   Result CreateLogicalDevice();
   Result ReadInfo();
   Result CreateLayouts();
+  Result CreatePipelineCache(const DeviceDesc& desc);
   Result SubmitLocked(VkCommandBuffer cmd);  // submitMutex_ held
   // A wait (or poll) after a successful submit failed: whether the work ran is unknown, so the
   // device counts as lost from now on.
@@ -110,6 +112,8 @@ class DeviceImpl final : public Device {
   VkPipelineLayout pipelineLayout_ = VK_NULL_HANDLE;
   std::mutex pipelineMutex_;
   std::map<std::pair<std::string, Specialization>, VkPipeline> pipelines_;
+  VkPipelineCache pipelineCache_ = VK_NULL_HANDLE;  // every pipeline goes through it
+  bool ownCache_ = false;                           // else the caller's (DeviceDesc)
 
   std::mutex buffersMutex_;
   std::map<VkBuffer, UINT64> buffers_;

@@ -15,6 +15,10 @@ constexpr UINT kMaxGroups = 65535;  // per dispatch; grid-stride loops cover the
 // 48 KiB leaves room for several workgroups per multiprocessor.
 constexpr UINT64 kMaxLineBytes = 48 << 10;
 constexpr UINT kLinesUnroll = 4;
+// An update unit (ScatterND: a slice) of at least kWideUnit elements is wide: sorting the units
+// by target costs little beside moving them, and glsl/scatter_ordered.comp folds
+// kOrderedPerThread of a unit's elements a thread.
+constexpr UINT kWideUnit = 128, kOrderedPerThread = 4;
 
 // Elements each thread moves per step (indexed.comp's kUnroll): enough loads in flight to cover
 // memory latency; uvec4 elements need fewer (examples/bench/PERF_NOTES.md, v3 and v11). Work of
@@ -191,13 +195,16 @@ class Chooser {
   // A scatter with a reduction, or a deterministic one. Where the shape allows (ScatterElements
   // along its innermost axis) a line at a time: in order when deterministic, else through
   // shared memory. Otherwise atomics where the device has what the element type needs and the
-  // order is free, else sorted by target and applied in order.
+  // order is free, unless the units are wide and the device a GPU, where sorting them costs
+  // less than an atomic per element (examples/bench/PERF_NOTES.md, v23); else sorted by target
+  // and applied in order.
   Result ReducingScatter(const Pass& pass) {
     Plan plan = pass.plan;
     plan.Simplify();
     if (pass.lines && (deterministic_ ? OrderedLines(plan) : SharedLines(plan))) return {};
     std::string module;
-    if (!deterministic_ && AtomicModule(&module)) {
+    const bool sortPays = device_.type != VK_PHYSICAL_DEVICE_TYPE_CPU && op_.unit >= kWideUnit;
+    if (!deterministic_ && !sortPays && AtomicModule(&module)) {
       UINT slot = 0;
       VKDML_TRY(Slot(plan, &slot));
       Step step;
@@ -226,7 +233,7 @@ class Chooser {
     if (!Slot(plan, &slot).ok()) return false;
     Step step;
     step.kind = Pass::Kind::Reduce;
-    step.plain.module = Str("lines_reduce_e", elemSize_, IndexSuffix());
+    step.plain.module = Str("lines_reduce_e", elemSize_, IndexSuffix(), FloatSuffix());
     step.plain.spec = Spec(plan);
     step.plain.spec[VKDML_SPEC_UNROLL] = kLinesUnroll;
     step.plain.spec[VKDML_SPEC_LINE_LENGTH] = plan.tupleSize[0];
@@ -240,17 +247,16 @@ class Chooser {
   // glsl/scatter_lines_ordered.comp, when a line's buckets (or its sorted keys) fit in shared
   // memory (deterministic executions; on GPUs, where the line kernels are used).
   bool OrderedLines(const Plan& plan) {
-    constexpr UINT64 kMaxGroup = 1024, kMaxItems = 64;  // as in the kernel
+    constexpr UINT64 kMaxItems = 64;  // a thread's updates, held in registers
     if (!plan.LineShaped()) return false;
     const UINT length = plan.tupleSize[0], perLine = plan.sizes[plan.rank - 1];
     UINT sortSize = 1;  // keys of a line sorted whole: the power of two at or above perLine
     while (sortSize < perLine) sortSize *= 2;
     UINT group = 32;  // a thread per target and per pair of keys, up to the device's limit
     while (group < std::max(length, sortSize / 2) && group < device_.maxLinesGroupSize) group *= 2;
-    group = UINT(std::min<UINT64>({group, device_.maxLinesGroupSize, kMaxGroup}));
+    group = std::min({group, device_.maxLinesGroupSize, VKDML_LINES_MAX_GROUP});
     const UINT64 items = (UINT64(perLine) + group - 1) / group;
-    const UINT64 entryWords = std::max<UINT64>((UINT64(perLine) + 1) / 2, kMaxGroup + 32);
-    const UINT64 words = std::max<UINT64>(length + entryWords, sortSize);
+    const UINT64 words = VKDML_ORDERED_SHARED_WORDS(UINT64(length), UINT64(perLine), sortSize);
     // Not on CPU devices, where its barriers cost more than the sort (PERF_NOTES.md, v22).
     if (device_.lines == DeviceTraits::Lines::Never || length > 0x10000 || perLine > 0xFFFF ||
         items > kMaxItems || words * 4 > std::min(kMaxLineBytes, device_.maxSharedMemory))
@@ -259,9 +265,7 @@ class Chooser {
     if (!Slot(plan, &slot).ok()) return false;
     Step step;
     step.kind = Pass::Kind::Ordered;
-    step.plain.module = Str("lines_ordered_e", elemSize_, IndexSuffix());
-    if (elemSize_ == 8 && base_[VKDML_SPEC_ELEMENT_KIND] == VKDML_KIND_FLOAT && op_.reduce)
-      step.plain.module += "_f64";
+    step.plain.module = Str("lines_ordered_e", elemSize_, IndexSuffix(), FloatSuffix());
     step.plain.spec = Spec(plan);
     step.plain.spec[VKDML_SPEC_LINE_LENGTH] = length;
     step.plain.spec[VKDML_SPEC_UNIT] = perLine;
@@ -275,17 +279,30 @@ class Chooser {
     return true;
   }
 
+  // The module suffix a reduction's float arithmetic needs (glsl/arith.glsl): 8-byte floats
+  // compute in float64 (_f64, shaderFloat64); float32 and float64 keep denormals where the device
+  // promises to when asked (_dp: SPIR-V's DenormPreserve), else float32 is computed in float64
+  // where the device has it (_w: NVIDIA flushes float32 denormals, not float64's). float16 is
+  // computed in float32, where its denormals are normal numbers.
+  std::string FloatSuffix() const {
+    if (!op_.reduce || base_[VKDML_SPEC_ELEMENT_KIND] != VKDML_KIND_FLOAT) return "";
+    if (elemSize_ == 8) return device_.denormPreserve64 ? "_f64_dp" : "_f64";
+    if (elemSize_ != 4) return "";
+    return device_.denormPreserve32 ? "_dp" : device_.float64 ? "_w" : "";
+  }
+
   bool AtomicModule(std::string* module) const {
     const bool isFloat = base_[VKDML_SPEC_ELEMENT_KIND] == VKDML_KIND_FLOAT;
     const std::string name = Str("reduce_e", elemSize_, IndexSuffix());
     if (elemSize_ <= 4) {  // 32-bit atomics and compare-and-swap: every device
+      // The float atomic add only where denormals cannot be kept anyway: NVIDIA's flushes them.
       const bool fadd = elemSize_ == 4 && isFloat && op_.reduce == VKDML_REDUCE_FUNCTION_ADD &&
-                        device_.float32AtomicAdd;
-      *module = name + (fadd ? "_fadd" : "");
+                        device_.float32AtomicAdd && FloatSuffix().empty();
+      *module = name + (fadd ? "_fadd" : FloatSuffix());
       return true;
     }
     if (device_.int64Atomics) {
-      *module = name + (isFloat ? "_a64_f64" : "_a64");
+      *module = name + "_a64" + FloatSuffix();
       return true;
     }
     *module = name;  // two 32-bit adds with the carry: integer ADD only
@@ -310,11 +327,14 @@ class Chooser {
     Sort(units, digits);
 
     Kernel k;
-    k.module = Str("ordered_e", elemSize_, IndexSuffix());
-    if (elemSize_ == 8 && base_[VKDML_SPEC_ELEMENT_KIND] == VKDML_KIND_FLOAT && op_.reduce)
-      k.module += "_f64";
+    k.module = Str("ordered_e", elemSize_, IndexSuffix(), FloatSuffix());
     k.spec = Spec(scatter);
     k.spec[VKDML_SPEC_UNIT] = op_.unit;
+    // Wide units (ScatterND's rows) take kOrderedPerThread elements a thread, so a run's loads
+    // overlap and more units are in flight (examples/bench/PERF_NOTES.md, v23).
+    const UINT per = op_.unit >= kWideUnit ? kOrderedPerThread : 1;
+    k.spec[VKDML_SPEC_ITEMS] = per;
+    const UINT threadsPerUnit = (op_.unit + per - 1) / per;
     k.unit = elemSize_;
     VKDML_TRY(Slot(scatter, &k.slot));
     set_.plans[k.slot].sortedBase = digits % 2 ? units : 0;
@@ -324,7 +344,7 @@ class Chooser {
     for (UINT64 begin = 0; begin < units; begin += chunk) {
       k.begin = UINT(begin);
       k.end = UINT(std::min<UINT64>(units, begin + chunk));
-      const UINT64 threads = UINT64(k.end - k.begin) * op_.unit;
+      const UINT64 threads = UINT64(k.end - k.begin) * threadsPerUnit;
       k.groups = Groups((threads + VKDML_GROUP_SIZE - 1) / VKDML_GROUP_SIZE, device_.maxGroups);
       step = {};
       step.kind = Pass::Kind::Ordered;
@@ -412,8 +432,8 @@ DeviceTraits DeviceTraits::Of(VkPhysicalDeviceType type, const VkPhysicalDeviceL
   DeviceTraits t;
   t.type = type;
   t.maxSharedMemory = limits.maxComputeSharedMemorySize;
-  t.maxLinesGroupSize =
-      std::min({1024u, limits.maxComputeWorkGroupInvocations, limits.maxComputeWorkGroupSize[0]});
+  t.maxLinesGroupSize = std::min({VKDML_LINES_MAX_GROUP, limits.maxComputeWorkGroupInvocations,
+                                  limits.maxComputeWorkGroupSize[0]});
   t.maxGroups = std::min(kMaxGroups, limits.maxComputeWorkGroupCount[0]);
   const char* groups = std::getenv("VKDML_MAX_GROUPS");
   long n = groups ? std::strtol(groups, nullptr, 10) : 0;
@@ -429,6 +449,13 @@ DeviceTraits DeviceTraits::Of(VkPhysicalDeviceType type, const VkPhysicalDeviceL
   const bool only32 = atomics && std::strcmp(atomics, "32") == 0;
   t.float32AtomicAdd = enabled.shaderBufferFloat32AtomicAdd && !only32;
   t.int64Atomics = enabled.shaderInt64 && enabled.shaderBufferInt64Atomics && !only32;
+  // VKDML_NATIVE_FLOAT32=1: float32 reductions in float32 with the device's own denormal
+  // handling, as on a device with neither DenormPreserve nor float64 (so the tests run it).
+  const char* native = std::getenv("VKDML_NATIVE_FLOAT32");
+  const bool nativeFloat32 = native && std::strcmp(native, "1") == 0;
+  t.float64 = enabled.shaderFloat64 && !nativeFloat32;
+  t.denormPreserve32 = enabled.shaderDenormPreserveFloat32 && !nativeFloat32;
+  t.denormPreserve64 = enabled.shaderDenormPreserveFloat64;
   return t;
 }
 

@@ -22,6 +22,9 @@ struct DeviceTraits {
   enum class Lines { Never, WhenBetter, Always } lines = Lines::WhenBetter;
   bool float32AtomicAdd = false;  // shaderBufferFloat32AtomicAdd
   bool int64Atomics = false;      // shaderInt64 and shaderBufferInt64Atomics
+  bool float64 = false;           // shaderFloat64, for float32 arithmetic (FLOAT64 checks its own)
+  bool denormPreserve32 = false;  // shaderDenormPreserveFloat32
+  bool denormPreserve64 = false;  // shaderDenormPreserveFloat64
   // The most iterations one invocation's loops may take, summed: lavapipe ends a shader's loops
   // after 65535 (vkdml keeps well below that there); unbounded elsewhere.
   UINT64 maxLoop = UINT64(-1);
@@ -30,7 +33,9 @@ struct DeviceTraits {
   // VKDML_MAX_GROUPS=N lowers maxGroups (so small tests run the grid-stride loops);
   // VKDML_SCATTER_LINES=1 takes the line scatter wherever it can run (the tests use it on
   // lavapipe), =0 never (A/B benchmarks); VKDML_ATOMICS=32 uses neither the float32 atomic add
-  // nor 64-bit atomics (so the tests run the fallbacks of devices without them).
+  // nor 64-bit atomics (so the tests run the fallbacks of devices without them);
+  // VKDML_NATIVE_FLOAT32=1 computes float32 reductions in float32 whatever the device's denormal
+  // handling (as devices with neither DenormPreserve nor float64 do).
   static DeviceTraits Of(VkPhysicalDeviceType type, const VkPhysicalDeviceLimits& limits,
                          const DeviceFeatures& enabled);
 };

@@ -96,21 +96,40 @@ TEST_CASE("Kernels: every kernel that kernel choice names is embedded", "[kernel
           OpSpec::ScatterND(t(dt, {8, 128}), t(it, {4, 1}), t(dt, {4, 128}), t(dt, {8, 128}), 2, 2),
           OpSpec::ScatterElements(t(dt, {8, 128}), t(it, {8, 128}), t(dt, {8, 128}),
                                   t(dt, {8, 128}), 1)};
+      for (VKDML_REDUCE_FUNCTION f :
+           {VKDML_REDUCE_FUNCTION_NONE, VKDML_REDUCE_FUNCTION_ADD, VKDML_REDUCE_FUNCTION_MULTIPLY,
+            VKDML_REDUCE_FUNCTION_MAX, VKDML_REDUCE_FUNCTION_MIN}) {
+        specs.push_back(specs[3]);
+        specs.back().WithReduce(f);
+        specs.push_back(specs[4]);
+        specs.back().WithReduce(f);
+      }
       for (OpSpec& spec : specs) {
         INFO(spec.ToString());
         vkdml::detail::OperatorImpl op;
         const Result built = vkdml::detail::BuildOperator(spec.Desc(), &op);
         INFO(Str(built));
         REQUIRE(built.ok());
-        for (auto lines : {DeviceTraits::Lines::Never, DeviceTraits::Lines::Always}) {
+        // Line kernels or not; a GPU with every optional feature, one like NVIDIA's (float64,
+        // atomics, no promise to keep denormals), or a CPU device with none.
+        for (int variant = 0; variant < 6; ++variant) {
+          const int features = variant % 3;
           DeviceTraits device;
+          device.type =
+              features < 2 ? VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU : VK_PHYSICAL_DEVICE_TYPE_CPU;
           device.maxSharedMemory = 48 << 10;
           device.maxLinesGroupSize = 256;
           device.maxGroups = 65535;
-          device.lines = lines;
-          for (bool checked : {false, true}) {
+          device.lines = variant < 3 ? DeviceTraits::Lines::Never : DeviceTraits::Lines::Always;
+          device.float32AtomicAdd = device.int64Atomics = device.float64 = features < 2;
+          device.denormPreserve32 = device.denormPreserve64 = features == 0;
+          for (UINT flags :
+               {0u, UINT(VKDML_EXECUTION_FLAG_CHECK_INDICES),
+                UINT(VKDML_EXECUTION_FLAG_DETERMINISTIC),
+                UINT(VKDML_EXECUTION_FLAG_CHECK_INDICES | VKDML_EXECUTION_FLAG_DETERMINISTIC)}) {
+            const bool checked = (flags & VKDML_EXECUTION_FLAG_CHECK_INDICES) != 0;
+            INFO("variant " << variant << ", flags " << flags);
             vkdml::detail::KernelSet set;
-            const UINT flags = checked ? VKDML_EXECUTION_FLAG_CHECK_INDICES : 0;
             REQUIRE(vkdml::detail::ChooseKernels(op, flags, device, &set).ok());
             CHECK(set.plans.size() == VKDML_PLAN_SLOTS);
             std::vector<const Kernel*> kernels;
@@ -125,7 +144,9 @@ TEST_CASE("Kernels: every kernel that kernel choice names is embedded", "[kernel
               CHECK(FindSpirv(k->module.c_str()) != nullptr);
               CHECK(k->slot < VKDML_PLAN_SLOTS);
               CHECK(k->groups >= 1);
-              CHECK(k->spec[VKDML_SPEC_CHECKED] == uint32_t(checked && k != &set.report));
+              // Checked mode in every kernel that reads indices (not the sort's steps).
+              CHECK(k->spec[VKDML_SPEC_CHECKED] ==
+                    uint32_t(checked && k != &set.report && !k->sortStep));
             }
           }
         }
@@ -219,5 +240,63 @@ TEST_CASE("Kernels: the line kernels of ScatterElements with a reduction", "[ker
     REQUIRE(!set.steps.empty());
     CHECK(set.steps.back().plain.module == e.module);
     CHECK(set.steps.back().kind == e.kind);
+  }
+}
+
+// The ordered line kernel takes a line whose shared memory (interface.h:
+// VKDML_ORDERED_SHARED_WORDS) is the device's limit, and not one that needs a word more.
+TEST_CASE("Kernels: the ordered line kernel up to the shared-memory limit", "[kernels]") {
+  using vkdml::detail::DeviceTraits;
+  const DML_TENSOR_DATA_TYPE f32 = DML_TENSOR_DATA_TYPE_FLOAT32, i32 = DML_TENSOR_DATA_TYPE_INT32;
+  DeviceTraits device;
+  device.maxSharedMemory = 32 << 10;
+  device.maxLinesGroupSize = 1024;
+  device.maxGroups = 65535;
+  device.lines = DeviceTraits::Lines::Always;
+  const UINT perLine = 4096, fits = 8192 - VKDML_ORDERED_ENTRY_WORDS(perLine);
+  for (UINT length : {fits, fits + 1}) {
+    INFO("line of " << length << " elements, " << perLine << " updates");
+    OpSpec spec =
+        OpSpec::ScatterElements(TensorDesc(f32, {2, length}), TensorDesc(i32, {2, perLine}),
+                                TensorDesc(f32, {2, perLine}), TensorDesc(f32, {2, length}), 1);
+    spec.WithReduce(VKDML_REDUCE_FUNCTION_ADD);
+    vkdml::detail::OperatorImpl op;
+    REQUIRE(vkdml::detail::BuildOperator(spec.Desc(), &op).ok());
+    vkdml::detail::KernelSet set;
+    REQUIRE(
+        vkdml::detail::ChooseKernels(op, VKDML_EXECUTION_FLAG_DETERMINISTIC, device, &set).ok());
+    REQUIRE(!set.steps.empty());
+    CHECK((set.steps.back().plain.module == "lines_ordered_e4_i32") == (length == fits));
+  }
+}
+
+// A ScatterND reduction on wide slices is sorted by target on GPUs, in the default mode too
+// (fewer steps than an atomic per element), and uses atomics on CPU devices; narrow slices use
+// atomics everywhere.
+TEST_CASE("Kernels: wide ScatterND slices are sorted on GPUs", "[kernels]") {
+  using vkdml::detail::DeviceTraits;
+  using vkdml::detail::Pass;
+  const DML_TENSOR_DATA_TYPE f32 = DML_TENSOR_DATA_TYPE_FLOAT32, i64 = DML_TENSOR_DATA_TYPE_INT64;
+  for (VkPhysicalDeviceType type :
+       {VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU, VK_PHYSICAL_DEVICE_TYPE_CPU}) {
+    for (UINT width : {127u, 128u}) {
+      INFO("device type " << type << ", slices of " << width);
+      DeviceTraits device;
+      device.type = type;
+      device.maxSharedMemory = 48 << 10;
+      device.maxLinesGroupSize = 256;
+      device.maxGroups = 65535;
+      OpSpec spec =
+          OpSpec::ScatterND(TensorDesc(f32, {16, width}), TensorDesc(i64, {4, 1}),
+                            TensorDesc(f32, {4, width}), TensorDesc(f32, {16, width}), 2, 2);
+      spec.WithReduce(VKDML_REDUCE_FUNCTION_ADD);
+      vkdml::detail::OperatorImpl op;
+      REQUIRE(vkdml::detail::BuildOperator(spec.Desc(), &op).ok());
+      vkdml::detail::KernelSet set;
+      REQUIRE(vkdml::detail::ChooseKernels(op, 0, device, &set).ok());
+      const bool sorted = type != VK_PHYSICAL_DEVICE_TYPE_CPU && width >= 128;
+      CHECK(set.steps.back().kind == (sorted ? Pass::Kind::Ordered : Pass::Kind::Reduce));
+      CHECK((set.sortWords > 0) == sorted);
+    }
   }
 }

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "harness.h"
+#include "interface.h"
 #include "test_util.h"
 
 using namespace vt;
@@ -1178,8 +1179,9 @@ bool RunReduceCase(Rng& rng, Op op, UINT D, DML_TENSOR_DATA_TYPE dt, DML_TENSOR_
 // bit for bit: in the default mode with values whose result does not depend on the order,
 // deterministic with any values. Some cases run with the device's 64-bit and float atomics
 // turned off (VKDML_ATOMICS=32: the fallbacks of devices without them), with one workgroup
-// per dispatch (VKDML_MAX_GROUPS=1: the grid-stride loops) or with the line kernels wherever
-// they can run (VKDML_SCATTER_LINES=1, as GPUs choose them for long lines).
+// per dispatch (VKDML_MAX_GROUPS=1: the grid-stride loops), with the line kernels wherever
+// they can run (VKDML_SCATTER_LINES=1, as GPUs choose them for long lines) or with float32
+// computed in float32 (VKDML_NATIVE_FLOAT32=1: lavapipe otherwise computes it in float64).
 TEST_CASE_METHOD(Fixture, "Random scatters with a reduction vs the sequential reference",
                  "[random][reduce]") {
   const uint64_t base = BaseSeed();
@@ -1210,9 +1212,11 @@ TEST_CASE_METHOD(Fixture, "Random scatters with a reduction vs the sequential re
           ScopedEnv atomics("VKDML_ATOMICS", knob == 0 ? "32" : "");
           ScopedEnv groups("VKDML_MAX_GROUPS", knob == 1 ? "1" : "");
           ScopedLines lines(knob == 2);
+          ScopedEnv nativeFloat32("VKDML_NATIVE_FLOAT32", knob == 3 ? "1" : "");
           INFO((knob == 0   ? "VKDML_ATOMICS=32"
                 : knob == 1 ? "VKDML_MAX_GROUPS=1"
                 : knob == 2 ? "VKDML_SCATTER_LINES=1"
+                : knob == 3 ? "VKDML_NATIVE_FLOAT32=1"
                             : ""));
           ++runs;
           if (!RunReduceCase(rng, op, UINT(1 + counter % 8), dt, it, f, deterministic, inPlace,
@@ -1285,5 +1289,141 @@ TEST_CASE_METHOD(Fixture, "Deterministic scatter with one target's run past 6553
     c.opts.flags = VKDML_EXECUTION_FLAG_DETERMINISTIC;
     INFO(c.spec.ToString());
     RunCase(c);
+  }
+}
+
+// Float reductions whose inputs and results are denormal, in both modes, on float32 and float64
+// (float16 is computed in float32, where its denormals are normal numbers): ADD of small
+// multiples of the smallest denormal (exact in any order), MULTIPLY of a denormal by 0.5 or 1
+// (ties rounded to even, the same in any order), MAX and MIN among denormals of both signs and
+// zeros. The result is the sequential one, bit for bit, where vkdml can keep denormals: float32
+// where the device promises to when asked (shaderDenormPreserveFloat32) or has float64 (vkdml
+// then computes float32 in float64: NVIDIA flushes float32 denormals, not float64's); float64
+// where the device promises to, and on lavapipe and NVIDIA, which keep them without the promise
+// (README: Scatter reductions). Elsewhere nothing is promised.
+TEST_CASE_METHOD(Fixture, "Scatter reductions on float denormals", "[random][reduce]") {
+  const DML_TENSOR_DATA_TYPE it = DML_TENSOR_DATA_TYPE_INT32;
+  const DeviceInfo& info = Dev().Info();
+  const bool knownToKeep64 = info.driverName.find("llvmpipe") != std::string::npos ||
+                             info.driverName.find("NVIDIA") != std::string::npos;
+  for (DML_TENSOR_DATA_TYPE dt : {DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_FLOAT64}) {
+    const bool f64 = dt == DML_TENSOR_DATA_TYPE_FLOAT64;
+    if (f64 && !info.enabled.shaderFloat64) continue;  // FLOAT64 arithmetic
+    const bool kept = f64 ? info.enabled.shaderDenormPreserveFloat64 || knownToKeep64
+                          : info.enabled.shaderDenormPreserveFloat32 || info.enabled.shaderFloat64;
+    if (!kept) {
+      WARN(info.name << " does not promise to keep " << DataTypeName(dt) << " denormals: "
+                     << "not checked there");
+      continue;
+    }
+    for (VKDML_REDUCE_FUNCTION f : {VKDML_REDUCE_FUNCTION_ADD, VKDML_REDUCE_FUNCTION_MULTIPLY,
+                                    VKDML_REDUCE_FUNCTION_MAX, VKDML_REDUCE_FUNCTION_MIN}) {
+      for (UINT flags : {0u, UINT(VKDML_EXECUTION_FLAG_DETERMINISTIC)}) {
+        for (Op op : {Op::ScatterND, Op::ScatterElements}) {
+          Rng rng(BaseSeed() ^ 0xDE40 ^ (UINT(f) << 4) ^ flags ^ (f64 << 12) ^ (UINT(op) << 16));
+          const UINT n = 64, updates = 256;
+          Case c;
+          if (op == Op::ScatterND) {  // rows of one element
+            TensorDesc in(dt, {n, 1}), ix(it, {updates, 1}), upd(dt, {updates, 1});
+            c.spec = OpSpec::ScatterND(in, ix, upd, in, 2, 2);
+          } else {
+            TensorDesc in(dt, {n}), ix(it, {updates}), upd(dt, {updates});
+            c.spec = OpSpec::ScatterElements(in, ix, upd, in, 0);
+          }
+          c.spec.WithReduce(f);
+          std::vector<int64_t> targets(updates);
+          for (int64_t& t : targets) t = int64_t(rng.U(0, n - 1));
+          auto value = [&](bool isUpdate) -> uint64_t {
+            const uint64_t sign = (f64 ? uint64_t(1) << 63 : uint64_t(1) << 31);
+            const uint64_t neg = rng.P(0.5) ? sign : 0;
+            if (f == VKDML_REDUCE_FUNCTION_ADD) return neg | rng.U(0, 7);  // k * smallest
+            if (f == VKDML_REDUCE_FUNCTION_MULTIPLY) {
+              // Any denormal: halving an odd one rounds a tie to even.
+              if (!isUpdate) return neg | rng.U(1, f64 ? (uint64_t(1) << 52) - 1 : (1u << 23) - 1);
+              const uint64_t half = f64 ? 0x3FE0000000000000ull : 0x3F000000u;  // 0.5
+              const uint64_t one = f64 ? 0x3FF0000000000000ull : 0x3F800000u;
+              return neg | (rng.P(0.5) ? half : one);
+            }
+            if (rng.P(0.1)) return neg;  // +-0
+            return neg | rng.U(1, f64 ? (uint64_t(1) << 52) - 1 : (1u << 23) - 1);
+          };
+          const UINT es = f64 ? 8 : 4;
+          Bytes input(n * es), updatesBytes(updates * es);
+          for (UINT i = 0; i < n; ++i) {
+            const uint64_t v = value(false);
+            std::memcpy(input.data() + i * es, &v, es);
+          }
+          for (UINT i = 0; i < updates; ++i) {
+            const uint64_t v = value(true);
+            std::memcpy(updatesBytes.data() + i * es, &v, es);
+          }
+          c.inputs = {input, IndexBytes(it, targets, updates * 4), updatesBytes};
+          c.opts.flags = flags;
+          INFO(c.spec.ToString() << (flags ? ", DETERMINISTIC" : ""));
+          RunCase(c);
+        }
+      }
+    }
+  }
+}
+
+// Deterministic ScatterND with slices wide enough that each thread folds several of a slice's
+// elements (lib/kernels.cpp: kOrderedPerThread), one slice length not a multiple of it, and
+// rows crowded with duplicates: without a reduction the last update wins, with ADD every update
+// is added in order.
+TEST_CASE_METHOD(Fixture, "Deterministic ScatterND with wide slices", "[random][reduce]") {
+  const DML_TENSOR_DATA_TYPE it = DML_TENSOR_DATA_TYPE_INT64;
+  for (DML_TENSOR_DATA_TYPE dt : {DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_UINT8}) {
+    if (!DeviceSupports(dt)) continue;
+    for (UINT width : {130u, 512u}) {
+      for (VKDML_REDUCE_FUNCTION f : {VKDML_REDUCE_FUNCTION_NONE, VKDML_REDUCE_FUNCTION_ADD}) {
+        Rng rng(BaseSeed() ^ 0x31DE ^ (width << 8) ^ (UINT(f) << 4) ^ dt);
+        const UINT rows = 48, updates = 300;
+        TensorDesc in(dt, {rows, width}), ix(it, {updates, 1}), upd(dt, {updates, width}), out = in;
+        Case c;
+        c.spec = OpSpec::ScatterND(in, ix, upd, out, 2, 2);
+        c.spec.WithReduce(f);
+        std::vector<int64_t> targets(updates);
+        for (int64_t& t : targets) t = int64_t(rng.U(0, rows / 4));  // about 25 updates a row
+        c.inputs = {RandomBytes(rng, in.Total()), IndexBytes(it, targets, ix.Total()),
+                    RandomBytes(rng, upd.Total())};
+        FillReduceValues(rng, in, f, false, &c.inputs[0]);
+        FillReduceValues(rng, upd, f, false, &c.inputs[2]);
+        c.opts.flags = VKDML_EXECUTION_FLAG_DETERMINISTIC;
+        INFO(c.spec.ToString());
+        RunCase(c);
+      }
+    }
+  }
+}
+
+// A deterministic ScatterElements whose line fills exactly the shared memory of a device whose
+// limit is 32 KiB (lavapipe) or 48 KiB (vkdml's cap, reached on NVIDIA): glsl/
+// scatter_lines_ordered.comp then takes all of it (interface.h: VKDML_ORDERED_SHARED_WORDS), and
+// the validation layer fails pipeline creation for a single byte more. Updates spread over the
+// line (short buckets) and crowded onto a few targets (the sort of the whole line).
+TEST_CASE_METHOD(Fixture, "Deterministic ScatterElements on lines that fill shared memory",
+                 "[random][reduce]") {
+  const DML_TENSOR_DATA_TYPE f32 = DML_TENSOR_DATA_TYPE_FLOAT32, it = DML_TENSOR_DATA_TYPE_INT32;
+  const UINT perLine = 4096;  // entries: 2048 words; sorted whole: 4096 words
+  for (UINT words : {8192u, 12288u}) {
+    const UINT length = words - VKDML_ORDERED_ENTRY_WORDS(perLine);
+    for (UINT targets : {length, 3u}) {
+      Rng rng(BaseSeed() ^ 0x5A5A ^ words ^ targets);
+      TensorDesc in(f32, {2, length}), ix(it, {2, perLine}), upd(f32, {2, perLine}), out = in;
+      Case c;
+      c.spec = OpSpec::ScatterElements(in, ix, upd, out, 1);
+      c.spec.WithReduce(VKDML_REDUCE_FUNCTION_ADD);
+      std::vector<int64_t> values(2 * perLine);
+      for (int64_t& v : values) v = int64_t(rng.U(0, targets - 1));
+      c.inputs = {RandomBytes(rng, in.Total()), IndexBytes(it, values, ix.Total()),
+                  RandomBytes(rng, upd.Total())};
+      FillReduceValues(rng, in, VKDML_REDUCE_FUNCTION_ADD, false, &c.inputs[0]);
+      FillReduceValues(rng, upd, VKDML_REDUCE_FUNCTION_ADD, false, &c.inputs[2]);
+      c.opts.flags = VKDML_EXECUTION_FLAG_DETERMINISTIC;
+      INFO(words << " words of shared memory, " << targets << " targets per line");
+      ScopedLines lines(true);
+      RunCase(c);
+    }
   }
 }

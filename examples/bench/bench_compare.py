@@ -10,6 +10,10 @@ same byte count, timed in the same run.
 
   python3 examples/bench/bench_compare.py --size full                             # GPU machine, CUDA
   /usr/bin/python3 examples/bench/bench_compare.py --size small --torch-device cpu --threads 2  # lavapipe
+
+`--baseline EXE` also runs another vkdml build on every case, beside the one measured (the two
+alternate which goes first from round to round), and adds its time and new / baseline to the
+table: a before-and-after comparison taken in one run, as the project's speed reports require.
 """
 import argparse
 import datetime
@@ -56,6 +60,8 @@ def main():
     p.add_argument("--raw", default=None, help="write both sides' JSON lines here")
     p.add_argument("--rounds", type=int, default=1,
                    help="repeat the case sequence; each side keeps its fastest median per case")
+    p.add_argument("--baseline", default=None,
+                   help="another vkdml executable to time beside it, case by case")
     args = p.parse_args()
     cases = bench_torch.case_list(args)
     exe = args.vkdml or find_vkdml()
@@ -68,23 +74,35 @@ def main():
              (c in cases if cases else not bench_torch.is_diagnostic(c))]
     if cases and any(c.startswith("latency") for c in cases) and "latency" not in order:
         order.insert(0, "latency")
-    vk, torch_rows, failed = {}, {}, False
+    def run_vkdml(executable, case, label):
+        """`executable bench --json` on one case: its rows and whether it exited 0."""
+        cmd = [executable, "bench", "--json", "--no-progress", "--size", args.size, "--case", case,
+               "--runs", str(args.runs), "--warmup", str(args.warmup),
+               "--latency-calls", str(args.latency_calls)]
+        if args.device is not None:
+            cmd += ["--device", str(args.device)]
+        print(f"[round {rnd + 1}/{args.rounds}] {label} {case}", file=sys.stderr, flush=True)
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
+        rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+        return rows, proc.returncode == 0, cmd
+
+    vk, base, torch_rows, failed = {}, {}, {}, False
     for rnd in range(args.rounds):
         for case in order:
-            cmd = [exe, "bench", "--json", "--no-progress", "--size", args.size, "--case", case,
-                   "--runs", str(args.runs), "--warmup", str(args.warmup),
-                   "--latency-calls", str(args.latency_calls)]
-            if args.device is not None:
-                cmd += ["--device", str(args.device)]
-            print(f"[round {rnd + 1}/{args.rounds}] vkdml {case}", file=sys.stderr, flush=True)
-            proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
-            failed |= proc.returncode != 0
-            rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-            if not rows:
-                sys.exit(f"bench_compare: {shlex.join(cmd)} printed no results "
-                         f"(exit status {proc.returncode})")
-            for r in rows:
-                keep_fastest(vk, r)
+            sides = [(exe, vk, "vkdml")]
+            if args.baseline:  # alternate which build goes first
+                sides.insert(rnd % 2, (args.baseline, base, "baseline"))
+            for executable, table, label in sides:
+                rows, ok, cmd = run_vkdml(executable, case, label)
+                if table is base:  # a baseline may not know a newer case: its row stays empty
+                    for r in rows:
+                        keep_fastest(base, r)
+                    continue
+                failed |= not ok
+                if not rows:
+                    sys.exit(f"bench_compare: {shlex.join(cmd)} printed no results")
+                for r in rows:
+                    keep_fastest(vk, r)
             if args.skip_torch:
                 continue
             peer_cases = [case] + (["latency-host"] if case == "latency" else [])
@@ -105,16 +123,28 @@ def main():
         "Command: `" + " ".join(shlex.quote(a) for a in [os.path.basename(sys.executable)]
                                 + [os.path.relpath(sys.argv[0])] + sys.argv[1:]) + "`",
         "",
-        "| case | vkdml ms | torch ms | ratio | vkdml GB/s | copy GB/s | % of copy |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| case | vkdml ms | torch ms | ratio | vkdml GB/s | copy GB/s | % of copy |"
+        + (" baseline ms | new / baseline |" if args.baseline else ""),
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"
+        + (" ---: | ---: |" if args.baseline else ""),
     ]
+    if args.baseline:
+        lines.insert(2, f"Baseline: `{args.baseline}`, timed beside it case by case.")
+        lines.insert(3, "")
+
+    def baseline_cells(name, vms):
+        if not args.baseline:
+            return ""
+        b = base.get(name, {}).get("median_ms")
+        return f" {fmt(b, '.4f')} | {fmt(vms / b if b and vms else None, '.3f')} |"
+
     for r in vk:
         name = r["case"]
         peer = peers.get("latency" if name.startswith("latency") else name, {})
         if r.get("error") or r.get("skipped"):
             why = r.get("error") or r.get("skipped")
             lines.append(f"| {name} | {'skipped' if r.get('skipped') else 'ERROR'}: {why} "
-                         "| | | | | |")
+                         "| | | | | |" + (" | |" if args.baseline else ""))
             continue
         if r.get("mismatches"):
             name += f" (**{r['mismatches']} MISMATCHES**)"
@@ -126,11 +156,13 @@ def main():
         lines.append(f"| {name} | {fmt(vms, '.4f')} | {fmt(tms, '.4f')}{note} | "
                      f"{fmt(ratio, '.2f')} | {fmt(r.get('gbps'), '.1f')} | "
                      f"{fmt(r.get('copy_gbps'), '.1f')} | "
-                     f"{'-' if pct is None else format(pct, '.1f') + '%'} |")
+                     f"{'-' if pct is None else format(pct, '.1f') + '%'} |"
+                     + baseline_cells(r["case"], vms))
         host = peers.get("latency-host", {}).get("median_ms")
         if r["case"] == "latency-run" and host:  # Device::Run moves host data in and out too
             lines.append(f"| latency-run vs torch from/to host | {fmt(vms, '.4f')} | "
-                         f"{fmt(host, '.4f')} | {fmt(host / vms, '.2f')} | | | - |")
+                         f"{fmt(host, '.4f')} | {fmt(host / vms, '.2f')} | | | - |"
+                         + (" | |" if args.baseline else ""))
     lines.append("")
     lines.append("ratio = torch ms / vkdml ms (above 1: vkdml faster). GB/s = minimum bytes "
                  "(examples/bench/BENCH.md) / median time. Latency rows: host time per call "
@@ -152,6 +184,8 @@ def main():
                 f.write(json.dumps(dict(r, side="vkdml")) + "\n")
             for r in torch_rows:
                 f.write(json.dumps(dict(r, side="torch")) + "\n")
+            for r in base.values():
+                f.write(json.dumps(dict(r, side="baseline")) + "\n")
     return 1 if failed or errors else 0
 
 

@@ -100,6 +100,9 @@ int DevicesMain(int argc, char** argv) {
         d.available.shaderFloat64 ? "yes" : "no", d.available.shaderInt64 ? "yes" : "no",
         d.available.shaderBufferInt64Atomics ? "yes" : "no",
         d.available.shaderBufferFloat32AtomicAdd ? "yes" : "no");
+    std::printf("     shaderDenormPreserveFloat32: %s, shaderDenormPreserveFloat64: %s\n",
+                d.available.shaderDenormPreserveFloat32 ? "yes" : "no",
+                d.available.shaderDenormPreserveFloat64 ? "yes" : "no");
   }
   std::printf("(* = the default device, used when --device is not given)\n");
   return 0;

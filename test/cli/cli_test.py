@@ -905,6 +905,17 @@ def group_bench():
             check(r.get("verified", 0) > 0 and r.get("mismatches") == 0,
                   f"bench {r.get('case')}: verified {r.get('verified')}, mismatches "
                   f"{r.get('mismatches')}")
+    # --compile: one row per kind, cold and warm CompileOperator times, the cache's size.
+    p = vkdml("bench", "--compile", "--runs", "1", "--json")
+    check(p.returncode == 0, f"bench --compile: exit {p.returncode}, stderr {p.stderr!r}")
+    rows = [json.loads(line) for line in p.stdout.splitlines() if line.strip()]
+    for c in ("rows-f32", "elements-axis1-f32", "scatter-rows-f32", "scatter-elements-axis1-f32",
+              "scatter-add-rows-f32", "scatter-add-rows-f32-det"):
+        check("compile-" + c in {r.get("case") for r in rows}, f"bench --compile: no row for {c}")
+    for r in rows:
+        check(r.get("cold_ms", 0) > 0 and r.get("warm_ms", 0) > 0 and r.get("runs") == 1
+              and r.get("cache_bytes", 0) >= 32 and "error" not in r,
+              f"bench --compile: {r}")
     expect_error("bench unknown case", vkdml("bench", "--case", "nope"), 2,
                  "unknown case 'nope'")
     expect_error("bench --device out of range", vkdml("bench", "--device", "99", "--case",
