@@ -13,6 +13,7 @@ constexpr UINT64 kStatusBytes = VKDML_STATUS_WORDS * sizeof(uint32_t);
 }
 
 BindingTableImpl::~BindingTableImpl() {
+  device_->DrainIfLost();
   if (pool_) device_->Vk().vkDestroyDescriptorPool(device_->Handle(), pool_, nullptr);
 }
 
@@ -99,6 +100,7 @@ Result BindingTableImpl::Init() {
 }
 
 Result BindingTableImpl::Bind(bool outputs, UINT count, const DML_BUFFER_BINDING* bindings) {
+  VKDML_TRY(device_->CheckNotLost());
   const auto& tensors = outputs ? op_->op.outputs : op_->op.inputs;
   const char* what = outputs ? "outputs" : "inputs";
   const char* call = outputs ? "BindOutputs" : "BindInputs";
@@ -416,6 +418,7 @@ void BindingTableImpl::Dispatch(VkCommandBuffer cmd, const Kernel& k, UINT src) 
 }
 
 Result BindingTableImpl::IndexStatus() {
+  VKDML_TRY(device_->CheckNotLost());
   if (!op_->kernels.checked) return {};
   uint32_t s[VKDML_STATUS_WORDS];
   std::memcpy(s, status_->Mapped(), sizeof(s));

@@ -1,6 +1,7 @@
 #include "device.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -48,9 +49,42 @@ const char* VkResultName(VkResult r) {
       return "VK_ERROR_TOO_MANY_OBJECTS";
     case VK_ERROR_OUT_OF_POOL_MEMORY:
       return "VK_ERROR_OUT_OF_POOL_MEMORY";
+    case VK_ERROR_FRAGMENTED_POOL:
+      return "VK_ERROR_FRAGMENTED_POOL";
+    case VK_ERROR_FRAGMENTATION:
+      return "VK_ERROR_FRAGMENTATION";
+    case VK_ERROR_UNKNOWN:
+      return "VK_ERROR_UNKNOWN";
+    case VK_INCOMPLETE:
+      return "VK_INCOMPLETE";
     default:
-      return "VkResult error";
+      return "an unknown VkResult";
   }
+}
+
+Result VkFailure(VkResult r, const char* call) {
+  // The first identifier "vk..." in the call's text is the function called ("vk_.vkCreateBuffer(
+  // dev, ...)" names vkCreateBuffer); text without one is the function's name already.
+  std::string text = call, name = text;
+  for (size_t i = 0; i + 2 < text.size(); ++i) {
+    const bool start =
+        i == 0 || !(std::isalnum(static_cast<unsigned char>(text[i - 1])) || text[i - 1] == '_');
+    if (!start || text.compare(i, 2, "vk") != 0 ||
+        !std::isupper(static_cast<unsigned char>(text[i + 2])))
+      continue;
+    size_t end = i;
+    while (end < text.size() &&
+           (std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_'))
+      ++end;
+    name = text.substr(i, end - i);
+    break;
+  }
+  const Status status = r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY
+                            ? Status::OutOfMemory
+                            : Status::DeviceError;
+  if (std::strcmp(VkResultName(r), "an unknown VkResult") == 0)
+    return Fail(status, name, " failed: VkResult ", int(r));
+  return Fail(status, name, " failed: ", VkResultName(r));
 }
 
 namespace {
@@ -107,18 +141,19 @@ bool HasExtension(const std::vector<VkExtensionProperties>& list, const char* na
   return false;
 }
 
-std::vector<VkExtensionProperties> DeviceExtensions(VkPhysicalDevice pd) {
+Result DeviceExtensions(VkPhysicalDevice pd, std::vector<VkExtensionProperties>* list) {
   uint32_t n = 0;
-  vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, nullptr);
-  std::vector<VkExtensionProperties> list(n);
-  vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, list.data());
-  list.resize(n);
-  return list;
+  VKDML_VK(vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, nullptr));
+  list->resize(n);
+  VKDML_VK(vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, list->data()));
+  list->resize(n);
+  return {};
 }
 
 // Fills what vkdml reports about a physical device (all but `enabled`).
-DeviceInfo Describe(VkPhysicalDevice pd, uint32_t queueFamily) {
-  DeviceInfo info;
+Result Describe(VkPhysicalDevice pd, uint32_t queueFamily, DeviceInfo* out) {
+  DeviceInfo& info = *out;
+  info = {};
   VkPhysicalDeviceProperties props;
   vkGetPhysicalDeviceProperties(pd, &props);
   info.name = props.deviceName;
@@ -128,7 +163,8 @@ DeviceInfo Describe(VkPhysicalDevice pd, uint32_t queueFamily) {
   info.maxStorageBufferRange = props.limits.maxStorageBufferRange;
   info.timestampPeriod = props.limits.timestampPeriod;
 
-  auto extensions = DeviceExtensions(pd);
+  std::vector<VkExtensionProperties> extensions;
+  VKDML_TRY(DeviceExtensions(pd, &extensions));
   VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
   VkPhysicalDeviceFloatControlsProperties floats{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES};
@@ -192,7 +228,7 @@ DeviceInfo Describe(VkPhysicalDevice pd, uint32_t queueFamily) {
   vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, families.data());
   info.timestampsSupported = queueFamily < n && families[queueFamily].timestampValidBits > 0 &&
                              props.limits.timestampPeriod > 0;
-  return info;
+  return {};
 }
 
 bool BelowVulkan11(uint32_t apiVersion) {
@@ -270,9 +306,10 @@ Result DeviceImpl::CreateInstance(const DeviceDesc& desc) {
   VkValidationFeaturesEXT features{VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT};
   if (desc.enableValidation) {
     uint32_t n = 0;
-    vkEnumerateInstanceLayerProperties(&n, nullptr);
+    VKDML_VK(vkEnumerateInstanceLayerProperties(&n, nullptr));
     std::vector<VkLayerProperties> layers(n);
-    vkEnumerateInstanceLayerProperties(&n, layers.data());
+    VKDML_VK(vkEnumerateInstanceLayerProperties(&n, layers.data()));
+    layers.resize(n);
     bool found = false;
     for (const auto& l : layers) found = found || std::strcmp(l.layerName, layer) == 0;
     if (!found)
@@ -362,7 +399,8 @@ Result DeviceImpl::CheckAdopted() {
 }
 
 Result DeviceImpl::CreateLogicalDevice() {
-  DeviceInfo d = Describe(physical_, queueFamily_);
+  DeviceInfo d;
+  VKDML_TRY(Describe(physical_, queueFamily_, &d));
   if (BelowVulkan11(d.apiVersion))
     return Fail(Status::Unsupported, "Vulkan device ", d.name,
                 " supports Vulkan 1.0, expected 1.1: install a newer driver");
@@ -372,7 +410,6 @@ Result DeviceImpl::CreateLogicalDevice() {
   queue.queueCount = 1;
   queue.pQueuePriorities = &priority;
 
-  auto extensions = DeviceExtensions(physical_);
   std::vector<const char*> enable;
   // vkdml's instance asks for Vulkan 1.1, so 1.2's core features come as extensions.
   const DeviceFeatures& a = d.available;
@@ -421,7 +458,7 @@ Result DeviceImpl::CreateLogicalDevice() {
 
 Result DeviceImpl::ReadInfo() {
   DeviceFeatures enabled = info_.enabled;
-  info_ = Describe(physical_, queueFamily_);
+  VKDML_TRY(Describe(physical_, queueFamily_, &info_));
   info_.enabled = enabled;
   VkPhysicalDeviceProperties props;
   vkGetPhysicalDeviceProperties(physical_, &props);
@@ -496,9 +533,15 @@ Result DeviceImpl::Init(const DeviceDesc& desc) {
     info_.enabled.shaderDenormPreserveFloat64 &= info_.available.shaderDenormPreserveFloat64;
   }
   // The extension's entry points, or Vulkan 1.2's where the caller's device has those instead.
-  getCounter_ = vk_.vkGetSemaphoreCounterValueKHR ? vk_.vkGetSemaphoreCounterValueKHR
-                                                  : vk_.vkGetSemaphoreCounterValue;
-  waitSemaphores_ = vk_.vkWaitSemaphoresKHR ? vk_.vkWaitSemaphoresKHR : vk_.vkWaitSemaphores;
+  getCounter_ = vk_.vkGetSemaphoreCounterValueKHR;
+  waitSemaphores_ = vk_.vkWaitSemaphoresKHR;
+  if (!getCounter_ || !waitSemaphores_) {
+    getCounter_ = vk_.vkGetSemaphoreCounterValue;
+    waitSemaphores_ = vk_.vkWaitSemaphores;
+    getCounterName_ = "vkGetSemaphoreCounterValue";
+    waitSemaphoresName_ = "vkWaitSemaphores";
+  }
+  waitTimeoutNs_ = desc.waitTimeoutNs;
   if (!getCounter_ || !waitSemaphores_) info_.enabled.timelineSemaphore = false;
   VKDML_TRY(CreateLayouts());
   VKDML_TRY(CreatePipelineCache(desc));
@@ -589,7 +632,7 @@ Result DeviceImpl::Pipeline(const std::string& module, const Specialization& spe
   VkPipeline pipeline;
   VkResult r = vk_.vkCreateComputePipelines(device_, pipelineCache_, 1, &ci, nullptr, &pipeline);
   vk_.vkDestroyShaderModule(device_, shader, nullptr);
-  VKDML_VK(r);
+  if (r != VK_SUCCESS) return VkFailure(r, "vkCreateComputePipelines");
   std::lock_guard<std::mutex> lock(pipelineMutex_);
   auto inserted = pipelines_.emplace(key, pipeline);
   if (!inserted.second) vk_.vkDestroyPipeline(device_, pipeline, nullptr);
@@ -656,6 +699,7 @@ Result DeviceImpl::GetPipelineCacheData(std::vector<uint8_t>* out) {
 }
 
 Result DeviceImpl::Submit(const std::function<void(VkCommandBuffer)>& record) {
+  VKDML_TRY(CheckNotLost());
   std::lock_guard<std::mutex> lock(submitMutex_);
   VKDML_VK(vk_.vkResetCommandBuffer(commandBuffer_, 0));
   VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
@@ -667,18 +711,64 @@ Result DeviceImpl::Submit(const std::function<void(VkCommandBuffer)>& record) {
 }
 
 Result DeviceImpl::SubmitRecorded(VkCommandBuffer cmd) {
+  VKDML_TRY(CheckNotLost());
   std::lock_guard<std::mutex> lock(submitMutex_);
   return SubmitLocked(cmd);
+}
+
+Result DeviceImpl::CheckNotLost() const {
+  if (!lost_) return {};
+  std::lock_guard<std::mutex> lock(lostMutex_);
+  return Fail(Status::DeviceError, "the Vulkan device is lost (", lostReason_,
+              "): destroy this Device and create a new one");
+}
+
+void DeviceImpl::DrainIfLost() {
+  if (!lost_) return;
+  std::lock_guard<std::mutex> lock(lostMutex_);
+  if (drained_) return;
+  vk_.vkDeviceWaitIdle(device_);
+  drained_ = true;
+}
+
+void DeviceImpl::MarkLost(const std::string& reason) {
+  std::lock_guard<std::mutex> lock(lostMutex_);
+  if (lost_) return;
+  lostReason_ = reason;
+  lost_ = true;
+}
+
+Result DeviceImpl::WaitFailed(VkResult r, const char* call) {
+  Result failed =
+      r == VK_TIMEOUT
+          ? Fail(Status::DeviceError, call, " gave up: the work did not complete within ",
+                 waitTimeoutNs_, " ns (DeviceDesc.waitTimeoutNs), VK_TIMEOUT")
+          : Fail(Status::DeviceError, VkFailure(r, call).message);
+  MarkLost(failed.message);
+  failed.message += "; the device now counts as lost";
+  return failed;
 }
 
 Result DeviceImpl::SubmitLocked(VkCommandBuffer cmd) {
   VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
   submit.commandBufferCount = 1;
   submit.pCommandBuffers = &cmd;
-  // Short work finishes sooner than a blocking wait wakes up: poll for a moment first.
+  // Short work finishes sooner than a blocking wait wakes up: poll for a moment first. The
+  // blocking wait then takes what is left of DeviceDesc.waitTimeoutNs.
   const auto start = std::chrono::steady_clock::now();
-  auto polledEnough = [&] {
-    return std::chrono::steady_clock::now() - start > std::chrono::microseconds(500);
+  auto elapsedNs = [&] {
+    return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                        std::chrono::steady_clock::now() - start)
+                        .count());
+  };
+  const uint64_t pollNs = std::min<uint64_t>(500000, waitTimeoutNs_);
+  auto remainingNs = [&] {
+    const uint64_t e = elapsedNs();
+    return waitTimeoutNs_ == UINT64_MAX ? UINT64_MAX : e >= waitTimeoutNs_ ? 0 : waitTimeoutNs_ - e;
+  };
+  auto submitted = [&](VkResult r) {  // a failed submit ran nothing; only a lost device stays
+    if (r == VK_ERROR_DEVICE_LOST) MarkLost("vkQueueSubmit failed: VK_ERROR_DEVICE_LOST");
+    return r == VK_SUCCESS ? Result{} : VkFailure(r, "vkQueueSubmit");
   };
   if (timeline_) {
     const uint64_t value = ++timelineValue_;
@@ -688,35 +778,36 @@ Result DeviceImpl::SubmitLocked(VkCommandBuffer cmd) {
     submit.pNext = &values;
     submit.signalSemaphoreCount = 1;
     submit.pSignalSemaphores = &timeline_;
-    VKDML_VK(vk_.vkQueueSubmit(queue_, 1, &submit, VK_NULL_HANDLE));
+    VKDML_TRY(submitted(vk_.vkQueueSubmit(queue_, 1, &submit, VK_NULL_HANDLE)));
     uint64_t reached = 0;
     for (;;) {
-      VKDML_VK(getCounter_(device_, timeline_, &reached));
+      VkResult r = getCounter_(device_, timeline_, &reached);
+      if (r != VK_SUCCESS) return WaitFailed(r, getCounterName_);
       if (reached >= value) return {};
-      if (polledEnough()) break;
+      if (elapsedNs() >= pollNs) break;
     }
     VkSemaphoreWaitInfo wait{VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO};
     wait.semaphoreCount = 1;
     wait.pSemaphores = &timeline_;
     wait.pValues = &value;
-    VKDML_VK(waitSemaphores_(device_, &wait, UINT64_MAX));
-    return {};
+    VkResult r = waitSemaphores_(device_, &wait, remainingNs());
+    return r == VK_SUCCESS ? Result{} : WaitFailed(r, waitSemaphoresName_);
   }
   VKDML_VK(vk_.vkResetFences(device_, 1, &fence_));
-  VKDML_VK(vk_.vkQueueSubmit(queue_, 1, &submit, fence_));
+  VKDML_TRY(submitted(vk_.vkQueueSubmit(queue_, 1, &submit, fence_)));
   VkResult status;
   while ((status = vk_.vkGetFenceStatus(device_, fence_)) == VK_NOT_READY)
-    if (polledEnough()) {
-      status = vk_.vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX);
-      break;
+    if (elapsedNs() >= pollNs) {
+      status = vk_.vkWaitForFences(device_, 1, &fence_, VK_TRUE, remainingNs());
+      return status == VK_SUCCESS ? Result{} : WaitFailed(status, "vkWaitForFences");
     }
-  VKDML_VK(status);
-  return {};
+  return status == VK_SUCCESS ? Result{} : WaitFailed(status, "vkGetFenceStatus");
 }
 
 // Operators ----------------------------------------------------------------------------------
 
 Result DeviceImpl::CreateOperator(const DML_OPERATOR_DESC& desc, std::unique_ptr<Operator>* out) {
+  VKDML_TRY(CheckNotLost());
   if (!out) return Fail(Status::InvalidArgument, "CreateOperator: out is null");
   auto op = std::make_unique<OperatorImpl>();
   VKDML_TRY(BuildOperator(desc, op.get()));
@@ -746,20 +837,24 @@ Result DeviceImpl::CreateOperator(const DML_OPERATOR_DESC& desc, std::unique_ptr
 
 Result DeviceImpl::CompileOperator(const Operator& op, UINT flags,
                                    std::unique_ptr<CompiledOperator>* out) {
+  VKDML_TRY(CheckNotLost());
   return detail::CompileOperator(*this, op, flags, out);
 }
 
 Result DeviceImpl::CreateBindingTable(const CompiledOperator& op,
                                       std::unique_ptr<BindingTable>* out) {
+  VKDML_TRY(CheckNotLost());
   return detail::CreateBindingTable(*this, op, out);
 }
 
 Result DeviceImpl::RecordDispatch(VkCommandBuffer cmd, BindingTable& table) {
+  VKDML_TRY(CheckNotLost());
   return static_cast<BindingTableImpl&>(table).Record(cmd);
 }
 
 Result DeviceImpl::Run(const CompiledOperator& op, const std::vector<const void*>& inputs,
                        const std::vector<void*>& outputs) {
+  VKDML_TRY(CheckNotLost());
   return runner_->Run(op, inputs, outputs);
 }
 
@@ -775,6 +870,7 @@ Result DeviceImpl::CreateInternalBuffer(UINT64 size, VkBufferUsageFlags usage,
 }
 
 Result DeviceImpl::CreateBuffer(UINT64 size, Buffer::Memory memory, std::unique_ptr<Buffer>* out) {
+  VKDML_TRY(CheckNotLost());
   if (size == 0)
     return Fail(Status::InvalidArgument, "CreateBuffer: size is 0, expected at least 1");
   std::unique_ptr<BufferImpl> b;
@@ -834,11 +930,14 @@ Result EnumerateDevices(std::vector<DeviceInfo>* out) {
   std::vector<VkPhysicalDevice> all;
   Result r = detail::PhysicalDevices(instance, &all);
   out->clear();
-  for (VkPhysicalDevice pd : all) {
-    out->push_back(detail::Describe(pd, detail::ComputeQueueFamily(pd)));
-    out->back().enabled = out->back().available;
+  for (size_t i = 0; i < all.size() && r.ok(); ++i) {
+    DeviceInfo info;
+    r = detail::Describe(all[i], detail::ComputeQueueFamily(all[i]), &info);
+    info.enabled = info.available;
+    out->push_back(info);
   }
   vkDestroyInstance(instance, nullptr);
+  if (!r) out->clear();
   return r;
 }
 

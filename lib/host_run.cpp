@@ -65,6 +65,7 @@ struct HostRunner::Layout {
 };
 
 HostRunner::~HostRunner() {
+  device_->DrainIfLost();
   if (pool_) device_->Vk().vkDestroyCommandPool(device_->Handle(), pool_, nullptr);
 }
 

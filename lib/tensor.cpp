@@ -137,7 +137,7 @@ bool IsIndexType(DML_TENSOR_DATA_TYPE t) {
 }
 
 std::string TypeString(DML_TENSOR_DATA_TYPE t) {
-  return IsDataType(t) ? std::string(DataTypeName(t)) : Str(int(t), " (not a data type)");
+  return IsDataType(t) ? std::string(DataTypeName(t)) : Str(UINT(t), " (not a data type)");
 }
 
 }  // namespace
@@ -158,7 +158,7 @@ Result ValidateTensor(const DML_TENSOR_DESC* desc, const char* field, TensorRole
                       Tensor* out) {
   if (!desc) return Fail(Status::InvalidArgument, field, " is null");
   if (desc->Type != DML_TENSOR_TYPE_BUFFER)
-    return Fail(Status::InvalidArgument, field, ".Type is ", int(desc->Type),
+    return Fail(Status::InvalidArgument, field, ".Type is ", UINT(desc->Type),
                 ", expected DML_TENSOR_TYPE_BUFFER (1)");
   if (!desc->Desc) return Fail(Status::InvalidArgument, field, ".Desc is null");
   const auto& b = *static_cast<const DML_BUFFER_TENSOR_DESC*>(desc->Desc);

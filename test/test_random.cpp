@@ -429,11 +429,7 @@ struct ScopedLines : ScopedEnv {
 
 // Where each update element of a scatter case lands.
 std::vector<ref::ScatterWrite> Writes(Case& c) {
-  const ref::Tensor inT = c.spec.tensors[0].Ref(), ixT = c.spec.tensors[1].Ref(),
-                    updT = c.spec.tensors[2].Ref(), outT = c.spec.Output().Ref();
-  if (c.spec.type == DML_OPERATOR_SCATTER_ELEMENTS)
-    return ref::ScatterElementsWrites(inT, ixT, c.inputs[1].data(), updT, outT, c.spec.axis);
-  return ref::ScatterNDWrites(inT, ixT, c.inputs[1].data(), updT, outT, c.spec.r, c.spec.q);
+  return c.spec.Writes(c.inputs[1]);
 }
 
 // Runs the case and compares every byte of the output image (poison included) with the

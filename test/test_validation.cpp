@@ -196,11 +196,13 @@ TEST_CASE_METHOD(Fixture, "Rule 1: a tensor pointer is null", "[validation]") {
 TEST_CASE_METHOD(Fixture, "Rule 2: Type is not DML_TENSOR_TYPE_BUFFER", "[validation]") {
   for (auto& base : AllBases()) {
     for (size_t i = 0; i < base().tensors.size(); ++i) {
-      for (int type : {0, 2, 77}) {
+      // Any 32-bit value is defined behaviour (dml.h's enums are UINTs) and named in the message.
+      for (UINT type : {0u, 2u, 77u, 0x80000000u, 0xFFFFFFFFu}) {
         OpSpec spec = base();
         spec.Desc();
         spec.tensors[i].desc.Type = static_cast<DML_TENSOR_TYPE>(type);
-        ExpectInvalid(spec, {std::string(spec.TensorName(i)) + ".Type"});
+        ExpectInvalid(spec, {std::string(spec.TensorName(i)) + ".Type is " + std::to_string(type) +
+                             ", expected DML_TENSOR_TYPE_BUFFER (1)"});
       }
     }
   }
@@ -335,12 +337,13 @@ TEST_CASE_METHOD(Fixture, "Rule 8: data type not supported for the role", "[vali
     // Data tensors: UNKNOWN or out of the enum.
     for (size_t i = 0; i < n; ++i) {
       if (i == 1) continue;
-      for (int t : {0, 12, 1000}) {
+      for (UINT t : {0u, 12u, 1000u, 0x80000000u, 0xFFFFFFFFu}) {
         OpSpec spec = base();
         spec.tensors[i].buf.DataType = static_cast<DML_TENSOR_DATA_TYPE>(t);
         spec.Desc();
         INFO("data type " << t);
-        ExpectInvalid(spec, {std::string(spec.TensorName(i)) + ".DataType"});
+        ExpectInvalid(spec, {std::string(spec.TensorName(i)) + ".DataType is " + std::to_string(t) +
+                             " (not a data type)"});
       }
     }
   }
@@ -752,12 +755,12 @@ TEST_CASE_METHOD(Fixture, "Rule 27: ScatterElements Indices/Updates/Output size 
 TEST_CASE_METHOD(Fixture, "Rule 24: unknown operator type / null desc", "[validation]") {
   OpSpec spec = BaseGatherND();
   spec.Desc();
-  for (int t : {0, 12345, -1}) {
+  for (UINT t : {0u, 12345u, 0x80000000u, 0xFFFFFFFFu}) {
     DML_OPERATOR_DESC d{static_cast<DML_OPERATOR_TYPE>(t), spec.op.Desc};
     Result r = Create(d);
     INFO("type " << t << ": " << Str(r));
     REQUIRE(r.status == Status::InvalidArgument);
-    CHECK_THAT(r.message, Contains("DML_OPERATOR_DESC.Type"));
+    CHECK_THAT(r.message, Contains("DML_OPERATOR_DESC.Type is " + std::to_string(t) + ", "));
   }
   {  // the message lists the operators vkdml implements, DML_OPERATOR_GATHER among them
     DML_OPERATOR_DESC d{static_cast<DML_OPERATOR_TYPE>(66), spec.op.Desc};

@@ -26,8 +26,8 @@ enum class Status {
   InvalidArgument,  // a descriptor, binding or call argument is wrong
   Unsupported,      // valid, but this device or vkdml cannot run it
   IndexOutOfRange,  // a checked execution met an out-of-range index
-  OutOfMemory,
-  DeviceError,  // Vulkan failed (device lost, no driver, ...)
+  OutOfMemory,      // a Vulkan allocation failed (VK_ERROR_OUT_OF_{DEVICE,HOST}_MEMORY)
+  DeviceError,      // Vulkan failed (device lost, a wait past DeviceDesc.waitTimeoutNs, no driver)
 };
 
 struct Result {
@@ -112,6 +112,13 @@ struct DeviceDesc {
   // data without a valid Vulkan pipeline cache header is refused. Set at most one of the two.
   VkPipelineCache pipelineCache = VK_NULL_HANDLE;
   std::vector<uint8_t> pipelineCacheData;
+
+  // How long Submit and Run (and Buffer::Write and Read, which submit) wait for their work, in
+  // nanoseconds; UINT64_MAX (the default) waits as long as it takes. A wait that gives up, or
+  // any failed submit or wait, returns Status::DeviceError naming the Vulkan call, and the
+  // Device then counts as lost: whether the work ran is unknown, so every later call returns
+  // DeviceError at once (destroying the Device still waits for the work, as Vulkan requires).
+  uint64_t waitTimeoutNs = UINT64_MAX;
 };
 
 struct DeviceInfo {
