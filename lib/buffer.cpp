@@ -13,6 +13,14 @@ constexpr UINT64 kStagingChunk = 64ull << 20;  // Write and Read stage at most t
 }
 
 Result BufferImpl::Allocate(UINT64 size, Memory memory, bool gpuReads) {
+  Result r = Create(size, memory, gpuReads);
+  // Which allocation failed: "vkAllocateMemory failed: VK_ERROR_OUT_OF_DEVICE_MEMORY (a buffer
+  // of 120000128 bytes)".
+  if (!r) r.message += Str(" (a buffer of ", size, " bytes)");
+  return r;
+}
+
+Result BufferImpl::Create(UINT64 size, Memory memory, bool gpuReads) {
   const auto& vk = device_->Vk();
   VkDevice dev = device_->Handle();
   VkBufferCreateInfo ci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};

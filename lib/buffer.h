@@ -24,6 +24,7 @@ class BufferImpl final : public Buffer {
   void* Mapped() const { return mapped_; }
 
  private:
+  Result Create(UINT64 size, Memory memory, bool gpuReads);  // Allocate, without the size named
   Result CheckRange(const char* what, UINT64 offset, UINT64 size, const void* data) const;
   // Write (from host memory `from`) or Read (into `to`) through a staging buffer, in chunks, one
   // submit each.

@@ -16,6 +16,7 @@
 #include <mutex>
 #include <set>
 
+#include "compiled.h"  // to see that the large path is taken
 #include "test_util.h"
 
 using namespace vt;
@@ -563,6 +564,25 @@ TEST_CASE("Faults: every Vulkan call of Run fails in turn", "[faults]") {
       Sweep(Stage{"Run", [&w](Device& d, Prepared* p) { REQUIRE(w.Compile(d, &p->compiled).ok()); },
                   [&w](Device* d, Prepared& p) { return w.Run(*d, *p.compiled); }, fence});
   }
+}
+
+TEST_CASE("Faults: the large path's binding tables and runs, every call failed in turn",
+          "[faults][large]") {
+  // A 1 KiB binding range sends 4 KiB tensors down the large path: one descriptor set per
+  // window (lib/kernels.h: LargeDispatch).
+  ScopedEnv range("VKDML_MAX_BINDING_RANGE", "1024");
+  Work w(1024);
+  auto compile = [&w](Device& d, Prepared* p) {
+    REQUIRE(w.Compile(d, &p->compiled).ok());
+    const auto& c = static_cast<const detail::CompiledOperatorImpl&>(*p->compiled);
+    REQUIRE(c.state->kernels.large);
+  };
+  Sweep(Stage{"CreateBindingTable (large path)", compile, [](Device* d, Prepared& p) {
+                std::unique_ptr<BindingTable> t;
+                return d->CreateBindingTable(*p.compiled, &t);
+              }});
+  Sweep(Stage{"Run (large path)", compile,
+              [&w](Device* d, Prepared& p) { return w.Run(*d, *p.compiled); }});
 }
 
 TEST_CASE("Faults: a failed submit that ran nothing leaves the device usable", "[faults]") {

@@ -9,36 +9,6 @@
 
 using namespace vt;
 
-namespace {
-
-// Sets an environment variable for the life of the object, restoring the old value after.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) {
-      had_ = true;
-      old_ = old;
-    }
-    if (value)
-      setenv(name, value, 1);
-    else
-      unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (had_)
-      setenv(name_, old_.c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  bool had_ = false;
-  std::string old_;
-};
-
-}  // namespace
-
 TEST_CASE_METHOD(Fixture, "Install hints: no Vulkan driver", "[install]") {
   Dev();  // the shared device exists before, and works after
   {

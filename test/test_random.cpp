@@ -408,21 +408,9 @@ Case GenScatterElements(Rng& rng, UINT D, DML_TENSOR_DATA_TYPE dt, DML_TENSOR_DA
   }
 }
 
-// Sets an environment variable for the operators compiled while it lives (unset: nothing).
-// lib/compiled.cpp reads VKDML_SCATTER_LINES ("1" sends every ScatterElements the shared-memory
-// line kernel can do to it, on lavapipe too) and VKDML_MAX_GROUPS (workgroups per dispatch).
-struct ScopedEnv {
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (!value.empty()) setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() { unsetenv(name_); }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-};
-
+// lib/kernels.cpp reads VKDML_SCATTER_LINES ("1" sends every ScatterElements the shared-memory
+// line kernel can do to it, on lavapipe too) and VKDML_MAX_GROUPS (workgroups per dispatch) when
+// an operator is compiled.
 struct ScopedLines : ScopedEnv {
   explicit ScopedLines(bool on) : ScopedEnv("VKDML_SCATTER_LINES", on ? "1" : "") {}
 };
