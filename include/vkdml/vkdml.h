@@ -210,7 +210,9 @@ class Device {
 
   // Convenience path: uploads, runs and reads back in one submit (compile once, Run many
   // times). inputs/outputs are host pointers in the operator's binding order, each holding its
-  // tensor's TotalTensorSizeInBytes. Output bytes between strided elements keep the values the
+  // tensor's TotalTensorSizeInBytes. Work of more than 64 MiB in all goes through a device buffer
+  // per tensor, copied in and out 64 MiB at a time (a submit each): Run's own host memory stays
+  // at 64 MiB of staging whatever the tensors' sizes. Output bytes between strided elements keep the values the
   // caller's buffer had. With VKDML_EXECUTION_FLAG_CHECK_INDICES an out-of-range index makes
   // Run return Status::IndexOutOfRange, and the outputs still hold the clamped results.
   // Calls on one Device run one at a time; the staging memory and the recorded commands are

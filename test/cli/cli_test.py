@@ -999,13 +999,13 @@ def group_limits():
     refused("/dev/zero as indices", gather(save("l_x.npy", np.zeros(3, np.float32)),
                                            "/dev/zero"), 2, "/dev/zero: not a .npy file")
     os.remove(path("l_x.npy"))
-    # More than 2^32 elements, and 8 GiB of data that matches its header: mapped, not read, and
-    # refused by the library (DirectML's tensors have at most 2^32-1 elements).
+    # More than 2^32 elements, and 4 GiB of data that matches its header: mapped, not read,
+    # valid (VKDML_TENSOR_FLAG_LARGE), and refused by lavapipe's vkCreateBuffer (buffers of at
+    # most 2^32 bytes) before any output is written.
     n = 2 * 2147483649
     huge = sparse("l_huge.npy", npy_header("|u1", "(2, 2147483649)"), 128 + n)
-    refused("8 GiB, more than 2^32 elements", gather(huge), 2,
-            "GATHER: InputTensor has more than 4294967295 elements (Sizes 2x2147483649), "
-            "expected at most 4294967295")
+    refused("4 GiB, more than 2^32 elements", gather(huge), 3,
+            "vkCreateBuffer failed: VK_ERROR_OUT_OF_DEVICE_MEMORY (a buffer of 4294967300 bytes)")
     # A stride past DirectML's 32 bits, where the view would be small enough.
     wide = sparse("l_wide.npy", npy_header("|u1", "(2, 2, 2147483648)"), 128 + (8 << 30))
     refused("a stride past 2^32 elements",
