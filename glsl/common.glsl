@@ -23,6 +23,8 @@ layout(constant_id = VKDML_SPEC_LINE_LENGTH) const uint kLineLength = 1;
 layout(constant_id = VKDML_SPEC_REDUCE) const uint kReduce = VKDML_REDUCE_NONE;
 layout(constant_id = VKDML_SPEC_ELEMENT_KIND) const uint kKind = VKDML_KIND_UNSIGNED;
 layout(constant_id = VKDML_SPEC_UNIT) const uint kUnit = 1;
+layout(constant_id = VKDML_SPEC_RUN) const uint kRun = 1;
+layout(constant_id = VKDML_SPEC_RUN_INDEXED) const bool kRunIndexed = false;
 
 // n / plans[p].sizes[d] as a multiply and shifts (lib/kernels.cpp: Magic).
 uint divideBySize(uint p, uint d, uint n) {

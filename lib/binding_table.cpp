@@ -226,8 +226,10 @@ Result BindingTableImpl::Record(VkCommandBuffer cmd) {
   for (const Step& step : kernels.steps) {
     if (step.skipInPlace && inPlace) continue;
     const UINT src = step.kind == Pass::Kind::Gather ? VKDML_BIND_INPUT : VKDML_BIND_UPDATES;
-    const bool wide = step.hasWide && delta_[src] % VKDML_VECTOR_BYTES == 0 &&
-                      delta_[VKDML_BIND_OUTPUT] % VKDML_VECTOR_BYTES == 0;
+    const UINT align = step.wide.align ? step.wide.align : step.wide.unit;
+    const bool wide = step.hasWide && delta_[src] % align == 0 &&
+                      delta_[VKDML_BIND_OUTPUT] % align == 0 &&
+                      delta_[VKDML_BIND_INDICES] % step.wide.indexAlign == 0;
     if (!first) Barrier(cmd, compute, readWrite, compute, readWrite);
     first = false;
     Dispatch(cmd, wide ? step.wide : step.plain, src);
