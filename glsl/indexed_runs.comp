@@ -10,7 +10,7 @@
 // VECTOR: the run is GatherElements- or ScatterElements-shaped (one index component per element,
 // IndicesTensor and the direct side contiguous along it) and kernel choice has aligned it
 // (lib/kernels.cpp): kStep elements at a time, their indices and their direct side moved as
-// uvec4s, only the indexed side one element at a time.
+// u64vec4s, only the indexed side one element at a time.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "elem.glsl"
@@ -60,81 +60,92 @@ void copy(uint direct, uint indexed) {
 }
 
 #if VECTOR
-// A step: kStep elements, kStep * ELEM bytes of the direct side (kDirect uvec4s) and kStep
-// indices (kIndex uvec4s). The plain indices views (index.glsl) and the direct side's T views go
-// unused.
-const uint kStep = 16u / ELEM > 8u ? 16u / ELEM : 8u;
-const uint kDirect = kStep * ELEM / 16u;
-const uint kIndex = kStep * (INDEX64 + 1) / 4;
+// A step: kStep elements, whose indices (kIndexWords 32-bit words) and direct side (kDirectWords)
+// move as u64vec4s (shaderInt64): 32 bytes an access. The plain views of IndicesTensor
+// (index.glsl) and of the direct side go unused.
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+const uint kStep = 32u / ELEM > 8u ? 32u / ELEM : 8u;
+const uint kDirectWords = kStep * ELEM / 4u;
+const uint kIndexWords = kStep * (INDEX64 + 1);
 layout(std430, set = 0, binding = VKDML_BIND_INDICES) restrict readonly buffer IndexVectors {
-  uvec4 indexVectors[];
+  u64vec4 indexVectors[];
 };
 #if SCATTER
 layout(std430, set = 0, binding = VKDML_BIND_UPDATES) restrict readonly buffer DirectVectors {
-  uvec4 directVectors[];
+  u64vec4 directVectors[];
 };
 #else
 layout(std430, set = 0, binding = VKDML_BIND_OUTPUT) restrict writeonly buffer DirectVectors {
-  uvec4 directVectors[];
+  u64vec4 directVectors[];
 };
 #endif
 
-// Element c of a step's direct side, held as uvec4s, in registers (V). c is a constant once the
-// loops unroll, and so are the array indices.
-V getElement(uvec4 d[kDirect], uint c) {
+// Word w (of 8) of a vector; the vector of words w, w + 1, ... of an array. Every index is a
+// constant once the loops unroll.
+uint wordOf(u64vec4 v, uint w) { return unpackUint2x32(v[w / 2u])[w % 2u]; }
+
+// Element c of a step's direct side (as words), in registers (V).
+V getElement(uint d[kDirectWords], uint c) {
 #if ELEM == 8
-  return c % 2u == 0u ? d[c / 2u].xy : d[c / 2u].zw;
+  return uvec2(d[2u * c], d[2u * c + 1u]);
 #elif ELEM == 4
-  return d[c / 4u][c % 4u];
+  return d[c];
 #else
   const uint per = 4u / ELEM, bits = 8u * ELEM;
-  return bitfieldExtract(d[c / (4u * per)][(c / per) % 4u], int(bits * (c % per)), int(bits));
+  return bitfieldExtract(d[c / per], int(bits * (c % per)), int(bits));
 #endif
 }
 
-void setElement(inout uvec4 d[kDirect], uint c, V v) {
+void setElement(inout uint d[kDirectWords], uint c, V v) {
 #if ELEM == 8
-  if (c % 2u == 0u)
-    d[c / 2u].xy = v;
-  else
-    d[c / 2u].zw = v;
+  d[2u * c] = v.x;
+  d[2u * c + 1u] = v.y;
 #elif ELEM == 4
-  d[c / 4u][c % 4u] = v;
+  d[c] = v;
 #else
   const uint per = 4u / ELEM, bits = 8u * ELEM;
-  d[c / (4u * per)][(c / per) % 4u] = bitfieldInsert(d[c / (4u * per)][(c / per) % 4u], v,
-                                                     int(bits * (c % per)), int(bits));
+  d[c / per] = bitfieldInsert(d[c / per], v, int(bits * (c % per)), int(bits));
 #endif
 }
 
 // The step at `at` (its first element's offsets; `step` an element's).
 void vectorStep(uint p, uvec4 at, uvec4 step) {
-  uvec4 words[kIndex];
-  const uint first = (pc.indexBase + at.z) / (4 / (INDEX64 + 1));
-  [[unroll]] for (uint w = 0u; w < kIndex; ++w) words[w] = indexVectors[first + w];
+  uint words[kIndexWords];
+  const uint first = (pc.indexBase + at.z) * (INDEX64 + 1) / 8u;
+  [[unroll]] for (uint v = 0u; v < kIndexWords / 8u; ++v) {
+    const u64vec4 x = indexVectors[first + v];
+    [[unroll]] for (uint w = 0u; w < 8u; ++w) words[8u * v + w] = wordOf(x, w);
+  }
   uint indexed[kStep];
   [[unroll]] for (uint c = 0u; c < kStep; ++c) {
 #if INDEX64
-    const uvec2 v = uvec2(words[c / 2u][2u * (c % 2u)], words[c / 2u][2u * (c % 2u) + 1u]);
+    const uvec2 v = uvec2(words[2u * c], words[2u * c + 1u]);
 #else
-    const uint lo = words[c / 4u][c % 4u];
-    const uvec2 v = uvec2(lo, kSignedIndex && int(lo) < 0 ? 0xFFFFFFFFu : 0u);
+    const uvec2 v = uvec2(words[c], kSignedIndex && int(words[c]) < 0 ? 0xFFFFFFFFu : 0u);
 #endif
     indexed[c] = at.y + c * step.y +
                  clampIndex(v, VKDML_AT(plans[p].tupleSize, 0), at.w + c * step.w) *
                      VKDML_AT(plans[p].tupleStride, 0);
   }
-  uvec4 direct[kDirect];
+  uint direct[kDirectWords];
 #if SCATTER
-  const uint base = (pc.srcBase + at.x) / (16u / ELEM);
-  [[unroll]] for (uint w = 0u; w < kDirect; ++w) direct[w] = directVectors[base + w];
+  const uint base = (pc.srcBase + at.x) / (32u / ELEM);
+  [[unroll]] for (uint v = 0u; v < kDirectWords / 8u; ++v) {
+    const u64vec4 x = directVectors[base + v];
+    [[unroll]] for (uint w = 0u; w < 8u; ++w) direct[8u * v + w] = wordOf(x, w);
+  }
   [[unroll]] for (uint c = 0u; c < kStep; ++c)
     outputData[pc.dstBase + indexed[c]] = T(getElement(direct, c));
 #else
-  const uint base = (pc.dstBase + at.x) / (16u / ELEM);
+  const uint base = (pc.dstBase + at.x) / (32u / ELEM);
   [[unroll]] for (uint c = 0u; c < kStep; ++c)
     setElement(direct, c, V(inputData[pc.srcBase + indexed[c]]));
-  [[unroll]] for (uint w = 0u; w < kDirect; ++w) directVectors[base + w] = direct[w];
+  [[unroll]] for (uint v = 0u; v < kDirectWords / 8u; ++v) {
+    u64vec4 x;
+    [[unroll]] for (uint w = 0u; w < 4u; ++w)
+      x[w] = packUint2x32(uvec2(direct[8u * v + 2u * w], direct[8u * v + 2u * w + 1u]));
+    directVectors[base + v] = x;
+  }
 #endif
 }
 #endif

@@ -19,6 +19,7 @@ constexpr UINT kLinesUnroll = 4;
 // plan moves) at most, and at least while halving them to reach kMinRuns invocations.
 constexpr UINT kRunsGroup = 64;
 constexpr UINT kMaxRun = 256, kMinRun = 8, kMinRuns = 4096;
+constexpr UINT kRunVectorBytes = 32;  // its VECTOR steps' accesses: u64vec4
 
 // Elements each thread moves per step (indexed.comp's kUnroll): enough loads in flight to cover
 // memory latency; uvec4 elements need fewer (examples/bench/PERF_NOTES.md, v3 and v11). Work of
@@ -200,10 +201,10 @@ class Chooser {
 
   // CPU devices: glsl/indexed_runs.comp, an invocation per run of the plan's last dimension.
   // Its wide kernel, where the plan allows: GatherElements- and ScatterElements-shaped runs a
-  // uvec4 of the direct side at a time (VectorShaped), else the plan widened to u64vec4 (where
-  // the device has shaderInt64) or uvec4 elements. Runs are long enough to pay for their offsets,
-  // short enough to leave many invocations, and within the device's loop bound; a dispatch takes
-  // at most maxGroups workgroups, and the next one goes on from there.
+  // u64vec4 of indices and direct side at a time (VectorShaped; shaderInt64), else the plan
+  // widened to u64vec4 (shaderInt64) or uvec4 elements. Runs are long enough to pay for their
+  // offsets, short enough to leave many invocations, and within the device's loop bound; a dispatch
+  // takes at most maxGroups workgroups, and the next one goes on from there.
   Result Runs(const Pass& pass, Plan plan) {
     if (plan.rank == 0) plan.AddDim(1, 0, 0, 0, 0);
     Plan striped;
@@ -250,7 +251,7 @@ class Chooser {
     VKDML_TRY(make("runs_", plan, elemSize_, run * per, &plain));
     if (vector) {
       VKDML_TRY(make("runs_vec_", plan, elemSize_, run, &wider));
-      wider.align = wider.indexAlign = VKDML_VECTOR_BYTES;
+      wider.align = wider.indexAlign = kRunVectorBytes;
     } else if (wideBytes) {
       VKDML_TRY(make("runs_", wide, wideBytes, run, &wider));
     }
@@ -271,20 +272,20 @@ class Chooser {
   }
 
   // glsl/indexed_runs.comp's VECTOR steps: elements a step moves (its kStep).
-  UINT VectorStep() const { return std::max(VKDML_VECTOR_BYTES / elemSize_, 8u); }
+  UINT VectorStep() const { return std::max(kRunVectorBytes / elemSize_, 8u); }
 
-  // Whether the plan's runs can go a step at a time (glsl/indexed_runs.comp, VECTOR): one index
-  // component per element, IndicesTensor and the direct side contiguous along the last
-  // dimension, lines of whole steps, and every step's indices and direct side starting on a
-  // uvec4 (the bindings' offsets too: Kernel::align, indexAlign).
+  // Whether the plan's runs can go a step at a time (glsl/indexed_runs.comp, VECTOR): 64-bit
+  // integers on the device, one index component per element, IndicesTensor and the direct side
+  // contiguous along the last dimension, lines of whole steps, and every step's indices and
+  // direct side starting on a u64vec4 (the bindings' offsets too: Kernel::align, indexAlign).
   bool VectorShaped(const Plan& plan) const {
     const UINT last = plan.rank - 1;
-    if (elemSize_ > 8 || plan.tuple != 1 || plan.direct[last] != 1 || plan.indices[last] != 1 ||
-        plan.sizes[last] % VectorStep())
+    if (!device_.int64 || elemSize_ > 8 || plan.tuple != 1 || plan.direct[last] != 1 ||
+        plan.indices[last] != 1 || plan.sizes[last] % VectorStep())
       return false;
     for (UINT d = 0; d < last; ++d)
-      if (plan.direct[d] % (VKDML_VECTOR_BYTES / elemSize_) ||
-          plan.indices[d] % (VKDML_VECTOR_BYTES / indexSize_))
+      if (plan.direct[d] % (kRunVectorBytes / elemSize_) ||
+          plan.indices[d] % (kRunVectorBytes / indexSize_))
         return false;
     return true;
   }

@@ -284,8 +284,8 @@ KernelSet Choose(OpSpec spec, const DeviceTraits& device, UINT flags = 0) {
 }  // namespace
 
 // CPU devices take glsl/indexed_runs.comp: slices moved in u64vec4s (uvec4s without shaderInt64),
-// GatherElements and ScatterElements lines a uvec4 step at a time where they line up, each
-// element alone where they do not; the mark pass and forced line kernels stay the GPU's.
+// GatherElements and ScatterElements lines a u64vec4 step at a time where they line up (and the
+// device has shaderInt64), each element alone where they do not; the mark pass stays the GPU's.
 TEST_CASE("Kernels: CPU devices' runs", "[kernels]") {
   const DML_TENSOR_DATA_TYPE f32 = DML_TENSOR_DATA_TYPE_FLOAT32, u8 = DML_TENSOR_DATA_TYPE_UINT8,
                              i32 = DML_TENSOR_DATA_TYPE_INT32, i64 = DML_TENSOR_DATA_TYPE_INT64;
@@ -326,15 +326,22 @@ TEST_CASE("Kernels: CPU devices' runs", "[kernels]") {
        true,
        {"runs_gather_e4_i64"},
        {"runs_vec_gather_e4_i64"},
-       16,
-       16},
+       32,
+       32},
+      {"GatherElements without int64",
+       OpSpec::GatherElements(t(f32, {8, 64}), t(i64, {8, 64}), t(f32, {8, 64}), 1),
+       false,
+       {"runs_gather_e4_i64"},
+       {""},
+       0,
+       1},
       {"GatherElements, outer axis (striped)",
        OpSpec::GatherElements(t(u8, {8, 256}), t(i32, {8, 256}), t(u8, {8, 256}), 0),
        true,
        {"runs_gather_e1_i32"},
        {"runs_vec_gather_e1_i32"},
-       16,
-       16},
+       32,
+       32},
       {"GatherElements, lines of 60",
        OpSpec::GatherElements(t(f32, {8, 60}), t(i64, {8, 60}), t(f32, {8, 60}), 1),
        true,
@@ -342,8 +349,8 @@ TEST_CASE("Kernels: CPU devices' runs", "[kernels]") {
        {""},
        0,
        1},
-      {"GatherElements, lines 66 elements apart",
-       OpSpec::GatherElements(t(f32, {8, 64}), t(i64, {8, 64}), t(f32, {8, 64}, {66, 1}), 1),
+      {"GatherElements, lines 68 elements apart",
+       OpSpec::GatherElements(t(f32, {8, 64}), t(i64, {8, 64}), t(f32, {8, 64}, {68, 1}), 1),
        true,
        {"runs_gather_e4_i64"},
        {""},
@@ -355,8 +362,8 @@ TEST_CASE("Kernels: CPU devices' runs", "[kernels]") {
        true,
        {"runs_gather_e4_i32", "runs_scatter_e4_i32"},
        {"runs_gather_e32_i32", "runs_vec_scatter_e4_i32"},
-       16,
-       16},
+       32,
+       32},
       {"ScatterND",
        OpSpec::ScatterND(t(f32, {64, 256}), t(i64, {16, 1}), t(f32, {16, 256}), t(f32, {64, 256}),
                          2, 2),

@@ -919,12 +919,12 @@ TEST_CASE_METHOD(Fixture, "GatherElements on an outer axis, wide rows (striped w
   }
 }
 
-// GatherElements and ScatterElements on lines that CPU devices' kernels move a uvec4 step at a
-// time (glsl/indexed_runs.comp, VECTOR; lib/kernels.cpp: VectorShaped): lines of whole steps
-// (16 elements), packed or padded by whole uvec4s, bindings at 16-byte offsets, along the last
+// GatherElements and ScatterElements on lines that CPU devices' kernels move a u64vec4 step at
+// a time (glsl/indexed_runs.comp, VECTOR; lib/kernels.cpp: VectorShaped): lines of whole steps
+// (32 elements), packed or padded by whole u64vec4s, bindings at 32-byte offsets, along the last
 // axis or (gathers: striped) an outer one; with every type, duplicates, in place, checked mode,
 // and dispatches capped at one workgroup. A share of the cases misses one condition (a pad or
-// an offset off the uvec4) and goes an element at a time instead.
+// an offset off the u64vec4) and goes an element at a time instead.
 TEST_CASE_METHOD(Fixture, "Random GatherElements and ScatterElements on aligned lines",
                  "[random][gather_elements][scatter_elements]") {
   const uint64_t base = BaseSeed();
@@ -941,15 +941,15 @@ TEST_CASE_METHOD(Fixture, "Random GatherElements and ScatterElements on aligned 
     const UINT axis = rng.P(0.6) ? last : rng.Ui(0, D - 2);
     std::vector<UINT> inSizes(D), idxSizes;
     for (UINT& s : inSizes) s = rng.Ui(1, 4);
-    inSizes[last] = 16 * rng.Ui(1, axis == last ? 12 : 40);
+    inSizes[last] = 32 * rng.Ui(1, axis == last ? 8 : 20);
     if (axis != last) inSizes[axis] = rng.Ui(1, 9);
     idxSizes = inSizes;
     const UINT n = inSizes[axis];
     if (axis == last)  // a whole number of steps of updates (or output elements) per line
-      idxSizes[last] = 16 * rng.Ui(1, unique && scatter ? n / 16 : 8);
+      idxSizes[last] = 32 * rng.Ui(1, unique && scatter ? n / 32 : 4);
     else
       idxSizes[axis] = rng.Ui(1, unique && scatter ? n : 5);
-    // Strides: packed, or each line padded by whole uvec4s of any element (or, now and then, by
+    // Strides: packed, or each line padded by whole u64vec4s of any element (or, now and then, by
     // one element).
     const auto strides = [&](const std::vector<UINT>& sizes) {
       if (rng.P(0.4)) return std::vector<UINT>{};
@@ -958,7 +958,7 @@ TEST_CASE_METHOD(Fixture, "Random GatherElements and ScatterElements on aligned 
       for (UINT d = D; d-- > 0;) {
         st[d] = UINT(cur);
         cur *= sizes[d];
-        if (d == last) cur += rng.P(0.15) ? 1 : 16 * rng.U(0, 2);
+        if (d == last) cur += rng.P(0.15) ? 1 : 32 * rng.U(0, 2);
       }
       return st;
     };
@@ -991,8 +991,8 @@ TEST_CASE_METHOD(Fixture, "Random GatherElements and ScatterElements on aligned 
       c.inputs = {RandomBytes(rng, in.Total()), indices};
     }
     c.opts = RandomOptions(rng, c.spec, !inPlace);
-    for (UINT64& offset : c.opts.offsets)  // mostly on a uvec4, for the vector runs
-      if (rng.P(0.85)) offset = offset / 16 * 16;
+    for (UINT64& offset : c.opts.offsets)  // mostly on a u64vec4, for the vector runs
+      if (rng.P(0.85)) offset = offset / 32 * 32;
     for (TensorDesc& t : c.spec.tensors) t.buf.GuaranteedBaseOffsetAlignment = 0;
     if (inPlace) MakeInPlace(&c);
     const bool fewGroups = rng.P(0.2);
