@@ -16,9 +16,12 @@ constexpr UINT kMaxGroups = 65535;  // per dispatch; grid-stride loops cover the
 constexpr UINT64 kMaxLineBytes = 48 << 10;
 constexpr UINT kLinesUnroll = 4;
 // glsl/indexed_runs.comp (CPU devices): threads in a workgroup; a run's elements (the widest the
-// plan moves) at most, and at least while halving them to reach kMinRuns invocations.
+// plan moves) at most, and at least while halving them to reach kMinRuns invocations, so long as
+// each workgroup keeps kMinGroupElements elements: waking another CPU thread for less costs more
+// than it saves (examples/bench/PERF_NOTES.md, v33).
 constexpr UINT kRunsGroup = 64;
 constexpr UINT kMaxRun = 256, kMinRun = 8, kMinRuns = 4096;
+constexpr UINT64 kMinGroupElements = 8192;
 constexpr UINT kRunVectorBytes = 32;  // its VECTOR steps' accesses: u64vec4
 
 // Elements each thread moves per step (indexed.comp's kUnroll): enough loads in flight to cover
@@ -223,10 +226,11 @@ class Chooser {
     // In the widest elements; halved from kMaxRun while that leaves too few invocations.
     UINT run =
         UINT(std::min<UINT64>({length, kMaxRun, std::max<UINT64>(1, device_.maxLoop / per)}));
-    while (run / 2 >= std::max(kMinRun, step) && (run / 2) % step == 0 &&
-           UINT64(lines) * ((length + run - 1) / run) < kMinRuns)
+    const auto runs = [&](UINT r) { return UINT64(lines) * ((length + r - 1) / r); };
+    const auto groups = [&](UINT r) { return (runs(r) + kRunsGroup - 1) / kRunsGroup; };
+    while (run / 2 >= std::max(kMinRun, step) && (run / 2) % step == 0 && runs(run) < kMinRuns &&
+           plan.count / groups(run / 2) >= kMinGroupElements)
       run /= 2;
-    const UINT64 runs = UINT64(lines) * ((length + run - 1) / run);
 
     const char* kind = pass.kind == Pass::Kind::Gather ? "gather" : "scatter";
     const bool indexed = plan.indices[last] != 0 && (plan.tuple > 0 || pass.maskSkip);
@@ -256,7 +260,7 @@ class Chooser {
       VKDML_TRY(make("runs_", wide, wideBytes, run, &wider));
     }
     const UINT64 perDispatch = UINT64(device_.maxGroups) * kRunsGroup;
-    for (UINT64 begin = 0; begin < runs; begin += perDispatch) {
+    for (UINT64 begin = 0; begin < runs(run); begin += perDispatch) {
       Step s;
       s.kind = pass.kind;
       s.skipInPlace = pass.skipInPlace;
@@ -264,7 +268,7 @@ class Chooser {
       s.hasWide = vector || wideBytes;
       s.wide = wider;
       s.plain.begin = s.wide.begin = UINT(begin);
-      const UINT64 n = std::min<UINT64>(perDispatch, runs - begin);
+      const UINT64 n = std::min<UINT64>(perDispatch, runs(run) - begin);
       s.plain.groups = s.wide.groups = Groups((n + kRunsGroup - 1) / kRunsGroup, device_.maxGroups);
       set_.steps.push_back(s);
     }

@@ -437,3 +437,22 @@ TEST_CASE("Kernels: CPU devices' runs within the loop bound and the workgroup ca
     }
   }
 }
+
+// Small work goes to one workgroup, whose long runs cost less than waking a second CPU thread
+// (a 64 x 64 GatherElements: PERF_NOTES.md, v33); larger work is cut into enough runs to keep
+// every thread busy.
+TEST_CASE("Kernels: CPU devices' runs for small and large work", "[kernels]") {
+  const DML_TENSOR_DATA_TYPE f32 = DML_TENSOR_DATA_TYPE_FLOAT32, i64 = DML_TENSOR_DATA_TYPE_INT64;
+  const struct {
+    UINT side, run, groups;
+  } expectations[] = {{64, 64, 1}, {128, 128, 2}, {512, 128, 32}, {1024, 256, 64}};
+  for (const auto& e : expectations) {
+    INFO("GatherElements " << e.side << " x " << e.side);
+    const TensorDesc t(f32, {e.side, e.side}), ix(i64, {e.side, e.side});
+    const KernelSet set = Choose(OpSpec::GatherElements(t, ix, t, 1), CpuDevice());
+    REQUIRE(set.steps.size() == 1);
+    CHECK(set.steps[0].wide.module == "runs_vec_gather_e4_i64");
+    CHECK(set.steps[0].wide.spec[VKDML_SPEC_RUN] == e.run);
+    CHECK(set.steps[0].wide.groups == e.groups);
+  }
+}
