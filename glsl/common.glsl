@@ -25,6 +25,7 @@ layout(constant_id = VKDML_SPEC_ELEMENT_KIND) const uint kKind = VKDML_KIND_UNSI
 layout(constant_id = VKDML_SPEC_UNIT) const uint kUnit = 1;
 layout(constant_id = VKDML_SPEC_RUN) const uint kRun = 1;
 layout(constant_id = VKDML_SPEC_RUN_INDEXED) const bool kRunIndexed = false;
+layout(constant_id = VKDML_SPEC_RUN_LINES) const uint kLines = 1;
 
 // n / plans[p].sizes[d] as a multiply and shifts (lib/kernels.cpp: Magic).
 uint divideBySize(uint p, uint d, uint n) {

@@ -51,13 +51,50 @@ uint components(uint p, uint e, uint position) {
   return y;
 }
 
-void copy(uint direct, uint indexed) {
+// The element at offsets (direct, indexed): read from the source, written to the destination.
+V fetch(uint direct, uint indexed) {
 #if SCATTER
-  outputData[pc.dstBase + indexed] = updatesData[pc.srcBase + direct];
+  return V(updatesData[pc.srcBase + direct]);
 #else
-  outputData[pc.dstBase + direct] = inputData[pc.srcBase + indexed];
+  return V(inputData[pc.srcBase + indexed]);
 #endif
 }
+
+void put(uint direct, uint indexed, V v) {
+#if SCATTER
+  outputData[pc.dstBase + indexed] = T(v);
+#else
+  outputData[pc.dstBase + direct] = T(v);
+#endif
+}
+
+void copy(uint direct, uint indexed) { put(direct, indexed, fetch(direct, indexed)); }
+
+#if !VECTOR
+// kLines whole short lines an invocation, each sharing one index (GatherND's small slices):
+// their indices read first, then element by element their reads before their writes, so that the
+// lines' reads from memory wait together rather than one after the other.
+void lines(uint p) {
+  const uint first = pc.begin + gl_GlobalInvocationID.x * kLines, count = plans[p].count;
+  if (first >= count) return;
+  const uint last = kRank - 1u, n = plans[p].lineLength;
+  const uvec2 step = uvec2(VKDML_AT(plans[p].direct, last), VKDML_AT(plans[p].indexed, last));
+  uvec2 at[kLines];
+  bool skip[kLines];
+  [[unroll]] for (uint l = 0u; l < kLines; ++l) {
+    const uvec4 o = loopOffsets(p, last, min(first + l, count - 1u));
+    skip[l] = first + l >= count || masked(o.z);
+    at[l] = uvec2(o.x, o.y + components(p, o.z, o.w));
+  }
+  for (uint k = 0u; k < n; ++k) {
+    V v[kLines];
+    [[unroll]] for (uint l = 0u; l < kLines; ++l)
+      if (!skip[l]) v[l] = fetch(at[l].x + k * step.x, at[l].y + k * step.y);
+    [[unroll]] for (uint l = 0u; l < kLines; ++l)
+      if (!skip[l]) put(at[l].x + k * step.x, at[l].y + k * step.y, v[l]);
+  }
+}
+#endif
 
 #if VECTOR
 // A step: kStep elements, whose indices (kIndexWords 32-bit words) and direct side (kDirectWords)
@@ -151,11 +188,17 @@ void vectorStep(uint p, uvec4 at, uvec4 step) {
 #endif
 
 // The plan's last dimension counts runs (plans[p].sizes) of kRun elements of a line of
-// plans[p].lineLength elements; its strides are an element's. An invocation per run, from the
-// dispatch's first run pc.begin: no loop but the run's, which kernel choice keeps within the
-// device's loop bound (lib/kernels.h: maxLoop).
+// plans[p].lineLength elements; its strides are an element's. An invocation per run (or per
+// kLines runs of whole lines), from the dispatch's first run pc.begin: no loop but the run's,
+// which kernel choice keeps within the device's loop bound (lib/kernels.h: maxLoop).
 void main() {
   const uint p = pc.plan;
+#if !VECTOR
+  if (kLines > 1u) {
+    lines(p);
+    return;
+  }
+#endif
   const uint i = pc.begin + gl_GlobalInvocationID.x;
   if (i >= plans[p].count) return;
   const uint last = kRank - 1u;

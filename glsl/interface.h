@@ -54,7 +54,8 @@ struct uvec4 {
 #define VKDML_SPEC_RUN 12    // indexed_runs.comp: elements in a run (an invocation's loop)
 #define VKDML_SPEC_RUN_INDEXED \
   13  // indexed_runs.comp: bool, each element of a run has its own index (or mask bit)
-#define VKDML_SPEC_COUNT 14
+#define VKDML_SPEC_RUN_LINES 14  // indexed_runs.comp: whole lines (runs) an invocation moves
+#define VKDML_SPEC_COUNT 15
 
 #define VKDML_KIND_UNSIGNED 0
 #define VKDML_KIND_SIGNED 1

@@ -23,6 +23,9 @@ constexpr UINT kRunsGroup = 64;
 constexpr UINT kMaxRun = 256, kMinRun = 8, kMinRuns = 4096;
 constexpr UINT64 kMinGroupElements = 8192;
 constexpr UINT kRunVectorBytes = 32;  // its VECTOR steps' accesses: u64vec4
+// Lines of at most kShortLine (widest) elements that share one index go kRunLines to an
+// invocation, their reads from memory waiting together (PERF_NOTES.md, v34).
+constexpr UINT kShortLine = 8, kRunLines = 8;
 
 // Elements each thread moves per step (indexed.comp's kUnroll): enough loads in flight to cover
 // memory latency; uvec4 elements need fewer (examples/bench/PERF_NOTES.md, v3 and v11). Work of
@@ -234,6 +237,8 @@ class Chooser {
 
     const char* kind = pass.kind == Pass::Kind::Gather ? "gather" : "scatter";
     const bool indexed = plan.indices[last] != 0 && (plan.tuple > 0 || pass.maskSkip);
+    const UINT perInvocation =  // runs
+        !vector && !indexed && run == length && length <= kShortLine ? kRunLines : 1;
     const auto make = [&](const char* module, const Plan& p, UINT unit, UINT elements,
                           Kernel* k) -> Result {
       k->module = Str(module, kind, "_e", unit, IndexSuffix());
@@ -242,6 +247,7 @@ class Chooser {
       k->spec[VKDML_SPEC_RUN] = elements;
       k->spec[VKDML_SPEC_RUN_INDEXED] = indexed;
       k->spec[VKDML_SPEC_MASK_SKIP] = pass.maskSkip;
+      k->spec[VKDML_SPEC_RUN_LINES] = perInvocation;
       k->unit = unit;
       Plan r = p;  // its last dimension counts runs
       const UINT n = p.sizes[last];
@@ -259,7 +265,7 @@ class Chooser {
     } else if (wideBytes) {
       VKDML_TRY(make("runs_", wide, wideBytes, run, &wider));
     }
-    const UINT64 perDispatch = UINT64(device_.maxGroups) * kRunsGroup;
+    const UINT64 perDispatch = UINT64(device_.maxGroups) * kRunsGroup * perInvocation;  // runs
     for (UINT64 begin = 0; begin < runs(run); begin += perDispatch) {
       Step s;
       s.kind = pass.kind;
@@ -269,7 +275,8 @@ class Chooser {
       s.wide = wider;
       s.plain.begin = s.wide.begin = UINT(begin);
       const UINT64 n = std::min<UINT64>(perDispatch, runs(run) - begin);
-      s.plain.groups = s.wide.groups = Groups((n + kRunsGroup - 1) / kRunsGroup, device_.maxGroups);
+      const UINT64 group = UINT64(kRunsGroup) * perInvocation;
+      s.plain.groups = s.wide.groups = Groups((n + group - 1) / group, device_.maxGroups);
       set_.steps.push_back(s);
     }
     return {};

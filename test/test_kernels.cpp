@@ -456,3 +456,40 @@ TEST_CASE("Kernels: CPU devices' runs for small and large work", "[kernels]") {
     CHECK(set.steps[0].wide.groups == e.groups);
   }
 }
+
+// Short lines that each share one index (GatherND's small slices, ScatterND's) go kRunLines (8)
+// to an invocation, in both the plain and the wide kernel; with one workgroup per dispatch the
+// next dispatch goes on from the line where the last stopped (64 invocations of 8 lines).
+TEST_CASE("Kernels: CPU devices' short lines several to an invocation", "[kernels]") {
+  const DML_TENSOR_DATA_TYPE f32 = DML_TENSOR_DATA_TYPE_FLOAT32, i64 = DML_TENSOR_DATA_TYPE_INT64;
+  for (UINT maxGroups : {65535u, 1u}) {
+    INFO("maxGroups " << maxGroups);
+    DeviceTraits device = CpuDevice();
+    device.maxGroups = maxGroups;
+    const KernelSet set =
+        Choose(OpSpec::GatherND(TensorDesc(f32, {64, 64, 16}), TensorDesc(i64, {1, 1500, 2}),
+                                TensorDesc(f32, {1, 1500, 16}), 3, 2),
+               device);
+    REQUIRE(set.steps.size() == (maxGroups == 1 ? 3u : 1u));
+    for (size_t i = 0; i < set.steps.size(); ++i) {
+      const auto& step = set.steps[i];
+      CHECK(step.wide.module == "runs_gather_e32_i64");
+      CHECK(step.plain.spec[VKDML_SPEC_RUN_LINES] == 8);
+      CHECK(step.wide.spec[VKDML_SPEC_RUN_LINES] == 8);
+      CHECK(step.plain.begin == i * 512);
+      CHECK(step.plain.groups == (maxGroups == 1 ? 1u : 3u));
+    }
+    CHECK(set.plans[set.steps[0].wide.slot].count == 1500);
+  }
+  // Long lines (rows of 256 floats) and lines with an index per element take one run each.
+  const KernelSet rows =
+      Choose(OpSpec::GatherND(TensorDesc(f32, {64, 256}), TensorDesc(i64, {16, 1}),
+                              TensorDesc(f32, {16, 256}), 2, 2),
+             CpuDevice());
+  CHECK(rows.steps[0].wide.spec[VKDML_SPEC_RUN_LINES] == 1);
+  const KernelSet elements =
+      Choose(OpSpec::GatherElements(TensorDesc(f32, {64, 6}), TensorDesc(i64, {64, 6}),
+                                    TensorDesc(f32, {64, 6}), 1),
+             CpuDevice());
+  CHECK(elements.steps[0].plain.spec[VKDML_SPEC_RUN_LINES] == 1);
+}

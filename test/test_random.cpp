@@ -1007,6 +1007,51 @@ TEST_CASE_METHOD(Fixture, "Random GatherElements and ScatterElements on aligned 
   }
 }
 
+// GatherND and ScatterND with many short slices, the shape CPU devices move eight slices to an
+// invocation (lib/kernels.cpp: kRunLines), for each element size, in one dispatch and (one
+// workgroup per dispatch) across several that go on from the slice where the last stopped.
+TEST_CASE_METHOD(Fixture, "GatherND and ScatterND on many short slices",
+                 "[random][gather_nd][scatter_nd]") {
+  Rng rng(BaseSeed() ^ 0x1006);
+  const DML_TENSOR_DATA_TYPE types[] = {DML_TENSOR_DATA_TYPE_UINT8, DML_TENSOR_DATA_TYPE_FLOAT16,
+                                        DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_INT64};
+  for (int k = 0; k < 16; ++k) {
+    const DML_TENSOR_DATA_TYPE dt = types[k % 4];
+    const bool scatter = k % 8 >= 4, fewGroups = k >= 8;
+    if (!DeviceSupports(dt)) continue;
+    const DML_TENSOR_DATA_TYPE it =
+        rng.P(0.5) ? DML_TENSOR_DATA_TYPE_INT32 : DML_TENSOR_DATA_TYPE_INT64;
+    const UINT slice = rng.Pick(std::vector<UINT>{3, 16, 32}), tuples = 1500;
+    TensorDesc in(dt, {64, 64, slice}), ix(it, {1, tuples, 2});
+    IndexEncoder enc{it, 0.2, 0.01};
+    Case c;
+    if (scatter) {  // unique targets: a prefix of a permutation of the 4096 (row, column) pairs
+      std::vector<uint32_t> cells(64 * 64);
+      std::iota(cells.begin(), cells.end(), 0);
+      std::shuffle(cells.begin(), cells.end(), rng.g);
+      Bytes indices(ix.Total());
+      FillIndices(ix.Ref(), &indices, [&](const ref::Coord& co) {
+        const uint32_t cell = cells[co[1]];
+        return enc.Encode(rng, co[2] == 0 ? cell / 64 : cell % 64, 64);
+      });
+      TensorDesc upd(dt, {1, tuples, slice});
+      c.spec = OpSpec::ScatterND(in, ix, upd, in, 3, 2);
+      c.inputs = {RandomBytes(rng, in.Total()), indices, RandomBytes(rng, upd.Total())};
+    } else {
+      Bytes indices(ix.Total());
+      FillIndices(ix.Ref(), &indices,
+                  [&](const ref::Coord&) { return enc.Encode(rng, enc.Target(rng, 64), 64); });
+      c.spec = OpSpec::GatherND(in, ix, TensorDesc(dt, {1, tuples, slice}), 3, 2);
+      c.inputs = {RandomBytes(rng, in.Total()), indices};
+    }
+    c.opts.flags = rng.P(0.5) ? VKDML_EXECUTION_FLAG_CHECK_INDICES : 0;
+    INFO(DataTypeName(dt) << (scatter ? " ScatterND" : " GatherND") << ", slices of " << slice
+                          << (fewGroups ? ", VKDML_MAX_GROUPS=1" : ""));
+    ScopedEnv groups("VKDML_MAX_GROUPS", fewGroups ? "1" : "");
+    RunCase(c);
+  }
+}
+
 // ----- The checked mode -----
 
 TEST_CASE_METHOD(Fixture, "Checked mode names the first offending index across workgroups",
