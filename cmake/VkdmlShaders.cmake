@@ -23,11 +23,13 @@ function(vkdml_shader var name source)
 endfunction()
 
 # vkdml_embed_spirv(OUT_CPP NAMESPACE HEADER SPV_FILES...): writes OUT_CPP defining
-# NAMESPACE::FindSpirv(name); HEADER (an include path) declares NAMESPACE::SpirvModule.
+# NAMESPACE::FindSpirv(name), and the file HEADER beside it, which declares that and
+# NAMESPACE::SpirvModule (include OUT_CPP's folder to use it).
 function(vkdml_embed_spirv out_cpp namespace header)
   string(REPLACE ";" "|" files "${ARGN}")  # one argument through add_custom_command
+  get_filename_component(dir "${out_cpp}" DIRECTORY)
   add_custom_command(
-    OUTPUT "${out_cpp}"
+    OUTPUT "${out_cpp}" "${dir}/${header}"
     COMMAND "${CMAKE_COMMAND}" -DOUT=${out_cpp} "-DSPV=${files}" -DNAMESPACE=${namespace}
             -DHEADER=${header}
             -P "${PROJECT_SOURCE_DIR}/cmake/EmbedSpirv.cmake"

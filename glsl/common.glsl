@@ -3,13 +3,22 @@
 #extension GL_GOOGLE_include_directive : require
 #include "interface.h"
 
+#ifndef LARGE
+#define LARGE 0  // 1: the large path's modules (interface.h: LargePush)
+#endif
+
 layout(std140, set = 0, binding = VKDML_BIND_PLANS) uniform Plans {
   PackedPlan plans[VKDML_PLAN_SLOTS];
 };
 layout(std430, set = 0, binding = VKDML_BIND_STATUS) restrict buffer Status {
   uint status[VKDML_STATUS_WORDS];
 };
+#if LARGE  // interface.h: LargePush; pc is its Push part, as for the other modules
+layout(push_constant) uniform PushConstants { LargePush lpc; };
+#define pc lpc.base
+#else
 layout(push_constant) uniform PushConstants { Push pc; };
+#endif
 
 // Each pipeline's specialization constants (interface.h says what each is), so loops over the
 // plan's dimensions and index components fully unroll.
@@ -26,6 +35,15 @@ layout(constant_id = VKDML_SPEC_UNIT) const uint kUnit = 1;
 layout(constant_id = VKDML_SPEC_RUN) const uint kRun = 1;
 layout(constant_id = VKDML_SPEC_RUN_INDEXED) const bool kRunIndexed = false;
 layout(constant_id = VKDML_SPEC_RUN_LINES) const uint kLines = 1;
+
+// The loop elements a dispatch of plans[p] walks: the plan's, or (LARGE) its chunk's.
+uint loopCount(uint p) {
+#if LARGE
+  return lpc.count;
+#else
+  return plans[p].count;
+#endif
+}
 
 // n / plans[p].sizes[d] as a multiply and shifts (lib/kernels.cpp: Magic).
 uint divideBySize(uint p, uint d, uint n) {

@@ -39,6 +39,58 @@ uint clampIndex(uvec2 v, uint n, uint position) {
   return result;
 }
 
+#if LARGE
+// 64-bit unsigned arithmetic on (low, high) words, for the indexed side's offsets.
+uvec2 wideProduct(uint a, uint b) {
+  uint high, low;
+  umulExtended(a, b, high, low);
+  return uvec2(low, high);
+}
+uvec2 wideSum(uvec2 a, uvec2 b) {
+  uint carry;
+  const uint low = uaddCarry(a.x, b.x, carry);
+  return uvec2(low, a.y + b.y + carry);
+}
+bool wideBelow(uvec2 a, uvec2 b) {
+  return a.y < b.y || (a.y == b.y && a.x < b.x);
+}
+
+// locate() on the large path (interface.h: LargePush): loop element i of this dispatch's chunk
+// is element lpc.start + i of the plan's loop. A chunk is a run of one dimension's coordinates
+// with the dimensions after it whole (lib/kernels.cpp: Large), so its coordinates are the
+// start's plus i's digits, with no carry, each below its size: 32 bits do. The direct side
+// and IndicesTensor are offsets from their windows, modulo 2^32 (each window holds what the chunk
+// touches); the indexed side's 64-bit offset is taken only where this dispatch owns it, else the
+// result's y is VKDML_NOT_OWNED.
+uvec3 locate(uint p, uint i) {
+  uint rest = i, direct = 0u, indices = 0u, position = 0u;
+  uvec2 indexed = uvec2(0u);
+  for (int d = int(kRank) - 1; d >= 0; --d) {
+    const uint size = VKDML_AT(plans[p].sizes, d);
+    uint digit = rest;
+    if (d > 0) {  // dimension 0 takes the rest
+      const uint q = divideBySize(p, uint(d), rest);
+      digit = rest - q * size;
+      rest = q;
+    }
+    const uint c = VKDML_AT(lpc.start, d) + digit;
+    direct += c * VKDML_AT(plans[p].direct, d);
+    indices += c * VKDML_AT(plans[p].indices, d);
+    position += c * VKDML_AT(plans[p].position, d);
+    indexed = wideSum(indexed, wideProduct(c, VKDML_AT(plans[p].indexed, d)));
+  }
+  indices -= lpc.indicesStart;
+  for (uint j = 0u; j < kTuple; ++j) {
+    const uint v = clampIndex(readIndex(indices + j * plans[p].componentStride),
+                              VKDML_AT(plans[p].tupleSize, j), position + j);
+    indexed = wideSum(indexed, wideProduct(v, VKDML_AT(plans[p].tupleStride, j)));
+  }
+  const bool owned = !wideBelow(indexed, uvec2(lpc.indexedOwn[0], lpc.indexedOwn[1])) &&
+                     wideBelow(indexed, uvec2(lpc.indexedEnd[0], lpc.indexedEnd[1]));
+  return uvec3(direct - lpc.directStart, owned ? indexed.x - lpc.indexedStart[0] : VKDML_NOT_OWNED,
+               indices);
+}
+#else
 // Offsets of loop element i of plans[p] on the direct and the indexed side (index components
 // applied), and in IndicesTensor (for a plan without index components: its mask slot).
 uvec3 locate(uint p, uint i) {
@@ -49,3 +101,4 @@ uvec3 locate(uint p, uint i) {
             VKDML_AT(plans[p].tupleStride, j);
   return at.xyz;
 }
+#endif

@@ -4,7 +4,8 @@
 // slices it overwrites, which its copy pass then skips); KEYS writes each element's indexed
 // offset (its target slot) and its loop index for the sort of a deterministic scatter. ELEM is the element size in bytes (1,
 // 2, 4, 8, or 16 for widened plans): the kernel moves bytes and never looks at data types.
-// INDEX64 selects 64-bit index loads.
+// INDEX64 selects 64-bit index loads. LARGE: the large path (interface.h: LargePush), where a
+// dispatch moves only the elements whose indexed side it owns.
 #extension GL_GOOGLE_include_directive : require
 #include "elem.glsl"
 
@@ -45,7 +46,7 @@ bool masked(uint slot) {
 
 void main() {
   const uint p = pc.plan;
-  const uint count = plans[p].count;
+  const uint count = loopCount(p);
   // Each workgroup copies tiles of kUnroll * VKDML_GROUP_SIZE consecutive elements (thread t
   // takes t, t + VKDML_GROUP_SIZE, ...), then strides over the grid: neighbouring elements stay
   // in one workgroup.
@@ -76,7 +77,8 @@ void main() {
       if (u < n) atomicOr(maskWords[at[u].y >> 5], 1u << (at[u].y & 31u));
 #else
     bool skip[kUnroll];
-    for (uint u = 0u; u < kUnroll; ++u) skip[u] = u >= n || masked(at[u].z);
+    for (uint u = 0u; u < kUnroll; ++u)
+      skip[u] = u >= n || masked(at[u].z) || (LARGE != 0 && at[u].y == VKDML_NOT_OWNED);
     V v[kUnroll];
     for (uint u = 0u; u < kUnroll; ++u)  // every load before any store: loads overlap
       if (!skip[u]) {

@@ -48,10 +48,12 @@ struct uvec4 {
 #define VKDML_SPEC_REDUCE 8        // a scatter's VKDML_REDUCE_FUNCTION
 #define VKDML_SPEC_ELEMENT_KIND 9  // what the element's bits are, for arithmetic: below
 #define VKDML_SPEC_UNIT \
-  10                         // scatter_ordered.comp: loop elements per update unit;
-                             // scatter_lines_ordered.comp: updates per line
-#define VKDML_SPEC_ITEMS 11  // scatter_lines_ordered.comp: a line's updates per thread
-#define VKDML_SPEC_RUN 12    // indexed_runs.comp: elements in a run (an invocation's loop)
+  10  // scatter_ordered.comp: loop elements per update unit;
+      // scatter_lines_ordered.comp: updates per line
+#define VKDML_SPEC_ITEMS \
+  11  // scatter_lines_ordered.comp: a line's updates per thread;
+      // scatter_ordered.comp: a unit's elements per thread
+#define VKDML_SPEC_RUN 12  // indexed_runs.comp: elements in a run (an invocation's loop)
 #define VKDML_SPEC_RUN_INDEXED \
   13  // indexed_runs.comp: bool, each element of a run has its own index (or mask bit)
 #define VKDML_SPEC_RUN_LINES 14  // indexed_runs.comp: whole lines (runs) an invocation moves
@@ -131,6 +133,26 @@ struct Push {
   uint end;        // indexed_runs.comp: begin is the dispatch's first run
 };
 
+// Push constants of the large path's dispatches (modules built with LARGE=1, for tensors past
+// the binding range or loops of 2^32 or more elements; lib/kernels.h: LargeDispatch). Each
+// dispatch walks a chunk of its plan's loop, from coordinates `start`, and sees each tensor
+// through a window: the loop-walked ones (gather: OutputTensor, scatter: UpdatesTensor, and
+// IndicesTensor) at element offsets modulo 2^32 from their window's start; the indexed one
+// (gather: InputTensor, scatter: OutputTensor; a copy's source) at 64-bit element offsets, of
+// which this dispatch takes only those in [indexedOwn, indexedEnd). 64-bit values are (low, high).
+struct LargePush {
+  uvec4 start[VKDML_DIM_VECS];  // the chunk's first loop coordinates
+  Push base;                    // its plan (the bases are 0, begin and end unused)
+  uint count;                   // loop elements of this dispatch's chunk
+  uint directStart;             // the direct side's window start, in its elements, modulo 2^32
+  uint indicesStart;            // IndicesTensor's
+  uint unused;
+  uint indexedStart[2];  // the indexed side's window start, in its elements
+  uint indexedOwn[2];    // the indexed elements this dispatch owns: [indexedOwn, indexedEnd)
+  uint indexedEnd[2];
+};
+#define VKDML_NOT_OWNED 0xFFFFFFFFu  // locate(): an indexed element another dispatch takes
+
 // Push constants of the sort's dispatches (glsl/radix_sort.comp), in place of Push. Offsets and
 // counts are in 32-bit words.
 struct SortPush {
@@ -163,6 +185,8 @@ static_assert(sizeof(PackedPlan) % 16 == 0 && sizeof(PackedPlan) == 16 + 9 * 32,
               "PackedPlan must keep std140's layout");
 static_assert(sizeof(Push) == 24, "Push must keep std430's layout");
 static_assert(sizeof(SortPush) == 32, "SortPush must keep std430's layout");
+static_assert(sizeof(LargePush) == 96 && sizeof(LargePush) <= 128,
+              "LargePush must keep std430's layout, within Vulkan's 128 bytes of push constants");
 }  // namespace vkdml::detail::shader
 #endif
 

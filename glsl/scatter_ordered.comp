@@ -2,11 +2,11 @@
 // A deterministic scatter's last step: the updates, sorted by target (radix_sort.comp), applied
 // to each target in the row-major order of IndicesTensor. An update unit is kUnit consecutive
 // loop elements of the scatter's plan (ScatterND: an index tuple's slice; ScatterElements: one
-// element), so loop element i = unit * kUnit + s. Thread (sorted position q, s) works only where
-// q starts a run of equal keys within [pc.begin, pc.end): it folds the run's updates there into
-// the target in order (without a reduction, the last one wins). A dispatch that begins inside a
-// run carries on from what the previous one left in the target. FLOAT64 computes 8-byte floats
-// (shaderFloat64).
+// element), so loop element i = unit * kUnit + s. The threads of sorted position q work only
+// where q starts a run of equal keys within [pc.begin, pc.end): each folds the run's updates of
+// its kPer elements into their targets in order (without a reduction, the last one wins). A
+// dispatch that begins inside a run carries on from what the previous one left in the target.
+// FLOAT64 computes 8-byte floats (shaderFloat64).
 #extension GL_GOOGLE_include_directive : require
 #include "elem.glsl"
 
@@ -27,33 +27,63 @@ layout(std430, set = 0, binding = VKDML_BIND_SORT_VALUES) restrict readonly buff
   uint sortValues[];
 };
 
-void applyRun(uint p, uint q, uint s, uint end) {
+layout(constant_id = VKDML_SPEC_ITEMS) const uint kPer = 1;  // a unit's elements per thread
+const uint kThreadsPerUnit = (kUnit + kPer - 1u) / kPer;
+
+// Thread t of the sorted unit at q takes elements t, t + kThreadsPerUnit, ... of it: a run's
+// loads of each step are independent, and neighbouring threads touch neighbouring elements.
+void applyRun(uint p, uint q, uint t, uint end) {
   const uint sorted = plans[p].sortedBase, key = sortKeys[sorted + q];
   if (q > pc.begin && sortKeys[sorted + q - 1u] == key) return;  // not the first of its run
-  uvec3 at = locate(p, sortValues[sorted + q] * kUnit + s);
-  const uint target = pc.dstBase + at.y;
+  uint target[kPer];
+  uvec3 at[kPer];
+  for (uint j = 0u; j < kPer; ++j)
+    if (t + j * kThreadsPerUnit < kUnit) {
+      at[j] = locate(p, sortValues[sorted + q] * kUnit + t + j * kThreadsPerUnit);
+      target[j] = pc.dstBase + at[j].y;
+    }
   if (kReduce == VKDML_REDUCE_NONE) {  // the run's last update wins
-    while (q + 1u < end && sortKeys[sorted + q + 1u] == key) ++q;
-    at = locate(p, sortValues[sorted + q] * kUnit + s);
-    outputData[target] = updatesData[pc.srcBase + at.x];
+    if (q + 1u < end && sortKeys[sorted + q + 1u] == key) {
+      while (q + 1u < end && sortKeys[sorted + q + 1u] == key) ++q;
+      for (uint j = 0u; j < kPer; ++j)
+        if (t + j * kThreadsPerUnit < kUnit)
+          at[j] = locate(p, sortValues[sorted + q] * kUnit + t + j * kThreadsPerUnit);
+    }
+    for (uint j = 0u; j < kPer; ++j)
+      if (t + j * kThreadsPerUnit < kUnit)
+        outputData[target[j]] = updatesData[pc.srcBase + at[j].x];
     return;
   }
-  V value = V(outputData[target]);
-  for (;;) {
-    value = reduceBits(value, V(updatesData[pc.srcBase + at.x]));
-    if (++q == end || sortKeys[sorted + q] != key) break;
-    at = locate(p, sortValues[sorted + q] * kUnit + s);
+  V value[kPer];
+  for (uint j = 0u; j < kPer; ++j)
+    if (t + j * kThreadsPerUnit < kUnit) value[j] = V(outputData[target[j]]);
+  // A loop with its exit at the top: lavapipe (Mesa 22.3) miscompiled the same steps written as
+  // for (;;) with a break between the loads and the next locate() calls.
+  bool more = true;
+  while (more) {
+    V update[kPer];  // every load of the step before any arithmetic: the loads overlap
+    for (uint j = 0u; j < kPer; ++j)
+      if (t + j * kThreadsPerUnit < kUnit) update[j] = V(updatesData[pc.srcBase + at[j].x]);
+    for (uint j = 0u; j < kPer; ++j)
+      if (t + j * kThreadsPerUnit < kUnit) value[j] = reduceBits(value[j], update[j]);
+    ++q;
+    more = q < end && sortKeys[sorted + q] == key;
+    if (more)
+      for (uint j = 0u; j < kPer; ++j)
+        if (t + j * kThreadsPerUnit < kUnit)
+          at[j] = locate(p, sortValues[sorted + q] * kUnit + t + j * kThreadsPerUnit);
   }
-  outputData[target] = T(value);
+  for (uint j = 0u; j < kPer; ++j)
+    if (t + j * kThreadsPerUnit < kUnit) outputData[target[j]] = T(value[j]);
 }
 
 void main() {
   const uint p = pc.plan;
-  const uint count = (pc.end - pc.begin) * kUnit;
+  const uint count = (pc.end - pc.begin) * kThreadsPerUnit;
   const uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
   for (uint i = gl_GlobalInvocationID.x; i < count;) {
-    const uint q = i / kUnit;
-    applyRun(p, pc.begin + q, i - q * kUnit, pc.end);
+    const uint q = i / kThreadsPerUnit;
+    applyRun(p, pc.begin + q, i - q * kThreadsPerUnit, pc.end);
     if (count - i <= step) break;  // no wrap-around past 2^32
     i += step;
   }

@@ -6,7 +6,8 @@
 // the 32-bit word that holds the element, so 1- and 2-byte elements need no narrow atomics.
 // 8-byte elements: with ATOMIC64 (shaderInt64, shaderBufferInt64Atomics) 64-bit atomics and
 // compare-and-swap; without, only integer ADD comes here, as two 32-bit adds with the carry.
-// FLOAT64 (shaderFloat64) computes 8-byte floats. Runs over the scatter's plan (lib/plan.h).
+// FLOAT64 (shaderFloat64) computes 8-byte floats. Runs over the scatter's plan (lib/plan.h);
+// LARGE: the large path (interface.h: LargePush), combining only the targets it owns.
 #extension GL_GOOGLE_include_directive : require
 #include "elem.glsl"
 #if FADD32
@@ -123,7 +124,7 @@ void combine(uint element, uvec2 u) {
 
 void main() {
   const uint p = pc.plan;
-  const uint count = plans[p].count;
+  const uint count = loopCount(p);
   const uint tile = kUnroll * gl_WorkGroupSize.x;
   const uint step = gl_NumWorkGroups.x * tile;
   uint base = gl_WorkGroupID.x * tile;
@@ -136,14 +137,14 @@ void main() {
     for (uint u = 0u; u < kUnroll; ++u) {  // every load before any atomic: loads overlap
       if (i < count) {
         const uvec3 at = locate(p, i);
-        target[u] = pc.dstBase + at.y;
+        target[u] = LARGE != 0 && at.y == VKDML_NOT_OWNED ? VKDML_NOT_OWNED : pc.dstBase + at.y;
         v[u] = V(updatesData[pc.srcBase + at.x]);
         n = u + 1u;
       }
       i = count - i <= inc ? count : i + inc;  // no wrap-around past 2^32
     }
     for (uint u = 0u; u < kUnroll; ++u)
-      if (u < n) combine(target[u], v[u]);
+      if (u < n && (LARGE == 0 || target[u] != VKDML_NOT_OWNED)) combine(target[u], v[u]);
     if (count - base <= step) break;
     base += step;
   }

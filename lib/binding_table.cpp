@@ -13,24 +13,46 @@ constexpr UINT64 kStatusBytes = VKDML_STATUS_WORDS * sizeof(uint32_t);
 }
 
 BindingTableImpl::~BindingTableImpl() {
+  device_->DrainIfLost();
   if (pool_) device_->Vk().vkDestroyDescriptorPool(device_->Handle(), pool_, nullptr);
+}
+
+// The kernels of the large path, each dispatched once per LargeDispatch with its own descriptor
+// set: every step's (plain, then wide), then checked mode's report.
+std::vector<const Kernel*> BindingTableImpl::LargeKernels() const {
+  std::vector<const Kernel*> kernels;
+  const KernelSet& k = op_->kernels;
+  if (!k.large) return kernels;
+  for (const Step& step : k.steps) {
+    kernels.push_back(&step.plain);
+    if (step.hasWide) kernels.push_back(&step.wide);
+  }
+  if (k.checked) kernels.push_back(&k.report);
+  return kernels;
 }
 
 Result BindingTableImpl::Init() {
   const auto& vk = device_->Vk();
-  VkDescriptorPoolSize sizes[] = {{VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, 1},
-                                  {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, VKDML_BINDING_COUNT - 1}};
+  size_t largeSets = 0;
+  for (const Kernel* k : LargeKernels()) largeSets += k->large.size();
+  const uint32_t sets = uint32_t(1 + largeSets);
+  VkDescriptorPoolSize sizes[] = {
+      {VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, sets},
+      {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, sets * (VKDML_BINDING_COUNT - 1)}};
   VkDescriptorPoolCreateInfo pci{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
-  pci.maxSets = 1;
+  pci.maxSets = sets;
   pci.poolSizeCount = 2;
   pci.pPoolSizes = sizes;
   VKDML_VK(vk.vkCreateDescriptorPool(device_->Handle(), &pci, nullptr, &pool_));
-  VkDescriptorSetLayout layout = device_->SetLayout();
+  std::vector<VkDescriptorSetLayout> layouts(sets, device_->SetLayout());
+  std::vector<VkDescriptorSet> all(sets);
   VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
   ai.descriptorPool = pool_;
-  ai.descriptorSetCount = 1;
-  ai.pSetLayouts = &layout;
-  VKDML_VK(vk.vkAllocateDescriptorSets(device_->Handle(), &ai, &set_));
+  ai.descriptorSetCount = sets;
+  ai.pSetLayouts = layouts.data();
+  VKDML_VK(vk.vkAllocateDescriptorSets(device_->Handle(), &ai, all.data()));
+  set_ = all[0];
+  largeSets_.assign(all.begin() + 1, all.end());
 
   // The table's own buffers, each bound whole: the checked-mode status (host visible), the
   // mask, and a deterministic scatter's sort scratch.
@@ -42,11 +64,12 @@ Result BindingTableImpl::Init() {
     UINT64 bytes;
     Buffer::Memory memory;
     std::unique_ptr<BufferImpl>* buffer;
-  } own[] = {{VKDML_BIND_STATUS, kStatusBytes, Buffer::Memory::HostVisible, &status_},
-             {VKDML_BIND_MASK, op_->op.maskWords * 4, Buffer::Memory::DeviceLocal, &mask_},
-             {VKDML_BIND_SORT_KEYS, k.sortWords * 4, Buffer::Memory::DeviceLocal, &sortKeys_},
-             {VKDML_BIND_SORT_VALUES, k.sortWords * 4, Buffer::Memory::DeviceLocal, &sortValues_},
-             {VKDML_BIND_SORT_COUNTS, k.countWords * 4, Buffer::Memory::DeviceLocal, &counts_}};
+  } own[] = {
+      {VKDML_BIND_STATUS, kStatusBytes, Buffer::Memory::HostVisible, &status_},
+      {VKDML_BIND_MASK, k.large ? 0 : op_->op.maskWords * 4, Buffer::Memory::DeviceLocal, &mask_},
+      {VKDML_BIND_SORT_KEYS, k.sortWords * 4, Buffer::Memory::DeviceLocal, &sortKeys_},
+      {VKDML_BIND_SORT_VALUES, k.sortWords * 4, Buffer::Memory::DeviceLocal, &sortValues_},
+      {VKDML_BIND_SORT_COUNTS, k.countWords * 4, Buffer::Memory::DeviceLocal, &counts_}};
   VkDescriptorBufferInfo infos[1 + std::size(own)];
   VkWriteDescriptorSet writes[1 + std::size(own)];
   infos[0] = {op_->plans->Handle(), 0, op_->plans->Size()};
@@ -64,17 +87,20 @@ Result BindingTableImpl::Init() {
     writes[n].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
     ++n;
   }
-  for (uint32_t i = 0; i < n; ++i) {
-    writes[i].dstSet = set_;
-    writes[i].descriptorCount = 1;
-    writes[i].pBufferInfo = &infos[i];
+  for (VkDescriptorSet set : all) {  // the same in every set
+    for (uint32_t i = 0; i < n; ++i) {
+      writes[i].dstSet = set;
+      writes[i].descriptorCount = 1;
+      writes[i].pBufferInfo = &infos[i];
+    }
+    vk.vkUpdateDescriptorSets(device_->Handle(), n, writes, 0, nullptr);
   }
-  vk.vkUpdateDescriptorSets(device_->Handle(), n, writes, 0, nullptr);
   std::memset(status_->Mapped(), 0xFF, kStatusBytes);
   return {};
 }
 
 Result BindingTableImpl::Bind(bool outputs, UINT count, const DML_BUFFER_BINDING* bindings) {
+  VKDML_TRY(device_->CheckNotLost());
   const auto& tensors = outputs ? op_->op.outputs : op_->op.inputs;
   const char* what = outputs ? "outputs" : "inputs";
   const char* call = outputs ? "BindOutputs" : "BindInputs";
@@ -121,7 +147,7 @@ Result BindingTableImpl::Bind(bool outputs, UINT count, const DML_BUFFER_BINDING
                   ", expected a multiple of 4: ", op_->op.name, " on ", DataTypeName(t.type),
                   " elements updates the 4-byte words that hold them (", t.field, ")");
     UINT64 base = b.Offset / align * align, delta = b.Offset - base;
-    if (delta + t.totalBytes > maxRange)
+    if (delta + t.totalBytes > maxRange && !op_->kernels.large)
       return Fail(Status::Unsupported, what, "[", i, "]: ", t.field, " spans ",
                   delta + t.totalBytes, " bytes from the aligned offset ", base,
                   ", more than this device's maxStorageBufferRange ", maxRange);
@@ -129,7 +155,7 @@ Result BindingTableImpl::Bind(bool outputs, UINT count, const DML_BUFFER_BINDING
                                  : (i == 0   ? VKDML_BIND_INPUT
                                     : i == 1 ? VKDML_BIND_INDICES
                                              : VKDML_BIND_UPDATES);
-    infos[n] = {b.Buffer, base, delta + t.totalBytes};
+    infos[n] = {b.Buffer, base, std::min(delta + t.totalBytes, maxRange)};
     writes[n] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
     writes[n].dstSet = set_;
     writes[n].dstBinding = binding;
@@ -152,7 +178,124 @@ Result BindingTableImpl::Bind(bool outputs, UINT count, const DML_BUFFER_BINDING
   device_->Vk().vkUpdateDescriptorSets(device_->Handle(), n, writes, 0, nullptr);
   (outputs ? outputs_ : inputs_).assign(bindings, bindings + count);
   (outputs ? outputsBound_ : inputsBound_) = true;
+  BindLarge(outputs);
   return {};
+}
+
+// ----- The large path -----
+
+const DML_BUFFER_BINDING* BindingTableImpl::Bound(UINT binding) const {
+  switch (binding) {
+    case VKDML_BIND_INPUT:
+      return &inputs_[0];
+    case VKDML_BIND_INDICES:
+      return &inputs_[1];
+    case VKDML_BIND_UPDATES:
+      return &inputs_[inputs_.size() > 2 ? 2 : 0];  // gathers give the slot their input
+    default:
+      return &outputs_[0];
+  }
+}
+
+const Tensor& BindingTableImpl::TensorAt(UINT binding) const {
+  const OperatorImpl& op = op_->op;
+  switch (binding) {
+    case VKDML_BIND_INPUT:
+      return op.inputs[0];
+    case VKDML_BIND_INDICES:
+      return op.inputs[1];
+    case VKDML_BIND_UPDATES:
+      return op.inputs[op.inputs.size() > 2 ? 2 : 0];
+    default:
+      return op.outputs[0];
+  }
+}
+
+// What dispatch d of kernel k touches of a binding: its direct side's chunk, IndicesTensor's, or
+// its indexed side's window; the start of a binding the kernel does not use (its descriptor must
+// still be valid).
+Span BindingTableImpl::SpanAt(const Kernel& k, const LargeDispatch& d, UINT binding) const {
+  if (binding == k.indexedBinding) return d.indexed;
+  if (binding == k.directBinding) return d.direct;
+  if (binding == VKDML_BIND_INDICES) return d.indices;
+  const UINT64 total = TensorAt(binding).totalBytes;
+  return {0, std::min(total, op_->kernels.maxRange - op_->kernels.rangeAlign)};
+}
+
+// A descriptor over the bytes `span` of a binding's tensor, its offset aligned down.
+VkDescriptorBufferInfo BindingTableImpl::Window(UINT binding, Span span) const {
+  const DML_BUFFER_BINDING& b = *Bound(binding);
+  const UINT64 align = op_->kernels.rangeAlign;
+  const UINT64 offset = (b.Offset + span.begin) / align * align;
+  return {b.Buffer, offset, b.Offset + span.end - offset};
+}
+
+// Where that descriptor starts, in `unit`-byte elements from the tensor's element 0 (negative
+// when it starts before it).
+int64_t BindingTableImpl::WindowStart(UINT binding, Span span, UINT unit) const {
+  return (int64_t(Window(binding, span).offset) - int64_t(Bound(binding)->Offset)) / unit;
+}
+
+void BindingTableImpl::BindLarge(bool outputs) {
+  const std::vector<UINT> bindings =
+      outputs ? std::vector<UINT>{VKDML_BIND_OUTPUT}
+              : std::vector<UINT>{VKDML_BIND_INPUT, VKDML_BIND_INDICES, VKDML_BIND_UPDATES};
+  std::vector<VkDescriptorBufferInfo> infos;
+  std::vector<VkWriteDescriptorSet> writes;
+  size_t set = 0;
+  for (const Kernel* k : LargeKernels())
+    for (const LargeDispatch& d : k->large) {
+      for (UINT binding : bindings) {
+        infos.push_back(Window(binding, SpanAt(*k, d, binding)));
+        VkWriteDescriptorSet w{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+        w.dstSet = largeSets_[set];
+        w.dstBinding = binding;
+        w.descriptorCount = 1;
+        w.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+        writes.push_back(w);
+      }
+      ++set;
+    }
+  for (size_t i = 0; i < writes.size(); ++i) writes[i].pBufferInfo = &infos[i];
+  if (!writes.empty())
+    device_->Vk().vkUpdateDescriptorSets(device_->Handle(), uint32_t(writes.size()), writes.data(),
+                                         0, nullptr);
+}
+
+void BindingTableImpl::DispatchLarge(VkCommandBuffer cmd, const Kernel& k, size_t firstSet) const {
+  const auto& vk = device_->Vk();
+  vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k.pipeline);
+  const UINT indexUnit = op_->op.Indices().elemSize;
+  for (size_t i = 0; i < k.large.size(); ++i) {
+    const LargeDispatch& d = k.large[i];
+    // The dispatches touch different bytes, but a window's descriptor, its offset aligned down,
+    // may also cover bytes that another dispatch writes: order them.
+    if (i > 0) {
+      const VkAccessFlags readWrite = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+      Barrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, readWrite,
+              VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, readWrite);
+    }
+    vk.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, device_->PipelineLayout(), 0, 1,
+                               &largeSets_[firstSet + i], 0, nullptr);
+    shader::LargePush push = {};
+    for (UINT dim = 0; dim < VKDML_MAX_DIMS; ++dim) VKDML_AT(push.start, dim) = d.start[dim];
+    push.base.plan = k.slot;
+    push.count = d.count;
+    if (k.directBinding) push.directStart = UINT(WindowStart(k.directBinding, d.direct, k.unit));
+    push.indicesStart = UINT(WindowStart(VKDML_BIND_INDICES, d.indices, indexUnit));
+    const uint64_t start = uint64_t(WindowStart(k.indexedBinding, d.indexed, k.indexedUnit));
+    const uint64_t own = d.indexed.begin / k.indexedUnit;
+    const uint64_t end = (d.indexed.end + k.indexedUnit - 1) / k.indexedUnit;
+    push.indexedStart[0] = UINT(start);
+    push.indexedStart[1] = UINT(start >> 32);
+    push.indexedOwn[0] = UINT(own);
+    push.indexedOwn[1] = UINT(own >> 32);
+    push.indexedEnd[0] = UINT(end);
+    push.indexedEnd[1] = UINT(end >> 32);
+    vk.vkCmdPushConstants(cmd, device_->PipelineLayout(), VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                          sizeof(push), &push);
+    vk.vkCmdDispatch(cmd, d.groups, 1, 1);
+  }
 }
 
 Result BindingTableImpl::BindInputs(UINT count, const DML_BUFFER_BINDING* bindings) {
@@ -216,27 +359,41 @@ Result BindingTableImpl::Record(VkCommandBuffer cmd) {
   const VkAccessFlags readWrite = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
   vk.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, device_->PipelineLayout(), 0, 1,
                              &set_, 0, nullptr);
-  const bool clearMask = op_->op.maskWords && !inPlace;
+  const bool clearMask = op_->op.maskWords && !inPlace && !op_->kernels.large;
   const KernelSet& kernels = op_->kernels;
   if (kernels.checked) vk.vkCmdFillBuffer(cmd, status_->Handle(), 0, kStatusBytes, 0xFFFFFFFFu);
   if (clearMask) vk.vkCmdFillBuffer(cmd, mask_->Handle(), 0, op_->op.maskWords * 4, 0);
   if (kernels.checked || clearMask)
     Barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, compute, readWrite);
   bool first = true;
+  size_t largeSet = 0;  // the first descriptor set of the next large kernel
   for (const Step& step : kernels.steps) {
-    if (step.skipInPlace && inPlace) continue;
     const UINT src = step.kind == Pass::Kind::Gather ? VKDML_BIND_INPUT : VKDML_BIND_UPDATES;
+    // Wide kernels where both sides (and for some, IndicesTensor) start on their alignment
+    // within their descriptors (on the large path, whose windows start on 16 bytes, within
+    // their buffers).
     const UINT align = step.wide.align ? step.wide.align : step.wide.unit;
-    const bool wide = step.hasWide && delta_[src] % align == 0 &&
-                      delta_[VKDML_BIND_OUTPUT] % align == 0 &&
-                      delta_[VKDML_BIND_INDICES] % step.wide.indexAlign == 0;
+    const bool wide =
+        step.hasWide &&
+        (kernels.large ? Bound(src)->Offset % align == 0 && outputs_[0].Offset % align == 0
+                       : delta_[src] % align == 0 && delta_[VKDML_BIND_OUTPUT] % align == 0 &&
+                             delta_[VKDML_BIND_INDICES] % step.wide.indexAlign == 0);
+    const size_t setOfChosen = largeSet + (wide ? step.plain.large.size() : 0);
+    largeSet += step.plain.large.size() + (step.hasWide ? step.wide.large.size() : 0);
+    if (step.skipInPlace && inPlace) continue;
     if (!first) Barrier(cmd, compute, readWrite, compute, readWrite);
     first = false;
-    Dispatch(cmd, wide ? step.wide : step.plain, src);
+    if (kernels.large)
+      DispatchLarge(cmd, wide ? step.wide : step.plain, setOfChosen);
+    else
+      Dispatch(cmd, wide ? step.wide : step.plain, src);
   }
   if (kernels.checked) {
     Barrier(cmd, compute, readWrite, compute, readWrite);
-    Dispatch(cmd, kernels.report, VKDML_BIND_INPUT);
+    if (kernels.large)
+      DispatchLarge(cmd, kernels.report, largeSet);
+    else
+      Dispatch(cmd, kernels.report, VKDML_BIND_INPUT);
     Barrier(cmd, compute, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
             VK_ACCESS_HOST_READ_BIT);
   }
@@ -263,6 +420,7 @@ void BindingTableImpl::Dispatch(VkCommandBuffer cmd, const Kernel& k, UINT src) 
 }
 
 Result BindingTableImpl::IndexStatus() {
+  VKDML_TRY(device_->CheckNotLost());
   if (!op_->kernels.checked) return {};
   uint32_t s[VKDML_STATUS_WORDS];
   std::memcpy(s, status_->Mapped(), sizeof(s));

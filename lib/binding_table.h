@@ -1,5 +1,6 @@
-// Binding tables: a descriptor set per table, the checks on each binding, the aliasing rule,
-// recording an operator's dispatches, and checked mode's report.
+// Binding tables: a descriptor set per table (on the large path, one per dispatch, each seeing
+// the tensors through its windows), the checks on each binding, the aliasing rule, recording an
+// operator's dispatches, and checked mode's report.
 #pragma once
 
 #include <memory>
@@ -28,13 +29,23 @@ class BindingTableImpl final : public BindingTable {
   void Barrier(VkCommandBuffer cmd, VkPipelineStageFlags src, VkAccessFlags srcAccess,
                VkPipelineStageFlags dst, VkAccessFlags dstAccess) const;
   void Dispatch(VkCommandBuffer cmd, const Kernel& k, UINT src) const;
+  // The large path (kernels.h: LargeDispatch).
+  std::vector<const Kernel*> LargeKernels() const;
+  void BindLarge(bool outputs);
+  void DispatchLarge(VkCommandBuffer cmd, const Kernel& k, size_t firstSet) const;
+  const DML_BUFFER_BINDING* Bound(UINT binding) const;
+  const Tensor& TensorAt(UINT binding) const;
+  Span SpanAt(const Kernel& k, const LargeDispatch& d, UINT binding) const;
+  VkDescriptorBufferInfo Window(UINT binding, Span span) const;
+  int64_t WindowStart(UINT binding, Span span, UINT unit) const;
 
   DeviceImpl* device_;
   std::shared_ptr<const CompiledState> op_;
   VkDescriptorPool pool_ = VK_NULL_HANDLE;
   VkDescriptorSet set_ = VK_NULL_HANDLE;
-  std::unique_ptr<BufferImpl> status_;  // checked mode: VKDML_STATUS_WORDS
-  std::unique_ptr<BufferImpl> mask_;    // ScatterND: the slices its scatter overwrites
+  std::vector<VkDescriptorSet> largeSets_;  // one per large dispatch, in LargeKernels() order
+  std::unique_ptr<BufferImpl> status_;      // checked mode: VKDML_STATUS_WORDS
+  std::unique_ptr<BufferImpl> mask_;        // ScatterND: the slices its scatter overwrites
   std::unique_ptr<BufferImpl> sortKeys_, sortValues_, counts_;  // a deterministic scatter's
   std::vector<DML_BUFFER_BINDING> inputs_, outputs_;
   bool inputsBound_ = false, outputsBound_ = false;

@@ -61,6 +61,7 @@ Result BufferImpl::Allocate(UINT64 size, Memory memory, bool gpuReads) {
 }
 
 BufferImpl::~BufferImpl() {
+  device_->DrainIfLost();
   const auto& vk = device_->Vk();
   if (buffer_) {
     device_->UntrackBuffer(buffer_);
@@ -79,6 +80,7 @@ Result BufferImpl::CheckRange(const char* what, UINT64 offset, UINT64 size,
 }
 
 Result BufferImpl::Write(UINT64 offset, const void* data, UINT64 size) {
+  VKDML_TRY(device_->CheckNotLost());
   VKDML_TRY(CheckRange("Write", offset, size, data));
   if (!mapped_) return Stage(offset, data, nullptr, size);
   std::memcpy(static_cast<char*>(mapped_) + offset, data, size);
@@ -86,6 +88,7 @@ Result BufferImpl::Write(UINT64 offset, const void* data, UINT64 size) {
 }
 
 Result BufferImpl::Read(UINT64 offset, void* data, UINT64 size) {
+  VKDML_TRY(device_->CheckNotLost());
   VKDML_TRY(CheckRange("Read", offset, size, data));
   if (!mapped_) return Stage(offset, nullptr, data, size);
   std::memcpy(data, static_cast<const char*>(mapped_) + offset, size);

@@ -39,12 +39,14 @@ Result CompileOperator(DeviceImpl& device, const Operator& op, UINT flags,
   Kernel& report = c->kernels.report;
   if (c->kernels.checked) VKDML_TRY(device.Pipeline(report.module, report.spec, &report.pipeline));
 
-  // In device memory: every dispatch reads it first, and a read from host memory crosses the bus.
+  // In device memory the host maps (gpuReads): every dispatch reads it first, and a read from
+  // host memory crosses the bus (where no such memory is left, host memory it is). Written by
+  // the host, not staged: compiling never submits, so it never touches the queue.
   const auto& plans = c->kernels.plans;
   const UINT64 planBytes = plans.size() * sizeof(plans[0]);
-  VKDML_TRY(device.CreateInternalBuffer(
-      planBytes, VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
-      Buffer::Memory::DeviceLocal, &c->plans));
+  VKDML_TRY(device.CreateInternalBuffer(planBytes, VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT,
+                                        Buffer::Memory::HostVisible, &c->plans,
+                                        /*gpuReads=*/true));
   VKDML_TRY(c->plans->Write(0, plans.data(), planBytes));
   auto compiled = std::make_unique<CompiledOperatorImpl>();
   compiled->state = std::move(c);

@@ -1,8 +1,10 @@
 #include "device.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -47,34 +49,90 @@ const char* VkResultName(VkResult r) {
       return "VK_ERROR_TOO_MANY_OBJECTS";
     case VK_ERROR_OUT_OF_POOL_MEMORY:
       return "VK_ERROR_OUT_OF_POOL_MEMORY";
+    case VK_ERROR_FRAGMENTED_POOL:
+      return "VK_ERROR_FRAGMENTED_POOL";
+    case VK_ERROR_FRAGMENTATION:
+      return "VK_ERROR_FRAGMENTATION";
+    case VK_ERROR_UNKNOWN:
+      return "VK_ERROR_UNKNOWN";
+    case VK_INCOMPLETE:
+      return "VK_INCOMPLETE";
     default:
-      return "VkResult error";
+      return "an unknown VkResult";
   }
+}
+
+Result VkFailure(VkResult r, const char* call) {
+  // The first identifier "vk..." in the call's text is the function called ("vk_.vkCreateBuffer(
+  // dev, ...)" names vkCreateBuffer); text without one is the function's name already.
+  std::string text = call, name = text;
+  for (size_t i = 0; i + 2 < text.size(); ++i) {
+    const bool start =
+        i == 0 || !(std::isalnum(static_cast<unsigned char>(text[i - 1])) || text[i - 1] == '_');
+    if (!start || text.compare(i, 2, "vk") != 0 ||
+        !std::isupper(static_cast<unsigned char>(text[i + 2])))
+      continue;
+    size_t end = i;
+    while (end < text.size() &&
+           (std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_'))
+      ++end;
+    name = text.substr(i, end - i);
+    break;
+  }
+  const Status status = r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY
+                            ? Status::OutOfMemory
+                            : Status::DeviceError;
+  if (std::strcmp(VkResultName(r), "an unknown VkResult") == 0)
+    return Fail(status, name, " failed: VkResult ", int(r));
+  return Fail(status, name, " failed: ", VkResultName(r));
 }
 
 namespace {
 
+// volk's globals (the loader's entry points and the last instance's) are shared by every
+// CreateDevice and EnumerateDevices: each holds this lock from start to end. A Device keeps the
+// instance- and device-level functions it needs later, and uses no global afterwards.
 std::mutex gVolkMutex;
+PFN_vkGetInstanceProcAddr gLoaderGetInstanceProcAddr = nullptr;  // the system loader's, once found
 
-// Loads the Vulkan loader once (or adopts the caller's vkGetInstanceProcAddr).
+// Points volk at the system loader (opened once) or at the caller's vkGetInstanceProcAddr.
+// gVolkMutex held.
 Result LoadVulkan(PFN_vkGetInstanceProcAddr custom) {
-  std::lock_guard<std::mutex> lock(gVolkMutex);
   if (custom) {
     volkInitializeCustom(custom);
     return {};
   }
-  static VkResult loaded = volkInitialize();
-  if (loaded != VK_SUCCESS)
+  if (gLoaderGetInstanceProcAddr) {
+    volkInitializeCustom(gLoaderGetInstanceProcAddr);
+    return {};
+  }
+  if (volkInitialize() != VK_SUCCESS)
     return Fail(Status::DeviceError,
-                "no Vulkan loader found (libvulkan.so.1): install libvulkan1 and a driver, e.g. "
-                "mesa-vulkan-drivers");
+                "no Vulkan loader found (libvulkan.so.1): install libvulkan1 and a Vulkan driver "
+                "(mesa-vulkan-drivers, or your GPU's)");
+  gLoaderGetInstanceProcAddr = vkGetInstanceProcAddr;
   return {};
 }
 
 // Instance-level entry points come from volk's globals; load them for this instance.
+// gVolkMutex held.
 void LoadInstance(VkInstance instance) {
-  std::lock_guard<std::mutex> lock(gVolkMutex);
   volkLoadInstanceOnly(instance);
+}
+
+// vkCreateInstance's failures that mean something is not installed, as what to install.
+Result InstanceFailed(VkResult r) {
+  if (r == VK_ERROR_INCOMPATIBLE_DRIVER) {
+    std::string chosen;  // the variables that restrict the loader to some drivers
+    for (const char* var : {"VK_DRIVER_FILES", "VK_ICD_FILENAMES"})
+      if (const char* v = std::getenv(var); v && *v) chosen += Str("; ", var, " is ", v);
+    return Fail(Status::DeviceError,
+                "no Vulkan driver found (vkCreateInstance: VK_ERROR_INCOMPATIBLE_DRIVER", chosen,
+                "): install mesa-vulkan-drivers (lavapipe on the CPU, AMD, Intel) or your GPU's "
+                "Vulkan driver (NVIDIA: nvidia-vulkan-icd)");
+  }
+  return Fail(r == VK_ERROR_OUT_OF_HOST_MEMORY ? Status::OutOfMemory : Status::DeviceError,
+              "vkCreateInstance failed: ", VkResultName(r));
 }
 
 bool HasExtension(const std::vector<VkExtensionProperties>& list, const char* name) {
@@ -83,18 +141,19 @@ bool HasExtension(const std::vector<VkExtensionProperties>& list, const char* na
   return false;
 }
 
-std::vector<VkExtensionProperties> DeviceExtensions(VkPhysicalDevice pd) {
+Result DeviceExtensions(VkPhysicalDevice pd, std::vector<VkExtensionProperties>* list) {
   uint32_t n = 0;
-  vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, nullptr);
-  std::vector<VkExtensionProperties> list(n);
-  vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, list.data());
-  list.resize(n);
-  return list;
+  VKDML_VK(vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, nullptr));
+  list->resize(n);
+  VKDML_VK(vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, list->data()));
+  list->resize(n);
+  return {};
 }
 
 // Fills what vkdml reports about a physical device (all but `enabled`).
-DeviceInfo Describe(VkPhysicalDevice pd, uint32_t queueFamily) {
-  DeviceInfo info;
+Result Describe(VkPhysicalDevice pd, uint32_t queueFamily, DeviceInfo* out) {
+  DeviceInfo& info = *out;
+  info = {};
   VkPhysicalDeviceProperties props;
   vkGetPhysicalDeviceProperties(pd, &props);
   info.name = props.deviceName;
@@ -104,16 +163,31 @@ DeviceInfo Describe(VkPhysicalDevice pd, uint32_t queueFamily) {
   info.maxStorageBufferRange = props.limits.maxStorageBufferRange;
   info.timestampPeriod = props.limits.timestampPeriod;
 
-  auto extensions = DeviceExtensions(pd);
+  std::vector<VkExtensionProperties> extensions;
+  VKDML_TRY(DeviceExtensions(pd, &extensions));
   VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+  VkPhysicalDeviceFloatControlsProperties floats{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES};
   VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
   // Queried through the extensions: vkdml's instances are Vulkan 1.1.
-  if (HasExtension(extensions, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME)) {
-    props2.pNext = &driver;
-    vkGetPhysicalDeviceProperties2(pd, &props2);
+  const bool hasDriver = HasExtension(extensions, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
+  const bool hasFloatControls =
+      HasExtension(extensions, VK_KHR_SHADER_FLOAT_CONTROLS_EXTENSION_NAME);
+  void** props2Next = &props2.pNext;
+  if (hasDriver) {
+    *props2Next = &driver;
+    props2Next = &driver.pNext;
+  }
+  if (hasFloatControls) *props2Next = &floats;
+  if (hasDriver || hasFloatControls) vkGetPhysicalDeviceProperties2(pd, &props2);
+  if (hasDriver) {
     info.driverName = driver.driverName;
     info.driverInfo = driver.driverInfo;
   }
+  info.available.shaderDenormPreserveFloat32 =
+      hasFloatControls && floats.shaderDenormPreserveFloat32;
+  info.available.shaderDenormPreserveFloat64 =
+      hasFloatControls && floats.shaderDenormPreserveFloat64;
 
   VkPhysicalDevice8BitStorageFeatures s8{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES};
   VkPhysicalDevice16BitStorageFeatures s16{
@@ -154,7 +228,7 @@ DeviceInfo Describe(VkPhysicalDevice pd, uint32_t queueFamily) {
   vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, families.data());
   info.timestampsSupported = queueFamily < n && families[queueFamily].timestampValidBits > 0 &&
                              props.limits.timestampPeriod > 0;
-  return info;
+  return {};
 }
 
 bool BelowVulkan11(uint32_t apiVersion) {
@@ -185,8 +259,18 @@ Result PhysicalDevices(VkInstance instance, std::vector<VkPhysicalDevice>* out) 
   out->resize(n);
   if (n == 0)
     return Fail(Status::DeviceError,
-                "no Vulkan device found: install a driver (e.g. mesa-vulkan-drivers for lavapipe)");
+                "no Vulkan device found: install mesa-vulkan-drivers (lavapipe on the CPU, AMD, "
+                "Intel) or your GPU's Vulkan driver (NVIDIA: nvidia-vulkan-icd)");
   return {};
+}
+
+// Why vkdml cannot use a physical device (Vulkan 1.0, no compute queue), or "" if it can.
+std::string Unsuitable(VkPhysicalDevice pd) {
+  VkPhysicalDeviceProperties p;
+  vkGetPhysicalDeviceProperties(pd, &p);
+  if (BelowVulkan11(p.apiVersion)) return Str(p.deviceName, " supports only Vulkan 1.0");
+  if (ComputeQueueFamily(pd) == UINT32_MAX) return Str(p.deviceName, " has no compute queue");
+  return "";
 }
 
 }  // namespace
@@ -222,15 +306,17 @@ Result DeviceImpl::CreateInstance(const DeviceDesc& desc) {
   VkValidationFeaturesEXT features{VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT};
   if (desc.enableValidation) {
     uint32_t n = 0;
-    vkEnumerateInstanceLayerProperties(&n, nullptr);
+    VKDML_VK(vkEnumerateInstanceLayerProperties(&n, nullptr));
     std::vector<VkLayerProperties> layers(n);
-    vkEnumerateInstanceLayerProperties(&n, layers.data());
+    VKDML_VK(vkEnumerateInstanceLayerProperties(&n, layers.data()));
+    layers.resize(n);
     bool found = false;
     for (const auto& l : layers) found = found || std::strcmp(l.layerName, layer) == 0;
     if (!found)
-      return Fail(Status::Unsupported,
-                  "DeviceDesc.enableValidation is set but VK_LAYER_KHRONOS_validation is not "
-                  "installed (Debian: vulkan-validationlayers)");
+      return Fail(
+          Status::Unsupported,
+          "DeviceDesc.enableValidation is set but the validation layer "
+          "(VK_LAYER_KHRONOS_validation) is not installed: install vulkan-validationlayers");
     onValidationMessage_ = desc.onValidationMessage;
     messenger.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
                                 VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
@@ -248,7 +334,10 @@ Result DeviceImpl::CreateInstance(const DeviceDesc& desc) {
     ci.enabledExtensionCount = 1;
     ci.ppEnabledExtensionNames = &extension;
   }
-  VKDML_VK(vkCreateInstance(&ci, nullptr, &instance_));
+  if (VkResult r = vkCreateInstance(&ci, nullptr, &instance_); r != VK_SUCCESS) {
+    instance_ = VK_NULL_HANDLE;
+    return InstanceFailed(r);
+  }
   LoadInstance(instance_);
   destroyInstance_ = vkDestroyInstance;
   destroyMessenger_ = vkDestroyDebugUtilsMessengerEXT;
@@ -264,15 +353,23 @@ Result DeviceImpl::PickPhysicalDevice(int index) {
     return Fail(Status::InvalidArgument, "DeviceDesc.physicalDeviceIndex is ", index,
                 ", expected less than ", all.size(), " (the number of Vulkan devices)");
   if (index < 0) {
-    index = 0;
+    // The first suitable discrete GPU, else the first suitable device.
+    std::string why;
     for (size_t i = 0; i < all.size(); ++i) {
+      std::string unsuitable = Unsuitable(all[i]);
+      if (!unsuitable.empty()) {
+        why += Str(why.empty() ? "" : ", ", unsuitable);
+        continue;
+      }
       VkPhysicalDeviceProperties p;
       vkGetPhysicalDeviceProperties(all[i], &p);
-      if (p.deviceType == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU) {
-        index = int(i);
-        break;
-      }
+      if (index < 0 || p.deviceType == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU) index = int(i);
+      if (p.deviceType == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU) break;
     }
+    if (index < 0)
+      return Fail(Status::Unsupported,
+                  "no suitable Vulkan device (vkdml needs Vulkan 1.1 and a compute queue): ", why,
+                  ": install a newer driver, or mesa-vulkan-drivers for lavapipe");
   }
   physical_ = all[size_t(index)];
   queueFamily_ = ComputeQueueFamily(physical_);
@@ -302,17 +399,17 @@ Result DeviceImpl::CheckAdopted() {
 }
 
 Result DeviceImpl::CreateLogicalDevice() {
-  DeviceInfo d = Describe(physical_, queueFamily_);
+  DeviceInfo d;
+  VKDML_TRY(Describe(physical_, queueFamily_, &d));
   if (BelowVulkan11(d.apiVersion))
     return Fail(Status::Unsupported, "Vulkan device ", d.name,
-                " supports Vulkan 1.0, expected 1.1");
+                " supports Vulkan 1.0, expected 1.1: install a newer driver");
   float priority = 1.0f;
   VkDeviceQueueCreateInfo queue{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
   queue.queueFamilyIndex = queueFamily_;
   queue.queueCount = 1;
   queue.pQueuePriorities = &priority;
 
-  auto extensions = DeviceExtensions(physical_);
   std::vector<const char*> enable;
   // vkdml's instance asks for Vulkan 1.1, so 1.2's core features come as extensions.
   const DeviceFeatures& a = d.available;
@@ -320,6 +417,8 @@ Result DeviceImpl::CreateLogicalDevice() {
   if (a.timelineSemaphore) enable.push_back(VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME);
   if (a.shaderBufferInt64Atomics) enable.push_back(VK_KHR_SHADER_ATOMIC_INT64_EXTENSION_NAME);
   if (a.shaderBufferFloat32AtomicAdd) enable.push_back(VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME);
+  if (a.shaderDenormPreserveFloat32 || a.shaderDenormPreserveFloat64)
+    enable.push_back(VK_KHR_SHADER_FLOAT_CONTROLS_EXTENSION_NAME);
   VkPhysicalDeviceTimelineSemaphoreFeatures timeline{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES};
   timeline.timelineSemaphore = d.available.timelineSemaphore;
@@ -359,7 +458,7 @@ Result DeviceImpl::CreateLogicalDevice() {
 
 Result DeviceImpl::ReadInfo() {
   DeviceFeatures enabled = info_.enabled;
-  info_ = Describe(physical_, queueFamily_);
+  VKDML_TRY(Describe(physical_, queueFamily_, &info_));
   info_.enabled = enabled;
   VkPhysicalDeviceProperties props;
   vkGetPhysicalDeviceProperties(physical_, &props);
@@ -383,7 +482,8 @@ Result DeviceImpl::CreateLayouts() {
   sci.pBindings = b;
   VKDML_VK(vk_.vkCreateDescriptorSetLayout(device_, &sci, nullptr, &setLayout_));
   VkPushConstantRange push{VK_SHADER_STAGE_COMPUTE_BIT, 0,
-                           uint32_t(std::max(sizeof(shader::Push), sizeof(shader::SortPush)))};
+                           uint32_t(std::max({sizeof(shader::Push), sizeof(shader::SortPush),
+                                              sizeof(shader::LargePush)}))};
   VkPipelineLayoutCreateInfo pci{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
   pci.setLayoutCount = 1;
   pci.pSetLayouts = &setLayout_;
@@ -395,6 +495,10 @@ Result DeviceImpl::CreateLayouts() {
 
 Result DeviceImpl::Init(const DeviceDesc& desc) {
   VKDML_TRY(LoadVulkan(desc.getInstanceProcAddr));
+  if (desc.pipelineCache && !desc.device)
+    return Fail(Status::InvalidArgument,
+                "DeviceDesc.pipelineCache is set but device is not: a pipeline cache belongs to "
+                "the VkDevice that made it, so vkdml can adopt it only with that device");
   if (desc.device) {
     if (!desc.instance || !desc.physicalDevice || !desc.queue)
       return Fail(Status::InvalidArgument,
@@ -425,13 +529,22 @@ Result DeviceImpl::Init(const DeviceDesc& desc) {
     info_.enabled.shaderInt64 &= info_.available.shaderInt64;
     info_.enabled.shaderBufferInt64Atomics &= info_.available.shaderBufferInt64Atomics;
     info_.enabled.shaderBufferFloat32AtomicAdd &= info_.available.shaderBufferFloat32AtomicAdd;
+    info_.enabled.shaderDenormPreserveFloat32 &= info_.available.shaderDenormPreserveFloat32;
+    info_.enabled.shaderDenormPreserveFloat64 &= info_.available.shaderDenormPreserveFloat64;
   }
   // The extension's entry points, or Vulkan 1.2's where the caller's device has those instead.
-  getCounter_ = vk_.vkGetSemaphoreCounterValueKHR ? vk_.vkGetSemaphoreCounterValueKHR
-                                                  : vk_.vkGetSemaphoreCounterValue;
-  waitSemaphores_ = vk_.vkWaitSemaphoresKHR ? vk_.vkWaitSemaphoresKHR : vk_.vkWaitSemaphores;
+  getCounter_ = vk_.vkGetSemaphoreCounterValueKHR;
+  waitSemaphores_ = vk_.vkWaitSemaphoresKHR;
+  if (!getCounter_ || !waitSemaphores_) {
+    getCounter_ = vk_.vkGetSemaphoreCounterValue;
+    waitSemaphores_ = vk_.vkWaitSemaphores;
+    getCounterName_ = "vkGetSemaphoreCounterValue";
+    waitSemaphoresName_ = "vkWaitSemaphores";
+  }
+  waitTimeoutNs_ = desc.waitTimeoutNs;
   if (!getCounter_ || !waitSemaphores_) info_.enabled.timelineSemaphore = false;
   VKDML_TRY(CreateLayouts());
+  VKDML_TRY(CreatePipelineCache(desc));
 
   VKDML_TRY(CreateCommandBuffer(&commandPool_, &commandBuffer_));
   if (info_.enabled.timelineSemaphore) {
@@ -465,6 +578,7 @@ DeviceImpl::~DeviceImpl() {
     vk_.vkDeviceWaitIdle(device_);
     runner_.reset();
     for (auto& p : pipelines_) vk_.vkDestroyPipeline(device_, p.second, nullptr);
+    if (ownCache_) vk_.vkDestroyPipelineCache(device_, pipelineCache_, nullptr);
     if (pipelineLayout_) vk_.vkDestroyPipelineLayout(device_, pipelineLayout_, nullptr);
     if (setLayout_) vk_.vkDestroyDescriptorSetLayout(device_, setLayout_, nullptr);
     if (fence_) vk_.vkDestroyFence(device_, fence_, nullptr);
@@ -487,13 +601,17 @@ int DeviceImpl::FindMemoryType(uint32_t typeBits, VkMemoryPropertyFlags want) co
 
 Result DeviceImpl::Pipeline(const std::string& module, const Specialization& spec,
                             VkPipeline* out) {
-  std::lock_guard<std::mutex> lock(pipelineMutex_);
   auto key = std::make_pair(module, spec);
-  auto it = pipelines_.find(key);
-  if (it != pipelines_.end()) {
-    *out = it->second;
-    return {};
+  {
+    std::lock_guard<std::mutex> lock(pipelineMutex_);
+    auto it = pipelines_.find(key);
+    if (it != pipelines_.end()) {
+      *out = it->second;
+      return {};
+    }
   }
+  // Created outside the lock, so that threads compiling different operators do not wait for
+  // each other; a thread that lost the race for the same key destroys its own.
   const SpirvModule* spirv = FindSpirv(module.c_str());
   if (!spirv) return Fail(Status::DeviceError, "internal: no SPIR-V module named ", module);
   VkShaderModuleCreateInfo mci{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
@@ -512,15 +630,76 @@ Result DeviceImpl::Pipeline(const std::string& module, const Specialization& spe
   ci.stage.pSpecializationInfo = &specInfo;
   ci.layout = pipelineLayout_;
   VkPipeline pipeline;
-  VkResult r = vk_.vkCreateComputePipelines(device_, VK_NULL_HANDLE, 1, &ci, nullptr, &pipeline);
+  VkResult r = vk_.vkCreateComputePipelines(device_, pipelineCache_, 1, &ci, nullptr, &pipeline);
   vk_.vkDestroyShaderModule(device_, shader, nullptr);
-  VKDML_VK(r);
-  pipelines_[key] = pipeline;
-  *out = pipeline;
+  if (r != VK_SUCCESS) return VkFailure(r, "vkCreateComputePipelines");
+  std::lock_guard<std::mutex> lock(pipelineMutex_);
+  auto inserted = pipelines_.emplace(key, pipeline);
+  if (!inserted.second) vk_.vkDestroyPipeline(device_, pipeline, nullptr);
+  *out = inserted.first->second;
   return {};
 }
 
+// Pipeline cache ---------------------------------------------------------------------------
+
+Result DeviceImpl::CreatePipelineCache(const DeviceDesc& desc) {
+  if (desc.pipelineCache) {
+    if (!desc.pipelineCacheData.empty())
+      return Fail(Status::InvalidArgument,
+                  "DeviceDesc.pipelineCache and pipelineCacheData are both set: vkdml seeds only "
+                  "its own cache, expected one of them");
+    pipelineCache_ = desc.pipelineCache;
+    return {};
+  }
+  // VkPipelineCacheHeaderVersionOne. Data from another device or driver is left out (Vulkan
+  // would ignore it); data that is no pipeline cache at all is refused.
+  const std::vector<uint8_t>& data = desc.pipelineCacheData;
+  VkPipelineCacheHeaderVersionOne header{};
+  bool compatible = false;
+  if (!data.empty()) {
+    if (data.size() < sizeof header)
+      return Fail(Status::InvalidArgument, "DeviceDesc.pipelineCacheData is ", data.size(),
+                  " bytes, expected at least ", sizeof header,
+                  " (a Vulkan pipeline cache header, as GetPipelineCacheData returns)");
+    std::memcpy(&header, data.data(), sizeof header);
+    if (header.headerSize < sizeof header || header.headerSize > data.size())
+      return Fail(Status::InvalidArgument, "DeviceDesc.pipelineCacheData: headerSize is ",
+                  header.headerSize, ", expected ", sizeof header, " to ", data.size(),
+                  " (not data from GetPipelineCacheData?)");
+    if (header.headerVersion != VK_PIPELINE_CACHE_HEADER_VERSION_ONE)
+      return Fail(Status::InvalidArgument, "DeviceDesc.pipelineCacheData: headerVersion is ",
+                  int(header.headerVersion), ", expected 1 (VK_PIPELINE_CACHE_HEADER_VERSION_ONE)");
+    VkPhysicalDeviceProperties p;
+    vkGetPhysicalDeviceProperties(physical_, &p);
+    compatible = header.vendorID == p.vendorID && header.deviceID == p.deviceID &&
+                 std::memcmp(header.pipelineCacheUUID, p.pipelineCacheUUID, VK_UUID_SIZE) == 0;
+  }
+  VkPipelineCacheCreateInfo ci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+  if (compatible) {
+    ci.initialDataSize = data.size();
+    ci.pInitialData = data.data();
+  }
+  VKDML_VK(vk_.vkCreatePipelineCache(device_, &ci, nullptr, &pipelineCache_));
+  ownCache_ = true;
+  return {};
+}
+
+Result DeviceImpl::GetPipelineCacheData(std::vector<uint8_t>* out) {
+  if (!out) return Fail(Status::InvalidArgument, "GetPipelineCacheData: out is null");
+  for (;;) {  // the cache may grow between the two calls (another thread compiling)
+    size_t size = 0;
+    VKDML_VK(vk_.vkGetPipelineCacheData(device_, pipelineCache_, &size, nullptr));
+    out->resize(size);
+    VkResult r = vk_.vkGetPipelineCacheData(device_, pipelineCache_, &size, out->data());
+    if (r == VK_INCOMPLETE) continue;
+    VKDML_VK(r);
+    out->resize(size);
+    return {};
+  }
+}
+
 Result DeviceImpl::Submit(const std::function<void(VkCommandBuffer)>& record) {
+  VKDML_TRY(CheckNotLost());
   std::lock_guard<std::mutex> lock(submitMutex_);
   VKDML_VK(vk_.vkResetCommandBuffer(commandBuffer_, 0));
   VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
@@ -532,18 +711,64 @@ Result DeviceImpl::Submit(const std::function<void(VkCommandBuffer)>& record) {
 }
 
 Result DeviceImpl::SubmitRecorded(VkCommandBuffer cmd) {
+  VKDML_TRY(CheckNotLost());
   std::lock_guard<std::mutex> lock(submitMutex_);
   return SubmitLocked(cmd);
+}
+
+Result DeviceImpl::CheckNotLost() const {
+  if (!lost_) return {};
+  std::lock_guard<std::mutex> lock(lostMutex_);
+  return Fail(Status::DeviceError, "the Vulkan device is lost (", lostReason_,
+              "): destroy this Device and create a new one");
+}
+
+void DeviceImpl::DrainIfLost() {
+  if (!lost_) return;
+  std::lock_guard<std::mutex> lock(lostMutex_);
+  if (drained_) return;
+  vk_.vkDeviceWaitIdle(device_);
+  drained_ = true;
+}
+
+void DeviceImpl::MarkLost(const std::string& reason) {
+  std::lock_guard<std::mutex> lock(lostMutex_);
+  if (lost_) return;
+  lostReason_ = reason;
+  lost_ = true;
+}
+
+Result DeviceImpl::WaitFailed(VkResult r, const char* call) {
+  Result failed =
+      r == VK_TIMEOUT
+          ? Fail(Status::DeviceError, call, " gave up: the work did not complete within ",
+                 waitTimeoutNs_, " ns (DeviceDesc.waitTimeoutNs), VK_TIMEOUT")
+          : Fail(Status::DeviceError, VkFailure(r, call).message);
+  MarkLost(failed.message);
+  failed.message += "; the device now counts as lost";
+  return failed;
 }
 
 Result DeviceImpl::SubmitLocked(VkCommandBuffer cmd) {
   VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
   submit.commandBufferCount = 1;
   submit.pCommandBuffers = &cmd;
-  // Short work finishes sooner than a blocking wait wakes up: poll for a moment first.
+  // Short work finishes sooner than a blocking wait wakes up: poll for a moment first. The
+  // blocking wait then takes what is left of DeviceDesc.waitTimeoutNs.
   const auto start = std::chrono::steady_clock::now();
-  auto polledEnough = [&] {
-    return std::chrono::steady_clock::now() - start > std::chrono::microseconds(500);
+  auto elapsedNs = [&] {
+    return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                        std::chrono::steady_clock::now() - start)
+                        .count());
+  };
+  const uint64_t pollNs = std::min<uint64_t>(500000, waitTimeoutNs_);
+  auto remainingNs = [&] {
+    const uint64_t e = elapsedNs();
+    return waitTimeoutNs_ == UINT64_MAX ? UINT64_MAX : e >= waitTimeoutNs_ ? 0 : waitTimeoutNs_ - e;
+  };
+  auto submitted = [&](VkResult r) {  // a failed submit ran nothing; only a lost device stays
+    if (r == VK_ERROR_DEVICE_LOST) MarkLost("vkQueueSubmit failed: VK_ERROR_DEVICE_LOST");
+    return r == VK_SUCCESS ? Result{} : VkFailure(r, "vkQueueSubmit");
   };
   if (timeline_) {
     const uint64_t value = ++timelineValue_;
@@ -553,47 +778,45 @@ Result DeviceImpl::SubmitLocked(VkCommandBuffer cmd) {
     submit.pNext = &values;
     submit.signalSemaphoreCount = 1;
     submit.pSignalSemaphores = &timeline_;
-    VKDML_VK(vk_.vkQueueSubmit(queue_, 1, &submit, VK_NULL_HANDLE));
+    VKDML_TRY(submitted(vk_.vkQueueSubmit(queue_, 1, &submit, VK_NULL_HANDLE)));
     uint64_t reached = 0;
     for (;;) {
-      VKDML_VK(getCounter_(device_, timeline_, &reached));
+      VkResult r = getCounter_(device_, timeline_, &reached);
+      if (r != VK_SUCCESS) return WaitFailed(r, getCounterName_);
       if (reached >= value) return {};
-      if (polledEnough()) break;
+      if (elapsedNs() >= pollNs) break;
     }
     VkSemaphoreWaitInfo wait{VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO};
     wait.semaphoreCount = 1;
     wait.pSemaphores = &timeline_;
     wait.pValues = &value;
-    VKDML_VK(waitSemaphores_(device_, &wait, UINT64_MAX));
-    return {};
+    VkResult r = waitSemaphores_(device_, &wait, remainingNs());
+    return r == VK_SUCCESS ? Result{} : WaitFailed(r, waitSemaphoresName_);
   }
   VKDML_VK(vk_.vkResetFences(device_, 1, &fence_));
-  VKDML_VK(vk_.vkQueueSubmit(queue_, 1, &submit, fence_));
+  VKDML_TRY(submitted(vk_.vkQueueSubmit(queue_, 1, &submit, fence_)));
   VkResult status;
   while ((status = vk_.vkGetFenceStatus(device_, fence_)) == VK_NOT_READY)
-    if (polledEnough()) {
-      status = vk_.vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX);
-      break;
+    if (elapsedNs() >= pollNs) {
+      status = vk_.vkWaitForFences(device_, 1, &fence_, VK_TRUE, remainingNs());
+      return status == VK_SUCCESS ? Result{} : WaitFailed(status, "vkWaitForFences");
     }
-  VKDML_VK(status);
-  return {};
+  return status == VK_SUCCESS ? Result{} : WaitFailed(status, "vkGetFenceStatus");
 }
 
 // Operators ----------------------------------------------------------------------------------
 
 Result DeviceImpl::CreateOperator(const DML_OPERATOR_DESC& desc, std::unique_ptr<Operator>* out) {
+  VKDML_TRY(CheckNotLost());
   if (!out) return Fail(Status::InvalidArgument, "CreateOperator: out is null");
   auto op = std::make_unique<OperatorImpl>();
   VKDML_TRY(BuildOperator(desc, op.get()));
-  // What this device can run: each tensor within one descriptor's range, its storage feature.
+  // What this device can run: each tensor's storage feature. (Tensors past one descriptor's
+  // range take the large path: kernels.h.)
   std::vector<const Tensor*> all;
   for (const Tensor& t : op->inputs) all.push_back(&t);
   for (const Tensor& t : op->outputs) all.push_back(&t);
   for (const Tensor* t : all) {
-    if (t->totalBytes > limits_.maxStorageBufferRange)
-      return Fail(Status::Unsupported, op->name, ": ", t->field, ".TotalTensorSizeInBytes is ",
-                  t->totalBytes, ", more than this device's maxStorageBufferRange ",
-                  limits_.maxStorageBufferRange);
     bool missing8 = t->elemSize == 1 && !info_.enabled.storageBuffer8BitAccess;
     bool missing16 = t->elemSize == 2 && !info_.enabled.storageBuffer16BitAccess;
     if (missing8 || missing16)
@@ -614,20 +837,24 @@ Result DeviceImpl::CreateOperator(const DML_OPERATOR_DESC& desc, std::unique_ptr
 
 Result DeviceImpl::CompileOperator(const Operator& op, UINT flags,
                                    std::unique_ptr<CompiledOperator>* out) {
+  VKDML_TRY(CheckNotLost());
   return detail::CompileOperator(*this, op, flags, out);
 }
 
 Result DeviceImpl::CreateBindingTable(const CompiledOperator& op,
                                       std::unique_ptr<BindingTable>* out) {
+  VKDML_TRY(CheckNotLost());
   return detail::CreateBindingTable(*this, op, out);
 }
 
 Result DeviceImpl::RecordDispatch(VkCommandBuffer cmd, BindingTable& table) {
+  VKDML_TRY(CheckNotLost());
   return static_cast<BindingTableImpl&>(table).Record(cmd);
 }
 
 Result DeviceImpl::Run(const CompiledOperator& op, const std::vector<const void*>& inputs,
                        const std::vector<void*>& outputs) {
+  VKDML_TRY(CheckNotLost());
   return runner_->Run(op, inputs, outputs);
 }
 
@@ -643,6 +870,7 @@ Result DeviceImpl::CreateInternalBuffer(UINT64 size, VkBufferUsageFlags usage,
 }
 
 Result DeviceImpl::CreateBuffer(UINT64 size, Buffer::Memory memory, std::unique_ptr<Buffer>* out) {
+  VKDML_TRY(CheckNotLost());
   if (size == 0)
     return Fail(Status::InvalidArgument, "CreateBuffer: size is 0, expected at least 1");
   std::unique_ptr<BufferImpl> b;
@@ -680,12 +908,15 @@ bool DeviceImpl::KnownBufferSize(VkBuffer buffer, UINT64* size) {
 Result CreateDevice(const DeviceDesc& desc, std::unique_ptr<Device>* out) {
   if (!out) return detail::Fail(Status::InvalidArgument, "CreateDevice: out is null");
   auto device = std::make_unique<detail::DeviceImpl>();
+  std::lock_guard<std::mutex> lock(detail::gVolkMutex);
   VKDML_TRY(device->Init(desc));
   *out = std::move(device);
   return {};
 }
 
 Result EnumerateDevices(std::vector<DeviceInfo>* out) {
+  if (!out) return detail::Fail(Status::InvalidArgument, "EnumerateDevices: out is null");
+  std::lock_guard<std::mutex> lock(detail::gVolkMutex);
   VKDML_TRY(detail::LoadVulkan(nullptr));
   VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
   app.pApplicationName = "vkdml";
@@ -693,16 +924,20 @@ Result EnumerateDevices(std::vector<DeviceInfo>* out) {
   VkInstanceCreateInfo ci{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
   ci.pApplicationInfo = &app;
   VkInstance instance;
-  VKDML_VK(vkCreateInstance(&ci, nullptr, &instance));
+  if (VkResult vr = vkCreateInstance(&ci, nullptr, &instance); vr != VK_SUCCESS)
+    return detail::InstanceFailed(vr);
   detail::LoadInstance(instance);
   std::vector<VkPhysicalDevice> all;
   Result r = detail::PhysicalDevices(instance, &all);
   out->clear();
-  for (VkPhysicalDevice pd : all) {
-    out->push_back(detail::Describe(pd, detail::ComputeQueueFamily(pd)));
-    out->back().enabled = out->back().available;
+  for (size_t i = 0; i < all.size() && r.ok(); ++i) {
+    DeviceInfo info;
+    r = detail::Describe(all[i], detail::ComputeQueueFamily(all[i]), &info);
+    info.enabled = info.available;
+    out->push_back(info);
   }
   vkDestroyInstance(instance, nullptr);
+  if (!r) out->clear();
   return r;
 }
 

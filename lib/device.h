@@ -42,6 +42,7 @@ class DeviceImpl final : public Device {
   Result CreateBuffer(UINT64 size, Buffer::Memory memory, std::unique_ptr<Buffer>* out) override;
   Result Run(const CompiledOperator& op, const std::vector<const void*>& inputs,
              const std::vector<void*>& outputs) override;
+  Result GetPipelineCacheData(std::vector<uint8_t>* out) override;
 
   // For the other parts of the library.
   const VolkDeviceTable& Vk() const { return vk_; }
@@ -59,6 +60,13 @@ class DeviceImpl final : public Device {
                               std::unique_ptr<BufferImpl>* out, bool gpuReads = false);
   // Submits a recorded command buffer and waits for it (Submit and Run).
   Result SubmitRecorded(VkCommandBuffer cmd);
+  // After a lost device (a submit or wait that failed, or a wait past DeviceDesc.waitTimeoutNs)
+  // every call fails at once: Ok until then, afterwards DeviceError saying what was lost.
+  Result CheckNotLost() const;
+  // Called by the destructors of what submitted work may use (buffers, binding tables, Run's
+  // commands): once the device is lost, its work may still run (a wait that gave up), so the
+  // first of them waits for the device to be idle, which a device really lost is at once.
+  void DrainIfLost();
   // A resettable primary command buffer in a pool of its own (one per thread that records).
   Result CreateCommandBuffer(VkCommandPool* pool, VkCommandBuffer* cmd);
   // A fresh serial number per compiled operator (Run's recorded command buffer names one).
@@ -75,7 +83,12 @@ class DeviceImpl final : public Device {
   Result CreateLogicalDevice();
   Result ReadInfo();
   Result CreateLayouts();
+  Result CreatePipelineCache(const DeviceDesc& desc);
   Result SubmitLocked(VkCommandBuffer cmd);  // submitMutex_ held
+  // A wait (or poll) after a successful submit failed: whether the work ran is unknown, so the
+  // device counts as lost from now on.
+  Result WaitFailed(VkResult r, const char* call);
+  void MarkLost(const std::string& reason);
 
   bool owned_ = false;
   VkInstance instance_ = VK_NULL_HANDLE;
@@ -99,6 +112,8 @@ class DeviceImpl final : public Device {
   VkPipelineLayout pipelineLayout_ = VK_NULL_HANDLE;
   std::mutex pipelineMutex_;
   std::map<std::pair<std::string, Specialization>, VkPipeline> pipelines_;
+  VkPipelineCache pipelineCache_ = VK_NULL_HANDLE;  // every pipeline goes through it
+  bool ownCache_ = false;                           // else the caller's (DeviceDesc)
 
   std::mutex buffersMutex_;
   std::map<VkBuffer, UINT64> buffers_;
@@ -114,6 +129,14 @@ class DeviceImpl final : public Device {
   uint64_t timelineValue_ = 0;
   PFN_vkGetSemaphoreCounterValueKHR getCounter_ = nullptr;
   PFN_vkWaitSemaphoresKHR waitSemaphores_ = nullptr;
+  const char* getCounterName_ = "vkGetSemaphoreCounterValueKHR";
+  const char* waitSemaphoresName_ = "vkWaitSemaphoresKHR";
+  uint64_t waitTimeoutNs_ = UINT64_MAX;  // DeviceDesc.waitTimeoutNs
+
+  mutable std::mutex lostMutex_;
+  std::atomic<bool> lost_{false};
+  std::string lostReason_;  // what was lost, set once with lost_
+  bool drained_ = false;    // DrainIfLost has waited
 
   friend VkBool32 VKAPI_PTR DebugCallback(VkDebugUtilsMessageSeverityFlagBitsEXT,
                                           VkDebugUtilsMessageTypeFlagsEXT,
@@ -122,15 +145,16 @@ class DeviceImpl final : public Device {
 
 const char* VkResultName(VkResult r);
 
-#define VKDML_VK(call)                                                               \
-  do {                                                                               \
-    VkResult vr_ = (call);                                                           \
-    if (vr_ != VK_SUCCESS)                                                           \
-      return ::vkdml::detail::Fail(                                                  \
-          vr_ == VK_ERROR_OUT_OF_DEVICE_MEMORY || vr_ == VK_ERROR_OUT_OF_HOST_MEMORY \
-              ? ::vkdml::Status::OutOfMemory                                         \
-              : ::vkdml::Status::DeviceError,                                        \
-          #call " failed: ", ::vkdml::detail::VkResultName(vr_));                    \
+// The Result of a failed Vulkan call, e.g. "vkAllocateMemory failed:
+// VK_ERROR_OUT_OF_DEVICE_MEMORY": OutOfMemory for the two out-of-memory codes, else DeviceError.
+// `call` is the call's source text (or the function's name); the message names the vk* function
+// in it.
+Result VkFailure(VkResult r, const char* call);
+
+#define VKDML_VK(call)                                                    \
+  do {                                                                    \
+    VkResult vr_ = (call);                                                \
+    if (vr_ != VK_SUCCESS) return ::vkdml::detail::VkFailure(vr_, #call); \
   } while (0)
 
 }  // namespace vkdml::detail

@@ -15,6 +15,9 @@ namespace {
 // device memory costs more than the kernel's reads over the bus.
 constexpr UINT64 kDirectRunBytes = 256 << 10;
 constexpr UINT64 kArenaAlignment = 256;
+// Run's host-visible staging memory at most (README: Device::Run); larger work streams through
+// it.
+constexpr UINT64 kStagingBytes = 64 << 20;
 
 Result CheckArguments(const Operator& op, const std::vector<const void*>& inputs,
                       const std::vector<void*>& outputs) {
@@ -42,7 +45,8 @@ struct HostRunner::Layout {
   // not write (gaps between strided elements, rounding), which keep the caller's values.
   std::vector<bool> upload;
   UINT64 total = 0;
-  bool direct = false;  // small work: bind the host-visible arenas, no copies
+  bool direct = false;    // small work: bind the host-visible arenas, no copies
+  bool streamed = false;  // large work: streamed through kStagingBytes
   std::vector<DML_BUFFER_BINDING> bindings;
 
   explicit Layout(const OperatorImpl& op) {
@@ -56,10 +60,12 @@ struct HostRunner::Layout {
       total += (size[i] + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
     }
     direct = total <= kDirectRunBytes;
+    streamed = total > kStagingBytes;
   }
 };
 
 HostRunner::~HostRunner() {
+  device_->DrainIfLost();
   if (pool_) device_->Vk().vkDestroyCommandPool(device_->Handle(), pool_, nullptr);
 }
 
@@ -73,6 +79,7 @@ Result HostRunner::Run(const CompiledOperator& compiled, const std::vector<const
   auto& c = static_cast<const CompiledOperatorImpl&>(compiled);
   Layout layout(c.state->op);
   std::lock_guard<std::mutex> lock(mutex_);
+  if (layout.streamed) return RunStreamed(compiled, layout, inputs, outputs);
   VKDML_TRY(EnsureArenas(layout));
 
   auto* staging = static_cast<char*>(staging_->Mapped());
@@ -99,6 +106,86 @@ Result HostRunner::Run(const CompiledOperator& compiled, const std::vector<const
   for (UINT i = layout.inputs; i < layout.count; ++i)
     std::memcpy(outputs[i - layout.inputs], staging + layout.offset[i], layout.size[i]);
   return table->IndexStatus();
+}
+
+// Large work: each tensor in a device buffer of its own (kept for the next call while large
+// enough), its host bytes streamed in and out through kStagingBytes of staging, and the
+// operator dispatched in a submit of its own.
+Result HostRunner::RunStreamed(const CompiledOperator& compiled, Layout& layout,
+                               const std::vector<const void*>& inputs,
+                               const std::vector<void*>& outputs) {
+  const VkBufferUsageFlags usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT |
+                                   VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                                   VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  if (!staging_ || staging_->Size() < kStagingBytes) {
+    ++generation_;
+    staging_.reset();
+    VKDML_TRY(device_->CreateInternalBuffer(kStagingBytes, usage, Buffer::Memory::HostVisible,
+                                            &staging_));
+  }
+  streamed_.resize(std::max<size_t>(streamed_.size(), layout.count));
+  for (UINT i = 0; i < layout.count; ++i) {
+    std::unique_ptr<BufferImpl>& tensor = streamed_[i];
+    if (!tensor || tensor->Size() < layout.size[i]) {
+      ++generation_;  // binding tables that name the old buffer must bind again
+      tensor.reset();
+      VKDML_TRY(device_->CreateInternalBuffer(layout.size[i], usage, Buffer::Memory::DeviceLocal,
+                                              &tensor));
+    }
+    layout.bindings.push_back({tensor->Handle(), 0, layout.size[i]});
+  }
+  const auto& c = static_cast<const CompiledOperatorImpl&>(compiled);
+  std::lock_guard<std::mutex> tableLock(c.run.mutex);
+  BindingTable* table = nullptr;
+  VKDML_TRY(Bind(compiled, layout, &table));
+  for (UINT i = 0; i < layout.count; ++i)
+    if (layout.upload[i])
+      VKDML_TRY(Stream(*streamed_[i], layout.size[i],
+                       i < layout.inputs ? inputs[i] : outputs[i - layout.inputs], nullptr));
+  const auto& vk = device_->Vk();
+  auto barrier = [&vk](VkCommandBuffer cmd, VkPipelineStageFlags src, VkAccessFlags srcAccess,
+                       VkPipelineStageFlags dst, VkAccessFlags dstAccess) {
+    VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, srcAccess, dstAccess};
+    vk.vkCmdPipelineBarrier(cmd, src, dst, 0, 1, &b, 0, nullptr, 0, nullptr);
+  };
+  Result recorded;
+  VKDML_TRY(device_->Submit([&](VkCommandBuffer cmd) {
+    barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+            VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+            VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+    recorded = device_->RecordDispatch(cmd, *table);
+    barrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+            VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
+  }));
+  VKDML_TRY(recorded);
+  for (UINT i = layout.inputs; i < layout.count; ++i)
+    VKDML_TRY(Stream(*streamed_[i], layout.size[i], nullptr, outputs[i - layout.inputs]));
+  return table->IndexStatus();
+}
+
+// Copies `size` bytes from host memory into a device buffer (from) or back (to), a staging
+// area's worth per submit.
+Result HostRunner::Stream(BufferImpl& tensor, UINT64 size, const void* from, void* to) {
+  const auto& vk = device_->Vk();
+  auto* staging = static_cast<char*>(staging_->Mapped());
+  for (UINT64 at = 0; at < size; at += kStagingBytes) {
+    const UINT64 n = std::min(kStagingBytes, size - at);
+    if (from) std::memcpy(staging, static_cast<const char*>(from) + at, n);
+    VKDML_TRY(device_->Submit([&](VkCommandBuffer cmd) {
+      const VkBufferCopy copy{from ? 0 : at, from ? at : 0, n};
+      vk.vkCmdCopyBuffer(cmd, from ? staging_->Handle() : tensor.Handle(),
+                         from ? tensor.Handle() : staging_->Handle(), 1, &copy);
+      VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_TRANSFER_WRITE_BIT,
+                        VK_ACCESS_HOST_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                            VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
+      vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                              VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT |
+                                  VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                              0, 1, &b, 0, nullptr, 0, nullptr);
+    }));
+    if (to) std::memcpy(static_cast<char*>(to) + at, staging, n);
+  }
+  return {};
 }
 
 // The arenas the layout needs, each replaced by a larger one when too small.

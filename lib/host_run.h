@@ -1,6 +1,8 @@
 // Device::Run, the convenience path: host memory in, host memory out. A HostRunner owns the
 // staging memory ("arenas") and one recorded command buffer, which it replays while the operator
-// and the arenas stay the same.
+// and the arenas stay the same. Work of more than kStagingBytes streams instead: each tensor in
+// a device buffer of its own, copied in and out through kStagingBytes of host-visible memory,
+// which is all Run ever holds of it (README: Device::Run).
 #pragma once
 
 #include <memory>
@@ -34,6 +36,9 @@ class HostRunner {
   Result EnsureArenas(const Layout& layout);
   Result Bind(const CompiledOperator& op, const Layout& layout, BindingTable** table);
   Result Record(const Layout& layout, BindingTable& table);
+  Result RunStreamed(const CompiledOperator& op, Layout& layout,
+                     const std::vector<const void*>& inputs, const std::vector<void*>& outputs);
+  Result Stream(BufferImpl& tensor, UINT64 size, const void* from, void* to);
 
   DeviceImpl* device_;
   std::mutex mutex_;  // one Run at a time: the arenas and the command buffer are shared
@@ -41,7 +46,8 @@ class HostRunner {
   // for large work, inputs) pass through it; inputs: small work's inputs, host written and GPU
   // read; device: large work's tensors in device memory.
   std::unique_ptr<BufferImpl> staging_, inputArena_, deviceArena_;
-  UINT64 generation_ = 1;  // bumped whenever an arena is replaced
+  std::vector<std::unique_ptr<BufferImpl>> streamed_;  // streamed work's tensors, one each
+  UINT64 generation_ = 1;                              // bumped whenever an arena is replaced
   VkCommandPool pool_ = VK_NULL_HANDLE;
   VkCommandBuffer commands_ = VK_NULL_HANDLE;  // replayed while `recorded_` still holds
   struct Key {

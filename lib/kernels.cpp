@@ -26,12 +26,19 @@ constexpr UINT kRunVectorBytes = 32;  // its VECTOR steps' accesses: u64vec4
 // Lines of at most kShortLine (widest) elements that share one index go kRunLines to an
 // invocation, their reads from memory waiting together (PERF_NOTES.md, v34).
 constexpr UINT kShortLine = 8, kRunLines = 8;
+// The large path's limit on one kernel's dispatches (chunks times windows): beyond it the
+// layout of the tensors is too scattered for windows of the device's binding range.
+constexpr UINT64 kMaxLargeDispatches = 1 << 16;
+// An update unit (ScatterND: a slice) of at least kWideUnit elements is wide: sorting the units
+// by target costs little beside moving them, and glsl/scatter_ordered.comp folds
+// kOrderedPerThread of a unit's elements a thread.
+constexpr UINT kWideUnit = 128, kOrderedPerThread = 4;
 
 // Elements each thread moves per step (indexed.comp's kUnroll): enough loads in flight to cover
 // memory latency; uvec4 elements need fewer (examples/bench/PERF_NOTES.md, v3 and v11). Work of
 // up to 256 workgroups' width goes one element per thread, spread over more multiprocessors: a
 // thread's elements are a serial chain of index arithmetic, and small work is all latency (v16).
-UINT Unroll(UINT elemSize, UINT count) {
+UINT Unroll(UINT elemSize, UINT64 count) {
   if (count <= 256 * VKDML_GROUP_SIZE) return 1;
   return elemSize >= VKDML_VECTOR_BYTES ? 2 : 8;
 }
@@ -49,7 +56,7 @@ void Magic(UINT d, UINT* magic, UINT* shift) {
 
 shader::PackedPlan Pack(const Plan& p) {
   shader::PackedPlan w = {};
-  w.count = p.count;
+  w.count = UINT(p.count);  // below 2^32 off the large path, where dispatches carry their own
   w.componentStride = p.componentStride;
   for (UINT d = 0; d < p.rank; ++d) {
     VKDML_AT(w.sizes, d) = p.sizes[d];
@@ -108,16 +115,34 @@ class Chooser {
     base_[VKDML_SPEC_REDUCE] = op.reduce;
     base_[VKDML_SPEC_ELEMENT_KIND] = Kind(op.inputs[0].type);
     base_[VKDML_SPEC_UNIT] = 1;
+    // The large path where a tensor may not fit one descriptor (its binding's offset may add up
+    // to rangeAlign - 1 bytes before it) or a loop reaches 2^32 elements.
+    for (const auto* tensors : {&op.inputs, &op.outputs})
+      for (const Tensor& t : *tensors) large_ = large_ || Windowed(t);
+    for (const Pass& pass : op.passes) large_ = large_ || pass.plan.count > 0xFFFFFFFFu;
+    set_.large = large_;
+    set_.maxRange = device.maxRange;
+    set_.rangeAlign = device.rangeAlign;
   }
 
   Result Choose(KernelSet* out) {
+    if (large_ && deterministic_)
+      return Fail(Status::Unsupported, op_.name,
+                  ": VKDML_EXECUTION_FLAG_DETERMINISTIC on tensors past this device's binding "
+                  "range (maxStorageBufferRange ",
+                  device_.maxRange, " bytes) or of 2^32 or more elements is not supported");
+    if (large_ && set_.checked && op_.Indices().Count() > 0xFFFFFFFFu)
+      return Fail(Status::Unsupported, op_.name,
+                  ": VKDML_EXECUTION_FLAG_CHECK_INDICES on an IndicesTensor of 2^32 or more "
+                  "elements is not supported");
     for (const Pass& pass : op_.passes) {
+      if (large_ && pass.kind == Pass::Kind::Mark) continue;  // its copy then copies everything
       if (pass.kind == Pass::Kind::Scatter && (op_.reduce || deterministic_))
         VKDML_TRY(ReducingScatter(pass));
       else
         VKDML_TRY(Plain(pass));
     }
-    if (set_.checked) Report();
+    if (set_.checked) VKDML_TRY(Report());
     *out = std::move(set_);
     return {};
   }
@@ -163,10 +188,12 @@ class Chooser {
     Plan plan = pass.plan;
     plan.Simplify();
     const bool lines = Lines(pass, plan);
-    if (device_.kernels == DeviceTraits::Kernels::Cpu && pass.kind != Pass::Kind::Mark && !lines)
+    if (device_.kernels == DeviceTraits::Kernels::Cpu && pass.kind != Pass::Kind::Mark && !lines &&
+        !large_)
       return Runs(pass, plan);
     Plan striped;
-    if (pass.kind == Pass::Kind::Gather && plan.Stripe(elemSize_, &striped)) plan = striped;
+    if (pass.kind == Pass::Kind::Gather && !large_ && plan.Stripe(elemSize_, &striped))
+      plan = striped;
     UINT slot = 0;
     VKDML_TRY(Slot(plan, &slot));
     const char* kind = pass.kind == Pass::Kind::Mark     ? "mark"
@@ -182,16 +209,19 @@ class Chooser {
       step.plain.unit = elemSize_;
       step.plain.groups = Groups(plan.count / plan.sizes[plan.rank - 1], device_.maxGroups);
     } else {
-      step.plain = Elementwise(Str(kind, elem, IndexSuffix()), plan, slot, elemSize_);
-      step.plain.spec[VKDML_SPEC_MASK_SKIP] = pass.maskSkip;
+      step.plain =
+          Elementwise(Str(kind, elem, IndexSuffix(), LargeSuffix()), plan, slot, elemSize_);
+      step.plain.spec[VKDML_SPEC_MASK_SKIP] = pass.maskSkip && !large_;
+      VKDML_TRY(Large(plan, pass.kind, &step.plain));
       Plan wide;
       if (pass.kind != Pass::Kind::Mark && plan.Widen(elemSize_, VKDML_VECTOR_BYTES, &wide)) {
         UINT wideSlot = 0;
         VKDML_TRY(Slot(wide, &wideSlot));
         step.hasWide = true;
-        step.wide = Elementwise(Str(kind, VKDML_VECTOR_BYTES, IndexSuffix()), wide, wideSlot,
-                                VKDML_VECTOR_BYTES);
-        step.wide.spec[VKDML_SPEC_MASK_SKIP] = pass.maskSkip;
+        step.wide = Elementwise(Str(kind, VKDML_VECTOR_BYTES, IndexSuffix(), LargeSuffix()), wide,
+                                wideSlot, VKDML_VECTOR_BYTES);
+        step.wide.spec[VKDML_SPEC_MASK_SKIP] = pass.maskSkip && !large_;
+        VKDML_TRY(Large(wide, pass.kind, &step.wide));
       }
     }
     set_.steps.push_back(step);
@@ -201,7 +231,7 @@ class Chooser {
   // Whether a pass (its plan simplified) goes to glsl/scatter_lines.comp.
   bool Lines(const Pass& pass, const Plan& plan) const {
     const UINT64 lineBytes = std::min(kMaxLineBytes, device_.maxSharedMemory);
-    return pass.lines && device_.lines != DeviceTraits::Lines::Never &&
+    return pass.lines && !large_ && device_.lines != DeviceTraits::Lines::Never &&
            plan.Lines(elemSize_, lineBytes, device_.lines == DeviceTraits::Lines::Always);
   }
 
@@ -304,22 +334,32 @@ class Chooser {
   // A scatter with a reduction, or a deterministic one. Where the shape allows (ScatterElements
   // along its innermost axis) a line at a time: in order when deterministic, else through
   // shared memory. Otherwise atomics where the device has what the element type needs and the
-  // order is free, else sorted by target and applied in order.
+  // order is free, unless the units are wide and the device a GPU, where sorting them costs
+  // less than an atomic per element (examples/bench/PERF_NOTES.md, v23); else sorted by target
+  // and applied in order.
   Result ReducingScatter(const Pass& pass) {
     Plan plan = pass.plan;
     plan.Simplify();
-    if (pass.lines && (deterministic_ ? OrderedLines(plan) : SharedLines(plan))) return {};
+    if (pass.lines && !large_ && (deterministic_ ? OrderedLines(plan) : SharedLines(plan)))
+      return {};
     std::string module;
-    if (!deterministic_ && AtomicModule(&module)) {
+    const bool sortPays =
+        device_.type != VK_PHYSICAL_DEVICE_TYPE_CPU && op_.unit >= kWideUnit && !large_;
+    if (!deterministic_ && !sortPays && AtomicModule(&module)) {
       UINT slot = 0;
       VKDML_TRY(Slot(plan, &slot));
       Step step;
       step.kind = Pass::Kind::Reduce;
-      step.plain = Elementwise(module, plan, slot, elemSize_);
+      step.plain = Elementwise(module + LargeSuffix(), plan, slot, elemSize_);
+      VKDML_TRY(Large(plan, Pass::Kind::Reduce, &step.plain));
       set_.steps.push_back(step);
       set_.wordAtomics = elemSize_ < 4;
       return {};
     }
+    if (large_)
+      return Fail(Status::Unsupported, op_.name, ": ", DataTypeName(op_.inputs[0].type),
+                  " reductions without 64-bit atomics on tensors past this device's binding "
+                  "range or of 2^32 or more elements are not supported");
     return Ordered(plan);
   }
 
@@ -339,7 +379,7 @@ class Chooser {
     if (!Slot(plan, &slot).ok()) return false;
     Step step;
     step.kind = Pass::Kind::Reduce;
-    step.plain.module = Str("lines_reduce_e", elemSize_, IndexSuffix());
+    step.plain.module = Str("lines_reduce_e", elemSize_, IndexSuffix(), FloatSuffix());
     step.plain.spec = Spec(plan);
     step.plain.spec[VKDML_SPEC_UNROLL] = kLinesUnroll;
     step.plain.spec[VKDML_SPEC_LINE_LENGTH] = plan.tupleSize[0];
@@ -371,9 +411,7 @@ class Chooser {
     if (!Slot(plan, &slot).ok()) return false;
     Step step;
     step.kind = Pass::Kind::Ordered;
-    step.plain.module = Str("lines_ordered_e", elemSize_, IndexSuffix());
-    if (elemSize_ == 8 && base_[VKDML_SPEC_ELEMENT_KIND] == VKDML_KIND_FLOAT && op_.reduce)
-      step.plain.module += "_f64";
+    step.plain.module = Str("lines_ordered_e", elemSize_, IndexSuffix(), FloatSuffix());
     step.plain.spec = Spec(plan);
     step.plain.spec[VKDML_SPEC_LINE_LENGTH] = length;
     step.plain.spec[VKDML_SPEC_UNIT] = perLine;
@@ -387,17 +425,30 @@ class Chooser {
     return true;
   }
 
+  // The module suffix a reduction's float arithmetic needs (glsl/arith.glsl): 8-byte floats
+  // compute in float64 (_f64, shaderFloat64); float32 and float64 keep denormals where the device
+  // promises to when asked (_dp: SPIR-V's DenormPreserve), else float32 is computed in float64
+  // where the device has it (_w: NVIDIA flushes float32 denormals, not float64's). float16 is
+  // computed in float32, where its denormals are normal numbers.
+  std::string FloatSuffix() const {
+    if (!op_.reduce || base_[VKDML_SPEC_ELEMENT_KIND] != VKDML_KIND_FLOAT) return "";
+    if (elemSize_ == 8) return device_.denormPreserve64 ? "_f64_dp" : "_f64";
+    if (elemSize_ != 4) return "";
+    return device_.denormPreserve32 ? "_dp" : device_.float64 ? "_w" : "";
+  }
+
   bool AtomicModule(std::string* module) const {
     const bool isFloat = base_[VKDML_SPEC_ELEMENT_KIND] == VKDML_KIND_FLOAT;
     const std::string name = Str("reduce_e", elemSize_, IndexSuffix());
     if (elemSize_ <= 4) {  // 32-bit atomics and compare-and-swap: every device
+      // The float atomic add only where denormals cannot be kept anyway: NVIDIA's flushes them.
       const bool fadd = elemSize_ == 4 && isFloat && op_.reduce == VKDML_REDUCE_FUNCTION_ADD &&
-                        device_.float32AtomicAdd;
-      *module = name + (fadd ? "_fadd" : "");
+                        device_.float32AtomicAdd && FloatSuffix().empty();
+      *module = name + (fadd ? "_fadd" : FloatSuffix());
       return true;
     }
     if (device_.int64Atomics) {
-      *module = name + (isFloat ? "_a64_f64" : "_a64");
+      *module = name + "_a64" + FloatSuffix();
       return true;
     }
     *module = name;  // two 32-bit adds with the carry: integer ADD only
@@ -416,17 +467,20 @@ class Chooser {
     step.plain = Elementwise(Str("keys", IndexSuffix()), keys, slot, 4);
     set_.steps.push_back(step);
 
-    const UINT units = keys.count;
+    const UINT units = UINT(keys.count);  // a deterministic scatter is not on the large path
     UINT digits = 0;  // sort passes: the slots' significant bits, VKDML_SORT_RADIX at a time
     for (UINT64 top = op_.slots - 1; top; top >>= 8) ++digits;
     Sort(units, digits);
 
     Kernel k;
-    k.module = Str("ordered_e", elemSize_, IndexSuffix());
-    if (elemSize_ == 8 && base_[VKDML_SPEC_ELEMENT_KIND] == VKDML_KIND_FLOAT && op_.reduce)
-      k.module += "_f64";
+    k.module = Str("ordered_e", elemSize_, IndexSuffix(), FloatSuffix());
     k.spec = Spec(scatter);
     k.spec[VKDML_SPEC_UNIT] = op_.unit;
+    // Wide units (ScatterND's rows) take kOrderedPerThread elements a thread, so a run's loads
+    // overlap and more units are in flight (examples/bench/PERF_NOTES.md, v23).
+    const UINT per = op_.unit >= kWideUnit ? kOrderedPerThread : 1;
+    k.spec[VKDML_SPEC_ITEMS] = per;
+    const UINT threadsPerUnit = (op_.unit + per - 1) / per;
     k.unit = elemSize_;
     VKDML_TRY(Slot(scatter, &k.slot));
     set_.plans[k.slot].sortedBase = digits % 2 ? units : 0;
@@ -436,7 +490,7 @@ class Chooser {
     for (UINT64 begin = 0; begin < units; begin += chunk) {
       k.begin = UINT(begin);
       k.end = UINT(std::min<UINT64>(units, begin + chunk));
-      const UINT64 threads = UINT64(k.end - k.begin) * op_.unit;
+      const UINT64 threads = UINT64(k.end - k.begin) * threadsPerUnit;
       k.groups = Groups((threads + VKDML_GROUP_SIZE - 1) / VKDML_GROUP_SIZE, device_.maxGroups);
       step = {};
       step.kind = Pass::Kind::Ordered;
@@ -493,25 +547,172 @@ class Chooser {
     }
   }
 
-  void Report() {
+  Result Report() {
     const Tensor& indices = op_.Indices();
     Plan walk;  // IndicesTensor's elements, row-major
     for (UINT d = 0; d < indices.dims; ++d)
       walk.AddDim(indices.sizes[d], 0, 0, indices.strides[d], 0);
     Kernel& k = set_.report;
-    k.module = Str("report", IndexSuffix());
+    k.module = Str("report", IndexSuffix(), LargeSuffix());
     k.spec = Spec(walk);
     k.spec[VKDML_SPEC_CHECKED] = false;
     k.slot = VKDML_REPORT_SLOT;
     k.unit = elemSize_;
     k.groups = 1;
     set_.plans[VKDML_REPORT_SLOT] = Pack(walk);
+    if (!large_) return {};
+    // A dispatch per window of IndicesTensor, the one owning the recorded index reading it.
+    k.indexedBinding = VKDML_BIND_INDICES;
+    k.indexedUnit = indexSize_;
+    for (const Span& w : Windows(indices)) {
+      LargeDispatch d;
+      d.count = 1;
+      d.groups = 1;
+      d.indexed = w;
+      k.large.push_back(d);
+    }
+    return {};
+  }
+
+  // ----- The large path -----
+
+  // Whether a tensor may not fit one descriptor: its binding's offset may lie up to rangeAlign
+  // - 1 bytes past the descriptor's aligned offset.
+  bool Windowed(const Tensor& t) const {
+    return t.totalBytes > device_.maxRange - device_.rangeAlign;
+  }
+  // The bytes a window may hold: what a descriptor covers after that alignment, in whole
+  // vectors, so no element straddles two windows.
+  UINT64 WindowBytes() const {
+    return (device_.maxRange - device_.rangeAlign) / VKDML_VECTOR_BYTES * VKDML_VECTOR_BYTES;
+  }
+  // A tensor's windows, in order: the whole tensor where it fits one.
+  std::vector<Span> Windows(const Tensor& t) const {
+    if (!Windowed(t)) return {Span{0, t.totalBytes}};
+    std::vector<Span> windows;
+    for (UINT64 begin = 0; begin < t.totalBytes; begin += WindowBytes())
+      windows.push_back({begin, std::min(t.totalBytes, begin + WindowBytes())});
+    return windows;
+  }
+
+  std::string LargeSuffix() const { return large_ ? "_large" : ""; }
+
+  // The large path's dispatches of a kernel over plan (for a pass of `kind`): the plan's loop
+  // in chunks, of fewer than 2^32 elements each, within which every windowed tensor that the
+  // loop walks (the direct side, IndicesTensor, and a copy's source) spans at most a window;
+  // each chunk once per window of the indexed side where that side is indexed (a gather's
+  // InputTensor, a scatter's OutputTensor), the dispatch taking only the elements there.
+  Result Large(const Plan& plan, Pass::Kind kind, Kernel* k) const {
+    if (!large_) return {};
+    const bool gather = kind == Pass::Kind::Gather;
+    const Tensor& direct = gather ? op_.outputs[0] : op_.inputs[2];
+    const Tensor& indexed = gather ? op_.inputs[0] : op_.outputs[0];
+    const Tensor& indices = op_.Indices();
+    k->directBinding = gather ? VKDML_BIND_OUTPUT : VKDML_BIND_UPDATES;
+    k->indexedBinding = gather ? VKDML_BIND_INPUT : VKDML_BIND_OUTPUT;
+    k->indexedUnit = k->unit;
+    struct Walked {
+      const Tensor* tensor;
+      const UINT* strides;  // the plan's, in `unit`-byte elements
+      UINT64 unit, extra;   // element bytes; bytes past an element that it also reads
+      Span LargeDispatch::*span;
+    };
+    std::vector<Walked> walked = {{&direct, plan.direct, k->unit, 0, &LargeDispatch::direct}};
+    if (plan.tuple > 0)
+      walked.push_back({&indices, plan.indices, indexSize_,
+                        UINT64(plan.tuple - 1) * plan.componentStride * indexSize_,
+                        &LargeDispatch::indices});
+    else  // a copy: its source is walked too
+      walked.push_back({&indexed, plan.indexed, k->unit, 0, &LargeDispatch::indexed});
+    const UINT64 cap = WindowBytes();
+    const std::vector<Span> windows =
+        plan.tuple > 0 ? Windows(indexed) : std::vector<Span>{Span{0, indexed.totalBytes}};
+    if (plan.rank == 0) {  // one element
+      LargeDispatch d;
+      d.count = d.groups = 1;
+      d.indices = Windows(indices)[0];
+      for (const Walked& w : walked) d.*w.span = Windows(*w.tensor)[0];
+      for (const Span& window : windows) {
+        if (plan.tuple > 0) d.indexed = window;
+        k->large.push_back(d);
+      }
+      return {};
+    }
+    // Bytes spanned by dimension k's coordinates [0, length) with dimensions past k whole.
+    auto spanned = [&plan](const Walked& w, UINT dim, UINT64 length) {
+      UINT64 last = (length - 1) * w.strides[dim];
+      for (UINT d = dim + 1; d < plan.rank; ++d) last += UINT64(plan.sizes[d] - 1) * w.strides[d];
+      return last * w.unit + w.unit + w.extra;
+    };
+    // Split at the outermost dimension whose single coordinate fits, chunking it by as many
+    // coordinates as every windowed walked tensor allows.
+    UINT split = plan.rank;
+    UINT64 inner = 1, length = 1;
+    for (UINT dim = 0; dim < plan.rank && split == plan.rank; ++dim) {
+      inner = 1;
+      for (UINT d = dim + 1; d < plan.rank; ++d) inner *= plan.sizes[d];
+      bool fits = inner <= 0xFFFFFFFFu;
+      for (const Walked& w : walked)
+        fits = fits && (!Windowed(*w.tensor) || spanned(w, dim, 1) <= cap);
+      if (!fits) continue;
+      split = dim;
+      length = std::min<UINT64>(plan.sizes[dim], 0xFFFFFFFFu / inner);
+      for (const Walked& w : walked)
+        if (Windowed(*w.tensor) && w.strides[dim] > 0)
+          length =
+              std::min(length, (cap - spanned(w, dim, 1)) / (UINT64(w.strides[dim]) * w.unit) + 1);
+    }
+    if (split == plan.rank)
+      return Fail(Status::Unsupported, op_.name, ": an index tuple of ", indices.field,
+                  " spans more than this device's binding range (", device_.maxRange, " bytes)");
+    UINT64 outer = 1;
+    for (UINT d = 0; d < split; ++d) outer *= plan.sizes[d];
+    const UINT64 pieces = (plan.sizes[split] + length - 1) / length;
+    const UINT64 total = outer * pieces * windows.size();
+    if (total > kMaxLargeDispatches)
+      return Fail(Status::Unsupported, op_.name, ": its tensors' layout would take ", total,
+                  " dispatches through windows of this device's binding range (", device_.maxRange,
+                  " bytes); at most ", kMaxLargeDispatches);
+    const UINT64 perGroup = UINT64(VKDML_GROUP_SIZE) * k->spec[VKDML_SPEC_UNROLL];
+    UINT coords[VKDML_MAX_DIMS] = {};  // the outer coordinates, row-major
+    for (UINT64 o = 0; o < outer; ++o) {
+      for (UINT64 first = 0; first < plan.sizes[split]; first += length) {
+        LargeDispatch d;
+        d.indices = Windows(indices)[0];  // a copy reads no indices, but binds them
+        std::copy(coords, coords + split, d.start);
+        d.start[split] = UINT(first);
+        const UINT64 n = std::min<UINT64>(length, plan.sizes[split] - first);
+        d.count = UINT(n * inner);
+        d.groups = Groups((d.count + perGroup - 1) / perGroup, device_.maxGroups);
+        for (const Walked& w : walked) {
+          Span& s = d.*w.span;
+          if (!Windowed(*w.tensor)) {
+            s = {0, w.tensor->totalBytes};
+            continue;
+          }
+          UINT64 at = 0;
+          for (UINT e = 0; e < plan.rank; ++e) at += UINT64(d.start[e]) * w.strides[e];
+          s.begin = at * w.unit;
+          s.end = s.begin + spanned(w, split, n);
+        }
+        for (const Span& window : windows) {
+          if (plan.tuple > 0) d.indexed = window;
+          k->large.push_back(d);
+        }
+      }
+      for (UINT d = split; d-- > 0;) {  // the next outer coordinates
+        if (++coords[d] < plan.sizes[d]) break;
+        coords[d] = 0;
+      }
+    }
+    return {};
   }
 
   const OperatorImpl& op_;
   const DeviceTraits& device_;
   const UINT elemSize_, indexSize_;
   bool deterministic_ = false;
+  bool large_ = false;  // the large path (Large)
   Specialization base_ = {};
   KernelSet set_;
   UINT next_ = 0;
@@ -527,6 +728,11 @@ DeviceTraits DeviceTraits::Of(VkPhysicalDeviceType type, const VkPhysicalDeviceL
   t.maxLinesGroupSize = std::min({VKDML_LINES_MAX_GROUP, limits.maxComputeWorkGroupInvocations,
                                   limits.maxComputeWorkGroupSize[0]});
   t.maxGroups = std::min(kMaxGroups, limits.maxComputeWorkGroupCount[0]);
+  t.maxRange = limits.maxStorageBufferRange;
+  t.rangeAlign = std::max<UINT64>(VKDML_VECTOR_BYTES, limits.minStorageBufferOffsetAlignment);
+  const char* range = std::getenv("VKDML_MAX_BINDING_RANGE");
+  const unsigned long long cap = range ? std::strtoull(range, nullptr, 10) : 0;
+  if (cap >= 256 && cap < t.maxRange) t.maxRange = cap;
   const char* groups = std::getenv("VKDML_MAX_GROUPS");
   long n = groups ? std::strtol(groups, nullptr, 10) : 0;
   if (n > 0 && UINT64(n) < t.maxGroups) t.maxGroups = UINT(n);
@@ -546,6 +752,13 @@ DeviceTraits DeviceTraits::Of(VkPhysicalDeviceType type, const VkPhysicalDeviceL
   const bool only32 = atomics && std::strcmp(atomics, "32") == 0;
   t.float32AtomicAdd = enabled.shaderBufferFloat32AtomicAdd && !only32;
   t.int64Atomics = enabled.shaderInt64 && enabled.shaderBufferInt64Atomics && !only32;
+  // VKDML_NATIVE_FLOAT32=1: float32 reductions in float32 with the device's own denormal
+  // handling, as on a device with neither DenormPreserve nor float64 (so the tests run it).
+  const char* native = std::getenv("VKDML_NATIVE_FLOAT32");
+  const bool nativeFloat32 = native && std::strcmp(native, "1") == 0;
+  t.float64 = enabled.shaderFloat64 && !nativeFloat32;
+  t.denormPreserve32 = enabled.shaderDenormPreserveFloat32 && !nativeFloat32;
+  t.denormPreserve64 = enabled.shaderDenormPreserveFloat64;
   return t;
 }
 

@@ -96,7 +96,7 @@ Result BuildOperator(const DML_OPERATOR_DESC& desc, OperatorImpl* op) {
       break;
     }
     default:
-      return Fail(Status::InvalidArgument, "DML_OPERATOR_DESC.Type is ", int(desc.Type),
+      return Fail(Status::InvalidArgument, "DML_OPERATOR_DESC.Type is ", UINT(desc.Type),
                   ", expected an operator vkdml implements: " VKDML_OPERATOR_LIST);
   }
   if (!r.ok()) r.message = Str(op->name, ": ", r.message);

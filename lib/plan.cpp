@@ -28,11 +28,13 @@ void Plan::Simplify() {
   for (UINT d = 0; d < p.rank; ++d) {
     if (p.sizes[d] == 1) continue;
     if (rank > 0) {
-      UINT o = rank - 1, n = p.sizes[d];
-      bool merge = direct[o] == p.direct[d] * n && indexed[o] == p.indexed[d] * n &&
-                   indices[o] == p.indices[d] * n && position[o] == p.position[d] * n;
+      const UINT o = rank - 1, n = p.sizes[d];
+      const auto next = [n](UINT stride) { return UINT64(stride) * n; };
+      const bool merge = UINT64(sizes[o]) * n <= 0xFFFFFFFFu && direct[o] == next(p.direct[d]) &&
+                         indexed[o] == next(p.indexed[d]) && indices[o] == next(p.indices[d]) &&
+                         position[o] == next(p.position[d]);
       if (merge) {
-        sizes[o] *= n;  // stays below 2^32: the product is an element count
+        sizes[o] *= n;
         direct[o] = p.direct[d];
         indexed[o] = p.indexed[d];
         indices[o] = p.indices[d];

@@ -23,7 +23,7 @@ struct Plan {
   UINT tupleSize[kMaxDims] = {};    // size n of the dimension component j indexes
   UINT tupleStride[kMaxDims] = {};  // indexed-side stride of that dimension
   UINT componentStride = 0;         // IndicesTensor stride between components
-  UINT count = 1;                   // loop elements (a tensor's count: below 2^32)
+  UINT64 count = 1;                 // loop elements (2^32 or more only for large tensors)
 
   void AddDim(UINT size, UINT directStride, UINT indexedStride, UINT indicesStride,
               UINT positionStride);

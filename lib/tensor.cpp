@@ -74,29 +74,53 @@ UINT64 RequiredBytes(UINT elemSize, UINT dims, const UINT* sizes, const UINT* st
 }
 
 constexpr UINT64 kMaxElements = 0xFFFFFFFFull;  // DirectML's limit; packed strides fit 32 bits
+constexpr UINT64 kMaxLargeElements = UINT64(1) << 56;  // VKDML_TENSOR_FLAG_LARGE's
 
-// The product of the sizes, or the first partial product past kMaxElements (no overflow: at most
-// 8 factors below 2^32 after the check); 0 if a size is 0.
-UINT64 CappedElementCount(UINT dims, const UINT* sizes) {
-  UINT64 count = 1;
-  for (UINT i = 0; i < dims && count <= kMaxElements; ++i) count *= sizes[i];
-  return count;
+// The product of the sizes, or cap + 1 when it passes cap; 0 if a size is 0.
+UINT64 CappedElementCount(UINT dims, const UINT* sizes, UINT64 cap) {
+  u128 count = 1;
+  for (UINT i = 0; i < dims; ++i) {
+    count *= sizes[i];
+    if (count > cap) return cap + 1;
+  }
+  return UINT64(count);
+}
+
+// Whether the row-major packed strides of sizes all fit 32 bits.
+bool PackedStridesFit(UINT dims, const UINT* sizes) {
+  UINT64 s = 1;
+  for (UINT i = dims; i-- > 1;) {
+    s *= sizes[i];
+    if (s > 0xFFFFFFFFu) return false;
+  }
+  return true;
+}
+
+UINT64 TensorSize(DML_TENSOR_DATA_TYPE type, UINT dimensionCount, const UINT* sizes,
+                  const UINT* strides, UINT64 maxElements) {
+  UINT elemSize = DataTypeSize(type);
+  if (elemSize == 0 || dimensionCount < 1 || dimensionCount > detail::kMaxDims || !sizes) return 0;
+  const UINT64 count = CappedElementCount(dimensionCount, sizes, maxElements);
+  if (count == 0 || count > maxElements) return 0;
+  UINT packed[detail::kMaxDims];
+  if (!strides) {
+    if (!PackedStridesFit(dimensionCount, sizes)) return 0;
+    detail::PackedStrides(dimensionCount, sizes, packed);
+    strides = packed;
+  }
+  return RequiredBytes(elemSize, dimensionCount, sizes, strides);
 }
 
 }  // namespace
 
 UINT64 CalcBufferTensorSize(DML_TENSOR_DATA_TYPE type, UINT dimensionCount, const UINT* sizes,
                             const UINT* strides) {
-  UINT elemSize = DataTypeSize(type);
-  if (elemSize == 0 || dimensionCount < 1 || dimensionCount > detail::kMaxDims || !sizes) return 0;
-  UINT packed[detail::kMaxDims];
-  if (!strides) {
-    detail::PackedStrides(dimensionCount, sizes, packed);
-    strides = packed;
-  }
-  const UINT64 count = CappedElementCount(dimensionCount, sizes);
-  if (count == 0 || count > kMaxElements) return 0;
-  return RequiredBytes(elemSize, dimensionCount, sizes, strides);
+  return TensorSize(type, dimensionCount, sizes, strides, kMaxElements);
+}
+
+UINT64 CalcLargeBufferTensorSize(DML_TENSOR_DATA_TYPE type, UINT dimensionCount,
+                                 const UINT* sizes, const UINT* strides) {
+  return TensorSize(type, dimensionCount, sizes, strides, kMaxLargeElements);
 }
 
 namespace detail {
@@ -113,7 +137,7 @@ bool IsIndexType(DML_TENSOR_DATA_TYPE t) {
 }
 
 std::string TypeString(DML_TENSOR_DATA_TYPE t) {
-  return IsDataType(t) ? std::string(DataTypeName(t)) : Str(int(t), " (not a data type)");
+  return IsDataType(t) ? std::string(DataTypeName(t)) : Str(UINT(t), " (not a data type)");
 }
 
 }  // namespace
@@ -134,7 +158,7 @@ Result ValidateTensor(const DML_TENSOR_DESC* desc, const char* field, TensorRole
                       Tensor* out) {
   if (!desc) return Fail(Status::InvalidArgument, field, " is null");
   if (desc->Type != DML_TENSOR_TYPE_BUFFER)
-    return Fail(Status::InvalidArgument, field, ".Type is ", int(desc->Type),
+    return Fail(Status::InvalidArgument, field, ".Type is ", UINT(desc->Type),
                 ", expected DML_TENSOR_TYPE_BUFFER (1)");
   if (!desc->Desc) return Fail(Status::InvalidArgument, field, ".Desc is null");
   const auto& b = *static_cast<const DML_BUFFER_TENSOR_DESC*>(desc->Desc);
@@ -162,16 +186,24 @@ Result ValidateTensor(const DML_TENSOR_DESC* desc, const char* field, TensorRole
     if (t.sizes[i] == 0)
       return Fail(Status::InvalidArgument, field, ".Sizes[", i, "] is 0, expected at least 1");
   }
-  if (CappedElementCount(t.dims, t.sizes) > kMaxElements) {
+  const bool large = (b.Flags & VKDML_TENSOR_FLAG_LARGE) != 0;
+  const UINT64 maxElements = large ? kMaxLargeElements : kMaxElements;
+  if (CappedElementCount(t.dims, t.sizes, maxElements) > maxElements) {
     std::string all;
     for (UINT i = 0; i < t.dims; ++i) all += Str(i ? "x" : "", t.sizes[i]);
-    return Fail(Status::InvalidArgument, field, " has more than 4294967295 elements (Sizes ", all,
-                "), expected at most 4294967295");
+    return Fail(Status::InvalidArgument, field, " has more than ", maxElements,
+                " elements (Sizes ", all, "), expected at most ", maxElements,
+                large ? "" : " (DirectML's limit; VKDML_TENSOR_FLAG_LARGE allows more)");
   }
-  if (b.Strides)
+  if (b.Strides) {
     std::copy(b.Strides, b.Strides + t.dims, t.strides);
-  else
+  } else if (!PackedStridesFit(t.dims, t.sizes)) {
+    return Fail(Status::InvalidArgument, field,
+                ".Strides is null, but the packed strides of its Sizes pass 4294967295 elements, "
+                "which 32-bit Strides cannot hold: give Strides");
+  } else {
     PackedStrides(t.dims, t.sizes, t.strides);
+  }
 
   UINT64 required = RequiredBytes(t.elemSize, t.dims, t.sizes, t.strides);
   if (required == 0)

@@ -1,5 +1,6 @@
 #include "reference.h"
 
+#include <cmath>
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
@@ -391,6 +392,66 @@ T ReduceFloat(VKDML_REDUCE_FUNCTION f, T a, T b) {
   }
 }
 
+// FLOAT16 arithmetic in the type itself: GCC's and newer clang's _Float16. Clang 14 (Debian 12's,
+// which builds the sanitizer and fuzz runs) has no _Float16 on x86 and no runtime for __fp16
+// beside libgcc, so there Half computes in float and rounds each result to half (to nearest,
+// ties to even) in software. For a sum, a product, max and min that is the same as rounding
+// once: float's 24-bit significand holds 2 * 11 + 2 bits.
+#if defined(__clang__) && __clang_major__ < 15
+struct Half {
+  uint16_t bits;
+  Half() = default;
+  Half(float f) {  // NOLINT: converts as _Float16 does
+    uint32_t x;
+    std::memcpy(&x, &f, 4);
+    const uint32_t sign = (x >> 16) & 0x8000, mant = x & 0x7FFFFF;
+    const int exp = int((x >> 23) & 0xFF);
+    if (exp == 0xFF) {  // infinity, or a NaN made quiet
+      bits = uint16_t(sign | 0x7C00 | (mant ? 0x200 | (mant >> 13) : 0));
+      return;
+    }
+    const int e = exp - 127 + 15;  // the half exponent
+    if (e >= 31) {
+      bits = uint16_t(sign | 0x7C00);
+      return;
+    }
+    uint32_t half, rem, halfway;
+    if (e <= 0) {  // a half subnormal (or zero): m * 2^-24
+      if (e < -10) {
+        bits = uint16_t(sign);
+        return;
+      }
+      const uint32_t full = mant | 0x800000, shift = uint32_t(14 - e);
+      half = full >> shift;
+      rem = full & ((1u << shift) - 1);
+      halfway = 1u << (shift - 1);
+    } else {
+      half = uint32_t(e) << 10 | mant >> 13;
+      rem = mant & 0x1FFF;
+      halfway = 0x1000;
+    }
+    if (rem > halfway || (rem == halfway && (half & 1))) ++half;  // a carry rounds up correctly
+    bits = uint16_t(sign | half);
+  }
+  operator float() const {
+    const uint32_t sign = uint32_t(bits & 0x8000) << 16, exp = (bits >> 10) & 0x1F,
+                   mant = bits & 0x3FF;
+    float f;
+    if (exp == 0) {
+      f = std::ldexp(float(mant), -24);
+      return sign ? -f : f;
+    }
+    const uint32_t x =
+        sign | (exp == 31 ? 0x7F800000 | mant << 13 : (exp - 15 + 127) << 23 | mant << 13);
+    std::memcpy(&f, &x, 4);
+    return f;
+  }
+};
+static_assert(sizeof(Half) == 2);
+#else
+using Half = _Float16;
+#endif
+
 template <typename T, typename Op>
 void ReduceAs(uint8_t* acc, const uint8_t* u, Op op) {
   T a, b;
@@ -423,7 +484,7 @@ void Reduce(DML_TENSOR_DATA_TYPE type, VKDML_REDUCE_FUNCTION f, uint8_t* acc, co
     case DML_TENSOR_DATA_TYPE_UINT64:
       return ReduceAs<uint64_t>(acc, u, ints);
     case DML_TENSOR_DATA_TYPE_FLOAT16:
-      return ReduceAs<_Float16>(acc, u, floats);
+      return ReduceAs<Half>(acc, u, floats);
     case DML_TENSOR_DATA_TYPE_FLOAT32:
       return ReduceAs<float>(acc, u, floats);
     case DML_TENSOR_DATA_TYPE_FLOAT64:

@@ -7,17 +7,6 @@ using namespace vt;
 
 namespace {
 
-DeviceDesc Borrowed(Device& owner, DeviceFeatures enabled) {
-  DeviceDesc d;
-  d.instance = owner.Instance();
-  d.physicalDevice = owner.PhysicalDevice();
-  d.device = owner.Handle();
-  d.queue = owner.Queue();
-  d.queueFamilyIndex = owner.QueueFamilyIndex();
-  d.enabledFeatures = enabled;
-  return d;
-}
-
 // GatherElements {3} -> {3} on `device`: output = input[indices].
 std::vector<float> GatherOn(Device& device) {
   OpSpec spec = OpSpec::GatherElements(TensorDesc(DML_TENSOR_DATA_TYPE_FLOAT32, {3}),

@@ -78,6 +78,23 @@ TEST_CASE("Interface: the kernels lay out plans and push constants as C++ does",
     REQUIRE(l.offsets[pushId].size() == push.size());
     for (uint32_t i = 0; i < push.size(); ++i) CHECK(l.offsets[pushId][i] == push[i]);
   }
+  // The large path's push constants, in its modules.
+  const std::vector<size_t> large = {
+      offsetof(shader::LargePush, start),        offsetof(shader::LargePush, base),
+      offsetof(shader::LargePush, count),        offsetof(shader::LargePush, directStart),
+      offsetof(shader::LargePush, indicesStart), offsetof(shader::LargePush, unused),
+      offsetof(shader::LargePush, indexedStart), offsetof(shader::LargePush, indexedOwn),
+      offsetof(shader::LargePush, indexedEnd)};
+  for (const char* name : {"gather_e4_i32_large", "reduce_e8_i64_a64_large", "report_i64_large"}) {
+    INFO("module " << name);
+    const auto* m = FindSpirv(name);
+    REQUIRE(m);
+    Layouts l(*m);
+    const uint32_t largeId = l.Id("LargePush");
+    REQUIRE(largeId);
+    REQUIRE(l.offsets[largeId].size() == large.size());
+    for (uint32_t i = 0; i < large.size(); ++i) CHECK(l.offsets[largeId][i] == large[i]);
+  }
 }
 
 TEST_CASE("Kernels: every kernel that kernel choice names is embedded", "[kernels]") {
@@ -96,27 +113,46 @@ TEST_CASE("Kernels: every kernel that kernel choice names is embedded", "[kernel
           OpSpec::ScatterND(t(dt, {8, 128}), t(it, {4, 1}), t(dt, {4, 128}), t(dt, {8, 128}), 2, 2),
           OpSpec::ScatterElements(t(dt, {8, 128}), t(it, {8, 128}), t(dt, {8, 128}),
                                   t(dt, {8, 128}), 1)};
+      for (VKDML_REDUCE_FUNCTION f :
+           {VKDML_REDUCE_FUNCTION_NONE, VKDML_REDUCE_FUNCTION_ADD, VKDML_REDUCE_FUNCTION_MULTIPLY,
+            VKDML_REDUCE_FUNCTION_MAX, VKDML_REDUCE_FUNCTION_MIN}) {
+        specs.push_back(specs[3]);
+        specs.back().WithReduce(f);
+        specs.push_back(specs[4]);
+        specs.back().WithReduce(f);
+      }
       for (OpSpec& spec : specs) {
         INFO(spec.ToString());
         vkdml::detail::OperatorImpl op;
         const Result built = vkdml::detail::BuildOperator(spec.Desc(), &op);
         INFO(Str(built));
         REQUIRE(built.ok());
-        // GPU kernels with and without the line kernels; CPU devices' with and without int64.
-        for (int variant = 0; variant < 4; ++variant) {
+        // Line kernels or not; a GPU with every optional feature, one like NVIDIA's (float64,
+        // atomics, no promise to keep denormals), a CPU device with none, or one with shaderInt64
+        // (its runs kernels move u64vec4s).
+        for (int variant = 0; variant < 8; ++variant) {
+          const int features = variant % 4;
           DeviceTraits device;
+          device.type =
+              features < 2 ? VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU : VK_PHYSICAL_DEVICE_TYPE_CPU;
           device.maxSharedMemory = 48 << 10;
           device.maxLinesGroupSize = 256;
           device.maxGroups = 65535;
-          device.lines = variant == 1 ? DeviceTraits::Lines::Always : DeviceTraits::Lines::Never;
-          if (variant >= 2) {
+          device.lines = variant < 4 ? DeviceTraits::Lines::Never : DeviceTraits::Lines::Always;
+          device.float32AtomicAdd = device.int64Atomics = device.float64 = features < 2;
+          device.denormPreserve32 = device.denormPreserve64 = features == 0;
+          if (features >= 2) {
             device.kernels = DeviceTraits::Kernels::Cpu;
             device.maxLoop = 16384;
-            device.int64 = variant == 3;
+            device.int64 = features == 3;
           }
-          for (bool checked : {false, true}) {
+          for (UINT flags :
+               {0u, UINT(VKDML_EXECUTION_FLAG_CHECK_INDICES),
+                UINT(VKDML_EXECUTION_FLAG_DETERMINISTIC),
+                UINT(VKDML_EXECUTION_FLAG_CHECK_INDICES | VKDML_EXECUTION_FLAG_DETERMINISTIC)}) {
+            const bool checked = (flags & VKDML_EXECUTION_FLAG_CHECK_INDICES) != 0;
+            INFO("variant " << variant << ", flags " << flags);
             vkdml::detail::KernelSet set;
-            const UINT flags = checked ? VKDML_EXECUTION_FLAG_CHECK_INDICES : 0;
             REQUIRE(vkdml::detail::ChooseKernels(op, flags, device, &set).ok());
             CHECK(set.plans.size() == VKDML_PLAN_SLOTS);
             std::vector<const Kernel*> kernels;
@@ -131,7 +167,9 @@ TEST_CASE("Kernels: every kernel that kernel choice names is embedded", "[kernel
               CHECK(FindSpirv(k->module.c_str()) != nullptr);
               CHECK(k->slot < VKDML_PLAN_SLOTS);
               CHECK(k->groups >= 1);
-              CHECK(k->spec[VKDML_SPEC_CHECKED] == uint32_t(checked && k != &set.report));
+              // Checked mode in every kernel that reads indices (not the sort's steps).
+              CHECK(k->spec[VKDML_SPEC_CHECKED] ==
+                    uint32_t(checked && k != &set.report && !k->sortStep));
             }
           }
         }
@@ -492,4 +530,107 @@ TEST_CASE("Kernels: CPU devices' short lines several to an invocation", "[kernel
                                     TensorDesc(f32, {64, 6}), 1),
              CpuDevice());
   CHECK(elements.steps[0].plain.spec[VKDML_SPEC_RUN_LINES] == 1);
+}
+// A ScatterND reduction on wide slices is sorted by target on GPUs, in the default mode too
+// (fewer steps than an atomic per element), and uses atomics on CPU devices; narrow slices use
+// atomics everywhere.
+TEST_CASE("Kernels: wide ScatterND slices are sorted on GPUs", "[kernels]") {
+  using vkdml::detail::DeviceTraits;
+  using vkdml::detail::Pass;
+  const DML_TENSOR_DATA_TYPE f32 = DML_TENSOR_DATA_TYPE_FLOAT32, i64 = DML_TENSOR_DATA_TYPE_INT64;
+  for (VkPhysicalDeviceType type :
+       {VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU, VK_PHYSICAL_DEVICE_TYPE_CPU}) {
+    for (UINT width : {127u, 128u}) {
+      INFO("device type " << type << ", slices of " << width);
+      DeviceTraits device;
+      device.type = type;
+      device.maxSharedMemory = 48 << 10;
+      device.maxLinesGroupSize = 256;
+      device.maxGroups = 65535;
+      OpSpec spec =
+          OpSpec::ScatterND(TensorDesc(f32, {16, width}), TensorDesc(i64, {4, 1}),
+                            TensorDesc(f32, {4, width}), TensorDesc(f32, {16, width}), 2, 2);
+      spec.WithReduce(VKDML_REDUCE_FUNCTION_ADD);
+      vkdml::detail::OperatorImpl op;
+      REQUIRE(vkdml::detail::BuildOperator(spec.Desc(), &op).ok());
+      vkdml::detail::KernelSet set;
+      REQUIRE(vkdml::detail::ChooseKernels(op, 0, device, &set).ok());
+      const bool sorted = type != VK_PHYSICAL_DEVICE_TYPE_CPU && width >= 128;
+      CHECK(set.steps.back().kind == (sorted ? Pass::Kind::Ordered : Pass::Kind::Reduce));
+      CHECK((set.sortWords > 0) == sorted);
+    }
+  }
+}
+
+// The large path, on the CPU: an operator whose tensor may not fit one descriptor takes it, and
+// its dispatches cover the loop exactly, each within the windows; an operator that fits keeps
+// the plain kernels; a layout too scattered for the windows is refused.
+TEST_CASE("Kernels: the large path's chunks and windows", "[kernels]") {
+  using vkdml::detail::DeviceTraits;
+  using vkdml::detail::LargeDispatch;
+  const DML_TENSOR_DATA_TYPE f32 = DML_TENSOR_DATA_TYPE_FLOAT32, i64 = DML_TENSOR_DATA_TYPE_INT64;
+  DeviceTraits device;
+  device.maxSharedMemory = 48 << 10;
+  device.maxGroups = 65535;
+  device.maxRange = 1 << 20;
+  device.rangeAlign = 256;
+  const UINT64 window = ((1 << 20) - 256) / 16 * 16;
+  auto choose = [&](OpSpec& spec, vkdml::detail::KernelSet* set) {
+    vkdml::detail::OperatorImpl op;
+    REQUIRE(vkdml::detail::BuildOperator(spec.Desc(), &op).ok());
+    return vkdml::detail::ChooseKernels(op, 0, device, set);
+  };
+  {  // fits: the plain kernels
+    OpSpec spec = OpSpec::GatherND(TensorDesc(f32, {256, 256}), TensorDesc(i64, {64, 1}),
+                                   TensorDesc(f32, {64, 256}), 2, 2);
+    vkdml::detail::KernelSet set;
+    REQUIRE(choose(spec, &set).ok());
+    CHECK(!set.large);
+    CHECK(set.steps[0].plain.large.empty());
+  }
+  {  // a 3.5 MiB input (4 windows) and a 2 MiB output (2 chunks or more), rows of 4 KiB
+    OpSpec spec = OpSpec::GatherND(TensorDesc(f32, {896, 1024}), TensorDesc(i64, {512, 1}),
+                                   TensorDesc(f32, {512, 1024}), 2, 2);
+    vkdml::detail::KernelSet set;
+    REQUIRE(choose(spec, &set).ok());
+    REQUIRE(set.large);
+    for (const auto* k : {&set.steps[0].plain, &set.steps[0].wide}) {
+      INFO(k->module);
+      CHECK(k->module.find("_large") != std::string::npos);
+      const UINT64 row = 4096 / k->unit;  // loop elements of an output row
+      std::map<UINT64, UINT64> covered;   // per window start: loop elements in its dispatches
+      UINT64 windows = 0;
+      for (const LargeDispatch& d : k->large) {
+        CHECK(d.direct.end - d.direct.begin <= window);
+        CHECK(d.indexed.end - d.indexed.begin <= window);
+        CHECK(d.direct.begin == (UINT64(d.start[0]) * row + d.start[1]) * k->unit);
+        if (covered.count(d.indexed.begin) == 0) ++windows;
+        covered[d.indexed.begin] += d.count;
+      }
+      CHECK(windows == 4);
+      for (const auto& w : covered) CHECK(w.second == 512 * row);  // each window sees the loop
+    }
+  }
+  {  // a CPU device's runs kernels have no large variant: it takes the GPU's
+    const DeviceTraits gpu = device;
+    device.type = VK_PHYSICAL_DEVICE_TYPE_CPU;
+    device.kernels = DeviceTraits::Kernels::Cpu;
+    device.int64 = true;
+    device.maxLoop = 16384;
+    OpSpec spec = OpSpec::GatherND(TensorDesc(f32, {896, 1024}), TensorDesc(i64, {512, 1}),
+                                   TensorDesc(f32, {512, 1024}), 2, 2);
+    vkdml::detail::KernelSet set;
+    REQUIRE(choose(spec, &set).ok());
+    REQUIRE(set.large);
+    CHECK(set.steps[0].plain.module == "gather_e4_i64_large");
+    device = gpu;
+  }
+  {  // a transposed output whose every element is a window apart: too many dispatches
+    OpSpec spec = OpSpec::GatherND(TensorDesc(f32, {896, 1024}), TensorDesc(i64, {512, 1}),
+                                   TensorDesc(f32, {512, 1024}, {1, 1 << 18}), 2, 2);
+    vkdml::detail::KernelSet set;
+    const Result r = choose(spec, &set);
+    CHECK(r.status == Status::Unsupported);
+    CHECK_THAT(r.message, Catch::Matchers::Contains("dispatches through windows"));
+  }
 }

@@ -436,11 +436,7 @@ struct ScopedGpuKernels : ScopedEnv {
 
 // Where each update element of a scatter case lands.
 std::vector<ref::ScatterWrite> Writes(Case& c) {
-  const ref::Tensor inT = c.spec.tensors[0].Ref(), ixT = c.spec.tensors[1].Ref(),
-                    updT = c.spec.tensors[2].Ref(), outT = c.spec.Output().Ref();
-  if (c.spec.type == DML_OPERATOR_SCATTER_ELEMENTS)
-    return ref::ScatterElementsWrites(inT, ixT, c.inputs[1].data(), updT, outT, c.spec.axis);
-  return ref::ScatterNDWrites(inT, ixT, c.inputs[1].data(), updT, outT, c.spec.r, c.spec.q);
+  return c.spec.Writes(c.inputs[1]);
 }
 
 // Runs the case and compares every byte of the output image (poison included) with the
@@ -1334,8 +1330,9 @@ bool RunReduceCase(Rng& rng, Op op, UINT D, DML_TENSOR_DATA_TYPE dt, DML_TENSOR_
 // bit for bit: in the default mode with values whose result does not depend on the order,
 // deterministic with any values. Some cases run with the device's 64-bit and float atomics
 // turned off (VKDML_ATOMICS=32: the fallbacks of devices without them), with one workgroup
-// per dispatch (VKDML_MAX_GROUPS=1: the grid-stride loops) or with the line kernels wherever
-// they can run (VKDML_SCATTER_LINES=1, as GPUs choose them for long lines).
+// per dispatch (VKDML_MAX_GROUPS=1: the grid-stride loops), with the line kernels wherever
+// they can run (VKDML_SCATTER_LINES=1, as GPUs choose them for long lines) or with float32
+// computed in float32 (VKDML_NATIVE_FLOAT32=1: lavapipe otherwise computes it in float64).
 TEST_CASE_METHOD(Fixture, "Random scatters with a reduction vs the sequential reference",
                  "[random][reduce]") {
   const uint64_t base = BaseSeed();
@@ -1366,9 +1363,11 @@ TEST_CASE_METHOD(Fixture, "Random scatters with a reduction vs the sequential re
           ScopedEnv atomics("VKDML_ATOMICS", knob == 0 ? "32" : "");
           ScopedEnv groups("VKDML_MAX_GROUPS", knob == 1 ? "1" : "");
           ScopedLines lines(knob == 2);
+          ScopedEnv nativeFloat32("VKDML_NATIVE_FLOAT32", knob == 3 ? "1" : "");
           INFO((knob == 0   ? "VKDML_ATOMICS=32"
                 : knob == 1 ? "VKDML_MAX_GROUPS=1"
                 : knob == 2 ? "VKDML_SCATTER_LINES=1"
+                : knob == 3 ? "VKDML_NATIVE_FLOAT32=1"
                             : ""));
           ++runs;
           if (!RunReduceCase(rng, op, UINT(1 + counter % 8), dt, it, f, deterministic, inPlace,
@@ -1444,6 +1443,111 @@ TEST_CASE_METHOD(Fixture, "Deterministic scatter with one target's run past 6553
   }
 }
 
+// Float reductions whose inputs and results are denormal, in both modes, on float32 and float64
+// (float16 is computed in float32, where its denormals are normal numbers): ADD of small
+// multiples of the smallest denormal (exact in any order), MULTIPLY of a denormal by 0.5 or 1
+// (ties rounded to even, the same in any order), MAX and MIN among denormals of both signs and
+// zeros. The result is the sequential one, bit for bit, where vkdml can keep denormals: float32
+// where the device promises to when asked (shaderDenormPreserveFloat32) or has float64 (vkdml
+// then computes float32 in float64: NVIDIA flushes float32 denormals, not float64's); float64
+// where the device promises to, and on lavapipe and NVIDIA, which keep them without the promise
+// (README: Scatter reductions). Elsewhere nothing is promised.
+TEST_CASE_METHOD(Fixture, "Scatter reductions on float denormals", "[random][reduce]") {
+  const DML_TENSOR_DATA_TYPE it = DML_TENSOR_DATA_TYPE_INT32;
+  const DeviceInfo& info = Dev().Info();
+  const bool knownToKeep64 = info.driverName.find("llvmpipe") != std::string::npos ||
+                             info.driverName.find("NVIDIA") != std::string::npos;
+  for (DML_TENSOR_DATA_TYPE dt : {DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_FLOAT64}) {
+    const bool f64 = dt == DML_TENSOR_DATA_TYPE_FLOAT64;
+    if (f64 && !info.enabled.shaderFloat64) continue;  // FLOAT64 arithmetic
+    const bool kept = f64 ? info.enabled.shaderDenormPreserveFloat64 || knownToKeep64
+                          : info.enabled.shaderDenormPreserveFloat32 || info.enabled.shaderFloat64;
+    if (!kept) {
+      WARN(info.name << " does not promise to keep " << DataTypeName(dt) << " denormals: "
+                     << "not checked there");
+      continue;
+    }
+    for (VKDML_REDUCE_FUNCTION f : {VKDML_REDUCE_FUNCTION_ADD, VKDML_REDUCE_FUNCTION_MULTIPLY,
+                                    VKDML_REDUCE_FUNCTION_MAX, VKDML_REDUCE_FUNCTION_MIN}) {
+      for (UINT flags : {0u, UINT(VKDML_EXECUTION_FLAG_DETERMINISTIC)}) {
+        for (Op op : {Op::ScatterND, Op::ScatterElements}) {
+          Rng rng(BaseSeed() ^ 0xDE40 ^ (UINT(f) << 4) ^ flags ^ (f64 << 12) ^ (UINT(op) << 16));
+          const UINT n = 64, updates = 256;
+          Case c;
+          if (op == Op::ScatterND) {  // rows of one element
+            TensorDesc in(dt, {n, 1}), ix(it, {updates, 1}), upd(dt, {updates, 1});
+            c.spec = OpSpec::ScatterND(in, ix, upd, in, 2, 2);
+          } else {
+            TensorDesc in(dt, {n}), ix(it, {updates}), upd(dt, {updates});
+            c.spec = OpSpec::ScatterElements(in, ix, upd, in, 0);
+          }
+          c.spec.WithReduce(f);
+          std::vector<int64_t> targets(updates);
+          for (int64_t& t : targets) t = int64_t(rng.U(0, n - 1));
+          auto value = [&](bool isUpdate) -> uint64_t {
+            const uint64_t sign = (f64 ? uint64_t(1) << 63 : uint64_t(1) << 31);
+            const uint64_t neg = rng.P(0.5) ? sign : 0;
+            if (f == VKDML_REDUCE_FUNCTION_ADD) return neg | rng.U(0, 7);  // k * smallest
+            if (f == VKDML_REDUCE_FUNCTION_MULTIPLY) {
+              // Any denormal: halving an odd one rounds a tie to even.
+              if (!isUpdate) return neg | rng.U(1, f64 ? (uint64_t(1) << 52) - 1 : (1u << 23) - 1);
+              const uint64_t half = f64 ? 0x3FE0000000000000ull : 0x3F000000u;  // 0.5
+              const uint64_t one = f64 ? 0x3FF0000000000000ull : 0x3F800000u;
+              return neg | (rng.P(0.5) ? half : one);
+            }
+            if (rng.P(0.1)) return neg;  // +-0
+            return neg | rng.U(1, f64 ? (uint64_t(1) << 52) - 1 : (1u << 23) - 1);
+          };
+          const UINT es = f64 ? 8 : 4;
+          Bytes input(n * es), updatesBytes(updates * es);
+          for (UINT i = 0; i < n; ++i) {
+            const uint64_t v = value(false);
+            std::memcpy(input.data() + i * es, &v, es);
+          }
+          for (UINT i = 0; i < updates; ++i) {
+            const uint64_t v = value(true);
+            std::memcpy(updatesBytes.data() + i * es, &v, es);
+          }
+          c.inputs = {input, IndexBytes(it, targets, updates * 4), updatesBytes};
+          c.opts.flags = flags;
+          INFO(c.spec.ToString() << (flags ? ", DETERMINISTIC" : ""));
+          RunCase(c);
+        }
+      }
+    }
+  }
+}
+
+// Deterministic ScatterND with slices wide enough that each thread folds several of a slice's
+// elements (lib/kernels.cpp: kOrderedPerThread), one slice length not a multiple of it, and
+// rows crowded with duplicates: without a reduction the last update wins, with ADD every update
+// is added in order.
+TEST_CASE_METHOD(Fixture, "Deterministic ScatterND with wide slices", "[random][reduce]") {
+  const DML_TENSOR_DATA_TYPE it = DML_TENSOR_DATA_TYPE_INT64;
+  for (DML_TENSOR_DATA_TYPE dt : {DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_UINT8}) {
+    if (!DeviceSupports(dt)) continue;
+    for (UINT width : {130u, 512u}) {
+      for (VKDML_REDUCE_FUNCTION f : {VKDML_REDUCE_FUNCTION_NONE, VKDML_REDUCE_FUNCTION_ADD}) {
+        Rng rng(BaseSeed() ^ 0x31DE ^ (width << 8) ^ (UINT(f) << 4) ^ dt);
+        const UINT rows = 48, updates = 300;
+        TensorDesc in(dt, {rows, width}), ix(it, {updates, 1}), upd(dt, {updates, width}), out = in;
+        Case c;
+        c.spec = OpSpec::ScatterND(in, ix, upd, out, 2, 2);
+        c.spec.WithReduce(f);
+        std::vector<int64_t> targets(updates);
+        for (int64_t& t : targets) t = int64_t(rng.U(0, rows / 4));  // about 25 updates a row
+        c.inputs = {RandomBytes(rng, in.Total()), IndexBytes(it, targets, ix.Total()),
+                    RandomBytes(rng, upd.Total())};
+        FillReduceValues(rng, in, f, false, &c.inputs[0]);
+        FillReduceValues(rng, upd, f, false, &c.inputs[2]);
+        c.opts.flags = VKDML_EXECUTION_FLAG_DETERMINISTIC;
+        INFO(c.spec.ToString());
+        RunCase(c);
+      }
+    }
+  }
+}
+
 // A deterministic ScatterElements whose line fills exactly the shared memory of a device whose
 // limit is 32 KiB (lavapipe) or 48 KiB (vkdml's cap, reached on NVIDIA): glsl/
 // scatter_lines_ordered.comp then takes all of it (interface.h: VKDML_ORDERED_SHARED_WORDS), and
@@ -1473,4 +1577,111 @@ TEST_CASE_METHOD(Fixture, "Deterministic ScatterElements on lines that fill shar
       RunCase(c);
     }
   }
+}
+
+// ----- The large path on real tensors past the binding range -----
+
+namespace {
+
+// Rows of `width` elements of dt, enough of them to pass `bytes`.
+UINT RowsPast(UINT64 bytes, UINT width, DML_TENSOR_DATA_TYPE dt) {
+  return UINT(bytes / (UINT64(width) * ref::ElementSize(dt)) + 1);
+}
+
+// Gather (axis 0) of 512 random rows, the first and last among them and one out of range, from a
+// [rows, width] input; recorded (checked) and through Device::Run.
+void GatherRowsCase(UINT rows, UINT width, DML_TENSOR_DATA_TYPE dt, uint64_t salt) {
+  const DML_TENSOR_DATA_TYPE it = DML_TENSOR_DATA_TYPE_INT64;
+  Rng rng(BaseSeed() ^ salt);
+  const UINT n = 512;
+  TensorDesc in(dt, {rows, width}), ix(it, {1, n}), out(dt, {n, width});
+  Case c;
+  c.spec = OpSpec::Gather(in, ix, out, 0, 1);
+  std::vector<int64_t> picks(n);
+  for (int64_t& p : picks) p = int64_t(rng.U(0, rows - 1));
+  picks[0] = 0;
+  picks[1] = rows - 1;
+  picks[2] = -1;
+  picks[n - 1] = int64_t(rows) + 7;  // out of range: clamped, and reported
+  c.inputs = {RandomBytes(rng, in.Total()), IndexBytes(it, picks, ix.Total())};
+  for (Path path : {Path::Record, Path::Run}) {
+    c.opts = {};
+    c.opts.path = path;  // checked on the record path (the harness reads its IndexStatus)
+    if (path == Path::Record) c.opts.flags = VKDML_EXECUTION_FLAG_CHECK_INDICES;
+    INFO(c.spec.ToString() << (path == Path::Run ? ", Device::Run" : ", record"));
+    RunCase(c);
+  }
+}
+
+// ScatterND of 512 unique random rows (the last among them) into a [rows, width] tensor, in
+// place and into a separate output, plain and with ADD.
+void ScatterRowsCase(UINT rows, UINT width, DML_TENSOR_DATA_TYPE dt, uint64_t salt) {
+  const DML_TENSOR_DATA_TYPE it = DML_TENSOR_DATA_TYPE_INT32;
+  Rng rng(BaseSeed() ^ salt);
+  const UINT n = 512;
+  TensorDesc in(dt, {rows, width}), ix(it, {n, 1}), upd(dt, {n, width}), out = in;
+  std::vector<int64_t> targets(n);
+  for (UINT i = 0; i < n; ++i) targets[i] = int64_t(rows - 1 - UINT64(i) * (rows / n));
+  std::shuffle(targets.begin(), targets.end(), rng.g);
+  const Bytes input = RandomBytes(rng, in.Total()), updates = RandomBytes(rng, upd.Total());
+  for (VKDML_REDUCE_FUNCTION f : {VKDML_REDUCE_FUNCTION_NONE, VKDML_REDUCE_FUNCTION_ADD}) {
+    for (bool inPlace : {true, false}) {
+      Case c;
+      c.spec = OpSpec::ScatterND(in, ix, upd, out, 2, 2);
+      if (f) c.spec.WithReduce(f);
+      c.inputs = {input, IndexBytes(it, targets, ix.Total()), updates};
+      if (f) {  // order-free sums: small integers
+        FillReduceValues(rng, c.spec.tensors[0], f, true, &c.inputs[0]);
+        FillReduceValues(rng, c.spec.tensors[2], f, true, &c.inputs[2]);
+      }
+      c.opts.offsets = {0, 0, 0, 0};
+      if (inPlace) MakeInPlace(&c);
+      INFO(c.spec.ToString() << (inPlace ? ", in place" : ""));
+      RunCase(c);
+    }
+  }
+}
+
+}  // namespace
+
+// A real tensor past the device's binding range (lavapipe: 128 MiB, so 160 MiB here), gathered
+// from and scattered into through windows; on devices with a range over 1 GiB the hidden
+// "[.gpu-large]" tests do this.
+TEST_CASE_METHOD(Fixture, "Large path: tensors past maxStorageBufferRange", "[large]") {
+  const UINT64 range = Dev().Info().maxStorageBufferRange;
+  if (range > (UINT64(1) << 30)) {
+    WARN("maxStorageBufferRange is " << range << ": see the [.gpu-large] tests");
+    return;
+  }
+  const DML_TENSOR_DATA_TYPE f32 = DML_TENSOR_DATA_TYPE_FLOAT32;
+  const UINT width = 1024, rows = RowsPast(range + (32 << 20), width, f32);
+  GatherRowsCase(rows, width, f32, 0x1A);
+  ScatterRowsCase(rows, width, f32, 0x1B);
+}
+
+// Past 4 GiB and past 2^32 elements (5 GiB of UINT8 in 40960 rows of 131072): 64-bit element
+// offsets, windows of a 4 GiB range, and a copy loop of more than 2^32 elements. For GPUs with
+// the memory: run by hand (`vkdml_tests "[.gpu-large]"`).
+TEST_CASE_METHOD(Fixture, "Large path: past 4 GiB and 2^32 elements", "[.gpu-large]") {
+  const DML_TENSOR_DATA_TYPE u8 = DML_TENSOR_DATA_TYPE_UINT8;
+  GatherRowsCase(40960, 131072, u8, 0x2A);
+  ScatterRowsCase(40960, 131072, u8, 0x2B);
+}
+
+// Device::Run's work past its 64 MiB of staging streams through it: an 80 MiB input in and a
+// padded 156 MiB output (its padding keeps the caller's bytes, so it goes in too) out, each in
+// several pieces, on the normal path and the large one.
+TEST_CASE_METHOD(Fixture, "Device::Run streams work past its staging area", "[large]") {
+  const DML_TENSOR_DATA_TYPE f32 = DML_TENSOR_DATA_TYPE_FLOAT32, it = DML_TENSOR_DATA_TYPE_INT32;
+  Rng rng(BaseSeed() ^ 0x5743);
+  const UINT rows = 20481, width = 1024, n = 20000;
+  TensorDesc in(f32, {rows, width}), ix(it, {1, n}), out(f32, {n, width}, {2 * width, 1});
+  Case c;
+  c.spec = OpSpec::Gather(in, ix, out, 0, 1);
+  std::vector<int64_t> picks(n);
+  for (int64_t& p : picks) p = int64_t(rng.U(0, rows - 1));
+  c.inputs = {RandomBytes(rng, in.Total()), IndexBytes(it, picks, ix.Total())};
+  c.opts.path = Path::Run;
+  INFO(c.spec.ToString());
+  RunCase(c);
 }

@@ -65,6 +65,18 @@ inline const std::vector<DML_TENSOR_DATA_TYPE>& DataTypes() {
   return t;
 }
 
+// A DeviceDesc that adopts owner's Vulkan objects, saying `enabled` was enabled.
+inline DeviceDesc Borrowed(Device& owner, DeviceFeatures enabled) {
+  DeviceDesc d;
+  d.instance = owner.Instance();
+  d.physicalDevice = owner.PhysicalDevice();
+  d.device = owner.Handle();
+  d.queue = owner.Queue();
+  d.queueFamilyIndex = owner.QueueFamilyIndex();
+  d.enabledFeatures = enabled;
+  return d;
+}
+
 // Whether this device can run tensors of the type (1-/2-byte types need 8-/16-bit storage).
 inline bool DeviceSupports(DML_TENSOR_DATA_TYPE type) {
   const DeviceFeatures& f = Dev().Info().enabled;

@@ -10,6 +10,7 @@
 //   bench_cases.*      the cases: shapes, descriptors, host data, CPU reference, bytes moved
 //   bench_context.*    the device, the copy kernel and the timing of a case
 //   bench_latency.cpp  the latency rows (Device::Run, empty submit, replayed command buffer)
+//   bench_compile.*    --compile: CompileOperator cold and with a warm pipeline cache
 //   bench_output.*     the table, the JSON lines, the case list, progress
 //   bench_util.*       errors, formatting, statistics, fast random host data
 #include "bench.h"
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "bench_cases.h"
+#include "bench_compile.h"
 #include "bench_context.h"
 #include "bench_output.h"
 #include "cli.h"
@@ -35,10 +37,13 @@ void Usage(FILE* f) {
                "usage: vkdml bench [--case NAME[,NAME...]] [--size full|small] [--device N] "
                "[--json]\n"
                "                   [--runs N] [--warmup N] [--rotate auto|N] [--latency-calls N]\n"
-               "                   [--no-progress] [--list]\n"
+               "                   [--no-progress] [--list] [--compile]\n"
                "Times vkdml's operators with Vulkan timestamps (median of --runs, default 30,\n"
                "after --warmup, default 5) against a uvec4 copy kernel of the same byte count,\n"
-               "and checks a sample of each output on the CPU. See examples/bench/BENCH.md.\n");
+               "and checks a sample of each output on the CPU. --compile times CompileOperator\n"
+               "instead, for one operator of each kind (or the --case ones), on fresh Devices\n"
+               "with an empty pipeline cache and with a warm one (median of --runs, default\n"
+               "5). See examples/bench/BENCH.md.\n");
 }
 
 int Fail(const std::string& message, int status) {
@@ -112,11 +117,14 @@ int ParseArgs(int argc, char** argv, Options* opt, bool* list) {
       opt->progress = false;
     } else if (a == "--list") {
       *list = true;
+    } else if (a == "--compile") {
+      opt->compile = true;
     } else if (a == "-h" || a == "--help") {
       Usage(stdout);
       return 0;
     } else if (TakesValue(a)) {
       if (i + 1 >= argc) return Fail(a + " needs a value", cli::kExitBadInput);
+      opt->runsGiven |= a == "--runs";
       int status = SetOption(a, argv[++i], opt);
       if (status >= 0) return status;
     } else {
@@ -200,6 +208,7 @@ int Main(int argc, char** argv) {
   std::vector<const Spec*> chosen;
   status = ChooseCases(all, opt, &chosen);
   if (status >= 0) return status;
+  if (opt.compile) return RunCompile(opt, MakeSpecs(/*small=*/true));
 
   Context ctx;
   ctx.opt = opt;

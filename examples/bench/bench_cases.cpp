@@ -82,6 +82,12 @@ std::vector<Spec> MakeSpecs(bool small) {
   rowsF16.name = "rows-f16";
   rowsF16.dtype = f16;
   add(rowsF16);
+  // rows-f16 from a float16 embedding table of 3 x 2^30 elements, 6 GiB, width 4096: past 4 GiB,
+  // every GPU's binding range, so vkdml's large path (small: 192 MiB, past lavapipe's 128 MiB).
+  Spec rows6 = MakeSpec("rows-f16-6gib", OpKind::GatherND, f16, i64,
+                        {small ? 24576u : 786432u, 4096}, {small ? 4096u : 262144u, 1});
+  rows6.peer = "torch.index_select(x, 0, i)";
+  add(rows6);
   Spec tup = MakeSpec("tuples-f32", OpKind::GatherND, f32, i64, {side, side, 16}, {tuples, 2});
   tup.peer = "x[i0, i1]";
   add(tup);

@@ -26,6 +26,8 @@ struct Options {
   int runs = 30, warmup = 5, latencyCalls = 200;
   int rotate = -1;  // -1 auto, else the number of buffer sets
   uint64_t seed = 1;
+  bool compile = false;    // --compile: CompileOperator times instead of the cases
+  bool runsGiven = false;  // --runs on the command line (--compile defaults to 5)
 };
 
 // clang-format off

@@ -46,6 +46,23 @@ std::string DriverText(const vkdml::DeviceInfo& info) {
   return info.driverName + (info.driverInfo.empty() ? "" : " " + info.driverInfo);
 }
 
+// One JSON object, built field by field; Device() adds the fields every line ends with.
+struct JsonObject {
+  std::string text = "{";
+  void Field(const char* k, const std::string& v) {
+    if (text.size() > 1) text += ", ";
+    text += JsonString(k) + ": " + v;
+  }
+  std::string Device(const vkdml::DeviceInfo& info) {
+    Field("device", JsonString(info.name));
+    Field("driver", JsonString(DriverText(info)));
+    Field("vulkan", JsonString(Format("%u.%u.%u", VK_API_VERSION_MAJOR(info.apiVersion),
+                                      VK_API_VERSION_MINOR(info.apiVersion),
+                                      VK_API_VERSION_PATCH(info.apiVersion))));
+    return text + "}";
+  }
+};
+
 // "name (driver info)".
 std::string DeviceLine(const vkdml::DeviceInfo& info) {
   std::string d = info.name;
@@ -80,11 +97,8 @@ void Progress::Clear() {
 std::string JsonLine(const CaseResult& r, const vkdml::DeviceInfo& info, bool small) {
   const Spec& s = *r.spec;
   double gbps = r.bytes / (r.ms * 1e6), copyGbps = r.bytes / (r.copyMs * 1e6);
-  std::string j = "{";
-  auto field = [&j](const char* k, const std::string& v) {
-    if (j.size() > 1) j += ", ";
-    j += JsonString(k) + ": " + v;
-  };
+  JsonObject j;
+  auto field = [&j](const char* k, const std::string& v) { j.Field(k, v); };
   field("case", JsonString(r.caseName));
   field("op", JsonString(s.OpName()));
   field("dtype", JsonString(TypeName(s.dtype)));
@@ -117,12 +131,7 @@ std::string JsonLine(const CaseResult& r, const vkdml::DeviceInfo& info, bool sm
   field("mismatches", std::to_string(r.mismatches));
   if (!r.firstMismatch.empty()) field("first_mismatch", JsonString(r.firstMismatch));
   field("peer", JsonString(s.peer));
-  field("device", JsonString(info.name));
-  field("driver", JsonString(DriverText(info)));
-  field("vulkan", JsonString(Format("%u.%u.%u", VK_API_VERSION_MAJOR(info.apiVersion),
-                                    VK_API_VERSION_MINOR(info.apiVersion),
-                                    VK_API_VERSION_PATCH(info.apiVersion))));
-  return j + "}";
+  return j.Device(info);
 }
 
 void PrintHeader(const vkdml::DeviceInfo& info, bool small, int runs, bool timestamps) {
@@ -150,6 +159,44 @@ void PrintRow(const CaseResult& r) {
   else
     std::printf("%-26s %10.4f %10.2f %10.2f %8.1f%% %9s  %s\n", r.caseName.c_str(), r.ms, gbps,
                 copyGbps, 100.0 * gbps / copyGbps, range.c_str(), check.c_str());
+}
+
+std::string CompileJsonLine(const CompileResult& r, const vkdml::DeviceInfo& info) {
+  const Spec& s = *r.spec;
+  JsonObject j;
+  auto field = [&j](const char* k, const std::string& v) { j.Field(k, v); };
+  field("case", JsonString("compile-" + s.name));
+  field("op", JsonString(s.OpName()));
+  field("reduction", JsonString(s.ReduceName()));
+  field("deterministic", s.deterministic ? "true" : "false");
+  if (!r.error.empty()) field("error", JsonString(r.error));
+  field("cold_ms", JsonNumber(r.coldMs));
+  field("cold_min_ms", JsonNumber(r.coldMinMs));
+  field("cold_max_ms", JsonNumber(r.coldMaxMs));
+  field("warm_ms", JsonNumber(r.warmMs));
+  field("warm_min_ms", JsonNumber(r.warmMinMs));
+  field("warm_max_ms", JsonNumber(r.warmMaxMs));
+  field("cache_bytes", std::to_string(r.cacheBytes));
+  field("runs", std::to_string(r.runs));
+  return j.Device(info);
+}
+
+void PrintCompileHeader(const vkdml::DeviceInfo& info, int runs) {
+  std::printf(
+      "vkdml bench --compile: %s, CompileOperator on a fresh Device, median of %d runs; cold: "
+      "empty pipeline cache, warm: seeded with the cold Device's GetPipelineCacheData\n",
+      DeviceLine(info).c_str(), runs);
+  std::printf("%-44s %-16s %10s %10s %12s\n", "case", "op", "cold ms", "warm ms", "cache bytes");
+}
+
+void PrintCompileRow(const CompileResult& r) {
+  const std::string name = "compile-" + r.spec->name;
+  if (!r.error.empty()) {
+    std::printf("%-44s ERROR: %s\n", name.c_str(), r.error.c_str());
+    return;
+  }
+  std::printf("%-44s %-16s %10.2f %10.2f %12" PRIu64 "\n", name.c_str(), r.spec->OpName(), r.coldMs,
+              r.warmMs, r.cacheBytes);
 }
 
 void PrintCases(const std::vector<Spec>& specs) {

@@ -26,6 +26,17 @@ struct CaseResult {
   std::string firstMismatch;
 };
 
+// One row of `vkdml bench --compile`: CompileOperator's time on fresh Devices, with an empty
+// pipeline cache (cold) and with one seeded from the cold Device's data (warm).
+struct CompileResult {
+  const Spec* spec = nullptr;
+  std::string error;
+  double coldMs = NAN, coldMinMs = NAN, coldMaxMs = NAN;
+  double warmMs = NAN, warmMinMs = NAN, warmMaxMs = NAN;
+  uint64_t cacheBytes = 0;  // GetPipelineCacheData's size after the cold compile
+  int runs = 0;
+};
+
 // Progress on stderr: an updating line on a terminal; elsewhere plain lines once the run has
 // taken more than two seconds.
 struct Progress {
@@ -45,6 +56,10 @@ std::string JsonLine(const CaseResult& r, const vkdml::DeviceInfo& info, bool sm
 // The table's first lines: the device and settings, then the column names.
 void PrintHeader(const vkdml::DeviceInfo& info, bool small, int runs, bool timestamps);
 void PrintRow(const CaseResult& r);
+// --compile's JSON line (BENCH.md lists the fields), header and table row.
+std::string CompileJsonLine(const CompileResult& r, const vkdml::DeviceInfo& info);
+void PrintCompileHeader(const vkdml::DeviceInfo& info, int runs);
+void PrintCompileRow(const CompileResult& r);
 // --list: one line per case.
 void PrintCases(const std::vector<Spec>& specs);
 

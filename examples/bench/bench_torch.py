@@ -27,7 +27,7 @@ L2_ROTATE_BYTES = 4 * 60e6  # rotate input sets below ~4x a large GPU L2, as vkd
 MAX_ROTATION = 16
 
 CASE_NAMES = [
-    "rows-f32", "rows-f16", "tuples-f32", "elements-axis1-f32", "elements-axis0-f32",
+    "rows-f32", "rows-f16", "rows-f16-6gib", "tuples-f32", "elements-axis1-f32", "elements-axis0-f32",
     "elements-axis1-i32idx", "scatter-rows-f32", "scatter-rows-inplace",
     "scatter-elements-axis1-f32", "scatter-add-rows-f32", "scatter-add-rows-f32-det",
     "scatter-elements-add-axis1-f32", "scatter-elements-add-axis1-f32-det",
@@ -46,6 +46,9 @@ def specs(small):
                   input_shape=[rows, 256], indices_shape=[picks, 1], updates_shape=None, axis=None,
                   peer="torch.index_select(x, 0, i)"))
     s.append(dict(s[0], case="rows-f16", dtype="float16"))
+    # A 6 GiB float16 embedding table (small: 192 MiB), past 4 GiB.
+    s.append(dict(s[1], case="rows-f16-6gib", input_shape=[24576 if small else 786432, 4096],
+                  indices_shape=[4096 if small else 262144, 1]))
     s.append(dict(case="tuples-f32", op="GatherND", dtype="float32", index_dtype="int64",
                   input_shape=[side, side, 16], indices_shape=[tuples, 2], updates_shape=None,
                   axis=None, peer="x[i0, i1]"))
@@ -149,7 +152,13 @@ def _nbytes(t):
 
 
 def _data(shape, dtype, device, gen):
-    # Values in +-[1, 2): never zero.
+    # Values in +-[1, 2): never zero. Past 2^28 elements made on the device itself (the 6 GiB
+    # table would take tens of GiB and minutes on the host).
+    if math.prod(shape) > (1 << 28) and torch.device(device).type == "cuda":
+        g = torch.Generator(device=device)
+        g.manual_seed(int(torch.randint(0, 1 << 31, (1,), generator=gen)))
+        x = torch.rand(shape, generator=g, device=device, dtype=dtype) + 1.0
+        return torch.where(torch.rand(shape, generator=g, device=device) < 0.5, -x, x)
     x = torch.rand(shape, generator=gen, device="cpu", dtype=torch.float32) + 1.0
     x = torch.where(torch.rand(shape, generator=gen) < 0.5, -x, x)
     return x.to(device=device, dtype=dtype)

@@ -7,9 +7,10 @@ namespace cli {
 using namespace vkdml;
 
 const DML_TENSOR_DESC* HostTensor::Desc() {
+  // 0 where the library refuses the tensor (more than 2^32-1 elements): CreateOperator then says
+  // why. No memory is taken here: an output's comes after validation.
   UINT64 total = CalcBufferTensorSize(type, static_cast<UINT>(sizes.size()), sizes.data(),
                                       strides.empty() ? nullptr : strides.data());
-  if (bytes.size() < total) bytes.resize(total, 0);
   buffer_ = {type,
              DML_TENSOR_FLAG_NONE,
              static_cast<UINT>(sizes.size()),
@@ -42,23 +43,45 @@ Result OpenDevice(int index, std::unique_ptr<Device>* out) {
   return CreateDevice(desc, out);
 }
 
-Result Execute(Device& device, const DML_OPERATOR_DESC& desc, UINT flags,
-               const std::vector<HostTensor*>& inputs, HostTensor* output) {
+Result Prepare(Device& device, const DML_OPERATOR_DESC& desc, UINT flags,
+               std::unique_ptr<CompiledOperator>* out) {
   std::unique_ptr<Operator> op;
   Result r = device.CreateOperator(desc, &op);
   if (!r) return r;
-  std::unique_ptr<CompiledOperator> compiled;
-  r = device.CompileOperator(*op, flags, &compiled);
-  if (!r) return r;
+  return device.CompileOperator(*op, flags, out);
+}
+
+Result RunPrepared(Device& device, const CompiledOperator& op,
+                   const std::vector<HostTensor*>& inputs, void* output) {
   std::vector<const void*> in;
-  for (HostTensor* t : inputs) in.push_back(t->bytes.data());
-  output->bytes.resize(std::max<size_t>(output->bytes.size(), op->OutputSize(0)));
-  return device.Run(*compiled, in, {output->bytes.data()});
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    HostTensor& t = *inputs[i];
+    const UINT64 size = op.Op().InputSize(static_cast<UINT>(i));
+    if (!t.data && t.bytes.size() < size) t.bytes.resize(size, 0);  // rounded up to 4 bytes
+    in.push_back(t.Data());
+  }
+  return device.Run(op, in, {output});
+}
+
+Result Execute(Device& device, const DML_OPERATOR_DESC& desc, UINT flags,
+               const std::vector<HostTensor*>& inputs, HostTensor* output) {
+  std::unique_ptr<CompiledOperator> compiled;
+  Result r = Prepare(device, desc, flags, &compiled);
+  if (!r) return r;
+  output->bytes.resize(std::max<size_t>(output->bytes.size(), compiled->Op().OutputSize(0)));
+  return RunPrepared(device, *compiled, inputs, output->bytes.data());
 }
 
 int ExitStatus(const Result& r) {
-  return r.status == Status::InvalidArgument || r.status == Status::IndexOutOfRange ? kExitBadInput
-                                                                                    : kExitDevice;
+  switch (r.status) {
+    case Status::InvalidArgument:
+    case Status::IndexOutOfRange:
+      return kExitBadInput;
+    case Status::OutOfMemory:
+      return kExitOutOfMemory;
+    default:
+      return kExitDevice;
+  }
 }
 
 bool ParseInt(const std::string& text, int64_t* out) {

@@ -11,9 +11,11 @@
 
 namespace cli {
 
-// Exit statuses: bad input (usage, files, shapes, indices) and device failures.
+// Exit statuses: bad input (usage, files, shapes, indices), device failures, and memory
+// exhaustion (host memory, or a Vulkan allocation: VK_ERROR_OUT_OF_{HOST,DEVICE}_MEMORY).
 constexpr int kExitBadInput = 2;
 constexpr int kExitDevice = 1;
+constexpr int kExitOutOfMemory = 3;
 
 // A DirectML buffer tensor in host memory, in the form Device::Run takes.
 class HostTensor {
@@ -21,10 +23,14 @@ class HostTensor {
   vkdml::DML_TENSOR_DATA_TYPE type = vkdml::DML_TENSOR_DATA_TYPE_FLOAT32;
   std::vector<vkdml::UINT> sizes;
   std::vector<vkdml::UINT> strides;  // elements; empty: packed
-  std::vector<uint8_t> bytes;        // padded to TotalTensorSizeInBytes by Desc()
+  // The tensor's bytes: `data` where set (memory that outlives the run, such as a mapped .npy
+  // file, readable for TotalTensorSizeInBytes), else `bytes`, padded to that size by RunPrepared.
+  const void* data = nullptr;
+  std::vector<uint8_t> bytes;
 
   // Fills and returns the tensor's desc (valid while this object lives and is not changed).
   const vkdml::DML_TENSOR_DESC* Desc();
+  const void* Data() const { return data ? data : bytes.data(); }
 
  private:
   vkdml::DML_BUFFER_TENSOR_DESC buffer_{};
@@ -37,12 +43,21 @@ vkdml::Result CheckDeviceIndex(int index);
 // Creates device `index` (-1: the first discrete GPU, else the first device), checked as above.
 vkdml::Result OpenDevice(int index, std::unique_ptr<vkdml::Device>* out);
 
-// CreateOperator, CompileOperator(flags) and Device::Run: inputs in binding order, one output.
+// CreateOperator (all validation) and CompileOperator(flags): everything before the output
+// needs memory.
+vkdml::Result Prepare(vkdml::Device& device, const vkdml::DML_OPERATOR_DESC& desc,
+                      vkdml::UINT flags, std::unique_ptr<vkdml::CompiledOperator>* out);
+// Device::Run: inputs in binding order, the output into `output` (its OutputSize(0) bytes, which
+// hold its initial contents where the operator leaves bytes unwritten).
+vkdml::Result RunPrepared(vkdml::Device& device, const vkdml::CompiledOperator& op,
+                          const std::vector<HostTensor*>& inputs, void* output);
+// Both, the output into output->bytes (resized to OutputSize(0)): for small work.
 vkdml::Result Execute(vkdml::Device& device, const vkdml::DML_OPERATOR_DESC& desc,
                       vkdml::UINT flags, const std::vector<HostTensor*>& inputs,
                       HostTensor* output);
 
-// kExitBadInput for InvalidArgument and IndexOutOfRange, kExitDevice for the rest.
+// kExitBadInput for InvalidArgument and IndexOutOfRange, kExitOutOfMemory for OutOfMemory,
+// kExitDevice for the rest.
 int ExitStatus(const vkdml::Result& r);
 
 // Parses "--device N"-style integers; false if text is not a whole decimal integer.

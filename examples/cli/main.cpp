@@ -1,10 +1,13 @@
 // vkdml: the command-line tool. `vkdml devices`, `vkdml demo`, `vkdml run`, `vkdml bench`.
 #include <cstdio>
+#include <new>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "bench.h"
 #include "cli.h"
+#include "npy.h"
 
 namespace {
 
@@ -19,7 +22,8 @@ const char kUsage[] =
     "  run       run an ONNX operator on .npy arrays (gather, gather-nd, gather-elements,\n"
     "            scatter-elements, scatter-nd)\n"
     "  bench     measure the operators' throughput\n"
-    "Exit status: 0 success, 1 device failure (or a demo mismatch), 2 bad input.\n";
+    "Exit status: 0 success, 1 device failure (or a demo mismatch), 2 bad input, 3 out of\n"
+    "memory (host memory, or a Vulkan allocation).\n";
 
 const char kDevicesUsage[] =
     "usage: vkdml devices\n"
@@ -96,6 +100,9 @@ int DevicesMain(int argc, char** argv) {
         d.available.shaderFloat64 ? "yes" : "no", d.available.shaderInt64 ? "yes" : "no",
         d.available.shaderBufferInt64Atomics ? "yes" : "no",
         d.available.shaderBufferFloat32AtomicAdd ? "yes" : "no");
+    std::printf("     shaderDenormPreserveFloat32: %s, shaderDenormPreserveFloat64: %s\n",
+                d.available.shaderDenormPreserveFloat32 ? "yes" : "no",
+                d.available.shaderDenormPreserveFloat64 ? "yes" : "no");
   }
   std::printf("(* = the default device, used when --device is not given)\n");
   return 0;
@@ -126,5 +133,17 @@ int main(int argc, char** argv) {
                    command.c_str());
     return cli::kExitBadInput;
   }
-  return handler(argc - 1, argv + 1);
+  // Memory exhaustion anywhere is one line and its own exit status. The exception unwinds the
+  // command first, so a pending output file is removed, never left half written.
+  try {
+    return handler(argc - 1, argv + 1);
+  } catch (const npy::OutOfMemory& e) {
+    std::fprintf(stderr, "vkdml %s: out of memory: %s\n", command.c_str(), e.what());
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "vkdml %s: out of memory\n", command.c_str());
+  } catch (const std::length_error&) {
+    std::fprintf(stderr, "vkdml %s: out of memory (a size past what memory can hold)\n",
+                 command.c_str());
+  }
+  return cli::kExitOutOfMemory;
 }

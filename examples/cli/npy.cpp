@@ -1,13 +1,16 @@
 #include "npy.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <new>
 
 namespace npy {
 namespace {
@@ -32,6 +35,24 @@ const TypeInfo& Info(DType t) {
   return kTypes[static_cast<int>(t)];
 }
 
+// Text from a file, for a one-line message: control and non-ASCII bytes escaped (\n, \xff),
+// and at most 64 characters of it.
+std::string Printable(const std::string& text) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (out.size() >= 64) return out + "...";
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c == '\n')
+      out += "\\n";
+    else if (c >= 0x20 && c < 0x7f)
+      out += char(c);
+    else
+      out += std::string("\\x") + kHex[c >> 4] + kHex[c & 15];
+  }
+  return out;
+}
+
 // Parses the header's Python dict literal: {'descr': '<f4', 'fortran_order': False,
 // 'shape': (2, 3), }.
 class HeaderParser {
@@ -48,7 +69,7 @@ class HeaderParser {
       std::string key;
       if (!String(&key)) return Fail("header key is not a quoted string", err);
       SkipSpace();
-      if (!Eat(':')) return Fail("header has no ':' after '" + key + "'", err);
+      if (!Eat(':')) return Fail("header has no ':' after '" + Printable(key) + "'", err);
       SkipSpace();
       if (key == "descr") {
         if (Peek() == '[') return Fail("descr is a structured dtype, expected a plain type", err);
@@ -67,7 +88,7 @@ class HeaderParser {
         if (!Tuple(shape)) return Fail("shape is not a tuple of non-negative integers", err);
         haveShape = true;
       } else {
-        return Fail("header has an unexpected key '" + key +
+        return Fail("header has an unexpected key '" + Printable(key) +
                         "', expected only descr, fortran_order and shape",
                     err);
       }
@@ -75,7 +96,7 @@ class HeaderParser {
       if (Eat(',')) continue;
       SkipSpace();
       if (Eat('}')) break;
-      return Fail("header dict is malformed after '" + key + "'", err);
+      return Fail("header dict is malformed after '" + Printable(key) + "'", err);
     }
     SkipSpace();
     if (pos_ != s_.size()) return Fail("header has text after the closing '}'", err);
@@ -143,7 +164,7 @@ class HeaderParser {
 };
 
 bool ParseDescr(const std::string& descr, DType* out, std::string* err) {
-  std::string quoted = "descr is '" + descr + "'";
+  std::string quoted = "descr is '" + Printable(descr) + "'";
   char order = descr.empty() ? '\0' : descr[0], kind = descr.size() > 1 ? descr[1] : '\0';
   std::string sizeText = descr.size() > 2 ? descr.substr(2) : "";
   size_t size = 0;
@@ -154,7 +175,7 @@ bool ParseDescr(const std::string& descr, DType* out, std::string* err) {
     if (std::strchr("<>|=", order) == nullptr || t.kind != kind || t.size != size) continue;
     if (size > 1 && order != '<' && order != '=') {
       *err = quoted + (order == '>' ? " (big-endian)" : "") + ", expected little-endian ('<" +
-             descr.substr(1) + "')";
+             Printable(descr.substr(1)) + "')";
       return false;
     }
     *out = t.dtype;
@@ -175,6 +196,24 @@ uint32_t ReadLe(const uint8_t* p, int n) {
   return v;
 }
 
+[[noreturn]] void ThrowNoMemory(const std::string& what, uint64_t bytes) {
+  throw OutOfMemory("cannot have " + std::to_string(bytes) + " bytes of memory for " + what);
+}
+
+// Memory that ends in kPadding zero bytes, as an array's data: freed with the last copy.
+std::shared_ptr<const uint8_t> NewData(uint64_t bytes, uint8_t** writable) {
+  if (bytes > UINT64_MAX - kPadding || bytes + kPadding > SIZE_MAX)
+    ThrowNoMemory("an array's data", bytes);
+  uint8_t* p = new (std::nothrow) uint8_t[static_cast<size_t>(bytes + kPadding)]();
+  if (!p) ThrowNoMemory("an array's data", bytes);
+  *writable = p;
+  return std::shared_ptr<const uint8_t>(p, std::default_delete<const uint8_t[]>());
+}
+
+std::string DataWords(const Header& h) {
+  return "(shape " + ShapeString(h.shape) + ", " + DTypeName(h.dtype) + ")";
+}
+
 }  // namespace
 
 size_t ItemSize(DType t) {
@@ -190,6 +229,10 @@ uint64_t Array::ElementCount() const {
   return n;
 }
 
+uint64_t Array::ByteCount() const {
+  return ElementCount() * ItemSize(dtype);
+}
+
 std::vector<uint64_t> Array::Strides() const {
   std::vector<uint64_t> strides(shape.size());
   uint64_t step = 1;
@@ -201,22 +244,37 @@ std::vector<uint64_t> Array::Strides() const {
   return strides;
 }
 
-Array ToCOrder(const Array& a) {
-  Array c = a;
-  c.fortranOrder = false;
-  if (!a.fortranOrder || a.shape.size() < 2) return c;
-  size_t item = ItemSize(a.dtype), rank = a.shape.size();
+uint8_t* Array::Allocate() {
+  uint8_t* p = nullptr;
+  data = NewData(ByteCount(), &p);
+  return p;
+}
+
+void CopyToCOrder(const Array& a, uint8_t* dst) {
+  const uint64_t item = ItemSize(a.dtype), count = a.ElementCount();
+  const uint8_t* src = a.data.get();
+  if (!a.fortranOrder || a.shape.size() < 2) {
+    if (count) std::memcpy(dst, src, static_cast<size_t>(count * item));
+    return;
+  }
+  const size_t rank = a.shape.size();
   std::vector<uint64_t> from = a.Strides(), pos(rank, 0);
-  uint64_t count = a.ElementCount();
   for (uint64_t i = 0; i < count; ++i) {
-    uint64_t src = 0;
-    for (size_t d = 0; d < rank; ++d) src += pos[d] * from[d];
-    std::memcpy(&c.data[i * item], &a.data[src * item], item);
+    uint64_t at = 0;
+    for (size_t d = 0; d < rank; ++d) at += pos[d] * from[d];
+    std::memcpy(dst + i * item, src + at * item, static_cast<size_t>(item));
     for (size_t d = rank; d-- > 0;) {  // next row-major position
       if (++pos[d] < a.shape[d]) break;
       pos[d] = 0;
     }
   }
+}
+
+Array ToCOrder(const Array& a) {
+  Array c = a;
+  c.fortranOrder = false;
+  if (!a.fortranOrder || a.shape.size() < 2) return c;
+  CopyToCOrder(a, c.Allocate());
   return c;
 }
 
@@ -229,14 +287,14 @@ std::string ShapeString(const std::vector<uint64_t>& shape) {
   return s + (shape.size() == 1 ? ",)" : ")");
 }
 
-bool Parse(const std::vector<uint8_t>& bytes, Array* out, std::string* error) {
+bool ParseHeader(const uint8_t* bytes, uint64_t size, Header* out, std::string* error) {
   static const uint8_t kMagic[] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
-  if (bytes.size() < 6 || std::memcmp(bytes.data(), kMagic, 6) != 0) {
+  if (size < 6 || std::memcmp(bytes, kMagic, 6) != 0) {
     *error = "not a .npy file: the first bytes are not \\x93NUMPY";
     return false;
   }
-  if (bytes.size() < 10) {
-    *error = "truncated header: the file is " + std::to_string(bytes.size()) + " bytes";
+  if (size < 10) {
+    *error = "truncated header: the file is " + std::to_string(size) + " bytes";
     return false;
   }
   int major = bytes[6], minor = bytes[7];
@@ -245,103 +303,239 @@ bool Parse(const std::vector<uint8_t>& bytes, Array* out, std::string* error) {
              ", expected 1.0, 2.0 or 3.0";
     return false;
   }
-  size_t lenBytes = major == 1 ? 2 : 4;
-  size_t start = 8 + lenBytes;
-  if (bytes.size() < start) {
-    *error = "truncated header: the file is " + std::to_string(bytes.size()) + " bytes";
+  const uint64_t lenBytes = major == 1 ? 2 : 4, start = 8 + lenBytes;
+  if (size < start) {
+    *error = "truncated header: the file is " + std::to_string(size) + " bytes";
     return false;
   }
-  size_t headerLen = ReadLe(bytes.data() + 8, static_cast<int>(lenBytes));
-  if (bytes.size() - start < headerLen) {
+  const uint64_t headerLen = ReadLe(bytes + 8, static_cast<int>(lenBytes));
+  if (headerLen > kMaxHeaderBytes) {
+    *error = "HEADER_LEN is " + std::to_string(headerLen) + ", expected at most " +
+             std::to_string(kMaxHeaderBytes) + " (a header holds descr, fortran_order and shape)";
+    return false;
+  }
+  if (size - start < headerLen) {
     *error = "truncated header: HEADER_LEN is " + std::to_string(headerLen) + " but only " +
-             std::to_string(bytes.size() - start) + " bytes follow";
+             std::to_string(size - start) + " bytes follow";
     return false;
   }
-  std::string header(bytes.begin() + static_cast<std::ptrdiff_t>(start),
-                     bytes.begin() + static_cast<std::ptrdiff_t>(start + headerLen));
+  std::string header(reinterpret_cast<const char*>(bytes + start), static_cast<size_t>(headerLen));
   std::string descr;
-  Array a;
-  if (!HeaderParser(header).Parse(&descr, &a.fortranOrder, &a.shape, error)) return false;
-  if (!ParseDescr(descr, &a.dtype, error)) return false;
-  // Element count and byte size, refusing overflow.
-  uint64_t bytesNeeded = ItemSize(a.dtype);
-  for (uint64_t d : a.shape) {
-    if (d != 0 && bytesNeeded > UINT64_MAX / d) {
-      *error = "shape " + ShapeString(a.shape) + " is too large";
+  Header h;
+  if (!HeaderParser(header).Parse(&descr, &h.fortranOrder, &h.shape, error)) return false;
+  if (!ParseDescr(descr, &h.dtype, error)) return false;
+  // The data's byte size, refusing overflow.
+  h.dataBytes = ItemSize(h.dtype);
+  for (uint64_t d : h.shape) {
+    if (d != 0 && h.dataBytes > UINT64_MAX / d) {
+      bool empty = false;
+      for (uint64_t e : h.shape) empty = empty || e == 0;
+      if (empty) {  // an empty array of any shape has no bytes
+        h.dataBytes = 0;
+        break;
+      }
+      *error = "shape " + ShapeString(h.shape) + " of " + DTypeName(h.dtype) +
+               " is too large: more than 2^64 bytes";
       return false;
     }
-    bytesNeeded *= d;
+    h.dataBytes *= d;
   }
-  size_t dataStart = start + headerLen;
-  uint64_t have = bytes.size() - dataStart;
-  if (have != bytesNeeded) {
-    *error = std::string(have < bytesNeeded ? "truncated data" : "trailing data") + ": " +
-             std::to_string(have) + " bytes of data, expected " + std::to_string(bytesNeeded) +
-             " (shape " + ShapeString(a.shape) + ", " + DTypeName(a.dtype) + ")";
-    return false;
-  }
-  a.data.assign(bytes.begin() + static_cast<std::ptrdiff_t>(dataStart), bytes.end());
+  h.dataOffset = start + headerLen;
+  *out = std::move(h);
+  return true;
+}
+
+bool CheckDataSize(const Header& h, uint64_t have, bool more, std::string* error) {
+  if (have == h.dataBytes && !more) return true;
+  *error = have < h.dataBytes
+               ? "truncated data: " + std::to_string(have) + " bytes of data, expected " +
+                     std::to_string(h.dataBytes) + " " + DataWords(h)
+               : "trailing data: " + std::string(more ? "more than " : "") + std::to_string(have) +
+                     " bytes of data, expected " + std::to_string(h.dataBytes) + " " + DataWords(h);
+  return false;
+}
+
+bool Parse(const uint8_t* bytes, uint64_t size, Array* out, std::string* error) {
+  Header h;
+  if (!ParseHeader(bytes, size, &h, error)) return false;
+  if (!CheckDataSize(h, size - h.dataOffset, false, error)) return false;
+  Array a;
+  a.dtype = h.dtype;
+  a.shape = h.shape;
+  a.fortranOrder = h.fortranOrder;
+  uint8_t* data = a.Allocate();
+  if (h.dataBytes) std::memcpy(data, bytes + h.dataOffset, static_cast<size_t>(h.dataBytes));
   *out = std::move(a);
   return true;
 }
 
-bool Read(const std::string& path, Array* out, std::string* error) {
-  int fd = open(path.c_str(), O_RDONLY);
-  if (fd < 0) {
-    *error = path + ": cannot open: " + std::strerror(errno);
+bool Parse(const std::vector<uint8_t>& bytes, Array* out, std::string* error) {
+  return Parse(bytes.data(), bytes.size(), out, error);
+}
+
+namespace {
+
+Array FromHeader(const Header& h, std::shared_ptr<const uint8_t> data) {
+  Array a;
+  a.dtype = h.dtype;
+  a.shape = h.shape;
+  a.fortranOrder = h.fortranOrder;
+  a.data = std::move(data);
+  return a;
+}
+
+// A regular file of `size` bytes: mapped read-only, followed by a page of zeros (the padding).
+bool ReadMapped(int fd, uint64_t size, Array* out, std::string* error) {
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  if (size > UINT64_MAX - 2 * page) ThrowNoMemory("mapping the file", size);
+  const uint64_t span = (size + page - 1) / page * page + page;
+  if (span > SIZE_MAX) ThrowNoMemory("mapping the file", size);
+  // A zero region, then the file mapped over its start: the bytes past the file's end are zeros
+  // whatever its size.
+  void* region = mmap(nullptr, static_cast<size_t>(span), PROT_READ,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (region == MAP_FAILED) ThrowNoMemory("mapping the file", size);
+  std::shared_ptr<uint8_t> mapping(static_cast<uint8_t*>(region),
+                                   [span](uint8_t* p) { munmap(p, static_cast<size_t>(span)); });
+  if (size && mmap(region, static_cast<size_t>(size), PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, 0) ==
+                  MAP_FAILED) {
+    if (errno == ENOMEM) ThrowNoMemory("mapping the file", size);
+    *error = std::string("cannot map: ") + std::strerror(errno);
     return false;
   }
-  std::vector<uint8_t> bytes;
-  struct stat st;
-  if (fstat(fd, &st) == 0) {
-    if (S_ISDIR(st.st_mode)) {
-      close(fd);
-      *error = path + ": cannot read: " + std::strerror(EISDIR);
+  Header h;
+  if (!ParseHeader(mapping.get(), size, &h, error)) return false;
+  if (!CheckDataSize(h, size - h.dataOffset, false, error)) return false;
+  *out = FromHeader(h, std::shared_ptr<const uint8_t>(mapping, mapping.get() + h.dataOffset));
+  return true;
+}
+
+// Reads up to n bytes (fewer only at the end of the stream); false and *error on a read error.
+bool ReadUpTo(int fd, uint8_t* to, uint64_t n, uint64_t* got, std::string* error) {
+  *got = 0;
+  while (*got < n) {
+    const uint64_t want = std::min<uint64_t>(n - *got, 1 << 20);
+    ssize_t r = read(fd, to + *got, static_cast<size_t>(want));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) {
+      *error = std::string("read error: ") + std::strerror(errno);
       return false;
     }
-    if (S_ISREG(st.st_mode)) bytes.reserve(static_cast<size_t>(st.st_size));
-  }
-  uint8_t chunk[1 << 16];
-  for (;;) {
-    ssize_t n = read(fd, chunk, sizeof(chunk));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      *error = path + ": read error: " + std::strerror(errno);
-      close(fd);
-      return false;
-    }
-    if (n == 0) break;
-    bytes.insert(bytes.end(), chunk, chunk + n);
-  }
-  close(fd);
-  if (!Parse(bytes, out, error)) {
-    *error = path + ": " + *error;
-    return false;
+    if (r == 0) break;
+    *got += static_cast<uint64_t>(r);
   }
   return true;
 }
 
-std::vector<uint8_t> Serialize(const Array& a) {
-  const TypeInfo& t = Info(a.dtype);
+// A pipe, a FIFO or a device: the header first, then at most what it says, then one byte more
+// to find trailing data. Memory grows with the bytes that arrive, never past the header's size.
+bool ReadStream(int fd, Array* out, std::string* error) {
+  std::vector<uint8_t> head(12);
+  uint64_t got = 0;
+  if (!ReadUpTo(fd, head.data(), 10, &got, error)) return false;
+  Header h;
+  std::string headError;
+  if (got < 10) return ParseHeader(head.data(), got, &h, error);  // says what is missing
+  const uint64_t lenBytes = head[6] == 1 ? 2 : 4;
+  if (lenBytes == 4) {
+    uint64_t more = 0;
+    if (!ReadUpTo(fd, head.data() + 10, 2, &more, error)) return false;
+    got += more;
+  }
+  if (got >= 8 + lenBytes && head[6] >= 1 && head[6] <= 3 && head[7] == 0) {
+    const uint64_t headerLen = ReadLe(head.data() + 8, static_cast<int>(lenBytes));
+    if (headerLen <= kMaxHeaderBytes) {
+      head.resize(static_cast<size_t>(8 + lenBytes + headerLen));
+      uint64_t more = 0;
+      if (!ReadUpTo(fd, head.data() + got, headerLen, &more, error)) return false;
+      got += more;
+    }
+  }
+  if (!ParseHeader(head.data(), got, &h, error)) return false;
+  std::vector<uint8_t> data;
+  uint64_t have = 0;
+  while (have < h.dataBytes) {
+    const uint64_t target = std::min<uint64_t>(h.dataBytes, std::max<uint64_t>(2 * have, 1 << 20));
+    if (target > SIZE_MAX - kPadding) ThrowNoMemory("the data read", target);
+    data.resize(static_cast<size_t>(target));
+    uint64_t n = 0;
+    if (!ReadUpTo(fd, data.data() + have, target - have, &n, error)) return false;
+    have += n;
+    if (have < target) break;  // the stream ended
+  }
+  uint8_t extra = 0;
+  uint64_t past = 0;
+  if (!ReadUpTo(fd, &extra, 1, &past, error)) return false;
+  if (!CheckDataSize(h, have, past != 0, error)) return false;
+  data.resize(static_cast<size_t>(have + kPadding));  // zeros past the data
+  auto holder = std::make_shared<std::vector<uint8_t>>(std::move(data));
+  *out = FromHeader(h, std::shared_ptr<const uint8_t>(holder, holder->data()));
+  return true;
+}
+
+}  // namespace
+
+bool Read(const std::string& path, Array* out, std::string* error) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    *error = path + ": cannot open: " + std::strerror(errno);
+    return false;
+  }
+  struct stat st;
+  bool ok = false;
+  std::string why;
+  try {
+    if (fstat(fd, &st) != 0)
+      why = std::string("cannot stat: ") + std::strerror(errno);
+    else if (S_ISDIR(st.st_mode))
+      why = std::string("cannot read: ") + std::strerror(EISDIR);
+    else if (S_ISREG(st.st_mode))
+      ok = ReadMapped(fd, static_cast<uint64_t>(st.st_size), out, &why);
+    else
+      ok = ReadStream(fd, out, &why);
+  } catch (...) {
+    close(fd);
+    throw;
+  }
+  close(fd);
+  if (!ok) *error = path + ": " + why;
+  return ok;
+}
+
+std::string HeaderBytes(DType dtype, const std::vector<uint64_t>& shape, bool fortranOrder) {
+  const TypeInfo& t = Info(dtype);
   std::string dict = std::string("{'descr': '") + (t.size == 1 ? '|' : '<') + t.kind +
                      std::to_string(t.size) +
-                     "', 'fortran_order': " + (a.fortranOrder ? "True" : "False") +
-                     ", 'shape': " + ShapeString(a.shape) + ", }";
+                     "', 'fortran_order': " + (fortranOrder ? "True" : "False") +
+                     ", 'shape': " + ShapeString(shape) + ", }";
   // Pad with spaces so that the data starts at a multiple of 64 bytes; the header ends in '\n'.
   size_t lenBytes = dict.size() + 1 + 10 <= 65535 ? 2 : 4;
   size_t total = 8 + lenBytes + dict.size() + 1;
   dict.append((64 - total % 64) % 64, ' ');
   dict += '\n';
-  std::vector<uint8_t> out = {0x93, 'N', 'U', 'M', 'P', 'Y', uint8_t(lenBytes == 2 ? 1 : 2), 0};
-  for (size_t i = 0; i < lenBytes; ++i) out.push_back(uint8_t(dict.size() >> (8 * i)));
-  out.insert(out.end(), dict.begin(), dict.end());
-  out.insert(out.end(), a.data.begin(), a.data.end());
+  std::string out = {'\x93', 'N', 'U', 'M', 'P', 'Y', char(lenBytes == 2 ? 1 : 2), 0};
+  for (size_t i = 0; i < lenBytes; ++i) out.push_back(char(uint8_t(dict.size() >> (8 * i))));
+  return out + dict;
+}
+
+std::vector<uint8_t> Serialize(const Array& a) {
+  const std::string header = HeaderBytes(a.dtype, a.shape, a.fortranOrder);
+  std::vector<uint8_t> out(header.begin(), header.end());
+  const uint64_t n = a.ByteCount();
+  if (n) out.insert(out.end(), a.data.get(), a.data.get() + n);
   return out;
 }
 
 bool Write(const std::string& path, const Array& a, std::string* error) {
+  const std::string header = HeaderBytes(a.dtype, a.shape, a.fortranOrder);
+  const uint64_t n = a.ByteCount(), total = header.size() + n;
   PendingFile file(path);
-  return file.Open(error) && file.Commit(Serialize(a), error);
+  if (!file.Open(error)) return false;
+  uint8_t* to = file.Map(total, error);
+  if (!to) return false;
+  std::memcpy(to, header.data(), header.size());
+  if (n) std::memcpy(to + header.size(), a.data.get(), static_cast<size_t>(n));
+  return file.Commit(total, error);
 }
 
 namespace {
@@ -380,13 +574,14 @@ int CreateTracked(std::vector<char>* pattern) {
   return fd;
 }
 
-bool WriteAll(int fd, const std::vector<uint8_t>& bytes) {
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
+bool WriteAll(int fd, const uint8_t* bytes, uint64_t size) {
+  uint64_t done = 0;
+  while (done < size) {
+    const uint64_t chunk = std::min<uint64_t>(size - done, 1 << 30);
+    ssize_t n = write(fd, bytes + done, static_cast<size_t>(chunk));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return false;
-    done += static_cast<size_t>(n);
+    done += static_cast<uint64_t>(n);
   }
   return true;
 }
@@ -394,11 +589,18 @@ bool WriteAll(int fd, const std::vector<uint8_t>& bytes) {
 }  // namespace
 
 PendingFile::~PendingFile() {
+  Unmap();
   if (fd_ >= 0) close(fd_);
   if (!temp_.empty()) {
     gHaveTemp = 0;
     unlink(temp_.c_str());
   }
+}
+
+void PendingFile::Unmap() {
+  if (map_) munmap(map_, static_cast<size_t>(mapSize_));
+  map_ = nullptr;
+  mapSize_ = 0;
 }
 
 bool PendingFile::Open(std::string* error) {
@@ -444,24 +646,65 @@ bool PendingFile::Open(std::string* error) {
   return true;
 }
 
-bool PendingFile::Commit(const std::vector<uint8_t>& bytes, std::string* error) {
+uint8_t* PendingFile::Map(uint64_t size, std::string* error) {
+  Unmap();
+  if (size == 0 || size > SIZE_MAX || size > uint64_t(INT64_MAX))
+    ThrowNoMemory(path_ + " (its contents)", size);
+  if (inPlace_) {  // written by Commit, from memory of its own
+    void* p = mmap(nullptr, static_cast<size_t>(size), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) ThrowNoMemory(path_ + " (its contents)", size);
+    map_ = static_cast<uint8_t*>(p);
+    mapSize_ = size;
+    return map_;
+  }
+  // Reserve the blocks first: a write through the mapping to a full disk would be a SIGBUS.
+  if (ftruncate(fd_, 0) != 0 || (errno = posix_fallocate(fd_, 0, off_t(size))) != 0) {
+    *error = path_ + ": cannot reserve " + std::to_string(size) + " bytes for it in " +
+             temp_.substr(0, temp_.rfind('/') + 1) + ": " + std::strerror(errno);
+    return nullptr;
+  }
+  void* p = mmap(nullptr, static_cast<size_t>(size), PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+  if (p == MAP_FAILED) {
+    if (errno == ENOMEM) ThrowNoMemory(path_ + " (mapping its temporary file)", size);
+    *error = path_ + ": cannot map its temporary file: " + std::strerror(errno);
+    return nullptr;
+  }
+  map_ = static_cast<uint8_t*>(p);
+  mapSize_ = size;
+  return map_;
+}
+
+bool PendingFile::Commit(uint64_t size, std::string* error) {
+  if (!map_ || size > mapSize_) {
+    *error =
+        path_ + ": internal error: Commit without a mapping of " + std::to_string(size) + " bytes";
+    return false;
+  }
   if (inPlace_) {
-    int fd = open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    int fd = open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     if (fd < 0) {
       *error = path_ + ": cannot open for writing: " + std::strerror(errno);
       return false;
     }
-    bool ok = WriteAll(fd, bytes);
+    bool ok = WriteAll(fd, map_, size);
     int saved = errno;
     if (close(fd) != 0 && ok) {
       ok = false;
       saved = errno;
     }
+    Unmap();
     if (!ok) *error = path_ + ": write error: " + std::strerror(saved);
     return ok;
   }
-  bool ok = WriteAll(fd_, bytes);
+  // The mapping's writes reach the file; msync reports an I/O error the kernel met.
+  bool ok = msync(map_, static_cast<size_t>(mapSize_), MS_SYNC) == 0;
   int saved = errno;
+  Unmap();
+  if (ok && ftruncate(fd_, off_t(size)) != 0) {
+    ok = false;
+    saved = errno;
+  }
   int rc = close(fd_);
   fd_ = -1;
   if (!ok || rc != 0) {

@@ -42,8 +42,10 @@ const char kRunUsage[] =
     "  --check-indices    fail (exit 2) on the first out-of-range index instead of clamping\n"
     "Data types: bool, int8..int64, uint8..uint64, float16, float32, float64; indices are\n"
     "int32, int64, uint32 or uint64. Negative indices count from the end; out-of-range\n"
-    "indices are clamped unless --check-indices. Exit status: 0 ok, 2 bad input, 1 device\n"
-    "failure; OUT is only written on success.\n";
+    "indices are clamped unless --check-indices. Inputs are mapped, not read into memory,\n"
+    "after each file's header and size agree; the operator is checked before the output takes\n"
+    "any memory. Exit status: 0 ok, 2 bad input, 1 device failure, 3 out of memory (host\n"
+    "memory or a Vulkan allocation); OUT is only written on success.\n";
 
 struct RunArgs {
   std::string op, input, indices, updates, output, reduction = "none";
@@ -192,22 +194,50 @@ Shape Concat(Shape a, const Shape& b) {
   return a;
 }
 
+// DirectML's sizes and strides are 32-bit: v as a UINT, or false.
+bool Fits(uint64_t v, UINT* out) {
+  *out = static_cast<UINT>(v);
+  return v <= UINT32_MAX;
+}
+
 // The tensor for an array seen with `view` sizes (the array's own shape unless a GatherElements
-// view) and the array's strides, right-aligned into D dimensions.
-HostTensor ToTensor(const npy::Array& a, const Shape& view, size_t D) {
-  HostTensor t;
-  t.type = DataType(a.dtype);
+// view) and the array's strides, right-aligned into D dimensions; its bytes are the array's
+// (mapped, not copied). "" or the error: a stride DirectML's 32 bits cannot hold.
+std::string ToTensor(const Named& n, const Shape& view, size_t D, HostTensor* t) {
+  const npy::Array& a = n.array;
+  t->type = DataType(a.dtype);
   Shape strides = a.Strides();
   size_t lead = D - view.size();
-  t.sizes.assign(lead, 1);
-  t.strides.assign(lead, static_cast<UINT>(std::max<uint64_t>(a.ElementCount(), 1)));
+  t->sizes.assign(lead, 1);
+  // Any stride will do for a dimension of size 1.
+  t->strides.assign(lead, static_cast<UINT>(std::min<uint64_t>(a.ElementCount(), UINT32_MAX)));
   for (size_t i = 0; i < view.size(); ++i) {
-    t.sizes.push_back(static_cast<UINT>(view[i]));
-    t.strides.push_back(static_cast<UINT>(strides[i]));
+    UINT size, stride;
+    if (!Fits(view[i], &size) || (!Fits(strides[i], &stride) && view[i] > 1))
+      return n.path + ": the stride of dimension " + std::to_string(i) + " (shape " + n.Shape() +
+             (a.fortranOrder ? ", Fortran order" : "") + ") is " + std::to_string(strides[i]) +
+             " elements, more than DirectML's strides hold (4294967295)";
+    t->sizes.push_back(size);
+    t->strides.push_back(view[i] > 1 ? stride : 1);
   }
-  if (view == a.shape && !a.fortranOrder) t.strides.clear();  // packed
-  t.bytes = a.data;
-  return t;
+  if (view == a.shape && !a.fortranOrder) t->strides.clear();  // packed
+  t->data = a.data.get();
+  return "";
+}
+
+// The byte size of `count` elements of `shape` of itemSize bytes, or false past 2^64.
+bool ByteSize(const Shape& shape, uint64_t itemSize, uint64_t* bytes) {
+  *bytes = itemSize;
+  for (uint64_t d : shape)
+    if (d == 0) {
+      *bytes = 0;
+      return true;
+    }
+  for (uint64_t d : shape) {
+    if (*bytes > UINT64_MAX / d) return false;
+    *bytes *= d;
+  }
+  return true;
 }
 
 // "GATHER_ND1: IndicesTensor[0,0,3,1] is 7, ..." over D padded dims -> "<path>: indices[3,1] is
@@ -242,7 +272,9 @@ struct OnnxMapping {
   VKDML_SCATTER_ND_REDUCE_OPERATOR_DESC scatterNdReduce{};
   VKDML_SCATTER_ELEMENTS_REDUCE_OPERATOR_DESC scatterElementsReduce{};
   DML_OPERATOR_DESC desc{};
-  bool skipDevice = false;  // the output is empty or a copy of the input
+  bool skipDevice = false;           // the output is empty or a copy of the input
+  bool outputStartsAsInput = false;  // a view: the output is the input outside it
+  uint64_t outputBytes = 0;          // the output array's (the .npy file's data)
 };
 
 // Checks the arrays against the ONNX operator and fills mapping. Returns "" or the error.
@@ -253,9 +285,7 @@ std::string MapOnnxOperator(const RunArgs& a, const Named& in, const Named& idx,
     if (n->rank() > 8)
       return n->path + ": rank is " + std::to_string(n->rank()) + " (shape " + n->Shape() +
              "), expected at most 8 (DirectML tensors have at most 8 dimensions)";
-    if (n->array.ElementCount() > UINT32_MAX)
-      return n->path + ": has " + std::to_string(n->array.ElementCount()) +
-             " elements, expected at most 4294967295 (DirectML's limit)";
+    // More than 2^32-1 elements is for the library to refuse (or, one day, run).
     for (size_t i = 0; i < n->rank(); ++i)
       if (n->dim(i) > UINT32_MAX)
         return n->path + ": shape[" + std::to_string(i) + "] is " + std::to_string(n->dim(i)) +
@@ -377,8 +407,10 @@ std::string MapOnnxOperator(const RunArgs& a, const Named& in, const Named& idx,
 
   // DirectML has no empty tensors: a gather with an empty output needs no device, and neither
   // does a scatter without updates. Otherwise an empty input means that no index can be valid.
-  uint64_t outCount = 1;
-  for (uint64_t d : m->outputShape) outCount *= d;
+  if (!ByteSize(m->outputShape, npy::ItemSize(in.array.dtype), &m->outputBytes))
+    return "the output would have shape " + npy::ShapeString(m->outputShape) + " of " +
+           npy::DTypeName(in.array.dtype) + ", more than 2^64 bytes";
+  const uint64_t outCount = m->outputBytes / npy::ItemSize(in.array.dtype);
   if (upd ? upd->array.ElementCount() == 0 : outCount == 0) {
     m->skipDevice = true;
     return "";
@@ -387,23 +419,32 @@ std::string MapOnnxOperator(const RunArgs& a, const Named& in, const Named& idx,
     if (n->array.ElementCount() == 0)
       return n->path + ": has no elements (shape " + n->Shape() + "), so no index into it is valid";
 
-  m->inputs.push_back(ToTensor(in.array, inView, m->D));
-  m->inputs.push_back(ToTensor(idx.array, xs, m->D));
-  if (upd) m->inputs.push_back(ToTensor(upd->array, upd->array.shape, m->D));
+  m->inputs.resize(upd ? 3 : 2);
+  std::string error = ToTensor(in, inView, m->D, &m->inputs[0]);
+  if (error.empty()) error = ToTensor(idx, xs, m->D, &m->inputs[1]);
+  if (error.empty() && upd) error = ToTensor(*upd, upd->array.shape, m->D, &m->inputs[2]);
+  if (!error.empty()) return error;
   m->output.type = m->inputs[0].type;
   m->output.sizes.assign(m->D - m->outputShape.size(), 1);
   if (m->outputView.empty() || m->outputView == m->outputShape) {
     for (uint64_t d : m->outputShape) m->output.sizes.push_back(static_cast<UINT>(d));
   } else {
-    // A view of the row-major output: the view's sizes, the whole output's strides.
-    m->output.strides.assign(m->D - m->outputShape.size(), static_cast<UINT>(outCount));
+    // A view of the row-major output: the view's sizes, the whole output's strides. The output
+    // starts as a copy of the input (RunMain writes it).
+    m->output.strides.assign(m->D - m->outputShape.size(),
+                             static_cast<UINT>(std::min<uint64_t>(outCount, UINT32_MAX)));
     uint64_t stride = outCount;
     for (size_t d = 0; d < m->outputShape.size(); ++d) {
       stride /= m->outputShape[d];
+      UINT s32 = 1;
+      if (m->outputView[d] > 1 && !Fits(stride, &s32))
+        return "the output's stride of dimension " + std::to_string(d) + " (shape " +
+               npy::ShapeString(m->outputShape) + ") is " + std::to_string(stride) +
+               " elements, more than DirectML's strides hold (4294967295)";
       m->output.sizes.push_back(static_cast<UINT>(m->outputView[d]));
-      m->output.strides.push_back(static_cast<UINT>(stride));
+      m->output.strides.push_back(s32);
     }
-    m->output.bytes = npy::ToCOrder(in.array).data;
+    m->outputStartsAsInput = true;
   }
   const DML_TENSOR_DESC* descs[4];
   for (size_t i = 0; i < m->inputs.size(); ++i) descs[i] = m->inputs[i].Desc();
@@ -447,9 +488,10 @@ std::string MapOnnxOperator(const RunArgs& a, const Named& in, const Named& idx,
 // --check-indices on work that needs no device (an empty output or no updates): the first
 // index in C order outside its range, in the words of the device's check. "" if none.
 std::string CheckIndicesOnHost(const RunArgs& a, const Named& in, const Named& idx) {
-  const npy::Array c = npy::ToCOrder(idx.array);
+  const npy::Array& c = idx.array;  // read in place, in C order through its strides
   const Shape& is = in.array.shape;
   const Shape& xs = c.shape;
+  const Shape strides = c.Strides();
   const bool nd = a.op == "gather-nd" || a.op == "scatter-nd";
   const size_t B = a.op == "gather-nd" ? static_cast<size_t>(a.batchDims) : 0;
   const int64_t axis =
@@ -458,19 +500,23 @@ std::string CheckIndicesOnHost(const RunArgs& a, const Named& in, const Named& i
   const bool isSigned = c.dtype == npy::DType::Int32 || c.dtype == npy::DType::Int64;
   const size_t size = npy::ItemSize(c.dtype);
   const uint64_t count = c.ElementCount();
+  Shape pos(xs.size(), 0);  // e's coordinates
   for (uint64_t e = 0; e < count; ++e) {
+    if (e)
+      for (size_t d = xs.size(); d-- > 0;) {
+        if (++pos[d] < xs[d]) break;
+        pos[d] = 0;
+      }
+    uint64_t at = 0;
+    for (size_t d = 0; d < xs.size(); ++d) at += pos[d] * strides[d];
     const uint64_t n = nd ? is[B + e % k] : is[static_cast<size_t>(axis)];
     uint64_t u = 0;
-    std::memcpy(&u, c.data.data() + e * size, size);
+    std::memcpy(&u, c.data.get() + at * size, size);
     int64_t v = size == 4 ? int64_t(int32_t(uint32_t(u))) : int64_t(u);
     bool bad = isSigned ? (v < -int64_t(n) || v >= int64_t(n)) : u >= n;
     if (!bad) continue;
     std::string coords;
-    uint64_t rest = e;
-    for (size_t d = xs.size(); d-- > 0;) {
-      coords = std::to_string(rest % xs[d]) + (coords.empty() ? "" : ",") + coords;
-      rest /= xs[d];
-    }
+    for (size_t d = 0; d < xs.size(); ++d) coords += (d ? "," : "") + std::to_string(pos[d]);
     std::string range = n == 0     ? "(none: that dimension of " + in.path + " is 0)"
                         : isSigned ? "[-" + std::to_string(n) + ", " + std::to_string(n - 1) + "]"
                                    : "[0, " + std::to_string(n - 1) + "]";
@@ -489,6 +535,8 @@ int RunMain(int argc, char** argv) {
   if (status < 0) status = CheckOperator(a);
   if (status >= 0) return status;
 
+  // The inputs, mapped once their headers and sizes agree; then the operator, checked against
+  // them. No output exists yet.
   Named in{a.input, {}}, idx{a.indices, {}}, upd{a.updates, {}};
   std::string error;
   for (Named* n : {&in, &idx, &upd})
@@ -500,10 +548,9 @@ int RunMain(int argc, char** argv) {
 
   npy::PendingFile file(a.output);
   if (!file.Open(&error)) return Error(error);
-  npy::Array result;
-  result.dtype = in.array.dtype;
-  result.shape = mapping.outputShape;
-  size_t bytes = static_cast<size_t>(result.ElementCount() * npy::ItemSize(result.dtype));
+  const std::string header = npy::HeaderBytes(in.array.dtype, mapping.outputShape, false);
+  const uint64_t bytes = mapping.outputBytes;
+  uint8_t* out = nullptr;
   if (mapping.skipDevice) {
     Result r = CheckDeviceIndex(static_cast<int>(a.device));  // checked even when not used
     if (!r) return Error(r.message, ExitStatus(r));
@@ -511,23 +558,33 @@ int RunMain(int argc, char** argv) {
       error = CheckIndicesOnHost(a, in, idx);
       if (!error.empty()) return Error(error, kExitBadInput);
     }
-    if (bytes) result.data = npy::ToCOrder(in.array).data;  // a scatter without updates
+    if (!(out = file.Map(header.size() + bytes, &error))) return Error(error);
+    if (bytes) npy::CopyToCOrder(in.array, out + header.size());  // a scatter without updates
   } else {
+    // The whole operator is validated and compiled before the output takes any memory: a
+    // refused operator costs nothing, however large its output would be.
     std::unique_ptr<Device> device;
     Result r = OpenDevice(static_cast<int>(a.device), &device);
     if (!r) return Error(r.message, ExitStatus(r));
-    std::vector<HostTensor*> inputs;
-    for (HostTensor& t : mapping.inputs) inputs.push_back(&t);
     const UINT flags = (a.checkIndices ? VKDML_EXECUTION_FLAG_CHECK_INDICES : 0) |
                        (a.deterministic ? VKDML_EXECUTION_FLAG_DETERMINISTIC : 0);
-    r = Execute(*device, mapping.desc, flags, inputs, &mapping.output);
+    std::unique_ptr<CompiledOperator> compiled;
+    r = Prepare(*device, mapping.desc, flags, &compiled);
+    if (!r) return Error(r.message, ExitStatus(r));
+    // The output file, mapped: the device's results land in it directly. TotalTensorSizeInBytes
+    // may round the data up to 4 bytes; Commit cuts the file to the array's size.
+    const uint64_t total = std::max<uint64_t>(compiled->Op().OutputSize(0), bytes);
+    if (!(out = file.Map(header.size() + total, &error))) return Error(error);
+    if (mapping.outputStartsAsInput) npy::CopyToCOrder(in.array, out + header.size());
+    std::vector<HostTensor*> inputs;
+    for (HostTensor& t : mapping.inputs) inputs.push_back(&t);
+    r = RunPrepared(*device, *compiled, inputs, out + header.size());
     if (r.status == Status::IndexOutOfRange)
       return Error(IndexMessage(r.message, mapping.D, idx.rank(), idx.path), kExitBadInput);
     if (!r) return Error(r.message, ExitStatus(r));
-    result.data.assign(mapping.output.bytes.begin(),
-                       mapping.output.bytes.begin() + static_cast<std::ptrdiff_t>(bytes));
   }
-  if (!file.Commit(npy::Serialize(result), &error)) return Error(error);
+  std::memcpy(out, header.data(), header.size());
+  if (!file.Commit(header.size() + bytes, &error)) return Error(error);
   return 0;
 }
 

@@ -13,7 +13,11 @@ namespace vkdml {
 typedef uint32_t UINT;
 typedef uint64_t UINT64;
 
-enum DML_TENSOR_DATA_TYPE {
+// Every enum that is a field of a struct has a fixed underlying type (UINT, vkdml's addition:
+// DirectML's enums leave it to the compiler), so any 32-bit value a caller stores in a field is a
+// valid value of its type and vkdml can refuse it by number; DirectML's names and values are
+// unchanged.
+enum DML_TENSOR_DATA_TYPE : UINT {
   DML_TENSOR_DATA_TYPE_UNKNOWN = 0,
   DML_TENSOR_DATA_TYPE_FLOAT32 = 1,
   DML_TENSOR_DATA_TYPE_FLOAT16 = 2,
@@ -28,9 +32,14 @@ enum DML_TENSOR_DATA_TYPE {
   DML_TENSOR_DATA_TYPE_INT64 = 11,
 };
 
-enum DML_TENSOR_FLAGS {
+enum DML_TENSOR_FLAGS : UINT {
   DML_TENSOR_FLAG_NONE = 0x0,
   DML_TENSOR_FLAG_OWNED_BY_DML = 0x1,  // accepted and ignored: vkdml never owns tensor memory
+  // vkdml's own: the tensor may have 2^32 or more elements (DirectML stops at 2^32 - 1; without
+  // this flag vkdml does too). Sizes and Strides stay 32-bit each, so a tensor whose packed
+  // strides would pass 2^32 - 1 needs its Strides given (and cannot have them packed); at most
+  // 2^56 elements. vkdml::CalcLargeBufferTensorSize gives its TotalTensorSizeInBytes.
+  VKDML_TENSOR_FLAG_LARGE = 0x10000,
 };
 
 // Strides are in elements and optional (nullptr = packed, row-major); a stride of 0 broadcasts.
@@ -47,7 +56,7 @@ struct DML_BUFFER_TENSOR_DESC {
   UINT GuaranteedBaseOffsetAlignment;
 };
 
-enum DML_TENSOR_TYPE {
+enum DML_TENSOR_TYPE : UINT {
   DML_TENSOR_TYPE_INVALID = 0,
   DML_TENSOR_TYPE_BUFFER = 1,
 };
@@ -58,7 +67,7 @@ struct DML_TENSOR_DESC {
 };
 
 // The operator types vkdml knows, with DirectML's values.
-enum DML_OPERATOR_TYPE {
+enum DML_OPERATOR_TYPE : UINT {
   DML_OPERATOR_INVALID = 0,
   DML_OPERATOR_GATHER = 67,
   DML_OPERATOR_SCATTER_ELEMENTS = 94,
@@ -172,6 +181,8 @@ struct VKDML_SCATTER_ELEMENTS_REDUCE_OPERATOR_DESC {
   VKDML_REDUCE_FUNCTION ReduceFunction;
 };
 
+// Not a field of any struct: CompileOperator takes these as a UINT and refuses unknown bits, so
+// this one keeps DirectML's form (and `cond ? FLAG : 0` stays free of warnings).
 enum DML_EXECUTION_FLAGS {
   DML_EXECUTION_FLAG_NONE = 0,
   DML_EXECUTION_FLAG_ALLOW_HALF_PRECISION_COMPUTATION = 0x1,  // accepted; vkdml only moves data

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "vkdml/dml.h"
+#include "vkdml/version.h"  // VKDML_VERSION_MAJOR, _MINOR, _PATCH
 
 namespace vkdml {
 
@@ -25,8 +26,8 @@ enum class Status {
   InvalidArgument,  // a descriptor, binding or call argument is wrong
   Unsupported,      // valid, but this device or vkdml cannot run it
   IndexOutOfRange,  // a checked execution met an out-of-range index
-  OutOfMemory,
-  DeviceError,  // Vulkan failed (device lost, no driver, ...)
+  OutOfMemory,      // a Vulkan allocation failed (VK_ERROR_OUT_OF_{DEVICE,HOST}_MEMORY)
+  DeviceError,      // Vulkan failed (device lost, a wait past DeviceDesc.waitTimeoutNs, no driver)
 };
 
 struct Result {
@@ -46,6 +47,11 @@ const char* DataTypeName(DML_TENSOR_DATA_TYPE type);
 // unknown type, no or more than 8 dimensions, a size of 0, or more than 2^32-1 elements.
 UINT64 CalcBufferTensorSize(DML_TENSOR_DATA_TYPE type, UINT dimensionCount, const UINT* sizes,
                             const UINT* strides);
+// The same for a tensor flagged VKDML_TENSOR_FLAG_LARGE: up to 2^56 elements. Returns 0 where
+// CalcBufferTensorSize does (but for the element count), and where Strides is null and a packed
+// stride would pass 2^32 - 1 elements.
+UINT64 CalcLargeBufferTensorSize(DML_TENSOR_DATA_TYPE type, UINT dimensionCount,
+                                 const UINT* sizes, const UINT* strides);
 
 // Optional device features vkdml uses. 1- and 2-byte tensors need 8-/16-bit storage buffer
 // access; 4- and 8-byte tensors and every index type need nothing beyond Vulkan 1.1.
@@ -55,7 +61,13 @@ UINT64 CalcBufferTensorSize(DML_TENSOR_DATA_TYPE type, UINT dimensionCount, cons
 // arithmetic and use the others where they are enabled: shaderBufferFloat32AtomicAdd
 // (VK_EXT_shader_atomic_float) for FLOAT32 ADD, and shaderInt64 with shaderBufferInt64Atomics
 // (VK_KHR_shader_atomic_int64) for 8-byte elements, which otherwise take the sorted path of a
-// deterministic execution (except integer ADD).
+// deterministic execution (except integer ADD). The reductions keep float denormals, as a
+// sequential CPU computation does: float32 where the device promises to when asked
+// (shaderDenormPreserveFloat32: VkPhysicalDeviceFloatControlsProperties, with
+// VK_KHR_shader_float_controls enabled or Vulkan 1.2) or, failing that, by computing it in
+// float64 (shaderFloat64); float64 where the device promises to (shaderDenormPreserveFloat64)
+// or keeps them anyway (lavapipe and NVIDIA do). FLOAT32 ADD then uses compare-and-swap rather
+// than the float atomic add, which may flush them (NVIDIA's does). README: Scatter reductions.
 struct DeviceFeatures {
   bool storageBuffer8BitAccess = false;
   bool storageBuffer16BitAccess = false;
@@ -64,6 +76,8 @@ struct DeviceFeatures {
   bool shaderInt64 = false;
   bool shaderBufferInt64Atomics = false;
   bool shaderBufferFloat32AtomicAdd = false;
+  bool shaderDenormPreserveFloat32 = false;
+  bool shaderDenormPreserveFloat64 = false;
 };
 
 struct DeviceDesc {
@@ -79,8 +93,8 @@ struct DeviceDesc {
   // borrows them and never destroys them. getInstanceProcAddr may be null to use the system
   // loader. The instance must have been created with apiVersion 1.1 or later (Vulkan gives no
   // way to check) and the physical device must support 1.1. queueFamilyIndex names the queue's
-  // family, which must support compute; vkdml only submits to the queue from Device::Submit and
-  // Device::Run.
+  // family, which must support compute; vkdml only submits to the queue from Device::Submit,
+  // Device::Run and Buffer::Write/Read of device-local buffers (see Threads below).
   VkInstance instance = VK_NULL_HANDLE;
   VkPhysicalDevice physicalDevice = VK_NULL_HANDLE;
   VkDevice device = VK_NULL_HANDLE;
@@ -88,6 +102,23 @@ struct DeviceDesc {
   uint32_t queueFamilyIndex = 0;
   PFN_vkGetInstanceProcAddr getInstanceProcAddr = nullptr;
   DeviceFeatures enabledFeatures;
+
+  // The pipeline cache every pipeline vkdml creates goes through. pipelineCache: adopt the
+  // caller's, made on `device` (so only with an adopted device); borrowed, never destroyed; not
+  // created with VK_PIPELINE_CACHE_CREATE_EXTERNALLY_SYNCHRONIZED_BIT, since vkdml uses it from
+  // any thread that compiles. Otherwise vkdml makes its own, starting from pipelineCacheData if
+  // given: what Device::GetPipelineCacheData returned earlier, e.g. in the previous run of the
+  // program. Data from another device or driver version is left out (the cache starts empty);
+  // data without a valid Vulkan pipeline cache header is refused. Set at most one of the two.
+  VkPipelineCache pipelineCache = VK_NULL_HANDLE;
+  std::vector<uint8_t> pipelineCacheData;
+
+  // How long Submit and Run (and Buffer::Write and Read, which submit) wait for their work, in
+  // nanoseconds; UINT64_MAX (the default) waits as long as it takes. A wait that gives up, or
+  // any failed submit or wait, returns Status::DeviceError naming the Vulkan call, and the
+  // Device then counts as lost: whether the work ran is unknown, so every later call returns
+  // DeviceError at once (destroying the Device still waits for the work, as Vulkan requires).
+  uint64_t waitTimeoutNs = UINT64_MAX;
 };
 
 struct DeviceInfo {
@@ -127,6 +158,19 @@ class Buffer {
   DML_BUFFER_BINDING Binding(UINT64 offset, UINT64 size) const { return {Handle(), offset, size}; }
 };
 
+// Threads. Every Device call may run from any thread, at the same time as the others: in
+// particular CreateOperator, CompileOperator, CreateBindingTable, CreateBuffer and
+// RecordDispatch (into different command buffers) run concurrently, and none of them touches
+// the queue. Submit, Run and Buffer::Write/Read of device-local memory use the queue: they take
+// turns on the Device's own lock; if your program submits to the same VkQueue, it must not do so
+// while one of them runs (Vulkan requires a queue's users to take turns), and a Submit callback
+// must not call them. Operators and compiled operators never change after creation: use one
+// from any number of threads at once (compile it, make binding tables from it, Run it). Use each
+// BindingTable (Bind*, RecordDispatch with it, IndexStatus) from one thread at a time, and each
+// Buffer's bytes as you would host memory. CreateDevice and EnumerateDevices may run from
+// several threads at once. onValidationMessage may be called from several threads at once.
+// Destroying an object while another thread uses it is the caller's error.
+//
 // Operators, compiled operators, binding tables and buffers belong to the Device that made
 // them: destroy them before it. Otherwise any order works: a compiled operator keeps a copy of
 // its operator, and a binding table keeps what it uses of its compiled operator.
@@ -158,7 +202,8 @@ class Device {
   // and unchanged until the command buffer has completed.
   virtual Result RecordDispatch(VkCommandBuffer cmd, BindingTable& table) = 0;
 
-  // Records with `record` into a one-time command buffer, submits it and waits.
+  // Records with `record` into a one-time command buffer, submits it and waits. `record` must
+  // not call Submit, Run or Buffer::Write/Read (they wait for the same lock).
   virtual Result Submit(const std::function<void(VkCommandBuffer)>& record) = 0;
 
   virtual Result CreateBuffer(UINT64 size, Buffer::Memory memory, std::unique_ptr<Buffer>* out) = 0;
@@ -172,6 +217,10 @@ class Device {
   // kept between calls, so repeating an operator costs one submit and two copies.
   virtual Result Run(const CompiledOperator& op, const std::vector<const void*>& inputs,
                      const std::vector<void*>& outputs) = 0;
+
+  // The pipeline cache's contents (vkGetPipelineCacheData), to save and hand to a later
+  // Device through DeviceDesc::pipelineCacheData. With an adopted cache, that cache's.
+  virtual Result GetPipelineCacheData(std::vector<uint8_t>* out) = 0;
 };
 
 Result CreateDevice(const DeviceDesc& desc, std::unique_ptr<Device>* out);

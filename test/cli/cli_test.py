@@ -4,6 +4,7 @@
 Groups: help, roundtrip (every data and index type through .npy), shapes (0-d, 1-d, 8-d,
 Fortran order, views, empty arrays), errors (exit codes and messages, no partial output),
 indices (negative, clamped and checked indices), output (links, FIFOs, permissions, signals),
+limits (hostile files and sizes, outputs too large, memory running out),
 bench (`vkdml bench` at small sizes: its JSON lines and its checks). The expected values come
 from NumPy.
 """
@@ -904,6 +905,17 @@ def group_bench():
             check(r.get("verified", 0) > 0 and r.get("mismatches") == 0,
                   f"bench {r.get('case')}: verified {r.get('verified')}, mismatches "
                   f"{r.get('mismatches')}")
+    # --compile: one row per kind, cold and warm CompileOperator times, the cache's size.
+    p = vkdml("bench", "--compile", "--runs", "1", "--json")
+    check(p.returncode == 0, f"bench --compile: exit {p.returncode}, stderr {p.stderr!r}")
+    rows = [json.loads(line) for line in p.stdout.splitlines() if line.strip()]
+    for c in ("rows-f32", "elements-axis1-f32", "scatter-rows-f32", "scatter-elements-axis1-f32",
+              "scatter-add-rows-f32", "scatter-add-rows-f32-det"):
+        check("compile-" + c in {r.get("case") for r in rows}, f"bench --compile: no row for {c}")
+    for r in rows:
+        check(r.get("cold_ms", 0) > 0 and r.get("warm_ms", 0) > 0 and r.get("runs") == 1
+              and r.get("cache_bytes", 0) >= 32 and "error" not in r,
+              f"bench --compile: {r}")
     expect_error("bench unknown case", vkdml("bench", "--case", "nope"), 2,
                  "unknown case 'nope'")
     expect_error("bench --device out of range", vkdml("bench", "--device", "99", "--case",
@@ -911,9 +923,166 @@ def group_bench():
                  "--device is 99, expected 0 to")
 
 
+def npy_header(descr, shape, fortran=False):
+    """A version 1.0 header (magic to newline) for a file written by hand."""
+    d = "{'descr': '%s', 'fortran_order': %s, 'shape': %s, }" % (descr, fortran, shape)
+    d += " " * ((64 - (10 + len(d) + 1) % 64) % 64) + "\n"
+    return b"\x93NUMPY\x01\x00" + len(d).to_bytes(2, "little") + d.encode()
+
+
+def sparse(name, header, size):
+    """A file of `size` bytes that starts with `header`: sparse, costing no disk past it."""
+    with open(path(name), "wb") as f:
+        f.write(header)
+    os.truncate(path(name), size)
+    return path(name)
+
+
+MEASURE = """import resource, subprocess, sys, time
+t = time.monotonic()
+p = subprocess.run(sys.argv[1:], capture_output=True, text=True)
+sys.stderr.write(p.stderr)
+print(p.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, time.monotonic() - t)
+"""
+
+
+def measured(*args):
+    """Runs vkdml in a process of its own: (exit status, stderr, peak RSS in MiB, seconds)."""
+    p = subprocess.run([sys.executable, "-c", MEASURE, VKDML, *args], capture_output=True,
+                       text=True)
+    rc, rss, secs = p.stdout.split()
+    return int(rc), p.stderr, int(rss) / 1024, float(secs)
+
+
+def group_limits():
+    """What a hostile caller or file can send: sizes that lie, files far larger than memory,
+    devices, outputs too large for the device, memory running out. Each is one line, an exit
+    status, no output file, and costs neither time nor memory."""
+    idx = save("l_idx.npy", np.array([1, 0], np.int64))
+    out = path("l_out.npy")
+
+    def refused(what, args, status, text, max_rss_mib=1024, max_secs=30):
+        before = sorted(os.listdir(TMP))
+        rc, err, rss, secs = measured("run", *args)
+        check(rc == status and text in err and err.count("\n") == 1,
+              f"{what}: expected exit {status} and one stderr line containing {text!r}; got exit "
+              f"{rc}, stderr {err!r}")
+        check(rss < max_rss_mib and secs < max_secs,
+              f"{what}: took {rss:.0f} MiB and {secs:.1f} s, expected under {max_rss_mib} MiB "
+              f"and {max_secs} s")
+        check(sorted(os.listdir(TMP)) == before and not os.path.exists(out),
+              f"{what}: left files behind: {sorted(set(os.listdir(TMP)) - set(before))}")
+
+    def gather(inp, indices=idx, op="gather", extra=()):
+        return [op, "--input", inp, "--indices", indices, "--output", out, *extra]
+
+    # Files whose size does not match their header: refused by the size alone, nothing read.
+    hdr = npy_header("<f4", "(2,)")
+    big = sparse("l_64g.npy", hdr, 64 << 30)
+    refused("a 64 GiB sparse file", gather(big), 2,
+            f"l_64g.npy: trailing data: {(64 << 30) - len(hdr)} bytes of data, expected 8 "
+            "(shape (2,), float32)")
+    lie_header = npy_header("<f8", "(1099511627776,)")
+    lie = sparse("l_lie.npy", lie_header, len(lie_header) + 4096)
+    refused("a header that claims 8 TiB", gather(lie), 2,
+            "l_lie.npy: truncated data: 4096 bytes of data, expected 8796093022208 (shape "
+            "(1099511627776,), float64)")
+    cut = sparse("l_cut.npy", npy_header("<f4", "(2,)")[:30], 30)
+    refused("a header cut short", gather(cut), 2,
+            "l_cut.npy: truncated header: HEADER_LEN is 118 but only 20 bytes follow")
+    over = sparse("l_over.npy", npy_header("<f8", "(4294967296, 4294967296)"), 128)
+    refused("a shape past 2^64 bytes", gather(over), 2,
+            "l_over.npy: shape (4294967296, 4294967296) of float64 is too large: more than 2^64 "
+            "bytes")
+    refused("/dev/zero as input", gather("/dev/zero"), 2,
+            "/dev/zero: not a .npy file: the first bytes are not \\x93NUMPY")
+    refused("/dev/zero as indices", gather(save("l_x.npy", np.zeros(3, np.float32)),
+                                           "/dev/zero"), 2, "/dev/zero: not a .npy file")
+    os.remove(path("l_x.npy"))
+    # More than 2^32 elements, and 8 GiB of data that matches its header: mapped, not read, and
+    # refused by the library (DirectML's tensors have at most 2^32-1 elements).
+    n = 2 * 2147483649
+    huge = sparse("l_huge.npy", npy_header("|u1", "(2, 2147483649)"), 128 + n)
+    refused("8 GiB, more than 2^32 elements", gather(huge), 2,
+            "GATHER: InputTensor has more than 4294967295 elements (Sizes 2x2147483649), "
+            "expected at most 4294967295")
+    # A stride past DirectML's 32 bits, where the view would be small enough.
+    wide = sparse("l_wide.npy", npy_header("|u1", "(2, 2, 2147483648)"), 128 + (8 << 30))
+    refused("a stride past 2^32 elements",
+            gather(wide, save("l_i3.npy", np.zeros((2, 1, 1), np.int64)), "gather-elements"), 2,
+            "l_wide.npy: the stride of dimension 0 (shape (2, 2, 2147483648)) is 4294967296 "
+            "elements, more than DirectML's strides hold (4294967295)")
+    os.remove(path("l_i3.npy"))
+    # An output of 32 GiB: refused by the operator's validation, before any output memory.
+    data = save("l_data.npy", np.zeros((2, 65536), np.float64))
+    many = save("l_many.npy", np.zeros(65535, np.int64))
+    refused("a 32 GiB gather output", gather(data, many), 1,
+            "GATHER: OutputTensor.TotalTensorSizeInBytes is 34359214080, more than this "
+            "device's maxStorageBufferRange", max_secs=20)
+    for name in ("l_64g.npy", "l_lie.npy", "l_cut.npy", "l_over.npy", "l_huge.npy", "l_wide.npy",
+                 "l_data.npy", "l_many.npy"):
+        os.remove(path(name))
+
+    # A FIFO: read up to what its header says.
+    fifo = path("l_fifo.npy")
+    os.mkfifo(fifo)
+    values = np.arange(6, dtype=np.float32).reshape(3, 2)
+    blob = io.BytesIO()
+    np.save(blob, values)
+
+    def writer(payload):
+        with open(fifo, "wb") as f:
+            f.write(payload)
+
+    for payload, want in ((blob.getvalue(), "ok"), (blob.getvalue() + b"x", "trailing")):
+        t = threading.Thread(target=writer, args=(payload,))
+        t.start()
+        p = vkdml("run", "gather", "--input", fifo, "--indices", idx, "--output", out)
+        t.join()
+        if want == "ok":
+            check(p.returncode == 0 and same(np.load(out), values[[1, 0]]),
+                  f"input through a FIFO: exit {p.returncode} {p.stderr!r}")
+            os.remove(out)
+        else:
+            expect_error("a FIFO with trailing data", p, 2,
+                         "l_fifo.npy: trailing data: more than 24 bytes of data, expected 24")
+    os.remove(fifo)
+
+    # Memory running out (an address-space limit): exit 3, one line, nothing written. The
+    # sanitizers reserve terabytes of address space, so there the limit cannot apply.
+    with open(VKDML, "rb") as f:
+        sanitized = b"AddressSanitizer" in f.read()
+    if sanitized:
+        print("memory exhaustion: not tried under AddressSanitizer")
+    else:
+        import resource
+        inp = save("l_m_in.npy", np.zeros(30_000_000, np.float32))
+        ind = save("l_m_idx.npy", np.arange(30_000_000, dtype=np.int32)[::-1].copy())
+        # Too little for the output's 120 MB or the device's copies of it (which runs out first
+        # depends on the address space the driver's threads took), then too little for the
+        # device's copies.
+        for limit_mib in (1000, 1500):
+            def limit(lim=limit_mib << 20):
+                resource.setrlimit(resource.RLIMIT_AS, (lim, lim))
+            before = sorted(os.listdir(TMP))
+            p = subprocess.run([VKDML, "run", "gather-elements", "--input", inp, "--indices", ind,
+                                "--output", out], capture_output=True, text=True,
+                               preexec_fn=limit)
+            named = ("out of memory: cannot have 120000128 bytes of memory for " in p.stderr or
+                     "vkAllocateMemory failed: VK_ERROR_OUT_OF_" in p.stderr)
+            check(p.returncode == 3 and named and p.stderr.count("\n") == 1,
+                  f"memory limited to {limit_mib} MiB: expected exit 3 and one line naming the "
+                  f"output's mapping or vkAllocateMemory, got exit {p.returncode}, {p.stderr!r}")
+            check(sorted(os.listdir(TMP)) == before and not os.path.exists(out),
+                  f"memory limited to {limit_mib} MiB: left files behind")
+        os.remove(inp)
+        os.remove(ind)
+    os.remove(idx)
+
+
 GROUPS = {"help": group_help, "roundtrip": group_roundtrip, "shapes": group_shapes,
           "errors": group_errors, "indices": group_indices, "output": group_output,
-          "bench": group_bench, "reduce": group_reduce}
+          "bench": group_bench, "reduce": group_reduce, "limits": group_limits}
 
 if __name__ == "__main__":
     GROUPS[sys.argv[2]]()

@@ -1,0 +1,34 @@
+#!/bin/sh
+# Runs each libFuzzer target (test/fuzz) for a bounded time from its committed seed corpus, both
+# at once (one core each), in the tree .ci/sanitizers.sh built: ASan, UBSan and LeakSanitizer on,
+# any crash, mismatch with the CPU reference, validation message or sanitizer report fails.
+# What a run finds new goes to a scratch directory; the committed corpus stays as it is.
+# Usage: .ci/fuzz.sh [BUILD_DIR] [SECONDS] (defaults build-sanitize, 120).
+set -eu
+cd "$(dirname "$0")/.."
+dir=${1:-build-sanitize}
+seconds=${2:-120}
+. .ci/sanitizer-env.sh
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+pids=""
+for target in npy operator; do
+  mkdir -p "$work/$target"
+  "$dir/test/fuzz/vkdml_fuzz_$target" -max_total_time="$seconds" -print_final_stats=1 \
+    -artifact_prefix="$dir/fuzz-$target-" "$work/$target" "test/fuzz/corpus/$target" \
+    >"$work/$target.log" 2>&1 &
+  pids="$pids $!"
+done
+failed=0
+for pid in $pids; do wait "$pid" || failed=1; done
+for target in npy operator; do
+  runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/$target.log")
+  echo "fuzz_$target: $runs inputs in $seconds s"
+  grep -h '^fuzz_operator: [0-9]' "$work/$target.log" || true
+done
+if [ "$failed" != 0 ]; then
+  for target in npy operator; do tail -n 60 "$work/$target.log"; done
+  echo "fuzz: a target failed; its input is in $dir/fuzz-*" >&2
+  exit 1
+fi
+echo "fuzz: no failures"

@@ -1,0 +1,15 @@
+#!/bin/sh
+# The whole test suite once more, built by clang with AddressSanitizer (LeakSanitizer included)
+# and UndefinedBehaviorSanitizer, every report fatal; the same tree also builds the libFuzzer
+# targets that .ci/fuzz.sh runs. Usage: .ci/sanitizers.sh [BUILD_DIR] (default build-sanitize).
+set -eu
+cd "$(dirname "$0")/.."
+dir=${1:-build-sanitize}
+start=$(date +%s)
+CC=clang CXX=clang++ cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVKDML_SANITIZE=ON \
+  -DVKDML_FUZZ=ON >/dev/null
+cmake --build "$dir" -j2
+built=$(date +%s)
+. .ci/sanitizer-env.sh
+ctest --test-dir "$dir" --output-on-failure -j2
+echo "sanitizers: built in $((built - start)) s, suite passed in $(($(date +%s) - built)) s"

@@ -1,0 +1,295 @@
+// libFuzzer target: operator descriptors. Each input is decoded (Decoder below) into one small
+// operator of any of vkdml's eight types, with tensors of any data and index type, rank 1-4,
+// sizes 1-4, packed, padded or broadcast strides, spare bytes, raw fields that may be invalid,
+// out-of-range indices, checked and deterministic executions, and data from the input. It is
+// created, compiled and run through Device::Run on the device the tests use (lavapipe, with the
+// validation layer), and every byte of the output, padding included, is compared with the CPU
+// reference (test/reference.cpp); a checked run's status with the reference's first
+// out-of-range index. A descriptor vkdml refuses must be refused with InvalidArgument or
+// Unsupported and a message. Any difference, validation message or sanitizer report is a crash.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "op_spec.h"
+#include "vkdml/vkdml.h"
+
+using namespace vkdml;
+
+namespace {
+
+[[noreturn]] void Die(const std::string& what) {
+  std::fprintf(stderr, "fuzz_operator: %s\n", what.c_str());
+  std::fflush(stderr);
+  std::abort();
+}
+
+Device& Dev() {
+  static std::unique_ptr<Device> device;
+  if (!device) {
+#ifdef VKDML_TEST_DRIVER_FILES
+    if (!std::getenv("VK_DRIVER_FILES") && !std::getenv("VK_ICD_FILENAMES")) {
+      setenv("VK_DRIVER_FILES", VKDML_TEST_DRIVER_FILES, 1);
+      setenv("VK_ICD_FILENAMES", VKDML_TEST_DRIVER_FILES, 1);
+    }
+#endif
+    unsetenv("VK_LOADER_LAYERS_ENABLE");
+    DeviceDesc desc;
+    desc.enableValidation = true;
+    desc.onValidationMessage = [](const char* m) { Die(std::string("validation: ") + m); };
+    Result r = CreateDevice(desc, &device);
+    if (!r) Die("CreateDevice: " + r.message);
+  }
+  return *device;
+}
+
+// Bytes of the input, read in order; past the end, zeros.
+struct Decoder {
+  const uint8_t* p;
+  size_t n, at = 0;
+  uint8_t Byte() { return at < n ? p[at++] : 0; }
+  UINT In(UINT lo, UINT hi) { return lo + Byte() % (hi - lo + 1); }  // inclusive, small ranges
+  UINT Raw32() {
+    UINT v = 0;
+    for (int i = 0; i < 4; ++i) v = v << 8 | Byte();
+    return v;
+  }
+};
+
+const DML_TENSOR_DATA_TYPE kData[] = {
+    DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_FLOAT16, DML_TENSOR_DATA_TYPE_UINT32,
+    DML_TENSOR_DATA_TYPE_UINT16,  DML_TENSOR_DATA_TYPE_UINT8,   DML_TENSOR_DATA_TYPE_INT32,
+    DML_TENSOR_DATA_TYPE_INT16,   DML_TENSOR_DATA_TYPE_INT8,    DML_TENSOR_DATA_TYPE_FLOAT64,
+    DML_TENSOR_DATA_TYPE_UINT64,  DML_TENSOR_DATA_TYPE_INT64};
+const DML_TENSOR_DATA_TYPE kIndex[] = {DML_TENSOR_DATA_TYPE_INT32, DML_TENSOR_DATA_TYPE_UINT32,
+                                       DML_TENSOR_DATA_TYPE_INT64, DML_TENSOR_DATA_TYPE_UINT64};
+const DML_OPERATOR_TYPE kOps[] = {DML_OPERATOR_GATHER_ND,
+                                  DML_OPERATOR_GATHER_ND1,
+                                  DML_OPERATOR_GATHER,
+                                  DML_OPERATOR_GATHER_ELEMENTS,
+                                  DML_OPERATOR_SCATTER_ND,
+                                  DML_OPERATOR_SCATTER_ELEMENTS,
+                                  VKDML_OPERATOR_SCATTER_ND_REDUCE,
+                                  VKDML_OPERATOR_SCATTER_ELEMENTS_REDUCE};
+
+// A tensor's strides and TotalTensorSizeInBytes from the decoder: packed, padded, or (inputs)
+// broadcast along some dimensions; plus a few spare bytes and perhaps an alignment.
+vt::TensorDesc Layout(Decoder& d, DML_TENSOR_DATA_TYPE type, const std::vector<UINT>& sizes,
+                      bool output) {
+  std::vector<UINT> strides;
+  const UINT form = d.In(0, output ? 1 : 2);
+  if (form > 0) {
+    strides.assign(sizes.size(), 0);
+    uint64_t step = 1;
+    for (size_t i = sizes.size(); i-- > 0;) {
+      const bool broadcast = form == 2 && (d.Byte() & 1);
+      strides[i] = broadcast ? 0 : UINT(step);
+      if (!broadcast) step *= uint64_t(sizes[i]) + (form == 1 ? d.In(0, 2) : 0);
+    }
+  }
+  const uint64_t required = ref::Tensor(type, sizes, strides).RequiredBytes();
+  const UINT spare = 4 * d.In(0, 2), alignment = d.Byte() < 32 ? 16 : 0;
+  return vt::TensorDesc(type, sizes, strides, required + spare, alignment);
+}
+
+std::vector<UINT> Sizes(Decoder& d, UINT dims) {
+  std::vector<UINT> s(dims);
+  for (UINT& v : s) v = d.In(1, 4);
+  return s;
+}
+
+struct Case {
+  vt::OpSpec spec;
+  UINT flags = 0;
+  bool scatter = false;
+};
+
+// Decodes a case whose shapes follow the operator's formulas (most of them valid), or, in raw
+// mode, whose fields and sizes come straight from the input (most of them invalid).
+Case Decode(Decoder& d) {
+  Case c;
+  vt::OpSpec& s = c.spec;
+  s.type = kOps[d.Byte() % 8];
+  const uint8_t mode = d.Byte();
+  const bool raw = mode & 0x80;
+  c.flags = (mode & 1 ? VKDML_EXECUTION_FLAG_CHECK_INDICES : 0) |
+            (mode & 2 ? VKDML_EXECUTION_FLAG_DETERMINISTIC : 0);
+  const DML_TENSOR_DATA_TYPE dt = kData[d.Byte() % 11], it = kIndex[d.Byte() % 4];
+  const UINT D = d.In(1, 4);
+  const bool reduce = s.type == VKDML_OPERATOR_SCATTER_ND_REDUCE ||
+                      s.type == VKDML_OPERATOR_SCATTER_ELEMENTS_REDUCE;
+  c.scatter =
+      reduce || s.type == DML_OPERATOR_SCATTER_ND || s.type == DML_OPERATOR_SCATTER_ELEMENTS;
+  if (reduce) s.reduce = static_cast<VKDML_REDUCE_FUNCTION>(raw ? d.Raw32() % 6 : d.In(0, 4));
+  std::vector<UINT> in = Sizes(d, D), idx, upd, out;
+  if (raw) {  // anything: the descriptor's own fields, unchecked
+    s.r = d.In(0, 5);
+    s.q = d.In(0, 5);
+    s.b = d.In(0, 3);
+    s.axis = d.In(0, 5);
+    s.indexDims = d.In(0, 5);
+    idx = Sizes(d, d.In(1, 5));
+    upd = Sizes(d, d.In(1, 5));
+    out = Sizes(d, d.In(1, 5));
+  } else {
+    switch (s.type) {
+      case DML_OPERATOR_GATHER_ELEMENTS:
+      case DML_OPERATOR_SCATTER_ELEMENTS:
+      case VKDML_OPERATOR_SCATTER_ELEMENTS_REDUCE:
+        s.axis = d.In(0, D - 1);
+        idx = in;
+        idx[s.axis] = d.In(1, 4);
+        upd = idx;
+        out = c.scatter ? in : idx;
+        break;
+      case DML_OPERATOR_GATHER:
+        s.axis = d.In(0, D - 1);
+        s.indexDims = d.In(1, D);
+        idx.assign(D, 1);
+        for (UINT i = D - s.indexDims; i < D; ++i) idx[i] = d.In(1, 4);
+        out = ref::GatherOutputSizes(in, idx, s.axis, s.indexDims);
+        break;
+      default:  // GatherND, GatherND1, ScatterND
+        s.r = d.In(1, D);
+        s.q = d.In(1, D);
+        s.b = s.type == DML_OPERATOR_GATHER_ND1 ? d.In(0, std::min(s.q, s.r) - 1) : 0;
+        for (UINT i = 0; i < D - s.r; ++i) in[i] = 1;
+        idx.assign(D, 1);
+        for (UINT i = D - s.q; i + 1 < D; ++i) idx[i] = d.In(1, 4);
+        for (UINT j = 0; j < s.b; ++j) idx[D - s.q + j] = in[D - s.r + j];
+        idx[D - 1] = d.In(1, s.r - s.b);
+        upd = ref::GatherNDOutputSizes(in, idx, s.r, s.q, s.b);
+        out = c.scatter ? in : upd;
+        break;
+    }
+    if (out.empty()) out = Sizes(d, D);  // no valid output: an invalid one
+  }
+  s.tensors.push_back(Layout(d, dt, in, false));
+  s.tensors.push_back(Layout(d, it, idx, false));
+  if (c.scatter) s.tensors.push_back(Layout(d, dt, upd, false));
+  s.tensors.push_back(Layout(d, dt, out, true));
+  if (raw && (d.Byte() & 3) == 0) {  // a raw field or two of any value
+    s.tensors[d.Byte() % s.tensors.size()].buf.DataType =
+        static_cast<DML_TENSOR_DATA_TYPE>(d.Raw32());
+    s.tensors[d.Byte() % s.tensors.size()].desc.Type = static_cast<DML_TENSOR_TYPE>(d.Byte() % 3);
+  }
+  return c;
+}
+
+// An input image: its bytes from the decoder (repeated), indices as values near their range.
+vt::Bytes Image(Decoder& d, const vt::TensorDesc& t, bool indices, UINT bound) {
+  vt::Bytes b(t.Total());
+  if (!indices) {
+    for (size_t i = 0; i < b.size(); ++i) b[i] = uint8_t(d.Byte() ^ (i * 37));
+    return b;
+  }
+  const ref::Tensor r = t.Ref();
+  const bool isSigned = ref::IsSignedIndexType(t.buf.DataType);
+  ref::ForEachCoord(t.sizes, [&](const ref::Coord& c) {
+    const int64_t span = int64_t(bound) * 2 + 2;
+    int64_t v = int64_t(d.Byte() % span) - (isSigned ? int64_t(bound) + 1 : 0);
+    if (d.Byte() == 0xFF) v = isSigned ? INT32_MIN : int64_t(UINT32_MAX);
+    ref::WriteIndex(t.buf.DataType, b.data() + r.ByteOffset(c), v);
+  });
+  return b;
+}
+
+// How far the inputs got, printed at exit (.ci/fuzz.sh reports it).
+struct Stats {
+  uint64_t inputs = 0, refused = 0, ran = 0, checkedOutOfRange = 0;
+  ~Stats() {
+    std::fprintf(stderr,
+                 "fuzz_operator: %llu inputs: %llu refused by validation, %llu run and compared "
+                 "(%llu of them checked runs that met an out-of-range index)\n",
+                 (unsigned long long)inputs, (unsigned long long)refused, (unsigned long long)ran,
+                 (unsigned long long)checkedOutOfRange);
+  }
+} gStats;
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  ++gStats.inputs;
+  Decoder d{data, size};
+  Case c = Decode(d);
+  vt::OpSpec& spec = c.spec;
+  std::unique_ptr<Operator> op;
+  Result r = Dev().CreateOperator(spec.Desc(), &op);
+  if (!r) {
+    if (r.status != Status::InvalidArgument && r.status != Status::Unsupported)
+      Die("CreateOperator: unexpected status: " + r.message);
+    if (r.message.empty() || r.message.find('\n') != std::string::npos)
+      Die("CreateOperator: a refusal must be one line: '" + r.message + "'");
+    ++gStats.refused;
+    return 0;
+  }
+  std::unique_ptr<CompiledOperator> compiled;
+  r = Dev().CompileOperator(*op, c.flags, &compiled);
+  if (!r) {
+    if (r.status != Status::Unsupported) Die("CompileOperator: " + r.message);
+    ++gStats.refused;
+    return 0;
+  }
+
+  // Inputs: data from the input, indices around their dimension's size (clamped if beyond).
+  UINT bound = 1;
+  for (UINT v : spec.tensors[0].sizes) bound = std::max(bound, v);
+  std::vector<vt::Bytes> images;
+  for (size_t i = 0; i < spec.InputCount(); ++i)
+    images.push_back(Image(d, spec.tensors[i], i == 1, bound));
+  vt::Bytes got(spec.Output().Total(), 0xA5), expected = got;
+  std::vector<const void*> inputs;
+  for (const auto& img : images) inputs.push_back(img.data());
+  r = Dev().Run(*compiled, inputs, {got.data()});
+  const ref::IndexError err = spec.Reference(images, &expected);
+
+  const bool checked = c.flags & VKDML_EXECUTION_FLAG_CHECK_INDICES;
+  if (checked && err.found) {
+    if (r.status != Status::IndexOutOfRange || r.message.find(err.message) == std::string::npos)
+      Die("checked run: '" + r.message + "', the reference says '" + err.message + "'");
+  } else if (!r) {
+    Die("Run: " + r.message);
+  }
+
+  // Scatters whose updates collide may write them in any order, unless deterministic: a
+  // colliding element holds one of its updates (without a reduction; 8-byte elements as two
+  // halves, each of one), or, for float sums and products, is not compared.
+  if (c.scatter && !(c.flags & VKDML_EXECUTION_FLAG_DETERMINISTIC)) {
+    const DML_TENSOR_DATA_TYPE dt = spec.Output().Type();
+    const bool floats = dt == DML_TENSOR_DATA_TYPE_FLOAT16 || dt == DML_TENSOR_DATA_TYPE_FLOAT32 ||
+                        dt == DML_TENSOR_DATA_TYPE_FLOAT64;
+    const bool orderFree = spec.reduce == VKDML_REDUCE_FUNCTION_MAX ||
+                           spec.reduce == VKDML_REDUCE_FUNCTION_MIN ||
+                           (spec.reduce != VKDML_REDUCE_FUNCTION_NONE && !floats);
+    std::map<uint64_t, std::vector<uint64_t>> writers;
+    for (const ref::ScatterWrite& w : spec.Writes(images[1]))
+      writers[w.outOffset].push_back(w.updOffset);
+    const uint32_t es = ref::ElementSize(dt);
+    for (const auto& kv : writers) {
+      if (kv.second.size() < 2 || orderFree) continue;
+      if (spec.reduce == VKDML_REDUCE_FUNCTION_NONE) {
+        for (uint32_t half = 0; half < es; half += std::min<uint32_t>(es, 4)) {
+          const uint32_t n = std::min<uint32_t>(es, 4);
+          bool any = false;
+          for (uint64_t u : kv.second)
+            any = any || std::memcmp(&got[kv.first + half], &images[2][u + half], n) == 0;
+          if (!any) Die("a colliding element holds none of its updates");
+        }
+      }
+      std::memcpy(&expected[kv.first], &got[kv.first], es);
+    }
+  }
+  ++gStats.ran;
+  gStats.checkedOutOfRange += checked && err.found;
+  if (got != expected) {
+    size_t at = 0;
+    while (got[at] == expected[at]) ++at;
+    Die("output byte " + std::to_string(at) + " is " + std::to_string(got[at]) + ", expected " +
+        std::to_string(expected[at]) + ": " + spec.ToString());
+  }
+  return 0;
+}

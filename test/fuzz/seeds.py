@@ -1,0 +1,58 @@
+#!/usr/bin/python3
+"""Writes the fuzz targets' seed corpora (committed in corpus/): python3 seeds.py [DIR].
+
+corpus/npy: small .npy files of every dtype, C and Fortran order, 0-d and empty arrays, format
+versions 1.0-3.0, and broken ones (cut, lying, foreign). corpus/operator: inputs for
+fuzz_operator.cpp's decoder, one per operator type and mode (plain, checked, deterministic,
+raw), each followed by fixed pseudo-random bytes (sizes, strides, data, indices).
+"""
+import io
+import os
+import random
+import sys
+
+import numpy as np
+
+root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "corpus")
+npy_dir, op_dir = os.path.join(root, "npy"), os.path.join(root, "operator")
+os.makedirs(npy_dir, exist_ok=True)
+os.makedirs(op_dir, exist_ok=True)
+
+
+def npy_bytes(a, version=None):
+    f = io.BytesIO()
+    np.lib.format.write_array(f, a, version=version, allow_pickle=False)
+    return f.getvalue()
+
+
+def put(directory, name, data):
+    with open(os.path.join(directory, name), "wb") as f:
+        f.write(data)
+
+
+types = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
+         np.uint64, np.float16, np.float32, np.float64]
+for t in types:
+    a = (np.arange(6) % 3).astype(t).reshape(2, 3)
+    put(npy_dir, f"{np.dtype(t).name}.npy", npy_bytes(a))
+put(npy_dir, "fortran.npy", npy_bytes(np.asfortranarray(np.arange(12, dtype=np.int16)
+                                                        .reshape(3, 4))))
+put(npy_dir, "zero_d.npy", npy_bytes(np.array(7, np.float32)))
+put(npy_dir, "empty.npy", npy_bytes(np.zeros((3, 0, 2), np.float64)))
+put(npy_dir, "rank8.npy", npy_bytes(np.zeros((1, 2) * 4, np.uint8)))
+put(npy_dir, "v2.npy", npy_bytes(np.arange(4, dtype=np.int32), version=(2, 0)))
+put(npy_dir, "v3.npy", npy_bytes(np.arange(4, dtype=np.int32), version=(3, 0)))
+good = npy_bytes(np.arange(4, dtype=np.float32))
+put(npy_dir, "cut_header.npy", good[:40])
+put(npy_dir, "cut_data.npy", good[:-3])
+put(npy_dir, "trailing.npy", good + b"\0")
+put(npy_dir, "big_endian.npy", npy_bytes(np.arange(3, dtype=">i4")))
+put(npy_dir, "huge_claim.npy", good.replace(b"(4,)", b"(9999999999999,)"))
+put(npy_dir, "not_npy.npy", b"PK\x03\x04 not an npy file")
+
+random.seed(16)
+for op in range(8):
+    for mode, name in ((0, "plain"), (1, "checked"), (2, "deterministic"), (0x80, "raw")):
+        tail = bytes(random.randrange(256) for _ in range(96))
+        # op, mode, data type, index type, then rank, sizes, strides, data, indices
+        put(op_dir, f"op{op}_{name}.bin", bytes([op, mode, (op * 3 + mode) % 11, op % 4]) + tail)

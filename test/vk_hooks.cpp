@@ -1,0 +1,97 @@
+#include "vk_hooks.h"
+
+#include <dlfcn.h>
+
+#include <cstring>
+
+namespace vt::hooks {
+
+namespace {
+
+PFN_vkGetInstanceProcAddr gLoader = nullptr;
+PFN_vkGetDeviceProcAddr gDeviceProcAddr = nullptr;  // the loader's, for vkdml's devices
+PFN_vkGetPhysicalDeviceProperties gProperties = nullptr;
+Recorded gSeen;
+bool gFake10 = false;
+
+template <typename F>
+F Real(VkDevice device, const char* name) {
+  return reinterpret_cast<F>(gDeviceProcAddr(device, name));
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL CreateComputePipelines(VkDevice device, VkPipelineCache cache,
+                                                      uint32_t count,
+                                                      const VkComputePipelineCreateInfo* infos,
+                                                      const VkAllocationCallbacks* allocator,
+                                                      VkPipeline* pipelines) {
+  gSeen.pipelineCaches.push_back(cache);
+  return Real<PFN_vkCreateComputePipelines>(device, "vkCreateComputePipelines")(
+      device, cache, count, infos, allocator, pipelines);
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL CreatePipelineCache(VkDevice device,
+                                                   const VkPipelineCacheCreateInfo* info,
+                                                   const VkAllocationCallbacks* allocator,
+                                                   VkPipelineCache* cache) {
+  const auto* data = static_cast<const uint8_t*>(info->pInitialData);
+  gSeen.initialData.emplace_back(data, data + info->initialDataSize);
+  return Real<PFN_vkCreatePipelineCache>(device, "vkCreatePipelineCache")(device, info, allocator,
+                                                                          cache);
+}
+
+VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL DeviceProcAddr(VkDevice device, const char* name) {
+  if (std::strcmp(name, "vkCreateComputePipelines") == 0)
+    return reinterpret_cast<PFN_vkVoidFunction>(CreateComputePipelines);
+  if (std::strcmp(name, "vkCreatePipelineCache") == 0)
+    return reinterpret_cast<PFN_vkVoidFunction>(CreatePipelineCache);
+  return gDeviceProcAddr(device, name);
+}
+
+VKAPI_ATTR void VKAPI_CALL Properties(VkPhysicalDevice pd, VkPhysicalDeviceProperties* p) {
+  gProperties(pd, p);
+  if (gFake10) p->apiVersion = VK_MAKE_API_VERSION(0, 1, 0, 0);
+}
+
+VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL InstanceProcAddr(VkInstance instance, const char* name) {
+  PFN_vkVoidFunction real = LoaderGetInstanceProcAddr()(instance, name);
+  if (!real) return nullptr;
+  if (std::strcmp(name, "vkGetDeviceProcAddr") == 0) {
+    gDeviceProcAddr = reinterpret_cast<PFN_vkGetDeviceProcAddr>(real);
+    return reinterpret_cast<PFN_vkVoidFunction>(DeviceProcAddr);
+  }
+  if (std::strcmp(name, "vkGetPhysicalDeviceProperties") == 0) {
+    gProperties = reinterpret_cast<PFN_vkGetPhysicalDeviceProperties>(real);
+    return reinterpret_cast<PFN_vkVoidFunction>(Properties);
+  }
+  return real;
+}
+
+}  // namespace
+
+PFN_vkGetInstanceProcAddr GetInstanceProcAddr() {
+  return InstanceProcAddr;
+}
+
+PFN_vkGetInstanceProcAddr LoaderGetInstanceProcAddr() {
+  if (!gLoader) {
+    void* lib = dlopen("libvulkan.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (lib)
+      gLoader = reinterpret_cast<PFN_vkGetInstanceProcAddr>(dlsym(lib, "vkGetInstanceProcAddr"));
+  }
+  return gLoader;
+}
+
+Recorded& Reset() {
+  gSeen = {};
+  return gSeen;
+}
+
+Recorded& Seen() {
+  return gSeen;
+}
+
+void FakeVulkan10(bool on) {
+  gFake10 = on;
+}
+
+}  // namespace vt::hooks
