@@ -32,6 +32,9 @@ layout(constant_id = VKDML_SPEC_LINE_LENGTH) const uint kLineLength = 1;
 layout(constant_id = VKDML_SPEC_REDUCE) const uint kReduce = VKDML_REDUCE_NONE;
 layout(constant_id = VKDML_SPEC_ELEMENT_KIND) const uint kKind = VKDML_KIND_UNSIGNED;
 layout(constant_id = VKDML_SPEC_UNIT) const uint kUnit = 1;
+layout(constant_id = VKDML_SPEC_RUN) const uint kRun = 1;
+layout(constant_id = VKDML_SPEC_RUN_INDEXED) const bool kRunIndexed = false;
+layout(constant_id = VKDML_SPEC_RUN_LINES) const uint kLines = 1;
 
 // The loop elements a dispatch of plans[p] walks: the plan's, or (LARGE) its chunk's.
 uint loopCount(uint p) {

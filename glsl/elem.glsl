@@ -16,4 +16,8 @@
 #elif ELEM == 16
 #define T uvec4
 #define V T
+#elif ELEM == 32  // CPU devices' widest: lanes load a vector's components one at a time
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+#define T u64vec4
+#define V T
 #endif

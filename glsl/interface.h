@@ -44,7 +44,7 @@ struct uvec4 {
                                    // its sort's size)
 #define VKDML_SPEC_MASK_SKIP 5     // bool: skip elements whose mask bit is set
 #define VKDML_SPEC_LINE_LENGTH 6   // scatter_lines.comp: elements in a line
-#define VKDML_SPEC_GROUP_SIZE 7    // scatter_lines.comp: threads in a workgroup
+#define VKDML_SPEC_GROUP_SIZE 7    // scatter_lines.comp, indexed_runs.comp: threads in a workgroup
 #define VKDML_SPEC_REDUCE 8        // a scatter's VKDML_REDUCE_FUNCTION
 #define VKDML_SPEC_ELEMENT_KIND 9  // what the element's bits are, for arithmetic: below
 #define VKDML_SPEC_UNIT \
@@ -53,7 +53,11 @@ struct uvec4 {
 #define VKDML_SPEC_ITEMS \
   11  // scatter_lines_ordered.comp: a line's updates per thread;
       // scatter_ordered.comp: a unit's elements per thread
-#define VKDML_SPEC_COUNT 12
+#define VKDML_SPEC_RUN 12  // indexed_runs.comp: elements in a run (an invocation's loop)
+#define VKDML_SPEC_RUN_INDEXED \
+  13  // indexed_runs.comp: bool, each element of a run has its own index (or mask bit)
+#define VKDML_SPEC_RUN_LINES 14  // indexed_runs.comp: whole lines (runs) an invocation moves
+#define VKDML_SPEC_COUNT 15
 
 #define VKDML_KIND_UNSIGNED 0
 #define VKDML_KIND_SIGNED 1
@@ -105,7 +109,7 @@ struct PackedPlan {
   uint count;            // loop elements
   uint componentStride;  // IndicesTensor stride between an index tuple's components
   uint sortedBase;       // scatter_ordered.comp: where the sorted keys and values start
-  uint unused;
+  uint lineLength;       // indexed_runs.comp: elements in the last dimension (sizes: its runs)
   uvec4 sizes[VKDML_DIM_VECS];  // loop dimension sizes
   uvec4 magic[VKDML_DIM_VECS];  // each size as a multiply-shift divisor (lib/kernels.cpp)
   uvec4 shift[VKDML_DIM_VECS];
@@ -125,8 +129,8 @@ struct Push {
   uint srcBase;    // the source binding (gather: InputTensor, scatter: UpdatesTensor)
   uint indexBase;  // IndicesTensor, in index elements
   uint dstBase;    // OutputTensor
-  uint begin;      // scatter_ordered.comp: the sorted positions this dispatch folds, [begin, end)
-  uint end;
+  uint begin;      // scatter_ordered.comp: the sorted positions this dispatch folds, [begin, end);
+  uint end;        // indexed_runs.comp: begin is the dispatch's first run
 };
 
 // Push constants of the large path's dispatches (modules built with LARGE=1, for tensors past

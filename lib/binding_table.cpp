@@ -369,13 +369,15 @@ Result BindingTableImpl::Record(VkCommandBuffer cmd) {
   size_t largeSet = 0;  // the first descriptor set of the next large kernel
   for (const Step& step : kernels.steps) {
     const UINT src = step.kind == Pass::Kind::Gather ? VKDML_BIND_INPUT : VKDML_BIND_UPDATES;
-    // uvec4s where both sides start on 16 bytes within their descriptors (on the large path,
-    // whose windows start on 16 bytes, within their buffers).
+    // Wide kernels where both sides (and for some, IndicesTensor) start on their alignment
+    // within their descriptors (on the large path, whose windows start on 16 bytes, within
+    // their buffers).
+    const UINT align = step.wide.align ? step.wide.align : step.wide.unit;
     const bool wide =
-        step.hasWide && (kernels.large ? Bound(src)->Offset % VKDML_VECTOR_BYTES == 0 &&
-                                             outputs_[0].Offset % VKDML_VECTOR_BYTES == 0
-                                       : delta_[src] % VKDML_VECTOR_BYTES == 0 &&
-                                             delta_[VKDML_BIND_OUTPUT] % VKDML_VECTOR_BYTES == 0);
+        step.hasWide &&
+        (kernels.large ? Bound(src)->Offset % align == 0 && outputs_[0].Offset % align == 0
+                       : delta_[src] % align == 0 && delta_[VKDML_BIND_OUTPUT] % align == 0 &&
+                             delta_[VKDML_BIND_INDICES] % step.wide.indexAlign == 0);
     const size_t setOfChosen = largeSet + (wide ? step.plain.large.size() : 0);
     largeSet += step.plain.large.size() + (step.hasWide ? step.wide.large.size() : 0);
     if (step.skipInPlace && inPlace) continue;

@@ -15,6 +15,17 @@ constexpr UINT kMaxGroups = 65535;  // per dispatch; grid-stride loops cover the
 // 48 KiB leaves room for several workgroups per multiprocessor.
 constexpr UINT64 kMaxLineBytes = 48 << 10;
 constexpr UINT kLinesUnroll = 4;
+// glsl/indexed_runs.comp (CPU devices): threads in a workgroup; a run's elements (the widest the
+// plan moves) at most, and at least while halving them to reach kMinRuns invocations, so long as
+// each workgroup keeps kMinGroupElements elements: waking another CPU thread for less costs more
+// than it saves (examples/bench/PERF_NOTES.md, v33).
+constexpr UINT kRunsGroup = 64;
+constexpr UINT kMaxRun = 256, kMinRun = 8, kMinRuns = 4096;
+constexpr UINT64 kMinGroupElements = 8192;
+constexpr UINT kRunVectorBytes = 32;  // its VECTOR steps' accesses: u64vec4
+// Lines of at most kShortLine (widest) elements that share one index go kRunLines to an
+// invocation, their reads from memory waiting together (PERF_NOTES.md, v34).
+constexpr UINT kShortLine = 8, kRunLines = 8;
 // The large path's limit on one kernel's dispatches (chunks times windows): beyond it the
 // layout of the tensors is too scattered for windows of the device's binding range.
 constexpr UINT64 kMaxLargeDispatches = 1 << 16;
@@ -176,13 +187,13 @@ class Chooser {
     step.skipInPlace = pass.skipInPlace;
     Plan plan = pass.plan;
     plan.Simplify();
+    const bool lines = Lines(pass, plan);
+    if (device_.kernels == DeviceTraits::Kernels::Cpu && pass.kind != Pass::Kind::Mark && !lines &&
+        !large_)
+      return Runs(pass, plan);
     Plan striped;
     if (pass.kind == Pass::Kind::Gather && !large_ && plan.Stripe(elemSize_, &striped))
       plan = striped;
-    const UINT64 lineBytes = std::min(kMaxLineBytes, device_.maxSharedMemory);
-    const bool lines =
-        pass.lines && !large_ && device_.lines != DeviceTraits::Lines::Never &&
-        plan.Lines(elemSize_, lineBytes, device_.lines == DeviceTraits::Lines::Always);
     UINT slot = 0;
     VKDML_TRY(Slot(plan, &slot));
     const char* kind = pass.kind == Pass::Kind::Mark     ? "mark"
@@ -215,6 +226,110 @@ class Chooser {
     }
     set_.steps.push_back(step);
     return {};
+  }
+
+  // Whether a pass (its plan simplified) goes to glsl/scatter_lines.comp.
+  bool Lines(const Pass& pass, const Plan& plan) const {
+    const UINT64 lineBytes = std::min(kMaxLineBytes, device_.maxSharedMemory);
+    return pass.lines && !large_ && device_.lines != DeviceTraits::Lines::Never &&
+           plan.Lines(elemSize_, lineBytes, device_.lines == DeviceTraits::Lines::Always);
+  }
+
+  // CPU devices: glsl/indexed_runs.comp, an invocation per run of the plan's last dimension.
+  // Its wide kernel, where the plan allows: GatherElements- and ScatterElements-shaped runs a
+  // u64vec4 of indices and direct side at a time (VectorShaped; shaderInt64), else the plan
+  // widened to u64vec4 (shaderInt64) or uvec4 elements. Runs are long enough to pay for their
+  // offsets, short enough to leave many invocations, and within the device's loop bound; a dispatch
+  // takes at most maxGroups workgroups, and the next one goes on from there.
+  Result Runs(const Pass& pass, Plan plan) {
+    if (plan.rank == 0) plan.AddDim(1, 0, 0, 0, 0);
+    Plan striped;
+    if (pass.kind == Pass::Kind::Gather && plan.Stripe(elemSize_, &striped)) plan = striped;
+    const UINT last = plan.rank - 1;
+    const bool vector = VectorShaped(plan);
+    Plan wide;
+    UINT wideBytes = 0;
+    for (UINT bytes : {device_.int64 ? 32u : 0u, UINT(VKDML_VECTOR_BYTES)})
+      if (!vector && !wideBytes && bytes && bytes / elemSize_ <= device_.maxLoop &&
+          plan.Widen(elemSize_, bytes, &wide))
+        wideBytes = bytes;
+    const UINT per = wideBytes ? wideBytes / elemSize_ : 1;  // elements in a wide element
+    const UINT step = vector ? VectorStep() : 1;             // a run's elements: a multiple
+    // Off the large path the loop has fewer than 2^32 elements.
+    const UINT length = plan.sizes[last] / per, lines = UINT(plan.count / plan.sizes[last]);
+    // In the widest elements; halved from kMaxRun while that leaves too few invocations.
+    UINT run =
+        UINT(std::min<UINT64>({length, kMaxRun, std::max<UINT64>(1, device_.maxLoop / per)}));
+    const auto runs = [&](UINT r) { return UINT64(lines) * ((length + r - 1) / r); };
+    const auto groups = [&](UINT r) { return (runs(r) + kRunsGroup - 1) / kRunsGroup; };
+    while (run / 2 >= std::max(kMinRun, step) && (run / 2) % step == 0 && runs(run) < kMinRuns &&
+           plan.count / groups(run / 2) >= kMinGroupElements)
+      run /= 2;
+
+    const char* kind = pass.kind == Pass::Kind::Gather ? "gather" : "scatter";
+    const bool indexed = plan.indices[last] != 0 && (plan.tuple > 0 || pass.maskSkip);
+    const UINT perInvocation =  // runs
+        !vector && !indexed && run == length && length <= kShortLine ? kRunLines : 1;
+    const auto make = [&](const char* module, const Plan& p, UINT unit, UINT elements,
+                          Kernel* k) -> Result {
+      k->module = Str(module, kind, "_e", unit, IndexSuffix());
+      k->spec = Spec(p);
+      k->spec[VKDML_SPEC_GROUP_SIZE] = kRunsGroup;
+      k->spec[VKDML_SPEC_RUN] = elements;
+      k->spec[VKDML_SPEC_RUN_INDEXED] = indexed;
+      k->spec[VKDML_SPEC_MASK_SKIP] = pass.maskSkip;
+      k->spec[VKDML_SPEC_RUN_LINES] = perInvocation;
+      k->unit = unit;
+      Plan r = p;  // its last dimension counts runs
+      const UINT n = p.sizes[last];
+      r.sizes[last] = (n + elements - 1) / elements;
+      r.count = p.count / n * r.sizes[last];
+      VKDML_TRY(Slot(r, &k->slot));
+      set_.plans[k->slot].lineLength = n;
+      return {};
+    };
+    Kernel plain, wider;
+    VKDML_TRY(make("runs_", plan, elemSize_, run * per, &plain));
+    if (vector) {
+      VKDML_TRY(make("runs_vec_", plan, elemSize_, run, &wider));
+      wider.align = wider.indexAlign = kRunVectorBytes;
+    } else if (wideBytes) {
+      VKDML_TRY(make("runs_", wide, wideBytes, run, &wider));
+    }
+    const UINT64 perDispatch = UINT64(device_.maxGroups) * kRunsGroup * perInvocation;  // runs
+    for (UINT64 begin = 0; begin < runs(run); begin += perDispatch) {
+      Step s;
+      s.kind = pass.kind;
+      s.skipInPlace = pass.skipInPlace;
+      s.plain = plain;
+      s.hasWide = vector || wideBytes;
+      s.wide = wider;
+      s.plain.begin = s.wide.begin = UINT(begin);
+      const UINT64 n = std::min<UINT64>(perDispatch, runs(run) - begin);
+      const UINT64 group = UINT64(kRunsGroup) * perInvocation;
+      s.plain.groups = s.wide.groups = Groups((n + group - 1) / group, device_.maxGroups);
+      set_.steps.push_back(s);
+    }
+    return {};
+  }
+
+  // glsl/indexed_runs.comp's VECTOR steps: elements a step moves (its kStep).
+  UINT VectorStep() const { return std::max(kRunVectorBytes / elemSize_, 8u); }
+
+  // Whether the plan's runs can go a step at a time (glsl/indexed_runs.comp, VECTOR): 64-bit
+  // integers on the device, one index component per element, IndicesTensor and the direct side
+  // contiguous along the last dimension, lines of whole steps, and every step's indices and
+  // direct side starting on a u64vec4 (the bindings' offsets too: Kernel::align, indexAlign).
+  bool VectorShaped(const Plan& plan) const {
+    const UINT last = plan.rank - 1;
+    if (!device_.int64 || elemSize_ > 8 || plan.tuple != 1 || plan.direct[last] != 1 ||
+        plan.indices[last] != 1 || plan.sizes[last] % VectorStep())
+      return false;
+    for (UINT d = 0; d < last; ++d)
+      if (plan.direct[d] % (kRunVectorBytes / elemSize_) ||
+          plan.indices[d] % (kRunVectorBytes / indexSize_))
+        return false;
+    return true;
   }
 
   // A scatter with a reduction, or a deterministic one. Where the shape allows (ScatterElements
@@ -626,6 +741,11 @@ DeviceTraits DeviceTraits::Of(VkPhysicalDeviceType type, const VkPhysicalDeviceL
   // saves (examples/bench/PERF_NOTES.md, v15).
   t.lines = type == VK_PHYSICAL_DEVICE_TYPE_CPU ? Lines::Never : Lines::WhenBetter;
   if (type == VK_PHYSICAL_DEVICE_TYPE_CPU) t.maxLoop = 16384;
+  t.kernels = type == VK_PHYSICAL_DEVICE_TYPE_CPU ? Kernels::Cpu : Kernels::Gpu;
+  const char* kernels = std::getenv("VKDML_KERNELS");
+  if (kernels && std::strcmp(kernels, "gpu") == 0) t.kernels = Kernels::Gpu;
+  if (kernels && std::strcmp(kernels, "cpu") == 0) t.kernels = Kernels::Cpu;
+  t.int64 = enabled.shaderInt64;
   const char* lines = std::getenv("VKDML_SCATTER_LINES");
   if (lines && std::strcmp(lines, "0") == 0) t.lines = Lines::Never;
   if (lines && std::strcmp(lines, "1") == 0) t.lines = Lines::Always;

@@ -28,6 +28,11 @@ struct DeviceTraits {
   // The most iterations one invocation's loops may take, summed: lavapipe ends a shader's loops
   // after 65535 (vkdml keeps well below that there); unbounded elsewhere.
   UINT64 maxLoop = UINT64(-1);
+  // The indexed copy's kernels: GPUs' (glsl/indexed.comp, an element per thread) or, on CPU
+  // devices, glsl/indexed_runs.comp (a run of elements per invocation). VKDML_KERNELS=gpu|cpu
+  // overrides the device type's choice (the tests run the GPU kernels on lavapipe so).
+  enum class Kernels { Gpu, Cpu } kernels = Kernels::Gpu;
+  bool int64 = false;  // shaderInt64: the CPU kernels may move 32-byte u64vec4 elements
   // The bytes one descriptor may cover (maxStorageBufferRange) and the alignment of its offset
   // (minStorageBufferOffsetAlignment, at least 16): a tensor that may not fit one descriptor
   // takes the large path.
@@ -39,9 +44,10 @@ struct DeviceTraits {
   // VKDML_SCATTER_LINES=1 takes the line scatter wherever it can run (the tests use it on
   // lavapipe), =0 never (A/B benchmarks); VKDML_ATOMICS=32 uses neither the float32 atomic add
   // nor 64-bit atomics (so the tests run the fallbacks of devices without them);
-  // VKDML_NATIVE_FLOAT32=1 computes float32 reductions in float32 whatever the device's denormal
-  // handling (as devices with neither DenormPreserve nor float64 do); VKDML_MAX_BINDING_RANGE=N
-  // lowers maxRange to N bytes (at least 256), so the tests run the large path on small tensors.
+  // VKDML_KERNELS=gpu|cpu picks the indexed copy's kernels; VKDML_NATIVE_FLOAT32=1 computes
+  // float32 reductions in float32 whatever the device's denormal handling (as devices with
+  // neither DenormPreserve nor float64 do); VKDML_MAX_BINDING_RANGE=N lowers maxRange to N bytes
+  // (at least 256), so the tests run the large path on small tensors.
   static DeviceTraits Of(VkPhysicalDeviceType type, const VkPhysicalDeviceLimits& limits,
                          const DeviceFeatures& enabled);
 };
@@ -74,6 +80,10 @@ struct Kernel {
   // `unit`-byte elements, and an ordered scatter's [begin, end)) or, for a sort step, a fixed
   // shader::SortPush.
   UINT slot = 0, unit = 0;
+  // A wide kernel (Step::wide) runs where the source and destination bindings start at a multiple
+  // of `align` bytes within their descriptor ranges (0: of `unit`), and IndicesTensor's at a
+  // multiple of `indexAlign`.
+  UINT align = 0, indexAlign = 1;
   UINT begin = 0, end = 0;
   bool sortStep = false;
   shader::SortPush sort = {};
@@ -88,8 +98,8 @@ struct Step {
   Pass::Kind kind = Pass::Kind::Gather;
   bool skipInPlace = false;  // Pass::skipInPlace
   Kernel plain;
-  // The same pass moving uvec4s, where the plan widens (Plan::Widen): usable when the source
-  // and destination bindings are VKDML_VECTOR_BYTES-aligned within their descriptor ranges.
+  // The same pass moving uvec4s, where the plan widens (Plan::Widen), or on CPU devices a
+  // faster kernel for it: usable where its bindings are aligned as it needs (Kernel::align).
   bool hasWide = false;
   Kernel wide;
 };

@@ -53,7 +53,7 @@ struct Layouts {
 TEST_CASE("Interface: the kernels lay out plans and push constants as C++ does", "[kernels]") {
   const std::vector<size_t> plan = {
       offsetof(shader::PackedPlan, count),      offsetof(shader::PackedPlan, componentStride),
-      offsetof(shader::PackedPlan, sortedBase), offsetof(shader::PackedPlan, unused),
+      offsetof(shader::PackedPlan, sortedBase), offsetof(shader::PackedPlan, lineLength),
       offsetof(shader::PackedPlan, sizes),      offsetof(shader::PackedPlan, magic),
       offsetof(shader::PackedPlan, shift),      offsetof(shader::PackedPlan, direct),
       offsetof(shader::PackedPlan, indexed),    offsetof(shader::PackedPlan, indices),
@@ -63,8 +63,8 @@ TEST_CASE("Interface: the kernels lay out plans and push constants as C++ does",
       offsetof(shader::Push, plan),      offsetof(shader::Push, srcBase),
       offsetof(shader::Push, indexBase), offsetof(shader::Push, dstBase),
       offsetof(shader::Push, begin),     offsetof(shader::Push, end)};
-  for (const char* name :
-       {"gather_e4_i32", "scatter_e16_i64", "lines_e2_i64", "mark_i32", "report_i64"}) {
+  for (const char* name : {"gather_e4_i32", "scatter_e16_i64", "lines_e2_i64", "mark_i32",
+                           "report_i64", "runs_gather_e32_i64", "runs_vec_scatter_e2_i32"}) {
     INFO("module " << name);
     const auto* m = FindSpirv(name);
     REQUIRE(m);
@@ -128,18 +128,24 @@ TEST_CASE("Kernels: every kernel that kernel choice names is embedded", "[kernel
         INFO(Str(built));
         REQUIRE(built.ok());
         // Line kernels or not; a GPU with every optional feature, one like NVIDIA's (float64,
-        // atomics, no promise to keep denormals), or a CPU device with none.
-        for (int variant = 0; variant < 6; ++variant) {
-          const int features = variant % 3;
+        // atomics, no promise to keep denormals), a CPU device with none, or one with shaderInt64
+        // (its runs kernels move u64vec4s).
+        for (int variant = 0; variant < 8; ++variant) {
+          const int features = variant % 4;
           DeviceTraits device;
           device.type =
               features < 2 ? VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU : VK_PHYSICAL_DEVICE_TYPE_CPU;
           device.maxSharedMemory = 48 << 10;
           device.maxLinesGroupSize = 256;
           device.maxGroups = 65535;
-          device.lines = variant < 3 ? DeviceTraits::Lines::Never : DeviceTraits::Lines::Always;
+          device.lines = variant < 4 ? DeviceTraits::Lines::Never : DeviceTraits::Lines::Always;
           device.float32AtomicAdd = device.int64Atomics = device.float64 = features < 2;
           device.denormPreserve32 = device.denormPreserve64 = features == 0;
+          if (features >= 2) {
+            device.kernels = DeviceTraits::Kernels::Cpu;
+            device.maxLoop = 16384;
+            device.int64 = features == 3;
+          }
           for (UINT flags :
                {0u, UINT(VKDML_EXECUTION_FLAG_CHECK_INDICES),
                 UINT(VKDML_EXECUTION_FLAG_DETERMINISTIC),
@@ -287,6 +293,244 @@ TEST_CASE("Kernels: the ordered line kernel up to the shared-memory limit", "[ke
   }
 }
 
+namespace {
+
+using vkdml::detail::DeviceTraits;
+using vkdml::detail::KernelSet;
+
+DeviceTraits CpuDevice() {
+  DeviceTraits device;
+  device.type = VK_PHYSICAL_DEVICE_TYPE_CPU;
+  device.maxSharedMemory = 32 << 10;
+  device.maxLinesGroupSize = 1024;
+  device.maxGroups = 65535;
+  device.lines = DeviceTraits::Lines::Never;
+  device.maxLoop = 16384;
+  device.kernels = DeviceTraits::Kernels::Cpu;
+  device.int64 = true;
+  return device;
+}
+
+KernelSet Choose(OpSpec spec, const DeviceTraits& device, UINT flags = 0) {
+  vkdml::detail::OperatorImpl op;
+  REQUIRE(vkdml::detail::BuildOperator(spec.Desc(), &op).ok());
+  KernelSet set;
+  REQUIRE(vkdml::detail::ChooseKernels(op, flags, device, &set).ok());
+  return set;
+}
+
+}  // namespace
+
+// CPU devices take glsl/indexed_runs.comp: slices moved in u64vec4s (uvec4s without shaderInt64),
+// GatherElements and ScatterElements lines a u64vec4 step at a time where they line up (and the
+// device has shaderInt64), each element alone where they do not; the mark pass stays the GPU's.
+TEST_CASE("Kernels: CPU devices' runs", "[kernels]") {
+  const DML_TENSOR_DATA_TYPE f32 = DML_TENSOR_DATA_TYPE_FLOAT32, u8 = DML_TENSOR_DATA_TYPE_UINT8,
+                             i32 = DML_TENSOR_DATA_TYPE_INT32, i64 = DML_TENSOR_DATA_TYPE_INT64;
+  const auto t = [](DML_TENSOR_DATA_TYPE type, std::vector<UINT> sizes,
+                    std::vector<UINT> strides = {}) {
+    return TensorDesc(type, std::move(sizes), std::move(strides));
+  };
+  const struct {
+    const char* what;
+    OpSpec spec;
+    bool int64;
+    std::vector<std::string> plain, wide;  // per step; "" where it has no wide kernel
+    UINT align, indexAlign;                // of the last step's wide kernel
+  } expectations[] = {
+      {"rows",
+       OpSpec::GatherND(t(f32, {64, 256}), t(i64, {16, 1}), t(f32, {16, 256}), 2, 2),
+       true,
+       {"runs_gather_e4_i64"},
+       {"runs_gather_e32_i64"},
+       0,
+       1},
+      {"rows without int64",
+       OpSpec::GatherND(t(f32, {64, 256}), t(i64, {16, 1}), t(f32, {16, 256}), 2, 2),
+       false,
+       {"runs_gather_e4_i64"},
+       {"runs_gather_e16_i64"},
+       0,
+       1},
+      {"rows of 3 elements",
+       OpSpec::GatherND(t(f32, {64, 3}), t(i32, {16, 1}), t(f32, {16, 3}), 2, 2),
+       true,
+       {"runs_gather_e4_i32"},
+       {""},
+       0,
+       1},
+      {"GatherElements, last axis",
+       OpSpec::GatherElements(t(f32, {8, 64}), t(i64, {8, 64}), t(f32, {8, 64}), 1),
+       true,
+       {"runs_gather_e4_i64"},
+       {"runs_vec_gather_e4_i64"},
+       32,
+       32},
+      {"GatherElements without int64",
+       OpSpec::GatherElements(t(f32, {8, 64}), t(i64, {8, 64}), t(f32, {8, 64}), 1),
+       false,
+       {"runs_gather_e4_i64"},
+       {""},
+       0,
+       1},
+      {"GatherElements, outer axis (striped)",
+       OpSpec::GatherElements(t(u8, {8, 256}), t(i32, {8, 256}), t(u8, {8, 256}), 0),
+       true,
+       {"runs_gather_e1_i32"},
+       {"runs_vec_gather_e1_i32"},
+       32,
+       32},
+      {"GatherElements, lines of 60",
+       OpSpec::GatherElements(t(f32, {8, 60}), t(i64, {8, 60}), t(f32, {8, 60}), 1),
+       true,
+       {"runs_gather_e4_i64"},
+       {""},
+       0,
+       1},
+      {"GatherElements, lines 68 elements apart",
+       OpSpec::GatherElements(t(f32, {8, 64}), t(i64, {8, 64}), t(f32, {8, 64}, {68, 1}), 1),
+       true,
+       {"runs_gather_e4_i64"},
+       {""},
+       0,
+       1},
+      {"ScatterElements",
+       OpSpec::ScatterElements(t(f32, {8, 64}), t(i32, {8, 64}), t(f32, {8, 64}), t(f32, {8, 64}),
+                               1),
+       true,
+       {"runs_gather_e4_i32", "runs_scatter_e4_i32"},
+       {"runs_gather_e32_i32", "runs_vec_scatter_e4_i32"},
+       32,
+       32},
+      {"ScatterND",
+       OpSpec::ScatterND(t(f32, {64, 256}), t(i64, {16, 1}), t(f32, {16, 256}), t(f32, {64, 256}),
+                         2, 2),
+       true,
+       {"mark_i64", "runs_gather_e4_i64", "runs_scatter_e4_i64"},
+       {"", "runs_gather_e32_i64", "runs_scatter_e32_i64"},
+       0,
+       1},
+  };
+  for (const auto& e : expectations) {
+    INFO(e.what);
+    DeviceTraits device = CpuDevice();
+    device.int64 = e.int64;
+    const KernelSet set = Choose(e.spec, device);
+    REQUIRE(set.steps.size() == e.plain.size());
+    for (size_t i = 0; i < set.steps.size(); ++i) {
+      const auto& step = set.steps[i];
+      INFO("step " << i);
+      CHECK(step.plain.module == e.plain[i]);
+      CHECK(step.hasWide == !e.wide[i].empty());
+      if (step.hasWide) CHECK(step.wide.module == e.wide[i]);
+    }
+    CHECK(set.steps.back().wide.align == e.align);
+    CHECK(set.steps.back().wide.indexAlign == e.indexAlign);
+  }
+  // A device of the GPU kind takes the GPU kernels; so does a CPU device told to (VKDML_KERNELS).
+  DeviceTraits gpu = CpuDevice();
+  gpu.kernels = DeviceTraits::Kernels::Gpu;
+  const KernelSet set = Choose(expectations[0].spec, gpu);
+  REQUIRE(set.steps.size() == 1);
+  CHECK(set.steps[0].plain.module == "gather_e4_i64");
+  CHECK(set.steps[0].wide.module == "gather_e16_i64");
+}
+
+// A run is an invocation's loop: no longer than the device's bound (maxLoop, lavapipe's cut of
+// long loops), counted in the elements the plain kernel loops over; each dispatch takes at most
+// maxGroups workgroups, the next going on from the run where the last stopped.
+TEST_CASE("Kernels: CPU devices' runs within the loop bound and the workgroup cap", "[kernels]") {
+  const DML_TENSOR_DATA_TYPE u8 = DML_TENSOR_DATA_TYPE_UINT8, i32 = DML_TENSOR_DATA_TYPE_INT32;
+  for (UINT64 maxLoop : {UINT64(16384), UINT64(100), UINT64(7)}) {
+    for (UINT maxGroups : {65535u, 1u, 3u}) {
+      INFO("maxLoop " << maxLoop << ", maxGroups " << maxGroups);
+      DeviceTraits device = CpuDevice();
+      device.maxLoop = maxLoop;
+      device.maxGroups = maxGroups;
+      // A line of 100000 bytes moved in u64vec4s (32 elements each), and one in bytes alone.
+      for (UINT pitch : {100000u, 100001u}) {
+        OpSpec spec = OpSpec::GatherND(TensorDesc(u8, {3, 100000}, {pitch, 1}),
+                                       TensorDesc(i32, {2, 1}), TensorDesc(u8, {2, 100000}), 2, 2);
+        const KernelSet set = Choose(spec, device);
+        REQUIRE(!set.steps.empty());
+        UINT64 runs = 0;
+        for (const auto& step : set.steps) {
+          CHECK(step.plain.spec[VKDML_SPEC_RUN] <= maxLoop);
+          CHECK(step.plain.begin == runs);
+          CHECK(step.plain.groups <= maxGroups);
+          if (step.hasWide) {
+            CHECK(step.wide.begin == step.plain.begin);
+            CHECK(step.wide.groups == step.plain.groups);
+            CHECK(step.wide.spec[VKDML_SPEC_RUN] * 32 == step.plain.spec[VKDML_SPEC_RUN]);
+          }
+          runs += UINT64(step.plain.groups) * 64;
+        }
+        const UINT run = set.steps[0].plain.spec[VKDML_SPEC_RUN];
+        const UINT64 needed = 2 * ((100000 + run - 1) / run);
+        CHECK(runs >= needed);
+        CHECK(runs - needed < 64);
+        CHECK(set.plans[set.steps[0].plain.slot].count == needed);
+        CHECK(set.plans[set.steps[0].plain.slot].lineLength == 100000);
+      }
+    }
+  }
+}
+
+// Small work goes to one workgroup, whose long runs cost less than waking a second CPU thread
+// (a 64 x 64 GatherElements: PERF_NOTES.md, v33); larger work is cut into enough runs to keep
+// every thread busy.
+TEST_CASE("Kernels: CPU devices' runs for small and large work", "[kernels]") {
+  const DML_TENSOR_DATA_TYPE f32 = DML_TENSOR_DATA_TYPE_FLOAT32, i64 = DML_TENSOR_DATA_TYPE_INT64;
+  const struct {
+    UINT side, run, groups;
+  } expectations[] = {{64, 64, 1}, {128, 128, 2}, {512, 128, 32}, {1024, 256, 64}};
+  for (const auto& e : expectations) {
+    INFO("GatherElements " << e.side << " x " << e.side);
+    const TensorDesc t(f32, {e.side, e.side}), ix(i64, {e.side, e.side});
+    const KernelSet set = Choose(OpSpec::GatherElements(t, ix, t, 1), CpuDevice());
+    REQUIRE(set.steps.size() == 1);
+    CHECK(set.steps[0].wide.module == "runs_vec_gather_e4_i64");
+    CHECK(set.steps[0].wide.spec[VKDML_SPEC_RUN] == e.run);
+    CHECK(set.steps[0].wide.groups == e.groups);
+  }
+}
+
+// Short lines that each share one index (GatherND's small slices, ScatterND's) go kRunLines (8)
+// to an invocation, in both the plain and the wide kernel; with one workgroup per dispatch the
+// next dispatch goes on from the line where the last stopped (64 invocations of 8 lines).
+TEST_CASE("Kernels: CPU devices' short lines several to an invocation", "[kernels]") {
+  const DML_TENSOR_DATA_TYPE f32 = DML_TENSOR_DATA_TYPE_FLOAT32, i64 = DML_TENSOR_DATA_TYPE_INT64;
+  for (UINT maxGroups : {65535u, 1u}) {
+    INFO("maxGroups " << maxGroups);
+    DeviceTraits device = CpuDevice();
+    device.maxGroups = maxGroups;
+    const KernelSet set =
+        Choose(OpSpec::GatherND(TensorDesc(f32, {64, 64, 16}), TensorDesc(i64, {1, 1500, 2}),
+                                TensorDesc(f32, {1, 1500, 16}), 3, 2),
+               device);
+    REQUIRE(set.steps.size() == (maxGroups == 1 ? 3u : 1u));
+    for (size_t i = 0; i < set.steps.size(); ++i) {
+      const auto& step = set.steps[i];
+      CHECK(step.wide.module == "runs_gather_e32_i64");
+      CHECK(step.plain.spec[VKDML_SPEC_RUN_LINES] == 8);
+      CHECK(step.wide.spec[VKDML_SPEC_RUN_LINES] == 8);
+      CHECK(step.plain.begin == i * 512);
+      CHECK(step.plain.groups == (maxGroups == 1 ? 1u : 3u));
+    }
+    CHECK(set.plans[set.steps[0].wide.slot].count == 1500);
+  }
+  // Long lines (rows of 256 floats) and lines with an index per element take one run each.
+  const KernelSet rows =
+      Choose(OpSpec::GatherND(TensorDesc(f32, {64, 256}), TensorDesc(i64, {16, 1}),
+                              TensorDesc(f32, {16, 256}), 2, 2),
+             CpuDevice());
+  CHECK(rows.steps[0].wide.spec[VKDML_SPEC_RUN_LINES] == 1);
+  const KernelSet elements =
+      Choose(OpSpec::GatherElements(TensorDesc(f32, {64, 6}), TensorDesc(i64, {64, 6}),
+                                    TensorDesc(f32, {64, 6}), 1),
+             CpuDevice());
+  CHECK(elements.steps[0].plain.spec[VKDML_SPEC_RUN_LINES] == 1);
+}
 // A ScatterND reduction on wide slices is sorted by target on GPUs, in the default mode too
 // (fewer steps than an atomic per element), and uses atomics on CPU devices; narrow slices use
 // atomics everywhere.
@@ -366,6 +610,20 @@ TEST_CASE("Kernels: the large path's chunks and windows", "[kernels]") {
       CHECK(windows == 4);
       for (const auto& w : covered) CHECK(w.second == 512 * row);  // each window sees the loop
     }
+  }
+  {  // a CPU device's runs kernels have no large variant: it takes the GPU's
+    const DeviceTraits gpu = device;
+    device.type = VK_PHYSICAL_DEVICE_TYPE_CPU;
+    device.kernels = DeviceTraits::Kernels::Cpu;
+    device.int64 = true;
+    device.maxLoop = 16384;
+    OpSpec spec = OpSpec::GatherND(TensorDesc(f32, {896, 1024}), TensorDesc(i64, {512, 1}),
+                                   TensorDesc(f32, {512, 1024}), 2, 2);
+    vkdml::detail::KernelSet set;
+    REQUIRE(choose(spec, &set).ok());
+    REQUIRE(set.large);
+    CHECK(set.steps[0].plain.module == "gather_e4_i64_large");
+    device = gpu;
   }
   {  // a transposed output whose every element is a window apart: too many dispatches
     OpSpec spec = OpSpec::GatherND(TensorDesc(f32, {896, 1024}), TensorDesc(i64, {512, 1}),

@@ -409,10 +409,17 @@ Case GenScatterElements(Rng& rng, UINT D, DML_TENSOR_DATA_TYPE dt, DML_TENSOR_DA
 }
 
 // lib/kernels.cpp reads VKDML_SCATTER_LINES ("1" sends every ScatterElements the shared-memory
-// line kernel can do to it, on lavapipe too) and VKDML_MAX_GROUPS (workgroups per dispatch) when
-// an operator is compiled.
+// line kernel can do to it, on lavapipe too), VKDML_MAX_GROUPS (workgroups per dispatch) and
+// VKDML_KERNELS ("gpu": the GPU kernels of the indexed copy, on lavapipe too) when an operator is
+// compiled.
 struct ScopedLines : ScopedEnv {
   explicit ScopedLines(bool on) : ScopedEnv("VKDML_SCATTER_LINES", on ? "1" : "") {}
+};
+
+// The GPU kernels of the indexed copy (glsl/indexed.comp), which CPU devices otherwise leave for
+// their own (glsl/indexed_runs.comp): the sweeps give them a share of their cases on lavapipe.
+struct ScopedGpuKernels : ScopedEnv {
+  explicit ScopedGpuKernels(bool on) : ScopedEnv("VKDML_KERNELS", on ? "gpu" : "") {}
 };
 
 // Where each update element of a scatter case lands.
@@ -520,8 +527,11 @@ void RandomSweep(Op op, uint64_t salt, int perCombination) {
         Case c = Generate(op, rng, D, dt, it, enc);
         c.opts = RandomOptions(rng, c.spec, true);
         if (only && std::strtoull(only, nullptr, 10) != counter) continue;
+        const bool gpuKernels = counter % 3 == 0;
         INFO("seed " << seed << " (VKDML_TEST_SEED=" << base << ", case " << counter << ")");
-        INFO("case: " << c.spec.ToString() << "\n  " << Describe(c.opts));
+        INFO("case: " << c.spec.ToString() << "\n  " << Describe(c.opts)
+                      << (gpuKernels ? ", VKDML_KERNELS=gpu" : ""));
+        ScopedGpuKernels kernels(gpuKernels);
         if (!DeviceSupports(dt)) {
           ++skipped;
           std::unique_ptr<Operator> unused;
@@ -685,7 +695,8 @@ UINT64 Work(Case& c) {
 // Every operator with dispatches capped at one workgroup (VKDML_MAX_GROUPS), so that the
 // kernels' grid-stride loops run: each workgroup moves several tiles, or several lines of the
 // line kernel (forced on for ScatterElements). Without the cap only tensors of over 65535
-// workgroups (or lines) would.
+// workgroups (or lines) would. With CPU devices' kernels (a third of the cases) the cap splits
+// a pass into dispatches that each go on from the run where the last stopped.
 TEST_CASE_METHOD(Fixture, "Random cases with few workgroups per dispatch", "[random]") {
   const uint64_t base = BaseSeed();
   const Op ops[] = {Op::GatherND,  Op::GatherND1,       Op::GatherElements,
@@ -713,9 +724,12 @@ TEST_CASE_METHOD(Fixture, "Random cases with few workgroups per dispatch", "[ran
     c.opts = RandomOptions(rng, c.spec, true);
     looped += Work(c) > 256;
     INFO("seed " << seed << " (VKDML_TEST_SEED=" << base << ", case " << i << ")");
-    INFO("case: " << c.spec.ToString() << "\n  " << Describe(c.opts) << ", VKDML_MAX_GROUPS=1");
+    const bool gpuKernels = (i / 6) % 3 != 1;  // grid-stride loops; CPU devices' split dispatches
+    INFO("case: " << c.spec.ToString() << "\n  " << Describe(c.opts) << ", VKDML_MAX_GROUPS=1"
+                  << (gpuKernels ? ", VKDML_KERNELS=gpu" : ""));
     ScopedEnv groups("VKDML_MAX_GROUPS", "1");
     ScopedLines lines(op == Op::ScatterElements);
+    ScopedGpuKernels kernels(gpuKernels);
     bool quiet = true;
     if (!RunCase(c, false, &quiet)) ++failures;
     REQUIRE(failures < 8);
@@ -864,7 +878,10 @@ TEST_CASE_METHOD(Fixture, "GatherElements on an outer axis, wide rows (striped w
                            {2, 2, 2, 2, 2, 2, 2, 64},
                            0,
                            {5112, 2552, 1272, 632, 312, 152, 72, 1}}};
-  for (DML_TENSOR_DATA_TYPE type : types) {
+  for (int k = 0; k < 2 * 4; ++k) {  // every type with each kind of kernels
+    const DML_TENSOR_DATA_TYPE type = types[k % 4];
+    const bool gpuKernels = k >= 4;
+    ScopedGpuKernels kernels(gpuKernels);
     if (!DeviceSupports(type)) continue;
     for (const Shape& sh : shapes) {
       const DML_TENSOR_DATA_TYPE it =
@@ -879,9 +896,143 @@ TEST_CASE_METHOD(Fixture, "GatherElements on an outer axis, wide rows (striped w
                   [&](const ref::Coord&) { return enc.Encode(rng, enc.Target(rng, n), n); });
       c.inputs = {RandomBytes(rng, in.Total()), indices};
       c.opts.flags = rng.U(0, 1) ? VKDML_EXECUTION_FLAG_CHECK_INDICES : 0;
-      INFO(DataTypeName(type) << " input " << sh.input[0] << "x... axis " << sh.axis);
+      INFO(DataTypeName(type) << " input " << sh.input[0] << "x... axis " << sh.axis
+                              << (gpuKernels ? ", VKDML_KERNELS=gpu" : ""));
       RunCase(c);
     }
+  }
+}
+
+// GatherElements and ScatterElements on lines that CPU devices' kernels move a u64vec4 step at
+// a time (glsl/indexed_runs.comp, VECTOR; lib/kernels.cpp: VectorShaped): lines of whole steps
+// (32 elements), packed or padded by whole u64vec4s, bindings at 32-byte offsets, along the last
+// axis or (gathers: striped) an outer one; with every type, duplicates, in place, checked mode,
+// and dispatches capped at one workgroup. A share of the cases misses one condition (a pad or
+// an offset off the u64vec4) and goes an element at a time instead.
+TEST_CASE_METHOD(Fixture, "Random GatherElements and ScatterElements on aligned lines",
+                 "[random][gather_elements][scatter_elements]") {
+  const uint64_t base = BaseSeed();
+  int failures = 0;
+  for (int i = 0; i < 176; ++i) {
+    const uint64_t seed = base ^ (12ull << 48) ^ (uint64_t(i) * 0x9E3779B97F4A7C15ull);
+    Rng rng(seed);
+    const DML_TENSOR_DATA_TYPE dt = DataTypes()[i % DataTypes().size()];
+    const DML_TENSOR_DATA_TYPE it = IndexTypes()[(i / 11) % 4];
+    if (!DeviceSupports(dt)) continue;
+    const bool scatter = (i / 44) % 2 == 1, unique = !scatter || rng.P(0.5);
+    const bool inPlace = scatter && rng.P(0.4);
+    const UINT D = 2 + UINT(i % 3), last = D - 1;
+    const UINT axis = rng.P(0.6) ? last : rng.Ui(0, D - 2);
+    std::vector<UINT> inSizes(D), idxSizes;
+    for (UINT& s : inSizes) s = rng.Ui(1, 4);
+    inSizes[last] = 32 * rng.Ui(1, axis == last ? 8 : 20);
+    if (axis != last) inSizes[axis] = rng.Ui(1, 9);
+    idxSizes = inSizes;
+    const UINT n = inSizes[axis];
+    if (axis == last)  // a whole number of steps of updates (or output elements) per line
+      idxSizes[last] = 32 * rng.Ui(1, unique && scatter ? n / 32 : 4);
+    else
+      idxSizes[axis] = rng.Ui(1, unique && scatter ? n : 5);
+    // Strides: packed, or each line padded by whole u64vec4s of any element (or, now and then, by
+    // one element).
+    const auto strides = [&](const std::vector<UINT>& sizes) {
+      if (rng.P(0.4)) return std::vector<UINT>{};
+      std::vector<UINT> st(D);
+      uint64_t cur = 1;
+      for (UINT d = D; d-- > 0;) {
+        st[d] = UINT(cur);
+        cur *= sizes[d];
+        if (d == last) cur += rng.P(0.15) ? 1 : 32 * rng.U(0, 2);
+      }
+      return st;
+    };
+    Case c;
+    std::vector<UINT> outStrides = strides(scatter ? inSizes : idxSizes);
+    TensorDesc in(dt, inSizes, inPlace ? outStrides : strides(inSizes));
+    TensorDesc ix(it, idxSizes, strides(idxSizes));
+    IndexEncoder enc{it};
+    enc.pOutOfRange = rng.P(0.5) ? 0.0 : 0.1;
+    Bytes indices = RandomBytes(rng, ix.Total());
+    std::map<ref::Coord, std::vector<uint32_t>> lines;  // scatters: each line's targets
+    FillIndices(ix.Ref(), &indices, [&](const ref::Coord& co) {
+      if (!scatter || !unique) return enc.Encode(rng, enc.Target(rng, n), n);
+      ref::Coord line = co;
+      line[axis] = 0;
+      std::vector<uint32_t>& targets = lines[line];
+      if (targets.empty()) {
+        targets.resize(n);
+        std::iota(targets.begin(), targets.end(), 0);
+        std::shuffle(targets.begin(), targets.end(), rng.g);
+      }
+      return enc.Encode(rng, targets[co[axis]], n);
+    });
+    if (scatter) {
+      TensorDesc upd(dt, idxSizes, strides(idxSizes)), out(dt, inSizes, outStrides);
+      c.spec = OpSpec::ScatterElements(in, ix, upd, out, axis);
+      c.inputs = {RandomBytes(rng, in.Total()), indices, RandomBytes(rng, upd.Total())};
+    } else {
+      c.spec = OpSpec::GatherElements(in, ix, TensorDesc(dt, idxSizes, outStrides), axis);
+      c.inputs = {RandomBytes(rng, in.Total()), indices};
+    }
+    c.opts = RandomOptions(rng, c.spec, !inPlace);
+    for (UINT64& offset : c.opts.offsets)  // mostly on a u64vec4, for the vector runs
+      if (rng.P(0.85)) offset = offset / 32 * 32;
+    for (TensorDesc& t : c.spec.tensors) t.buf.GuaranteedBaseOffsetAlignment = 0;
+    if (inPlace) MakeInPlace(&c);
+    const bool fewGroups = rng.P(0.2);
+    INFO("seed " << seed << " (VKDML_TEST_SEED=" << base << ", case " << i << ")");
+    INFO("case: " << c.spec.ToString() << "\n  " << Describe(c.opts)
+                  << (fewGroups ? ", VKDML_MAX_GROUPS=1" : ""));
+    ScopedEnv groups("VKDML_MAX_GROUPS", fewGroups ? "1" : "");
+    bool quiet = true;
+    if (!RunCase(c, !unique, &quiet)) ++failures;
+    CHECK(quiet);
+    REQUIRE(failures < 8);
+  }
+}
+
+// GatherND and ScatterND with many short slices, the shape CPU devices move eight slices to an
+// invocation (lib/kernels.cpp: kRunLines), for each element size, in one dispatch and (one
+// workgroup per dispatch) across several that go on from the slice where the last stopped.
+TEST_CASE_METHOD(Fixture, "GatherND and ScatterND on many short slices",
+                 "[random][gather_nd][scatter_nd]") {
+  Rng rng(BaseSeed() ^ 0x1006);
+  const DML_TENSOR_DATA_TYPE types[] = {DML_TENSOR_DATA_TYPE_UINT8, DML_TENSOR_DATA_TYPE_FLOAT16,
+                                        DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_INT64};
+  for (int k = 0; k < 16; ++k) {
+    const DML_TENSOR_DATA_TYPE dt = types[k % 4];
+    const bool scatter = k % 8 >= 4, fewGroups = k >= 8;
+    if (!DeviceSupports(dt)) continue;
+    const DML_TENSOR_DATA_TYPE it =
+        rng.P(0.5) ? DML_TENSOR_DATA_TYPE_INT32 : DML_TENSOR_DATA_TYPE_INT64;
+    const UINT slice = rng.Pick(std::vector<UINT>{3, 16, 32}), tuples = 1500;
+    TensorDesc in(dt, {64, 64, slice}), ix(it, {1, tuples, 2});
+    IndexEncoder enc{it, 0.2, 0.01};
+    Case c;
+    if (scatter) {  // unique targets: a prefix of a permutation of the 4096 (row, column) pairs
+      std::vector<uint32_t> cells(64 * 64);
+      std::iota(cells.begin(), cells.end(), 0);
+      std::shuffle(cells.begin(), cells.end(), rng.g);
+      Bytes indices(ix.Total());
+      FillIndices(ix.Ref(), &indices, [&](const ref::Coord& co) {
+        const uint32_t cell = cells[co[1]];
+        return enc.Encode(rng, co[2] == 0 ? cell / 64 : cell % 64, 64);
+      });
+      TensorDesc upd(dt, {1, tuples, slice});
+      c.spec = OpSpec::ScatterND(in, ix, upd, in, 3, 2);
+      c.inputs = {RandomBytes(rng, in.Total()), indices, RandomBytes(rng, upd.Total())};
+    } else {
+      Bytes indices(ix.Total());
+      FillIndices(ix.Ref(), &indices,
+                  [&](const ref::Coord&) { return enc.Encode(rng, enc.Target(rng, 64), 64); });
+      c.spec = OpSpec::GatherND(in, ix, TensorDesc(dt, {1, tuples, slice}), 3, 2);
+      c.inputs = {RandomBytes(rng, in.Total()), indices};
+    }
+    c.opts.flags = rng.P(0.5) ? VKDML_EXECUTION_FLAG_CHECK_INDICES : 0;
+    INFO(DataTypeName(dt) << (scatter ? " ScatterND" : " GatherND") << ", slices of " << slice
+                          << (fewGroups ? ", VKDML_MAX_GROUPS=1" : ""));
+    ScopedEnv groups("VKDML_MAX_GROUPS", fewGroups ? "1" : "");
+    RunCase(c);
   }
 }
 

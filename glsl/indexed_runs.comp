@@ -1,0 +1,230 @@
+#version 450
+// The indexed copy of glsl/indexed.comp for CPU devices (lavapipe): each invocation walks a run of
+// up to kRun consecutive elements of the plan's last dimension, its offsets computed once and then
+// stepped. A CPU driver runs a subgroup as one SIMD loop on one core, and each buffer access as a
+// loop over the SIMD lanes: per-invocation index arithmetic and every access cost far more than
+// on a GPU, and wide accesses and long loops cost little (examples/bench/PERF_NOTES.md, v30-).
+// SCATTER as in indexed.comp. ELEM is the element size in bytes: 1, 2, 4, 8, 16 for plans widened
+// to uvec4, 32 for plans widened to u64vec4 (shaderInt64).
+//
+// VECTOR: the run is GatherElements- or ScatterElements-shaped (one index component per element,
+// IndicesTensor and the direct side contiguous along it) and kernel choice has aligned it
+// (lib/kernels.cpp): kStep elements at a time, their indices and their direct side moved as
+// u64vec4s, only the indexed side one element at a time.
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
+#include "elem.glsl"
+
+#ifndef VECTOR
+#define VECTOR 0
+#endif
+
+#include "common.glsl"
+#include "index.glsl"
+
+layout(local_size_x_id = VKDML_SPEC_GROUP_SIZE) in;
+
+layout(std430, set = 0, binding = VKDML_BIND_INPUT) restrict readonly buffer Input {
+  T inputData[];
+};
+layout(std430, set = 0, binding = VKDML_BIND_UPDATES) restrict readonly buffer Updates {
+  T updatesData[];
+};
+layout(std430, set = 0, binding = VKDML_BIND_OUTPUT) restrict writeonly buffer Output {
+  T outputData[];
+};
+layout(std430, set = 0, binding = VKDML_BIND_MASK) restrict readonly buffer Mask {
+  uint maskWords[];
+};
+
+bool masked(uint slot) {
+  return kMaskSkip && (maskWords[slot >> 5] & (1u << (slot & 31u))) != 0u;
+}
+
+// The indexed offset's index components at index element e, checked position `position`.
+uint components(uint p, uint e, uint position) {
+  uint y = 0u;
+  for (uint j = 0u; j < kTuple; ++j)
+    y += clampIndex(readIndex(e + j * plans[p].componentStride), VKDML_AT(plans[p].tupleSize, j),
+                    position + j) *
+         VKDML_AT(plans[p].tupleStride, j);
+  return y;
+}
+
+// The element at offsets (direct, indexed): read from the source, written to the destination.
+V fetch(uint direct, uint indexed) {
+#if SCATTER
+  return V(updatesData[pc.srcBase + direct]);
+#else
+  return V(inputData[pc.srcBase + indexed]);
+#endif
+}
+
+void put(uint direct, uint indexed, V v) {
+#if SCATTER
+  outputData[pc.dstBase + indexed] = T(v);
+#else
+  outputData[pc.dstBase + direct] = T(v);
+#endif
+}
+
+void copy(uint direct, uint indexed) { put(direct, indexed, fetch(direct, indexed)); }
+
+#if !VECTOR
+// kLines whole short lines an invocation, each sharing one index (GatherND's small slices):
+// their indices read first, then element by element their reads before their writes, so that the
+// lines' reads from memory wait together rather than one after the other.
+void lines(uint p) {
+  const uint first = pc.begin + gl_GlobalInvocationID.x * kLines, count = plans[p].count;
+  if (first >= count) return;
+  const uint last = kRank - 1u, n = plans[p].lineLength;
+  const uvec2 step = uvec2(VKDML_AT(plans[p].direct, last), VKDML_AT(plans[p].indexed, last));
+  uvec2 at[kLines];
+  bool skip[kLines];
+  [[unroll]] for (uint l = 0u; l < kLines; ++l) {
+    const uvec4 o = loopOffsets(p, last, min(first + l, count - 1u));
+    skip[l] = first + l >= count || masked(o.z);
+    at[l] = uvec2(o.x, o.y + components(p, o.z, o.w));
+  }
+  for (uint k = 0u; k < n; ++k) {
+    V v[kLines];
+    [[unroll]] for (uint l = 0u; l < kLines; ++l)
+      if (!skip[l]) v[l] = fetch(at[l].x + k * step.x, at[l].y + k * step.y);
+    [[unroll]] for (uint l = 0u; l < kLines; ++l)
+      if (!skip[l]) put(at[l].x + k * step.x, at[l].y + k * step.y, v[l]);
+  }
+}
+#endif
+
+#if VECTOR
+// A step: kStep elements, whose indices (kIndexWords 32-bit words) and direct side (kDirectWords)
+// move as u64vec4s (shaderInt64): 32 bytes an access. The plain views of IndicesTensor
+// (index.glsl) and of the direct side go unused.
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+const uint kStep = 32u / ELEM > 8u ? 32u / ELEM : 8u;
+const uint kDirectWords = kStep * ELEM / 4u;
+const uint kIndexWords = kStep * (INDEX64 + 1);
+layout(std430, set = 0, binding = VKDML_BIND_INDICES) restrict readonly buffer IndexVectors {
+  u64vec4 indexVectors[];
+};
+#if SCATTER
+layout(std430, set = 0, binding = VKDML_BIND_UPDATES) restrict readonly buffer DirectVectors {
+  u64vec4 directVectors[];
+};
+#else
+layout(std430, set = 0, binding = VKDML_BIND_OUTPUT) restrict writeonly buffer DirectVectors {
+  u64vec4 directVectors[];
+};
+#endif
+
+// Word w (of 8) of a vector; the vector of words w, w + 1, ... of an array. Every index is a
+// constant once the loops unroll.
+uint wordOf(u64vec4 v, uint w) { return unpackUint2x32(v[w / 2u])[w % 2u]; }
+
+// Element c of a step's direct side (as words), in registers (V).
+V getElement(uint d[kDirectWords], uint c) {
+#if ELEM == 8
+  return uvec2(d[2u * c], d[2u * c + 1u]);
+#elif ELEM == 4
+  return d[c];
+#else
+  const uint per = 4u / ELEM, bits = 8u * ELEM;
+  return bitfieldExtract(d[c / per], int(bits * (c % per)), int(bits));
+#endif
+}
+
+void setElement(inout uint d[kDirectWords], uint c, V v) {
+#if ELEM == 8
+  d[2u * c] = v.x;
+  d[2u * c + 1u] = v.y;
+#elif ELEM == 4
+  d[c] = v;
+#else
+  const uint per = 4u / ELEM, bits = 8u * ELEM;
+  d[c / per] = bitfieldInsert(d[c / per], v, int(bits * (c % per)), int(bits));
+#endif
+}
+
+// The step at `at` (its first element's offsets; `step` an element's).
+void vectorStep(uint p, uvec4 at, uvec4 step) {
+  uint words[kIndexWords];
+  const uint first = (pc.indexBase + at.z) * (INDEX64 + 1) / 8u;
+  [[unroll]] for (uint v = 0u; v < kIndexWords / 8u; ++v) {
+    const u64vec4 x = indexVectors[first + v];
+    [[unroll]] for (uint w = 0u; w < 8u; ++w) words[8u * v + w] = wordOf(x, w);
+  }
+  uint indexed[kStep];
+  [[unroll]] for (uint c = 0u; c < kStep; ++c) {
+#if INDEX64
+    const uvec2 v = uvec2(words[2u * c], words[2u * c + 1u]);
+#else
+    const uvec2 v = uvec2(words[c], kSignedIndex && int(words[c]) < 0 ? 0xFFFFFFFFu : 0u);
+#endif
+    indexed[c] = at.y + c * step.y +
+                 clampIndex(v, VKDML_AT(plans[p].tupleSize, 0), at.w + c * step.w) *
+                     VKDML_AT(plans[p].tupleStride, 0);
+  }
+  uint direct[kDirectWords];
+#if SCATTER
+  const uint base = (pc.srcBase + at.x) / (32u / ELEM);
+  [[unroll]] for (uint v = 0u; v < kDirectWords / 8u; ++v) {
+    const u64vec4 x = directVectors[base + v];
+    [[unroll]] for (uint w = 0u; w < 8u; ++w) direct[8u * v + w] = wordOf(x, w);
+  }
+  [[unroll]] for (uint c = 0u; c < kStep; ++c)
+    outputData[pc.dstBase + indexed[c]] = T(getElement(direct, c));
+#else
+  const uint base = (pc.dstBase + at.x) / (32u / ELEM);
+  [[unroll]] for (uint c = 0u; c < kStep; ++c)
+    setElement(direct, c, V(inputData[pc.srcBase + indexed[c]]));
+  [[unroll]] for (uint v = 0u; v < kDirectWords / 8u; ++v) {
+    u64vec4 x;
+    [[unroll]] for (uint w = 0u; w < 4u; ++w)
+      x[w] = packUint2x32(uvec2(direct[8u * v + 2u * w], direct[8u * v + 2u * w + 1u]));
+    directVectors[base + v] = x;
+  }
+#endif
+}
+#endif
+
+// The plan's last dimension counts runs (plans[p].sizes) of kRun elements of a line of
+// plans[p].lineLength elements; its strides are an element's. An invocation per run (or per
+// kLines runs of whole lines), from the dispatch's first run pc.begin: no loop but the run's,
+// which kernel choice keeps within the device's loop bound (lib/kernels.h: maxLoop).
+void main() {
+  const uint p = pc.plan;
+#if !VECTOR
+  if (kLines > 1u) {
+    lines(p);
+    return;
+  }
+#endif
+  const uint i = pc.begin + gl_GlobalInvocationID.x;
+  if (i >= plans[p].count) return;
+  const uint last = kRank - 1u;
+  const uint line = divideBySize(p, last, i);
+  const uint first = (i - line * VKDML_AT(plans[p].sizes, last)) * kRun;
+  const uint n = min(kRun, plans[p].lineLength - first);
+  const uvec4 step = uvec4(VKDML_AT(plans[p].direct, last), VKDML_AT(plans[p].indexed, last),
+                           VKDML_AT(plans[p].indices, last), VKDML_AT(plans[p].position, last));
+  uvec4 at = loopOffsets(p, last, line) + first * step;
+#if VECTOR
+  for (uint k = 0u; k < n; k += kStep) {
+    vectorStep(p, at, step);
+    at += kStep * step;
+  }
+#else
+  if (kRunIndexed) {  // each element its own index (or mask bit)
+    for (uint k = 0u; k < n; ++k) {
+      if (!masked(at.z)) copy(at.x, at.y + components(p, at.z, at.w));
+      at += step;
+    }
+  } else if (!masked(at.z)) {  // one index (or mask bit) for the whole run
+    at.y += components(p, at.z, at.w);
+    for (uint k = 0u; k < n; ++k) {
+      copy(at.x, at.y);
+      at.xy += step.xy;
+    }
+  }
+#endif
+}
