@@ -51,8 +51,8 @@ struct uvec4 {
   10  // scatter_ordered.comp: loop elements per update unit;
       // scatter_lines_ordered.comp: updates per line
 #define VKDML_SPEC_ITEMS \
-  11  // scatter_lines_ordered.comp: a line's updates per thread;
-      // scatter_ordered.comp: a unit's elements per thread
+  11                       // scatter_lines_ordered.comp: a line's updates per thread;
+                           // scatter_ordered.comp: a unit's elements per thread
 #define VKDML_SPEC_RUN 12  // indexed_runs.comp: elements in a run (an invocation's loop)
 #define VKDML_SPEC_RUN_INDEXED \
   13  // indexed_runs.comp: bool, each element of a run has its own index (or mask bit)

@@ -118,8 +118,8 @@ UINT64 CalcBufferTensorSize(DML_TENSOR_DATA_TYPE type, UINT dimensionCount, cons
   return TensorSize(type, dimensionCount, sizes, strides, kMaxElements);
 }
 
-UINT64 CalcLargeBufferTensorSize(DML_TENSOR_DATA_TYPE type, UINT dimensionCount,
-                                 const UINT* sizes, const UINT* strides) {
+UINT64 CalcLargeBufferTensorSize(DML_TENSOR_DATA_TYPE type, UINT dimensionCount, const UINT* sizes,
+                                 const UINT* strides) {
   return TensorSize(type, dimensionCount, sizes, strides, kMaxLargeElements);
 }
 
@@ -191,8 +191,8 @@ Result ValidateTensor(const DML_TENSOR_DESC* desc, const char* field, TensorRole
   if (CappedElementCount(t.dims, t.sizes, maxElements) > maxElements) {
     std::string all;
     for (UINT i = 0; i < t.dims; ++i) all += Str(i ? "x" : "", t.sizes[i]);
-    return Fail(Status::InvalidArgument, field, " has more than ", maxElements,
-                " elements (Sizes ", all, "), expected at most ", maxElements,
+    return Fail(Status::InvalidArgument, field, " has more than ", maxElements, " elements (Sizes ",
+                all, "), expected at most ", maxElements,
                 large ? "" : " (DirectML's limit; VKDML_TENSOR_FLAG_LARGE allows more)");
   }
   if (b.Strides) {

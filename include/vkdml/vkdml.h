@@ -50,8 +50,8 @@ UINT64 CalcBufferTensorSize(DML_TENSOR_DATA_TYPE type, UINT dimensionCount, cons
 // The same for a tensor flagged VKDML_TENSOR_FLAG_LARGE: up to 2^56 elements. Returns 0 where
 // CalcBufferTensorSize does (but for the element count), and where Strides is null and a packed
 // stride would pass 2^32 - 1 elements.
-UINT64 CalcLargeBufferTensorSize(DML_TENSOR_DATA_TYPE type, UINT dimensionCount,
-                                 const UINT* sizes, const UINT* strides);
+UINT64 CalcLargeBufferTensorSize(DML_TENSOR_DATA_TYPE type, UINT dimensionCount, const UINT* sizes,
+                                 const UINT* strides);
 
 // Optional device features vkdml uses. 1- and 2-byte tensors need 8-/16-bit storage buffer
 // access; 4- and 8-byte tensors and every index type need nothing beyond Vulkan 1.1.
@@ -212,9 +212,9 @@ class Device {
   // times). inputs/outputs are host pointers in the operator's binding order, each holding its
   // tensor's TotalTensorSizeInBytes. Work of more than 64 MiB in all goes through a device buffer
   // per tensor, copied in and out 64 MiB at a time (a submit each): Run's own host memory stays
-  // at 64 MiB of staging whatever the tensors' sizes. Output bytes between strided elements keep the values the
-  // caller's buffer had. With VKDML_EXECUTION_FLAG_CHECK_INDICES an out-of-range index makes
-  // Run return Status::IndexOutOfRange, and the outputs still hold the clamped results.
+  // at 64 MiB of staging whatever the tensors' sizes. Output bytes between strided elements keep
+  // the values the caller's buffer had. With VKDML_EXECUTION_FLAG_CHECK_INDICES an out-of-range
+  // index makes Run return Status::IndexOutOfRange, and the outputs still hold the clamped results.
   // Calls on one Device run one at a time; the staging memory and the recorded commands are
   // kept between calls, so repeating an operator costs one submit and two copies.
   virtual Result Run(const CompiledOperator& op, const std::vector<const void*>& inputs,
