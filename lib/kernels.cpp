@@ -201,13 +201,8 @@ class Chooser {
                                                          : "scatter_e";
     const std::string elem = pass.kind == Pass::Kind::Mark ? "" : Str(elemSize_);
     if (lines) {  // a workgroup per output line
-      step.plain.module = Str("lines_e", elemSize_, IndexSuffix());
-      step.plain.spec = Spec(plan);
+      step.plain = LineKernel(Str("lines_e", elemSize_, IndexSuffix()), plan, slot);
       step.plain.spec[VKDML_SPEC_UNROLL] = kLinesUnroll;
-      step.plain.spec[VKDML_SPEC_LINE_LENGTH] = plan.tupleSize[0];
-      step.plain.slot = slot;
-      step.plain.unit = elemSize_;
-      step.plain.groups = Groups(plan.count / plan.sizes[plan.rank - 1], device_.maxGroups);
     } else {
       step.plain =
           Elementwise(Str(kind, elem, IndexSuffix(), LargeSuffix()), plan, slot, elemSize_);
@@ -226,6 +221,18 @@ class Chooser {
     }
     set_.steps.push_back(step);
     return {};
+  }
+
+  // A workgroup per output line (glsl/scatter_lines*.comp): what the line kernels share.
+  Kernel LineKernel(const std::string& module, const Plan& plan, UINT slot) const {
+    Kernel k;
+    k.module = module;
+    k.spec = Spec(plan);
+    k.spec[VKDML_SPEC_LINE_LENGTH] = plan.tupleSize[0];
+    k.slot = slot;
+    k.unit = elemSize_;
+    k.groups = Groups(plan.count / plan.sizes[plan.rank - 1], device_.maxGroups);
+    return k;
   }
 
   // Whether a pass (its plan simplified) goes to glsl/scatter_lines.comp.
@@ -380,13 +387,9 @@ class Chooser {
     if (!Slot(plan, &slot).ok()) return false;
     Step step;
     step.kind = Pass::Kind::Reduce;
-    step.plain.module = Str("lines_reduce_e", elemSize_, IndexSuffix(), FloatSuffix());
-    step.plain.spec = Spec(plan);
+    step.plain =
+        LineKernel(Str("lines_reduce_e", elemSize_, IndexSuffix(), FloatSuffix()), plan, slot);
     step.plain.spec[VKDML_SPEC_UNROLL] = kLinesUnroll;
-    step.plain.spec[VKDML_SPEC_LINE_LENGTH] = plan.tupleSize[0];
-    step.plain.slot = slot;
-    step.plain.unit = elemSize_;
-    step.plain.groups = Groups(plan.count / plan.sizes[plan.rank - 1], device_.maxGroups);
     set_.steps.push_back(step);
     return true;
   }
@@ -412,16 +415,12 @@ class Chooser {
     if (!Slot(plan, &slot).ok()) return false;
     Step step;
     step.kind = Pass::Kind::Ordered;
-    step.plain.module = Str("lines_ordered_e", elemSize_, IndexSuffix(), FloatSuffix());
-    step.plain.spec = Spec(plan);
-    step.plain.spec[VKDML_SPEC_LINE_LENGTH] = length;
+    step.plain =
+        LineKernel(Str("lines_ordered_e", elemSize_, IndexSuffix(), FloatSuffix()), plan, slot);
     step.plain.spec[VKDML_SPEC_UNIT] = perLine;
     step.plain.spec[VKDML_SPEC_UNROLL] = sortSize;
     step.plain.spec[VKDML_SPEC_GROUP_SIZE] = group;
     step.plain.spec[VKDML_SPEC_ITEMS] = UINT(items);
-    step.plain.slot = slot;
-    step.plain.unit = elemSize_;
-    step.plain.groups = Groups(plan.count / perLine, device_.maxGroups);
     set_.steps.push_back(step);
     return true;
   }
