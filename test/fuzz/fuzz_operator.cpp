@@ -28,8 +28,13 @@ namespace {
   std::abort();
 }
 
+// The Device keeps every pipeline it has made (one per module and specialization), and lavapipe
+// holds each one's compiled code: thousands of inputs would pass libFuzzer's 2 GiB limit, so a
+// fresh Device every kFreshDevice inputs.
+constexpr uint64_t kFreshDevice = 500;
+std::unique_ptr<Device> device;
+
 Device& Dev() {
-  static std::unique_ptr<Device> device;
   if (!device) {
 #ifdef VKDML_TEST_DRIVER_FILES
     if (!std::getenv("VK_DRIVER_FILES") && !std::getenv("VK_ICD_FILENAMES")) {
@@ -213,7 +218,7 @@ struct Stats {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  ++gStats.inputs;
+  if (++gStats.inputs % kFreshDevice == 0) device.reset();
   Decoder d{data, size};
   Case c = Decode(d);
   vt::OpSpec& spec = c.spec;
