@@ -107,7 +107,14 @@ class Chooser {
       : op_(op), device_(device), elemSize_(op.ElemSize()), indexSize_(op.Indices().elemSize) {
     set_.checked = (flags & VKDML_EXECUTION_FLAG_CHECK_INDICES) != 0;
     set_.plans.assign(VKDML_PLAN_SLOTS, shader::PackedPlan{});
-    deterministic_ = (flags & VKDML_EXECUTION_FLAG_DETERMINISTIC) != 0;
+    // Integer reductions give the same bits in any order (ADD and MULTIPLY wrap modulo 2^bits;
+    // MAX and MIN keep one of equal values, which have equal bits): deterministic executions of
+    // them take the default mode's kernels. Float ones and NONE (the last update wins) do not,
+    // nor 1- and 2-byte elements, whose atomics need the output on 4 bytes and a deterministic
+    // execution does not.
+    const bool orderFree = op.reduce != VKDML_REDUCE_FUNCTION_NONE &&
+                           Kind(op.inputs[0].type) != VKDML_KIND_FLOAT && op.ElemSize() >= 4;
+    deterministic_ = (flags & VKDML_EXECUTION_FLAG_DETERMINISTIC) != 0 && !orderFree;
     base_[VKDML_SPEC_CHECKED] = set_.checked;
     base_[VKDML_SPEC_SIGNED_INDEX] = IsSignedIndexType(op.Indices().type);
     base_[VKDML_SPEC_LINE_LENGTH] = 1;

@@ -225,6 +225,43 @@ TEST_CASE("Kernels: the steps each scatter takes", "[kernels]") {
   }
 }
 
+// Integer reductions are order-free bit for bit: deterministic, those of 4- and 8-byte elements
+// take the default mode's steps; float reductions, NONE and 1- and 2-byte elements (whose atomics
+// need a 4-byte aligned output) keep the sort and the ordered fold.
+TEST_CASE("Kernels: deterministic integer reductions take the default mode's kernels",
+          "[kernels]") {
+  using vkdml::detail::DeviceTraits;
+  using vkdml::detail::Pass;
+  DeviceTraits device;
+  device.maxSharedMemory = 48 << 10;
+  device.maxLinesGroupSize = 256;
+  device.maxGroups = 65535;
+  device.int64Atomics = true;
+  const DML_TENSOR_DATA_TYPE i32 = DML_TENSOR_DATA_TYPE_INT32;
+  for (DML_TENSOR_DATA_TYPE t :
+       {DML_TENSOR_DATA_TYPE_UINT8, DML_TENSOR_DATA_TYPE_INT16, DML_TENSOR_DATA_TYPE_INT32,
+        DML_TENSOR_DATA_TYPE_UINT64, DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_FLOAT16}) {
+    for (VKDML_REDUCE_FUNCTION f :
+         {VKDML_REDUCE_FUNCTION_NONE, VKDML_REDUCE_FUNCTION_ADD, VKDML_REDUCE_FUNCTION_MULTIPLY,
+          VKDML_REDUCE_FUNCTION_MAX, VKDML_REDUCE_FUNCTION_MIN}) {
+      INFO(DataTypeName(t) << ", ReduceFunction " << f);
+      OpSpec spec = OpSpec::ScatterElements(TensorDesc(t, {64}), TensorDesc(i32, {16}),
+                                            TensorDesc(t, {16}), TensorDesc(t, {64}), 0);
+      spec.WithReduce(f);
+      vkdml::detail::OperatorImpl op;
+      REQUIRE(vkdml::detail::BuildOperator(spec.Desc(), &op).ok());
+      vkdml::detail::KernelSet set, plain;
+      REQUIRE(
+          vkdml::detail::ChooseKernels(op, VKDML_EXECUTION_FLAG_DETERMINISTIC, device, &set).ok());
+      REQUIRE(vkdml::detail::ChooseKernels(op, 0, device, &plain).ok());
+      const bool isFloat = t == DML_TENSOR_DATA_TYPE_FLOAT32 || t == DML_TENSOR_DATA_TYPE_FLOAT16;
+      const bool orderFree = f != VKDML_REDUCE_FUNCTION_NONE && !isFloat && DataTypeSize(t) >= 4;
+      CHECK((set.steps.back().kind == Pass::Kind::Ordered) == !orderFree);
+      CHECK((set.steps.back().plain.module == plain.steps.back().plain.module) == orderFree);
+    }
+  }
+}
+
 // ScatterElements along its innermost axis: the line kernels where the device takes them (here
 // forced, as VKDML_SCATTER_LINES=1 does), for a reduction through shared memory and, when
 // deterministic, in order; neither where line kernels are off (CPU devices).

@@ -939,6 +939,13 @@ TEST_CASE_METHOD(Fixture, "Rule 25: tensors past maxStorageBufferRange take the 
   CHECK(Compile(scatter.Desc(), 0).ok());
   Expect(Compile(scatter.Desc(), VKDML_EXECUTION_FLAG_DETERMINISTIC), Status::Unsupported,
          "SCATTER_ND_REDUCE", {"VKDML_EXECUTION_FLAG_DETERMINISTIC", "binding range"});
+  // An integer reduction is order-free: deterministic, it takes the default mode's kernels.
+  OpSpec integer = scatter;
+  for (UINT i : {0u, 2u, 3u}) {
+    TensorDesc& t = integer.tensors[i];
+    t = TensorDesc(DML_TENSOR_DATA_TYPE_INT32, t.sizes, t.strides);
+  }
+  CHECK(Compile(integer.Desc(), VKDML_EXECUTION_FLAG_DETERMINISTIC).ok());
 }
 
 TEST_CASE_METHOD(Fixture, "1- and 2-byte data need 8-/16-bit storage", "[validation]") {
