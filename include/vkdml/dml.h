@@ -197,7 +197,8 @@ enum DML_EXECUTION_FLAGS {
   // and device after device (later updates win without a reduction; ADD is ((x + u0) + u1) + ...,
   // numpy.add.at). Costs a sort of the updates by target and scratch memory (README: Scatter
   // reductions), except for reductions of 4- and 8-byte integers, which give the same bits in
-  // any order and run as by default. Accepted and without effect for gathers, which are deterministic.
+  // any order and run as by default. Accepted and without effect for gathers, which are
+  // deterministic.
   VKDML_EXECUTION_FLAG_DETERMINISTIC = 0x200,
 };
 
