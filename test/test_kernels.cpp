@@ -48,6 +48,41 @@ struct Layouts {
   }
 };
 
+using vkdml::detail::DeviceTraits;
+using vkdml::detail::KernelSet;
+
+// A GPU as these tests assume one: 48 KiB of shared memory, line kernels of up to 256 threads,
+// 65535 workgroups a dispatch, no optional feature.
+DeviceTraits GpuDevice() {
+  DeviceTraits device;
+  device.maxSharedMemory = 48 << 10;
+  device.maxLinesGroupSize = 256;
+  device.maxGroups = 65535;
+  return device;
+}
+
+DeviceTraits CpuDevice() {
+  DeviceTraits device;
+  device.type = VK_PHYSICAL_DEVICE_TYPE_CPU;
+  device.maxSharedMemory = 32 << 10;
+  device.maxLinesGroupSize = 1024;
+  device.maxGroups = 65535;
+  device.lines = DeviceTraits::Lines::Never;
+  device.maxLoop = 16384;
+  device.kernels = DeviceTraits::Kernels::Cpu;
+  device.int64 = true;
+  return device;
+}
+
+// The kernels chosen for spec's operator on the device.
+KernelSet Choose(OpSpec spec, const DeviceTraits& device, UINT flags = 0) {
+  vkdml::detail::OperatorImpl op;
+  REQUIRE(vkdml::detail::BuildOperator(spec.Desc(), &op).ok());
+  KernelSet set;
+  REQUIRE(vkdml::detail::ChooseKernels(op, flags, device, &set).ok());
+  return set;
+}
+
 }  // namespace
 
 TEST_CASE("Interface: the kernels lay out plans and push constants as C++ does", "[kernels]") {
@@ -98,7 +133,6 @@ TEST_CASE("Interface: the kernels lay out plans and push constants as C++ does",
 }
 
 TEST_CASE("Kernels: every kernel that kernel choice names is embedded", "[kernels]") {
-  using vkdml::detail::DeviceTraits;
   using vkdml::detail::Kernel;
   const auto t = [](DML_TENSOR_DATA_TYPE type, std::vector<UINT> sizes) {
     return TensorDesc(type, std::move(sizes));
@@ -132,12 +166,9 @@ TEST_CASE("Kernels: every kernel that kernel choice names is embedded", "[kernel
         // (its runs kernels move u64vec4s).
         for (int variant = 0; variant < 8; ++variant) {
           const int features = variant % 4;
-          DeviceTraits device;
+          DeviceTraits device = GpuDevice();
           device.type =
               features < 2 ? VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU : VK_PHYSICAL_DEVICE_TYPE_CPU;
-          device.maxSharedMemory = 48 << 10;
-          device.maxLinesGroupSize = 256;
-          device.maxGroups = 65535;
           device.lines = variant < 4 ? DeviceTraits::Lines::Never : DeviceTraits::Lines::Always;
           device.float32AtomicAdd = device.int64Atomics = device.float64 = features < 2;
           device.denormPreserve32 = device.denormPreserve64 = features == 0;
@@ -183,13 +214,9 @@ TEST_CASE("Kernels: every kernel that kernel choice names is embedded", "[kernel
 // input element); a deterministic scatter sorts and applies in order; the default reduction
 // runs the atomic kernel.
 TEST_CASE("Kernels: the steps each scatter takes", "[kernels]") {
-  using vkdml::detail::DeviceTraits;
   using vkdml::detail::Pass;
   const DML_TENSOR_DATA_TYPE f32 = DML_TENSOR_DATA_TYPE_FLOAT32, i64 = DML_TENSOR_DATA_TYPE_INT64;
-  DeviceTraits device;
-  device.maxSharedMemory = 48 << 10;
-  device.maxLinesGroupSize = 256;
-  device.maxGroups = 65535;
+  const DeviceTraits device = GpuDevice();
   using K = Pass::Kind;
   const struct {
     VKDML_REDUCE_FUNCTION f;
@@ -210,10 +237,7 @@ TEST_CASE("Kernels: the steps each scatter takes", "[kernels]") {
     OpSpec spec = OpSpec::ScatterND(TensorDesc(f32, {16, 32}), TensorDesc(i64, {4, 1}),
                                     TensorDesc(f32, {4, 32}), TensorDesc(f32, {16, 32}), 2, 2);
     if (e.f) spec.WithReduce(e.f);
-    vkdml::detail::OperatorImpl op;
-    REQUIRE(vkdml::detail::BuildOperator(spec.Desc(), &op).ok());
-    vkdml::detail::KernelSet set;
-    REQUIRE(vkdml::detail::ChooseKernels(op, e.flags, device, &set).ok());
+    const KernelSet set = Choose(spec, device, e.flags);
     REQUIRE(set.steps.size() == e.kinds.size());
     for (size_t i = 0; i < set.steps.size(); ++i) {
       INFO("step " << i << ": " << set.steps[i].plain.module);
@@ -230,12 +254,8 @@ TEST_CASE("Kernels: the steps each scatter takes", "[kernels]") {
 // need a 4-byte aligned output) keep the sort and the ordered fold.
 TEST_CASE("Kernels: deterministic integer reductions take the default mode's kernels",
           "[kernels]") {
-  using vkdml::detail::DeviceTraits;
   using vkdml::detail::Pass;
-  DeviceTraits device;
-  device.maxSharedMemory = 48 << 10;
-  device.maxLinesGroupSize = 256;
-  device.maxGroups = 65535;
+  DeviceTraits device = GpuDevice();
   device.int64Atomics = true;
   const DML_TENSOR_DATA_TYPE i32 = DML_TENSOR_DATA_TYPE_INT32;
   for (DML_TENSOR_DATA_TYPE t :
@@ -248,12 +268,8 @@ TEST_CASE("Kernels: deterministic integer reductions take the default mode's ker
       OpSpec spec = OpSpec::ScatterElements(TensorDesc(t, {64}), TensorDesc(i32, {16}),
                                             TensorDesc(t, {16}), TensorDesc(t, {64}), 0);
       spec.WithReduce(f);
-      vkdml::detail::OperatorImpl op;
-      REQUIRE(vkdml::detail::BuildOperator(spec.Desc(), &op).ok());
-      vkdml::detail::KernelSet set, plain;
-      REQUIRE(
-          vkdml::detail::ChooseKernels(op, VKDML_EXECUTION_FLAG_DETERMINISTIC, device, &set).ok());
-      REQUIRE(vkdml::detail::ChooseKernels(op, 0, device, &plain).ok());
+      const KernelSet set = Choose(spec, device, VKDML_EXECUTION_FLAG_DETERMINISTIC);
+      const KernelSet plain = Choose(spec, device);
       const bool isFloat = t == DML_TENSOR_DATA_TYPE_FLOAT32 || t == DML_TENSOR_DATA_TYPE_FLOAT16;
       const bool orderFree = f != VKDML_REDUCE_FUNCTION_NONE && !isFloat && DataTypeSize(t) >= 4;
       CHECK((set.steps.back().kind == Pass::Kind::Ordered) == !orderFree);
@@ -266,7 +282,6 @@ TEST_CASE("Kernels: deterministic integer reductions take the default mode's ker
 // forced, as VKDML_SCATTER_LINES=1 does), for a reduction through shared memory and, when
 // deterministic, in order; neither where line kernels are off (CPU devices).
 TEST_CASE("Kernels: the line kernels of ScatterElements with a reduction", "[kernels]") {
-  using vkdml::detail::DeviceTraits;
   using vkdml::detail::Pass;
   const DML_TENSOR_DATA_TYPE f32 = DML_TENSOR_DATA_TYPE_FLOAT32, i32 = DML_TENSOR_DATA_TYPE_INT32;
   using K = Pass::Kind;
@@ -293,10 +308,7 @@ TEST_CASE("Kernels: the line kernels of ScatterElements with a reduction", "[ker
     OpSpec spec = OpSpec::ScatterElements(TensorDesc(f32, {4, 300}), TensorDesc(i32, {4, 200}),
                                           TensorDesc(f32, {4, 200}), TensorDesc(f32, {4, 300}), 1);
     spec.WithReduce(VKDML_REDUCE_FUNCTION_ADD);
-    vkdml::detail::OperatorImpl op;
-    REQUIRE(vkdml::detail::BuildOperator(spec.Desc(), &op).ok());
-    vkdml::detail::KernelSet set;
-    REQUIRE(vkdml::detail::ChooseKernels(op, e.flags, device, &set).ok());
+    const KernelSet set = Choose(spec, device, e.flags);
     REQUIRE(!set.steps.empty());
     CHECK(set.steps.back().plain.module == e.module);
     CHECK(set.steps.back().kind == e.kind);
@@ -306,7 +318,6 @@ TEST_CASE("Kernels: the line kernels of ScatterElements with a reduction", "[ker
 // The ordered line kernel takes a line whose shared memory (interface.h:
 // VKDML_ORDERED_SHARED_WORDS) is the device's limit, and not one that needs a word more.
 TEST_CASE("Kernels: the ordered line kernel up to the shared-memory limit", "[kernels]") {
-  using vkdml::detail::DeviceTraits;
   const DML_TENSOR_DATA_TYPE f32 = DML_TENSOR_DATA_TYPE_FLOAT32, i32 = DML_TENSOR_DATA_TYPE_INT32;
   DeviceTraits device;
   device.maxSharedMemory = 32 << 10;
@@ -329,34 +340,6 @@ TEST_CASE("Kernels: the ordered line kernel up to the shared-memory limit", "[ke
     CHECK((set.steps.back().plain.module == "lines_ordered_e4_i32") == (length == fits));
   }
 }
-
-namespace {
-
-using vkdml::detail::DeviceTraits;
-using vkdml::detail::KernelSet;
-
-DeviceTraits CpuDevice() {
-  DeviceTraits device;
-  device.type = VK_PHYSICAL_DEVICE_TYPE_CPU;
-  device.maxSharedMemory = 32 << 10;
-  device.maxLinesGroupSize = 1024;
-  device.maxGroups = 65535;
-  device.lines = DeviceTraits::Lines::Never;
-  device.maxLoop = 16384;
-  device.kernels = DeviceTraits::Kernels::Cpu;
-  device.int64 = true;
-  return device;
-}
-
-KernelSet Choose(OpSpec spec, const DeviceTraits& device, UINT flags = 0) {
-  vkdml::detail::OperatorImpl op;
-  REQUIRE(vkdml::detail::BuildOperator(spec.Desc(), &op).ok());
-  KernelSet set;
-  REQUIRE(vkdml::detail::ChooseKernels(op, flags, device, &set).ok());
-  return set;
-}
-
-}  // namespace
 
 // CPU devices take glsl/indexed_runs.comp: slices moved in u64vec4s (uvec4s without shaderInt64),
 // GatherElements and ScatterElements lines a u64vec4 step at a time where they line up (and the
@@ -572,26 +555,19 @@ TEST_CASE("Kernels: CPU devices' short lines several to an invocation", "[kernel
 // (fewer steps than an atomic per element), and uses atomics on CPU devices; narrow slices use
 // atomics everywhere.
 TEST_CASE("Kernels: wide ScatterND slices are sorted on GPUs", "[kernels]") {
-  using vkdml::detail::DeviceTraits;
   using vkdml::detail::Pass;
   const DML_TENSOR_DATA_TYPE f32 = DML_TENSOR_DATA_TYPE_FLOAT32, i64 = DML_TENSOR_DATA_TYPE_INT64;
   for (VkPhysicalDeviceType type :
        {VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU, VK_PHYSICAL_DEVICE_TYPE_CPU}) {
     for (UINT width : {127u, 128u}) {
       INFO("device type " << type << ", slices of " << width);
-      DeviceTraits device;
+      DeviceTraits device = GpuDevice();
       device.type = type;
-      device.maxSharedMemory = 48 << 10;
-      device.maxLinesGroupSize = 256;
-      device.maxGroups = 65535;
       OpSpec spec =
           OpSpec::ScatterND(TensorDesc(f32, {16, width}), TensorDesc(i64, {4, 1}),
                             TensorDesc(f32, {4, width}), TensorDesc(f32, {16, width}), 2, 2);
       spec.WithReduce(VKDML_REDUCE_FUNCTION_ADD);
-      vkdml::detail::OperatorImpl op;
-      REQUIRE(vkdml::detail::BuildOperator(spec.Desc(), &op).ok());
-      vkdml::detail::KernelSet set;
-      REQUIRE(vkdml::detail::ChooseKernels(op, 0, device, &set).ok());
+      const KernelSet set = Choose(spec, device);
       const bool sorted = type != VK_PHYSICAL_DEVICE_TYPE_CPU && width >= 128;
       CHECK(set.steps.back().kind == (sorted ? Pass::Kind::Ordered : Pass::Kind::Reduce));
       CHECK((set.sortWords > 0) == sorted);
@@ -603,7 +579,6 @@ TEST_CASE("Kernels: wide ScatterND slices are sorted on GPUs", "[kernels]") {
 // its dispatches cover the loop exactly, each within the windows; an operator that fits keeps
 // the plain kernels; a layout too scattered for the windows is refused.
 TEST_CASE("Kernels: the large path's chunks and windows", "[kernels]") {
-  using vkdml::detail::DeviceTraits;
   using vkdml::detail::LargeDispatch;
   const DML_TENSOR_DATA_TYPE f32 = DML_TENSOR_DATA_TYPE_FLOAT32, i64 = DML_TENSOR_DATA_TYPE_INT64;
   DeviceTraits device;
