@@ -58,7 +58,7 @@ uint floatToHalf(uint f) {
 
 #if WIDE_FLOAT32
 // float32 bits to float64, exactly, in integer code (no device conversion that may flush).
-double floatBitsToDouble(uint f) {
+double doubleFromFloatBits(uint f) {
   const uint sign = f & 0x80000000u, exponent = (f >> 23) & 0xFFu, mantissa = f & 0x7FFFFFu;
   uvec2 d;  // (low, high) words
   if (exponent == 0xFFu) {
@@ -78,7 +78,7 @@ double floatBitsToDouble(uint f) {
 }
 
 // float64 to float32 bits, rounded to nearest even in integer code, denormals included.
-uint doubleToFloatBits(double value) {
+uint floatBitsFromDouble(double value) {
   const uvec2 d = unpackDouble2x32(value);
   const uint sign = d.y & 0x80000000u, exponent = (d.y >> 20) & 0x7FFu;
   const uint high = d.y & 0xFFFFFu;  // the significand's top 20 bits, below them d.x
@@ -150,8 +150,8 @@ uint floatCombine(uint x, uint u) {
                             : (x & 0x7FFFFFFFu) == 0u || (u & 0x7FFFFFFFu) == 0u;
       if ((r & 0x7F800000u) != 0u || zero) return r;  // normal, infinite, NaN, or exactly 0
     }
-    const double a = floatBitsToDouble(x), b = floatBitsToDouble(u);
-    return doubleToFloatBits(add ? a + b : a * b);
+    const double a = doubleFromFloatBits(x), b = doubleFromFloatBits(u);
+    return floatBitsFromDouble(add ? a + b : a * b);
   }
 #endif
   return fromFloat(add ? toFloat(x) + toFloat(u) : toFloat(x) * toFloat(u));
