@@ -91,14 +91,21 @@ uvec3 locate(uint p, uint i) {
                indices);
 }
 #else
+// The indexed-side offset of a loop element of plans[p] whose loopOffsets are `at`: its
+// index components read, clamped and applied.
+uint indexedOffset(uint p, uvec4 at) {
+  uint indexed = at.y;
+  for (uint j = 0u; j < kTuple; ++j)
+    indexed += clampIndex(readIndex(at.z + j * plans[p].componentStride),
+                          VKDML_AT(plans[p].tupleSize, j), at.w + j) *
+               VKDML_AT(plans[p].tupleStride, j);
+  return indexed;
+}
+
 // Offsets of loop element i of plans[p] on the direct and the indexed side (index components
 // applied), and in IndicesTensor (for a plan without index components: its mask slot).
 uvec3 locate(uint p, uint i) {
-  uvec4 at = loopOffsets(p, kRank, i);
-  for (uint j = 0u; j < kTuple; ++j)
-    at.y += clampIndex(readIndex(at.z + j * plans[p].componentStride),
-                       VKDML_AT(plans[p].tupleSize, j), at.w + j) *
-            VKDML_AT(plans[p].tupleStride, j);
-  return at.xyz;
+  const uvec4 at = loopOffsets(p, kRank, i);
+  return uvec3(at.x, indexedOffset(p, at), at.z);
 }
 #endif
