@@ -32,6 +32,13 @@ struct uvec4 {
 #define VKDML_BIND_SORT_VALUES 8
 #define VKDML_BIND_SORT_COUNTS 9
 #define VKDML_BINDING_COUNT 10
+// A deterministic float MAX or MIN (glsl/ties.glsl) takes the sort's buffers instead: a tie
+// position per OutputTensor element, and the tie marks: word VKDML_TIES_ANY (whether any target
+// is marked), then a bit per OutputTensor element, zeroed before each run.
+#define VKDML_BIND_TIE_POSITIONS VKDML_BIND_SORT_KEYS
+#define VKDML_BIND_TIE_MARKS VKDML_BIND_SORT_COUNTS
+#define VKDML_TIES_ANY 0
+#define VKDML_TIES_BITS 1
 
 // Specialization constants. The index type reaches a kernel as its module variant (INDEX64,
 // 32- or 64-bit loads) plus VKDML_SPEC_SIGNED_INDEX, and nothing else.
@@ -130,7 +137,8 @@ struct Push {
   uint indexBase;  // IndicesTensor, in index elements
   uint dstBase;    // OutputTensor
   uint begin;      // scatter_ordered.comp: the sorted positions this dispatch folds, [begin, end);
-  uint end;        // indexed_runs.comp: begin is the dispatch's first run
+  uint end;        // indexed_runs.comp: begin is the dispatch's first run; scatter_ties.comp
+                   // (WRITE): end is OutputTensor's span in elements
 };
 
 // Push constants of the large path's dispatches (modules built with LARGE=1, for tensors past

@@ -7,7 +7,8 @@
 // 8-byte elements: with ATOMIC64 (shaderInt64, shaderBufferInt64Atomics) 64-bit atomics and
 // compare-and-swap; without, only integer ADD comes here, as two 32-bit adds with the carry.
 // FLOAT64 (shaderFloat64) computes 8-byte floats. Runs over the scatter's plan (lib/plan.h);
-// LARGE: the large path (interface.h: LargePush), combining only the targets it owns.
+// LARGE: the large path (interface.h: LargePush), combining only the targets it owns. TIES: a
+// deterministic float MAX or MIN, marking each target it sets to a zero or a NaN (glsl/ties.glsl).
 #extension GL_GOOGLE_include_directive : require
 #include "elem.glsl"
 #if FADD32
@@ -21,6 +22,12 @@
 #include "common.glsl"
 #include "index.glsl"
 #include "arith.glsl"
+#ifndef TIES
+#define TIES 0
+#endif
+#if TIES
+#include "ties.glsl"
+#endif
 
 layout(local_size_x = VKDML_GROUP_SIZE) in;
 
@@ -76,7 +83,12 @@ void combine(uint element, uint u) {
     const uint current = (old & mask) >> shift, next = reduceBits(current, u);
     if (next == current) return;  // nothing to write (MAX or MIN kept it, or an identity)
     const uint seen = atomicCompSwap(outputWords[word], old, (old & ~mask) | (next << shift));
-    if (seen == old) return;
+    if (seen == old) {
+#if TIES
+      if (tieKind(next) != kNoTie) markTie(element - pc.dstBase);
+#endif
+      return;
+    }
     old = seen;
   }
 }
@@ -109,7 +121,12 @@ void combine(uint element, uvec2 u) {
     const uvec2 current = unpackUint2x32(old), next = reduceBits(current, u);
     if (next == current) return;
     const uint64_t seen = atomicCompSwap(output64[element], old, packUint2x32(next));
-    if (seen == old) return;
+    if (seen == old) {
+#if TIES
+      if (tieKind(next) != kNoTie) markTie(element - pc.dstBase);
+#endif
+      return;
+    }
     old = seen;
   }
 #else
@@ -123,6 +140,10 @@ void combine(uint element, uvec2 u) {
 #endif
 
 void main() {
+#if TIES
+  if (gl_LocalInvocationIndex == 0u) workgroupTied = false;
+  barrier();
+#endif
   const uint p = pc.plan;
   const uint count = loopCount(p);
   const uint tile = kUnroll * gl_WorkGroupSize.x;
@@ -148,4 +169,8 @@ void main() {
     if (count - base <= step) break;
     base += step;
   }
+#if TIES
+  barrier();  // every invocation reaches it: the loop above only ends
+  if (gl_LocalInvocationIndex == 0u && workgroupTied) tieMarks[VKDML_TIES_ANY] = 1u;
+#endif
 }

@@ -55,7 +55,7 @@ Result BindingTableImpl::Init() {
   largeSets_.assign(all.begin() + 1, all.end());
 
   // The table's own buffers, each bound whole: the checked-mode status (host visible), the
-  // mask, and a deterministic scatter's sort scratch.
+  // mask, and a deterministic scatter's scratch (the sort's, or the ties': kernels.h).
   const KernelSet& k = op_->kernels;
   const VkBufferUsageFlags usage =
       VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
@@ -67,9 +67,11 @@ Result BindingTableImpl::Init() {
   } own[] = {
       {VKDML_BIND_STATUS, kStatusBytes, Buffer::Memory::HostVisible, &status_},
       {VKDML_BIND_MASK, k.large ? 0 : op_->op.maskWords * 4, Buffer::Memory::DeviceLocal, &mask_},
-      {VKDML_BIND_SORT_KEYS, k.sortWords * 4, Buffer::Memory::DeviceLocal, &sortKeys_},
+      {VKDML_BIND_SORT_KEYS, std::max(k.sortWords, k.tiePositionWords) * 4,
+       Buffer::Memory::DeviceLocal, &sortKeys_},
       {VKDML_BIND_SORT_VALUES, k.sortWords * 4, Buffer::Memory::DeviceLocal, &sortValues_},
-      {VKDML_BIND_SORT_COUNTS, k.countWords * 4, Buffer::Memory::DeviceLocal, &counts_}};
+      {VKDML_BIND_SORT_COUNTS, std::max(k.countWords, k.tieMarkWords) * 4,
+       Buffer::Memory::DeviceLocal, &counts_}};
   VkDescriptorBufferInfo infos[1 + std::size(own)];
   VkWriteDescriptorSet writes[1 + std::size(own)];
   infos[0] = {op_->plans->Handle(), 0, op_->plans->Size()};
@@ -363,7 +365,9 @@ Result BindingTableImpl::Record(VkCommandBuffer cmd) {
   const KernelSet& kernels = op_->kernels;
   if (kernels.checked) vk.vkCmdFillBuffer(cmd, status_->Handle(), 0, kStatusBytes, 0xFFFFFFFFu);
   if (clearMask) vk.vkCmdFillBuffer(cmd, mask_->Handle(), 0, op_->op.maskWords * 4, 0);
-  if (kernels.checked || clearMask)
+  if (kernels.tieMarkWords)
+    vk.vkCmdFillBuffer(cmd, counts_->Handle(), 0, kernels.tieMarkWords * 4, 0);
+  if (kernels.checked || clearMask || kernels.tieMarkWords)
     Barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, compute, readWrite);
   bool first = true;
   size_t largeSet = 0;  // the first descriptor set of the next large kernel

@@ -46,7 +46,7 @@ class BindingTableImpl final : public BindingTable {
   std::vector<VkDescriptorSet> largeSets_;  // one per large dispatch, in LargeKernels() order
   std::unique_ptr<BufferImpl> status_;      // checked mode: VKDML_STATUS_WORDS
   std::unique_ptr<BufferImpl> mask_;        // ScatterND: the slices its scatter overwrites
-  std::unique_ptr<BufferImpl> sortKeys_, sortValues_, counts_;  // a deterministic scatter's
+  std::unique_ptr<BufferImpl> sortKeys_, sortValues_, counts_;  // deterministic scratch
   std::vector<DML_BUFFER_BINDING> inputs_, outputs_;
   bool inputsBound_ = false, outputsBound_ = false;
   UINT64 delta_[VKDML_BINDING_COUNT] = {};  // binding offset minus the descriptor's offset

@@ -33,6 +33,8 @@ constexpr UINT64 kMaxLargeDispatches = 1 << 16;
 // by target costs little beside moving them, and glsl/scatter_ordered.comp folds
 // kOrderedPerThread of a unit's elements a thread.
 constexpr UINT kWideUnit = 128, kOrderedPerThread = 4;
+// CPU devices: workgroups of a deterministic MAX or MIN's tie passes (Chooser::Ties).
+constexpr UINT64 kCpuTieGroups = 16;
 
 // Elements each thread moves per step (indexed.comp's kUnroll): enough loads in flight to cover
 // memory latency; uvec4 elements need fewer (examples/bench/PERF_NOTES.md, v3 and v11). Work of
@@ -109,9 +111,9 @@ class Chooser {
     set_.plans.assign(VKDML_PLAN_SLOTS, shader::PackedPlan{});
     // Integer reductions give the same bits in any order (ADD and MULTIPLY wrap modulo 2^bits;
     // MAX and MIN keep one of equal values, which have equal bits): deterministic executions of
-    // them take the default mode's kernels. Float ones and NONE (the last update wins) do not,
-    // nor 1- and 2-byte elements, whose atomics need the output on 4 bytes and a deterministic
-    // execution does not.
+    // them take the default mode's kernels. Float ones and NONE (the last update wins) do not
+    // (float MAX and MIN add passes to them: Ties), nor 1- and 2-byte elements, whose atomics
+    // need the output on 4 bytes and a deterministic execution does not.
     const bool orderFree = op.reduce != VKDML_REDUCE_FUNCTION_NONE &&
                            Kind(op.inputs[0].type) != VKDML_KIND_FLOAT && op.ElemSize() >= 4;
     deterministic_ = (flags & VKDML_EXECUTION_FLAG_DETERMINISTIC) != 0 && !orderFree;
@@ -346,20 +348,22 @@ class Chooser {
     return true;
   }
 
-  // A scatter with a reduction, or a deterministic one. Where the shape allows (ScatterElements
-  // along its innermost axis) a line at a time: in order when deterministic, else through
-  // shared memory. Otherwise atomics where the device has what the element type needs and the
-  // order is free, unless the units are wide and the device a GPU, where sorting them costs
-  // less than an atomic per element (examples/bench/PERF_NOTES.md, v23); else sorted by target
-  // and applied in order.
+  // A scatter with a reduction, or a deterministic one. A deterministic float MAX or MIN takes
+  // the default mode's atomics and then resolves ties in order (Ties), wherever the default mode
+  // takes atomics. Otherwise, where the shape allows (ScatterElements along its innermost axis)
+  // a line at a time: in order when deterministic, else through shared memory. Otherwise
+  // atomics where the device has what the element type needs and the order is free, unless the
+  // units are wide and the device a GPU, where sorting them costs less than an atomic per
+  // element (examples/bench/PERF_NOTES.md, v23); else sorted by target and applied in order.
   Result ReducingScatter(const Pass& pass) {
     Plan plan = pass.plan;
     plan.Simplify();
-    if (pass.lines && !large_ && (deterministic_ ? OrderedLines(plan) : SharedLines(plan)))
-      return {};
     std::string module;
     const bool sortPays =
         device_.type != VK_PHYSICAL_DEVICE_TYPE_CPU && op_.unit >= kWideUnit && !large_;
+    if (deterministic_ && !sortPays && TiesModule(&module)) return Ties(plan, module);
+    if (pass.lines && !large_ && (deterministic_ ? OrderedLines(plan) : SharedLines(plan)))
+      return {};
     if (!deterministic_ && !sortPays && AtomicModule(&module)) {
       UINT slot = 0;
       VKDML_TRY(Slot(plan, &slot));
@@ -376,6 +380,58 @@ class Chooser {
                   " reductions without 64-bit atomics on tensors past this device's binding "
                   "range or of 2^32 or more elements are not supported");
     return Ordered(plan);
+  }
+
+  // The atomic kernel of a deterministic float MAX or MIN, marking ties (glsl/ties.glsl):
+  // 4-byte elements on every device; 8-byte ones with 64-bit atomics (and, as every FLOAT64
+  // reduction, shaderFloat64). The comparisons of 4-byte floats are integer code: no
+  // FloatSuffix.
+  bool TiesModule(std::string* module) const {
+    const bool maxOrMin =
+        op_.reduce == VKDML_REDUCE_FUNCTION_MAX || op_.reduce == VKDML_REDUCE_FUNCTION_MIN;
+    if (!maxOrMin || base_[VKDML_SPEC_ELEMENT_KIND] != VKDML_KIND_FLOAT || large_) return false;
+    if (elemSize_ == 4)
+      *module = Str("reduce_e4", IndexSuffix(), "_ties");
+    else if (elemSize_ == 8 && device_.int64Atomics)
+      *module = Str("reduce_e8", IndexSuffix(), "_a64", FloatSuffix(), "_ties");
+    else
+      return false;
+    return true;
+  }
+
+  // A deterministic float MAX or MIN: the atomic kernel, marking the targets it sets to a zero or
+  // a NaN, then glsl/scatter_ties.comp over the updates (each such target's first update of that
+  // kind) and over OutputTensor (its write); both return at once where nothing was marked.
+  Result Ties(const Plan& plan, const std::string& atomic) {
+    UINT slot = 0;
+    VKDML_TRY(Slot(plan, &slot));
+    Step step;
+    step.kind = Pass::Kind::Reduce;
+    step.plain = Elementwise(atomic, plan, slot, elemSize_);
+    set_.steps.push_back(step);
+    step.kind = Pass::Kind::Ties;
+    step.plain = Elementwise(Str("ties_first_e", elemSize_, IndexSuffix()), plan, slot, elemSize_);
+    step.plain.groups = TieGroups(plan.count, 1, step.plain.groups);
+    set_.steps.push_back(step);
+    const UINT64 targets = op_.outputs[0].Span();
+    step.plain = Elementwise(Str("ties_write_e", elemSize_), plan, slot, elemSize_);
+    step.plain.end = UINT(targets);  // fewer than 2^32 off the large path
+    step.plain.groups =
+        TieGroups(targets, 1, Groups(targets / VKDML_GROUP_SIZE + 1, device_.maxGroups));
+    set_.steps.push_back(step);
+    set_.tiePositionWords = targets;
+    set_.tieMarkWords = VKDML_TIES_BITS + (targets + 31) / 32;
+    return {};
+  }
+
+  // Workgroups of a tie pass over `items` of up to `cost` loop iterations each: `gpu` on GPUs; on
+  // CPU devices, where a workgroup costs its start even where it returns at once, few, each
+  // invocation's loops within the device's bound.
+  UINT TieGroups(UINT64 items, UINT64 cost, UINT gpu) const {
+    if (device_.type != VK_PHYSICAL_DEVICE_TYPE_CPU) return gpu;
+    const UINT64 perGroup =
+        UINT64(VKDML_GROUP_SIZE) * std::max<UINT64>(1, device_.maxLoop / 2 / cost);
+    return Groups(std::max(kCpuTieGroups, (items + perGroup - 1) / perGroup), device_.maxGroups);
   }
 
   // glsl/scatter_lines.comp with REDUCE (elements of up to 4 bytes), where the line kernels

@@ -112,6 +112,10 @@ struct KernelSet {
   // A deterministic scatter's scratch, in 32-bit words: the sort's keys and values buffers
   // (each) and its counts buffer (glsl/interface.h: VKDML_BIND_SORT_*); 0 without a sort.
   UINT64 sortWords = 0, countWords = 0;
+  // A deterministic float MAX or MIN's scratch (glsl/ties.glsl), in 32-bit words: its tie
+  // positions, in the sort's keys buffer, and its tie marks, in the counts buffer, which is
+  // zeroed before each run.
+  UINT64 tiePositionWords = 0, tieMarkWords = 0;
   // A reduction on 1- or 2-byte elements updates the 4-byte words holding them atomically, so
   // OutputTensor's binding offset must be a multiple of 4.
   bool wordAtomics = false;

@@ -25,6 +25,12 @@ struct Tensor {
     for (UINT i = 0; i < dims; ++i) n *= sizes[i];
     return n;
   }
+  // Elements from the first to the last, inclusive: 1 + dot(sizes - 1, strides).
+  UINT64 Span() const {
+    UINT64 last = 0;
+    for (UINT i = 0; i < dims; ++i) last += UINT64(sizes[i] - 1) * strides[i];
+    return last + 1;
+  }
   // Size and stride of dimension a of the trailing `actual` dimensions (right alignment).
   UINT ActualSize(UINT actual, UINT a) const { return sizes[dims - actual + a]; }
   UINT ActualStride(UINT actual, UINT a) const { return strides[dims - actual + a]; }

@@ -251,7 +251,8 @@ TEST_CASE("Kernels: the steps each scatter takes", "[kernels]") {
 
 // Integer reductions are order-free bit for bit: deterministic, those of 4- and 8-byte elements
 // take the default mode's steps; float reductions, NONE and 1- and 2-byte elements (whose atomics
-// need a 4-byte aligned output) keep the sort and the ordered fold.
+// need a 4-byte aligned output) do not: the sort and the ordered fold, or for float32 MAX and
+// MIN the atomics marking ties and the ties' passes (the test below).
 TEST_CASE("Kernels: deterministic integer reductions take the default mode's kernels",
           "[kernels]") {
   using vkdml::detail::Pass;
@@ -272,7 +273,11 @@ TEST_CASE("Kernels: deterministic integer reductions take the default mode's ker
       const KernelSet plain = Choose(spec, device);
       const bool isFloat = t == DML_TENSOR_DATA_TYPE_FLOAT32 || t == DML_TENSOR_DATA_TYPE_FLOAT16;
       const bool orderFree = f != VKDML_REDUCE_FUNCTION_NONE && !isFloat && DataTypeSize(t) >= 4;
-      CHECK((set.steps.back().kind == Pass::Kind::Ordered) == !orderFree);
+      const bool ties = t == DML_TENSOR_DATA_TYPE_FLOAT32 &&
+                        (f == VKDML_REDUCE_FUNCTION_MAX || f == VKDML_REDUCE_FUNCTION_MIN);
+      CHECK(set.steps.back().kind == (orderFree ? Pass::Kind::Reduce
+                                      : ties    ? Pass::Kind::Ties
+                                                : Pass::Kind::Ordered));
       CHECK((set.steps.back().plain.module == plain.steps.back().plain.module) == orderFree);
     }
   }
@@ -571,6 +576,65 @@ TEST_CASE("Kernels: wide ScatterND slices are sorted on GPUs", "[kernels]") {
       const bool sorted = type != VK_PHYSICAL_DEVICE_TYPE_CPU && width >= 128;
       CHECK(set.steps.back().kind == (sorted ? Pass::Kind::Ordered : Pass::Kind::Reduce));
       CHECK((set.sortWords > 0) == sorted);
+    }
+  }
+}
+
+// A deterministic float MAX or MIN takes the default mode's atomics, marking ties, then the two
+// passes that resolve them (glsl/ties.glsl), with a tie position and a mark bit per OutputTensor
+// element (its span, strides included): wherever the default mode takes atomics, on GPUs and CPU
+// devices, ScatterElements' long lines too. 8-byte floats need 64-bit atomics; float16, and
+// ScatterND's wide slices on GPUs (sorted in the default mode too), keep the sorted path.
+TEST_CASE("Kernels: deterministic float MAX and MIN resolve ties after the atomics", "[kernels]") {
+  using vkdml::detail::Pass;
+  const DML_TENSOR_DATA_TYPE f16 = DML_TENSOR_DATA_TYPE_FLOAT16, f32 = DML_TENSOR_DATA_TYPE_FLOAT32,
+                             f64 = DML_TENSOR_DATA_TYPE_FLOAT64, i64 = DML_TENSOR_DATA_TYPE_INT64;
+  const UINT deterministic = VKDML_EXECUTION_FLAG_DETERMINISTIC;
+  using K = Pass::Kind;
+  const std::vector<K> ties = {K::Gather, K::Reduce, K::Ties, K::Ties};
+  for (VKDML_REDUCE_FUNCTION f : {VKDML_REDUCE_FUNCTION_MAX, VKDML_REDUCE_FUNCTION_MIN}) {
+    for (bool cpu : {false, true}) {
+      INFO("ReduceFunction " << f << (cpu ? ", CPU device" : ", GPU"));
+      DeviceTraits device = cpu ? CpuDevice() : GpuDevice();
+      device.int64Atomics = device.float64 = true;
+      // Long lines (the line kernels' shape), the output strided: 64 x 4096 elements spanning
+      // 63 * 5000 + 4096.
+      const TensorDesc out(f32, {64, 4096}, {5000, 1});
+      OpSpec lines = OpSpec::ScatterElements(out, TensorDesc(i64, {64, 4096}),
+                                             TensorDesc(f32, {64, 4096}), out, 1);
+      lines.WithReduce(f);
+      KernelSet set = Choose(lines, device, deterministic);
+      REQUIRE(set.steps.size() == ties.size());
+      for (size_t i = 0; i < ties.size(); ++i) CHECK(set.steps[i].kind == ties[i]);
+      CHECK(set.steps[1].plain.module == "reduce_e4_i64_ties");
+      CHECK(set.steps[2].plain.module == "ties_first_e4_i64");
+      CHECK(set.steps[3].plain.module == "ties_write_e4");
+      const UINT64 span = 63 * 5000 + 4096;
+      CHECK(set.tiePositionWords == span);
+      CHECK(set.tieMarkWords == 1 + (span + 31) / 32);
+      CHECK(set.sortWords == 0);
+      CHECK(Choose(lines, device).tieMarkWords == 0);  // the default mode marks nothing
+
+      OpSpec elements = OpSpec::ScatterElements(TensorDesc(f64, {64}), TensorDesc(i64, {16}),
+                                                TensorDesc(f64, {16}), TensorDesc(f64, {64}), 0);
+      elements.WithReduce(f);
+      set = Choose(elements, device, deterministic);
+      CHECK(set.steps.back().kind == K::Ties);
+      CHECK(set.steps[1].plain.module == "reduce_e8_i64_a64_f64_ties");
+      device.int64Atomics = false;
+      set = Choose(elements, device, deterministic);
+      CHECK(set.steps.back().kind == K::Ordered);
+      CHECK(set.tieMarkWords == 0);
+      device.int64Atomics = true;
+
+      elements.tensors[0] = elements.tensors[2] = elements.tensors[3] = TensorDesc(f16, {64});
+      elements.tensors[2] = TensorDesc(f16, {16});
+      CHECK(Choose(elements, device, deterministic).steps.back().kind == K::Ordered);
+
+      OpSpec rows = OpSpec::ScatterND(TensorDesc(f32, {16, 128}), TensorDesc(i64, {4, 1}),
+                                      TensorDesc(f32, {4, 128}), TensorDesc(f32, {16, 128}), 2, 2);
+      rows.WithReduce(f);
+      CHECK(Choose(rows, device, deterministic).steps.back().kind == (cpu ? K::Ties : K::Ordered));
     }
   }
 }

@@ -1506,6 +1506,73 @@ TEST_CASE_METHOD(Fixture, "Scatter reductions on float denormals", "[random][red
   }
 }
 
+// Deterministic MAX and MIN where ties decide: zeros of both signs and NaNs with random
+// payloads, among losing values (+-1 and infinities) and, in some cases, no NaN at all (zeros
+// then win), 16 updates to a target. Applied in order, a target ends as the first value equal to
+// the result, its input element first (glsl/ties.glsl), bit for bit, each case run twice. In place
+// and not; with 64-bit atomics and without (VKDML_ATOMICS=32: float64 then sorts); ScatterElements
+// and ScatterND with narrow slices and wide ones (sorted on GPUs); float16 takes the sorted path.
+TEST_CASE_METHOD(Fixture, "Deterministic MAX and MIN resolve ties of zeros and NaNs in order",
+                 "[random][reduce]") {
+  const DML_TENSOR_DATA_TYPE it = DML_TENSOR_DATA_TYPE_INT32;
+  for (DML_TENSOR_DATA_TYPE dt :
+       {DML_TENSOR_DATA_TYPE_FLOAT16, DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_FLOAT64}) {
+    if (!DeviceSupports(dt)) continue;
+    if (dt == DML_TENSOR_DATA_TYPE_FLOAT64 && !Dev().Info().enabled.shaderFloat64) continue;
+    const UINT es = ref::ElementSize(dt), bits = 8 * es, m = es == 2 ? 10 : es == 4 ? 23 : 52;
+    const uint64_t sign = uint64_t(1) << (bits - 1), mantissa = (uint64_t(1) << m) - 1;
+    const uint64_t infinity = (sign - 1) & ~mantissa, one = (infinity >> 1) & ~mantissa;
+    for (VKDML_REDUCE_FUNCTION f : {VKDML_REDUCE_FUNCTION_MAX, VKDML_REDUCE_FUNCTION_MIN}) {
+      for (UINT shape = 0; shape < 3; ++shape) {
+        for (UINT variant = 0; variant < 4; ++variant) {
+          const bool inPlace = variant % 2 == 1, atomics32 = variant >= 2;
+          Rng rng(BaseSeed() ^ 0x71E5 ^ (uint64_t(dt) << 8) ^ (UINT(f) << 4) ^ (shape << 12) ^
+                  (variant << 16));
+          ScopedEnv atomics("VKDML_ATOMICS", atomics32 ? "32" : "");
+          const UINT width = shape == 0 ? 1 : shape == 1 ? 3 : 130, units = 128;
+          const UINT targets = 8;  // 16 updates (units) a target
+          Case c;
+          TensorDesc in(dt, {targets, width}), ix(it, {units, 1}), upd(dt, {units, width});
+          if (shape == 0) {
+            in = TensorDesc(dt, {targets});
+            ix = TensorDesc(it, {units});
+            upd = TensorDesc(dt, {units});
+            c.spec = OpSpec::ScatterElements(in, ix, upd, in, 0);
+          } else {
+            c.spec = OpSpec::ScatterND(in, ix, upd, in, 2, 2);
+          }
+          c.spec.WithReduce(f);
+          const double pNan = rng.Pick(std::vector<double>{0.0, 0.02, 0.3});
+          const uint64_t losing = f == VKDML_REDUCE_FUNCTION_MAX ? sign : 0;
+          auto value = [&]() -> uint64_t {
+            if (rng.P(pNan)) return (rng.P(0.5) ? sign : 0) | infinity | rng.U(1, mantissa);
+            if (rng.P(0.4)) return rng.P(0.5) ? sign : 0;
+            if (rng.P(0.1)) return losing | infinity;
+            return (rng.P(0.05) ? losing ^ sign : losing) | one;
+          };
+          auto values = [&](const TensorDesc& t) {
+            Bytes b(t.Total());
+            for (UINT64 i = 0; i < t.Total() / es; ++i) {
+              const uint64_t v = value();
+              std::memcpy(b.data() + i * es, &v, es);
+            }
+            return b;
+          };
+          std::vector<int64_t> slots(units);
+          for (int64_t& t : slots) t = int64_t(rng.U(0, targets - 1));
+          c.inputs = {values(in), IndexBytes(it, slots, c.spec.tensors[1].Total()), values(upd)};
+          c.opts = RandomOptions(rng, c.spec, !inPlace);
+          c.opts.flags |= VKDML_EXECUTION_FLAG_DETERMINISTIC;
+          if (inPlace) MakeInPlace(&c);
+          INFO(c.spec.ToString() << ", " << Describe(c.opts) << ", NaNs " << pNan
+                                 << (atomics32 ? ", VKDML_ATOMICS=32" : ""));
+          if (RunCase(c)) RunCase(c);
+        }
+      }
+    }
+  }
+}
+
 // Deterministic ScatterND with slices wide enough that each thread folds several of a slice's
 // elements (lib/kernels.cpp: kOrderedPerThread), one slice length not a multiple of it, and
 // rows crowded with duplicates: without a reduction the last update wins, with ADD every update
