@@ -29,6 +29,7 @@ struct Spec {
   bool deterministic = false;
   bool latency = false;
   bool diagnostic = false;  // runs only when named: evidence for what limits a case
+  bool ties = false;        // every update a zero of random sign, every input element negative
   std::string peer;
 
   std::vector<uint32_t> Output() const;
