@@ -148,8 +148,9 @@ typedef DML_SCATTER_OPERATOR_DESC DML_SCATTER_ELEMENTS_OPERATOR_DESC;
 // integers wrap modulo 2^bits, floats round to nearest even (float16 too, with no wider
 // accumulator), MAX and MIN propagate NaN as NumPy's maximum/minimum do
 // (f(x, u) = x if x is NaN or x >= u (x <= u for MIN), else u). By default the updates of one
-// target are applied in any order: integer results, MAX and MIN are then exact, and float ADD
-// and MULTIPLY may differ from a sequential result by the order of the steps. Compiled with
+// target are applied in any order: integer results are then exact, float MAX and MIN exact up to
+// which of equal values stays (+0 or -0, which NaN), and float ADD and MULTIPLY may differ from
+// a sequential result by the order of the steps. Compiled with
 // VKDML_EXECUTION_FLAG_DETERMINISTIC, they are applied in the row-major order of IndicesTensor,
 // bit for bit (README: Scatter reductions).
 enum VKDML_REDUCE_FUNCTION : UINT {
@@ -197,8 +198,9 @@ enum DML_EXECUTION_FLAGS {
   // and device after device (later updates win without a reduction; ADD is ((x + u0) + u1) + ...,
   // numpy.add.at). Costs a sort of the updates by target and scratch memory (README: Scatter
   // reductions), except for reductions of 4- and 8-byte integers, which give the same bits in
-  // any order and run as by default. Accepted and without effect for gathers, which are
-  // deterministic.
+  // any order and run as by default, and float32 and float64 MAX and MIN, which run as by default
+  // and then settle ties (+0 and -0, NaN payloads) in two more passes. Accepted and without
+  // effect for gathers, which are deterministic.
   VKDML_EXECUTION_FLAG_DETERMINISTIC = 0x200,
 };
 

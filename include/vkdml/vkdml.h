@@ -60,10 +60,11 @@ UINT64 CalcLargeBufferTensorSize(DML_TENSOR_DATA_TYPE type, UINT dimensionCount,
 // The scatters with a reduction (dml.h: VKDML_REDUCE_FUNCTION) need shaderFloat64 for FLOAT64
 // arithmetic and use the others where they are enabled: shaderBufferFloat32AtomicAdd
 // (VK_EXT_shader_atomic_float) for FLOAT32 ADD, and shaderInt64 with shaderBufferInt64Atomics
-// (VK_KHR_shader_atomic_int64) for 8-byte elements, which otherwise take the sorted path of a
-// deterministic execution (except integer ADD). The reductions keep float denormals, as a
-// sequential CPU computation does: float32 where the device promises to when asked
-// (shaderDenormPreserveFloat32: VkPhysicalDeviceFloatControlsProperties, with
+// (VK_KHR_shader_atomic_int64) for 8-byte elements (a deterministic float64 MAX or MIN too),
+// which otherwise take the sorted path of a deterministic execution (except integer ADD). The
+// reductions keep float denormals, as a sequential CPU computation does: float32 where the
+// device promises to when asked (shaderDenormPreserveFloat32:
+// VkPhysicalDeviceFloatControlsProperties, with
 // VK_KHR_shader_float_controls enabled or Vulkan 1.2) or, failing that, by computing it in
 // float64 (shaderFloat64); float64 where the device promises to (shaderDenormPreserveFloat64)
 // or keeps them anyway (lavapipe and NVIDIA do). FLOAT32 ADD then uses compare-and-swap rather
