@@ -4,8 +4,8 @@
 // target holding the same kind, lowers the target's tie position to its own loop index (the plan
 // walks IndicesTensor in row-major order, so its loop order is the updates' order). WRITE: over
 // OutputTensor's span (pc.end elements), each marked element with a tie position takes that
-// update. Nothing to do, and each workgroup returns at once,
-// where the atomic kernel marked no target. ELEM 4 or 8; not on the large path.
+// update. Nothing to do, and each workgroup returns at once, where the atomic kernel marked no
+// target. ELEM 4 or 8; not on the large path.
 #extension GL_GOOGLE_include_directive : require
 #include "elem.glsl"
 

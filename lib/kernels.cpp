@@ -382,20 +382,15 @@ class Chooser {
     return Ordered(plan);
   }
 
-  // The atomic kernel of a deterministic float MAX or MIN, marking ties (glsl/ties.glsl):
-  // 4-byte elements on every device; 8-byte ones with 64-bit atomics (and, as every FLOAT64
-  // reduction, shaderFloat64). The comparisons of 4-byte floats are integer code: no
-  // FloatSuffix.
+  // The atomic kernel of a deterministic float MAX or MIN: the default mode's, marking ties
+  // (glsl/ties.glsl). 4-byte elements on every device, 8-byte ones with 64-bit atomics.
   bool TiesModule(std::string* module) const {
     const bool maxOrMin =
         op_.reduce == VKDML_REDUCE_FUNCTION_MAX || op_.reduce == VKDML_REDUCE_FUNCTION_MIN;
-    if (!maxOrMin || base_[VKDML_SPEC_ELEMENT_KIND] != VKDML_KIND_FLOAT || large_) return false;
-    if (elemSize_ == 4)
-      *module = Str("reduce_e4", IndexSuffix(), "_ties");
-    else if (elemSize_ == 8 && device_.int64Atomics)
-      *module = Str("reduce_e8", IndexSuffix(), "_a64", FloatSuffix(), "_ties");
-    else
+    if (!maxOrMin || base_[VKDML_SPEC_ELEMENT_KIND] != VKDML_KIND_FLOAT || elemSize_ < 4 ||
+        large_ || !AtomicModule(module))
       return false;
+    *module += "_ties";
     return true;
   }
 
@@ -492,11 +487,14 @@ class Chooser {
   // compute in float64 (_f64, shaderFloat64); float32 and float64 keep denormals where the device
   // promises to when asked (_dp: SPIR-V's DenormPreserve), else float32 is computed in float64
   // where the device has it (_w: NVIDIA flushes float32 denormals, not float64's). float16 is
-  // computed in float32, where its denormals are normal numbers.
+  // computed in float32, where its denormals are normal numbers. float32 MAX and MIN compare
+  // bits as integers (glsl/arith.glsl: floatKeeps): no float arithmetic, no suffix.
   std::string FloatSuffix() const {
     if (!op_.reduce || base_[VKDML_SPEC_ELEMENT_KIND] != VKDML_KIND_FLOAT) return "";
     if (elemSize_ == 8) return device_.denormPreserve64 ? "_f64_dp" : "_f64";
-    if (elemSize_ != 4) return "";
+    const bool arithmetic =
+        op_.reduce == VKDML_REDUCE_FUNCTION_ADD || op_.reduce == VKDML_REDUCE_FUNCTION_MULTIPLY;
+    if (elemSize_ != 4 || !arithmetic) return "";
     return device_.denormPreserve32 ? "_dp" : device_.float64 ? "_w" : "";
   }
 
