@@ -135,6 +135,11 @@ class Chooser {
   }
 
   Result Choose(KernelSet* out) {
+    if (large_ && device_.maxRange < device_.rangeAlign + VKDML_VECTOR_BYTES)
+      return Fail(Status::Unsupported, op_.name, ": this device's binding range (",
+                  device_.maxRange, " bytes) leaves no window after its offset alignment (",
+                  device_.rangeAlign, " bytes): the large path needs at least ",
+                  device_.rangeAlign + VKDML_VECTOR_BYTES);
     if (large_ && deterministic_)
       return Fail(Status::Unsupported, op_.name,
                   ": VKDML_EXECUTION_FLAG_DETERMINISTIC on tensors past this device's binding "
@@ -793,7 +798,8 @@ DeviceTraits DeviceTraits::Of(VkPhysicalDeviceType type, const VkPhysicalDeviceL
   t.rangeAlign = std::max<UINT64>(VKDML_VECTOR_BYTES, limits.minStorageBufferOffsetAlignment);
   const char* range = std::getenv("VKDML_MAX_BINDING_RANGE");
   const unsigned long long cap = range ? std::strtoull(range, nullptr, 10) : 0;
-  if (cap >= 256 && cap < t.maxRange) t.maxRange = cap;
+  if (cap > 0 && cap < t.maxRange)
+    t.maxRange = std::max<UINT64>(cap, t.rangeAlign + VKDML_VECTOR_BYTES);
   const char* groups = std::getenv("VKDML_MAX_GROUPS");
   long n = groups ? std::strtol(groups, nullptr, 10) : 0;
   if (n > 0 && UINT64(n) < t.maxGroups) t.maxGroups = UINT(n);

@@ -47,7 +47,8 @@ struct DeviceTraits {
   // VKDML_KERNELS=gpu|cpu picks the indexed copy's kernels; VKDML_NATIVE_FLOAT32=1 computes
   // float32 reductions in float32 whatever the device's denormal handling (as devices with
   // neither DenormPreserve nor float64 do); VKDML_MAX_BINDING_RANGE=N lowers maxRange to N bytes
-  // (at least 256), so the tests run the large path on small tensors.
+  // (at least minStorageBufferOffsetAlignment + 16, a window of one vector), so the tests run
+  // the large path on small tensors.
   static DeviceTraits Of(VkPhysicalDeviceType type, const VkPhysicalDeviceLimits& limits,
                          const DeviceFeatures& enabled);
 };

@@ -15,6 +15,33 @@ std::string Dims(const std::vector<UINT>& v) {
   return s.str();
 }
 
+// The tests size their tensors with the library's CalcBufferTensorSize (or, past 2^32 - 1
+// elements, CalcLargeBufferTensorSize): each size is checked against the reference's own rule
+// (ref::Tensor::RequiredBytes, in 64 bits), so a wrong size rule cannot hide behind tests sized
+// by it. Descs the library calls invalid (0 dimensions or more than 8, a size of 0, an unknown
+// type) are left to the validation tests.
+void CheckSizeRule(DML_TENSOR_DATA_TYPE type, const std::vector<UINT>& sizes,
+                   const std::vector<UINT>& strides, UINT64 got) {
+  if (ref::ElementSize(type) == 0 || sizes.empty() || sizes.size() > 8) return;
+  if (!strides.empty() && strides.size() != sizes.size()) return;
+  const UINT64 cap = UINT64(1) << 56;  // VKDML_TENSOR_FLAG_LARGE's most elements
+  UINT64 count = 1, inner = 1;         // all sizes; all but the outermost (its packed stride)
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] == 0) return;
+    count = count > cap / sizes[d] ? cap + 1 : count * sizes[d];
+    if (d > 0) inner = inner > 0xFFFFFFFFu / sizes[d] ? UINT64(1) << 33 : inner * sizes[d];
+  }
+  if (count > cap || (strides.empty() && inner > 0xFFFFFFFFu)) return;
+  const UINT64 expected = ref::Tensor(type, sizes, strides).RequiredBytes();
+  if (got != expected) {
+    std::ostringstream s;
+    s << "TensorDesc " << DataTypeName(type) << " " << Dims(sizes) << " strides "
+      << (strides.empty() ? std::string("packed") : Dims(strides)) << ": the library's size is "
+      << got << " bytes, the reference's rule gives " << expected;
+    throw std::logic_error(s.str());
+  }
+}
+
 }  // namespace
 
 // ----- TensorDesc -----
@@ -36,6 +63,7 @@ TensorDesc::TensorDesc(DML_TENSOR_DATA_TYPE type, std::vector<UINT> s, std::vect
     buf.TotalTensorSizeInBytes =
         CalcLargeBufferTensorSize(type, buf.DimensionCount, sizes.data(), given);
   }
+  if (!totalBytes) CheckSizeRule(type, sizes, strides, buf.TotalTensorSizeInBytes);
   desc.Type = DML_TENSOR_TYPE_BUFFER;
   Fix();
 }

@@ -134,6 +134,7 @@ TEST_CASE("Interface: the kernels lay out plans and push constants as C++ does",
 
 TEST_CASE("Kernels: every kernel that kernel choice names is embedded", "[kernels]") {
   using vkdml::detail::Kernel;
+  int largeModules = 0, refused = 0;
   const auto t = [](DML_TENSOR_DATA_TYPE type, std::vector<UINT> sizes) {
     return TensorDesc(type, std::move(sizes));
   };
@@ -163,13 +164,16 @@ TEST_CASE("Kernels: every kernel that kernel choice names is embedded", "[kernel
         REQUIRE(built.ok());
         // Line kernels or not; a GPU with every optional feature, one like NVIDIA's (float64,
         // atomics, no promise to keep denormals), a CPU device with none, or one with shaderInt64
-        // (its runs kernels move u64vec4s).
-        for (int variant = 0; variant < 8; ++variant) {
+        // (its runs kernels move u64vec4s); each with a binding range of 4 GiB or of windows of 256
+        // bytes, so that the large path's modules (`_large`) are named too.
+        for (int variant = 0; variant < 16; ++variant) {
           const int features = variant % 4;
+          const bool large = variant >= 8;
           DeviceTraits device = GpuDevice();
+          if (large) device.maxRange = device.rangeAlign + 256;
           device.type =
               features < 2 ? VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU : VK_PHYSICAL_DEVICE_TYPE_CPU;
-          device.lines = variant < 4 ? DeviceTraits::Lines::Never : DeviceTraits::Lines::Always;
+          device.lines = variant % 8 < 4 ? DeviceTraits::Lines::Never : DeviceTraits::Lines::Always;
           device.float32AtomicAdd = device.int64Atomics = device.float64 = features < 2;
           device.denormPreserve32 = device.denormPreserve64 = features == 0;
           if (features >= 2) {
@@ -184,7 +188,23 @@ TEST_CASE("Kernels: every kernel that kernel choice names is embedded", "[kernel
             const bool checked = (flags & VKDML_EXECUTION_FLAG_CHECK_INDICES) != 0;
             INFO("variant " << variant << ", flags " << flags);
             vkdml::detail::KernelSet set;
-            REQUIRE(vkdml::detail::ChooseKernels(op, flags, device, &set).ok());
+            const Result chosen = vkdml::detail::ChooseKernels(op, flags, device, &set);
+            INFO(Str(chosen));
+            if (large && !chosen.ok()) {
+              // The large path's two refusals (README: Tensors of any size): the deterministic
+              // mode, and 8-byte reductions that would need the sort (no 64-bit atomics).
+              CHECK(chosen.status == Status::Unsupported);
+              const bool deterministic =
+                  (flags & VKDML_EXECUTION_FLAG_DETERMINISTIC) != 0 &&
+                  chosen.message.find("VKDML_EXECUTION_FLAG_DETERMINISTIC") != std::string::npos;
+              const bool sort = !device.int64Atomics && op.ElemSize() == 8 &&
+                                chosen.message.find("without 64-bit atomics") != std::string::npos;
+              CHECK((deterministic || sort));
+              ++refused;
+              continue;
+            }
+            REQUIRE(chosen.ok());
+            CHECK(set.large == large);
             CHECK(set.plans.size() == VKDML_PLAN_SLOTS);
             std::vector<const Kernel*> kernels;
             for (const auto& step : set.steps) {
@@ -196,6 +216,10 @@ TEST_CASE("Kernels: every kernel that kernel choice names is embedded", "[kernel
             for (const Kernel* k : kernels) {
               INFO("module " << k->module);
               CHECK(FindSpirv(k->module.c_str()) != nullptr);
+              const bool largeModule =
+                  k->module.size() > 6 && k->module.compare(k->module.size() - 6, 6, "_large") == 0;
+              CHECK(largeModule == large);
+              if (largeModule) ++largeModules;
               CHECK(k->slot < VKDML_PLAN_SLOTS);
               CHECK(k->groups >= 1);
               // Checked mode in every kernel that reads indices (not the sort's steps).
@@ -207,6 +231,31 @@ TEST_CASE("Kernels: every kernel that kernel choice names is embedded", "[kernel
       }
     }
   }
+  INFO(largeModules << " large-path modules named, " << refused
+                    << " choices refused on the large path (deterministic, or 8-byte reductions "
+                       "without 64-bit atomics)");
+  CHECK(largeModules > 0);
+  CHECK(refused > 0);
+}
+
+// A binding range no larger than its offset alignment leaves windows of no bytes: refused, not a
+// loop without end (VKDML_MAX_BINDING_RANGE used to allow 256 on a device aligning to 256).
+TEST_CASE("Kernels: a binding range that leaves no window is refused", "[kernels]") {
+  DeviceTraits device = GpuDevice();
+  device.maxRange = device.rangeAlign + 8;
+  vkdml::detail::OperatorImpl op;
+  OpSpec spec = OpSpec::GatherElements(TensorDesc(DML_TENSOR_DATA_TYPE_FLOAT32, {8, 128}),
+                                       TensorDesc(DML_TENSOR_DATA_TYPE_INT32, {8, 128}),
+                                       TensorDesc(DML_TENSOR_DATA_TYPE_FLOAT32, {8, 128}), 1);
+  REQUIRE(vkdml::detail::BuildOperator(spec.Desc(), &op).ok());
+  KernelSet set;
+  const Result r = vkdml::detail::ChooseKernels(op, 0, device, &set);
+  INFO(Str(r));
+  CHECK(r.status == Status::Unsupported);
+  CHECK(r.message.find("leaves no window") != std::string::npos);
+  device.maxRange = device.rangeAlign + VKDML_VECTOR_BYTES;
+  CHECK(vkdml::detail::ChooseKernels(op, 0, device, &set).ok());
+  CHECK(set.large);
 }
 
 // Perf choices no output shows, pinned on the CPU: ScatterND with slices of 128 bytes or more
