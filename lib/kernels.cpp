@@ -663,6 +663,12 @@ class Chooser {
 
   std::string LargeSuffix() const { return large_ ? "_large" : ""; }
 
+  // An index tuple must fit one window.
+  Result TupleTooWide() const {
+    return Fail(Status::Unsupported, op_.name, ": an index tuple of ", op_.Indices().field,
+                " spans more than this device's binding range (", device_.maxRange, " bytes)");
+  }
+
   // The large path's dispatches of a kernel over plan (for a pass of `kind`): the plan's loop
   // in chunks, of fewer than 2^32 elements each, within which every windowed tensor that the
   // loop walks (the direct side, IndicesTensor, and a copy's source) spans at most a window;
@@ -693,7 +699,9 @@ class Chooser {
     const UINT64 cap = WindowBytes();
     const std::vector<Span> windows =
         plan.tuple > 0 ? Windows(indexed) : std::vector<Span>{Span{0, indexed.totalBytes}};
-    if (plan.rank == 0) {  // one element
+    if (plan.rank == 0) {  // one element, with its index tuple, in each tensor's first window
+      for (const Walked& w : walked)
+        if (Windowed(*w.tensor) && w.unit + w.extra > cap) return TupleTooWide();
       LargeDispatch d;
       d.count = d.groups = 1;
       d.indices = Windows(indices)[0];
@@ -728,9 +736,7 @@ class Chooser {
           length =
               std::min(length, (cap - spanned(w, dim, 1)) / (UINT64(w.strides[dim]) * w.unit) + 1);
     }
-    if (split == plan.rank)
-      return Fail(Status::Unsupported, op_.name, ": an index tuple of ", indices.field,
-                  " spans more than this device's binding range (", device_.maxRange, " bytes)");
+    if (split == plan.rank) return TupleTooWide();
     UINT64 outer = 1;
     for (UINT d = 0; d < split; ++d) outer *= plan.sizes[d];
     const UINT64 pieces = (plan.sizes[split] + length - 1) / length;

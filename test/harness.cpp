@@ -1,5 +1,9 @@
 #include "harness.h"
 
+#include "kernels.h"
+#include "test_util.h"
+#include "vk_hooks.h"
+
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -174,6 +178,98 @@ void Barrier(VkCommandBuffer cmd, VkPipelineStageFlags src, VkAccessFlags srcAcc
 
 }  // namespace
 
+// ----- The large path (VKDML_TEST_LARGE) -----
+
+LargeTally& TheLargeTally() {
+  static LargeTally tally;
+  return tally;
+}
+
+namespace {
+
+// The device's kernel-choice traits as CompileOperator reads them, the environment included.
+vkdml::detail::DeviceTraits Traits() {
+  static VkPhysicalDeviceLimits limits = [] {
+    auto get = reinterpret_cast<PFN_vkGetPhysicalDeviceProperties>(
+        hooks::LoaderGetInstanceProcAddr()(Dev().Instance(), "vkGetPhysicalDeviceProperties"));
+    REQUIRE(get);
+    VkPhysicalDeviceProperties p{};
+    get(Dev().PhysicalDevice(), &p);
+    return p.limits;
+  }();
+  return vkdml::detail::DeviceTraits::Of(Dev().Info().type, limits, Dev().Info().enabled);
+}
+
+}  // namespace
+
+// The binding range (VKDML_MAX_BINDING_RANGE) is the smallest of windows of a quarter, a half
+// and all but 16 bytes of the case's largest tensor for which kernel choice takes the large path:
+// every tensor past the window is then seen only through windows. Kernel choice is asked first
+// (lib/kernels.h, with this device's traits), CompileOperator then compiles with the same range,
+// and the tally counts what happened. What the large path refuses (the deterministic mode, 8-byte
+// reductions without 64-bit atomics: README, Tensors of any size) must be refused by
+// CompileOperator too, with the same message; the case then runs off the large path.
+Result CompileLarge(OpSpec& spec, const Operator& op, UINT flags,
+                    std::unique_ptr<CompiledOperator>* out) {
+  LargeTally& tally = TheLargeTally();
+  vkdml::detail::OperatorImpl impl;
+  REQUIRE(vkdml::detail::BuildOperator(spec.Desc(), &impl).ok());
+  UINT64 largest = 0;
+  for (const TensorDesc& t : spec.tensors) largest = std::max<UINT64>(largest, t.Total());
+  const UINT64 align = Traits().rangeAlign;
+  Result refusal;
+  std::string range, refusalRange;
+  for (UINT64 window : {largest / 4, largest / 2, largest - 16}) {
+    window = std::max<UINT64>(16, (window + 15) / 16 * 16);
+    if (window >= largest) break;  // no tensor past a window
+    ScopedEnv env("VKDML_MAX_BINDING_RANGE", std::to_string(align + window).c_str());
+    vkdml::detail::KernelSet set;
+    const Result chosen = vkdml::detail::ChooseKernels(impl, flags, Traits(), &set);
+    if (chosen.ok()) {
+      INFO("kernel choice at VKDML_MAX_BINDING_RANGE=" << align + window);
+      REQUIRE(set.large);
+      range = std::to_string(align + window);
+      break;
+    }
+    refusal = chosen;  // the last: at the widest window
+    refusalRange = std::to_string(align + window);
+  }
+  // An index tuple must fit one window: where it spans more than every window below the largest
+  // tensor, no window can hold it with a tensor past it.
+  const bool tuple =
+      refusal.message.find("spans more than this device's binding range") != std::string::npos;
+  if (range.empty() && !refusal.ok() && !tuple) {
+    // Refused at every window: it must be one of the large path's documented refusals, and
+    // CompileOperator must refuse it alike.
+    INFO("refused on the large path: " << Str(refusal));
+    const bool deterministic =
+        (flags & VKDML_EXECUTION_FLAG_DETERMINISTIC) &&
+        refusal.message.find("VKDML_EXECUTION_FLAG_DETERMINISTIC on tensors past") !=
+            std::string::npos;
+    const bool sort = refusal.message.find("reductions without 64-bit atomics on tensors past") !=
+                      std::string::npos;
+    REQUIRE(refusal.status == Status::Unsupported);
+    REQUIRE((deterministic || sort));
+    {
+      ScopedEnv env("VKDML_MAX_BINDING_RANGE", refusalRange.c_str());
+      std::unique_ptr<CompiledOperator> refused;
+      const Result r = Dev().CompileOperator(op, flags, &refused);
+      CHECK(r.status == refusal.status);
+      CHECK(r.message == refusal.message);
+    }
+    ++(deterministic ? tally.refusedDeterministic : tally.refusedSort);
+    return Dev().CompileOperator(op, flags, out);
+  }
+  if (range.empty()) {
+    ++(largest <= 16 ? tally.tiny : tally.tupleWide);
+    return Dev().CompileOperator(op, flags, out);
+  }
+  ++tally.taken;
+  ScopedEnv env("VKDML_MAX_BINDING_RANGE", range.c_str());
+  INFO("VKDML_MAX_BINDING_RANGE=" << range);
+  return Dev().CompileOperator(op, flags, out);
+}
+
 ExecResult Execute(OpSpec& spec, const std::vector<Bytes>& inputs,
                    const std::vector<Bytes>& outputs, const ExecOptions& opts) {
   INFO("operator: " << spec.ToString());
@@ -196,35 +292,15 @@ ExecResult Execute(OpSpec& spec, const std::vector<Bytes>& inputs,
   REQUIRE(op->OutputSize(0) == spec.Output().Total());
   REQUIRE(outputs[0].size() == spec.Output().Total());
 
-  // VKDML_TEST_LARGE=1: kernel choice assumes a binding range of about a third of the largest
-  // tensor (VKDML_MAX_BINDING_RANGE, at least 1 KiB and an index tuple's span), so the operator
-  // takes the large path (lib/kernels.h: LargeDispatch) through a few windows a tensor. What the
-  // large path refuses keeps its path: deterministic executions, and reductions of 8-byte
-  // elements that need the sort, as without 64-bit atomics (VKDML_ATOMICS=32).
+  // VKDML_TEST_LARGE=1: every case through the large path (LargePath, below).
   const char* testLarge = std::getenv("VKDML_TEST_LARGE");
-  const char* atomics = std::getenv("VKDML_ATOMICS");
-  const bool needsSort = spec.reduce != VKDML_REDUCE_FUNCTION_NONE &&
-                         ref::ElementSize(spec.tensors[0].Type()) == 8 && atomics &&
-                         std::strcmp(atomics, "32") == 0;
-  const bool large =
-      testLarge && *testLarge && !(opts.flags & VKDML_EXECUTION_FLAG_DETERMINISTIC) && !needsSort;
-  if (large) {
-    UINT64 range = 1024;
-    for (const TensorDesc& t : spec.tensors) range = std::max<UINT64>(range, t.Total() / 3 + 256);
-    const TensorDesc& ix = spec.tensors[1];  // an ND index tuple must fit one window
-    const bool nd = spec.type == DML_OPERATOR_GATHER_ND || spec.type == DML_OPERATOR_GATHER_ND1 ||
-                    spec.type == DML_OPERATOR_SCATTER_ND ||
-                    spec.type == VKDML_OPERATOR_SCATTER_ND_REDUCE;
-    if (nd) {
-      const UINT64 stride = ix.strides.empty() ? 1 : ix.strides.back();
-      range = std::max<UINT64>(range, (ix.sizes.back() * stride + 1) * 8 + 512);
-    }
-    setenv("VKDML_MAX_BINDING_RANGE", std::to_string(range).c_str(), 1);
-  }
   std::unique_ptr<CompiledOperator> cop;
-  r = dev.CompileOperator(*op, opts.flags, &cop);
-  if (large) unsetenv("VKDML_MAX_BINDING_RANGE");
-  INFO("CompileOperator: " << Str(r) << (large ? " (VKDML_TEST_LARGE)" : ""));
+  if (testLarge && *testLarge) {
+    r = CompileLarge(spec, *op, opts.flags, &cop);
+  } else {
+    r = dev.CompileOperator(*op, opts.flags, &cop);
+  }
+  INFO("CompileOperator: " << Str(r));
   REQUIRE(r.ok());
   REQUIRE(cop);
   REQUIRE(cop->Flags() == opts.flags);

@@ -62,6 +62,19 @@ struct ExecResult {
 ExecResult Execute(OpSpec& spec, const std::vector<Bytes>& inputs,
                    const std::vector<Bytes>& outputs, const ExecOptions& opts);
 
+// VKDML_TEST_LARGE=1: what happened to the compiles Execute made. taken: through the large
+// path's windows; refused*: refused there as documented, then run off it; tiny: every tensor
+// within 16 bytes, a window's least (windows hold whole 16-byte vectors); tupleWide: an index
+// tuple spanning about as much as the largest tensor (a tuple must fit one window). The last two
+// run off the large path.
+struct LargeTally {
+  int taken = 0, refusedDeterministic = 0, refusedSort = 0, tiny = 0, tupleWide = 0;
+};
+LargeTally& TheLargeTally();
+// Compiles op as Execute does under VKDML_TEST_LARGE (harness.cpp says how it picks the range).
+Result CompileLarge(OpSpec& spec, const Operator& op, UINT flags,
+                    std::unique_ptr<CompiledOperator>* out);
+
 // Empty when equal; else a description of the first differing bytes (and how many differ).
 // `tensor` (optional) names element coordinates of mismatching bytes.
 std::string DiffBytes(const Bytes& actual, const Bytes& expected, const ref::Tensor* tensor);

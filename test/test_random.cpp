@@ -511,11 +511,35 @@ Case Generate(Op op, Rng& rng, UINT D, DML_TENSOR_DATA_TYPE dt, DML_TENSOR_DATA_
   return GenGather(rng, D, dt, it, enc);
 }
 
+// Under VKDML_TEST_LARGE: every compile of the sweep's `runs` cases (one or more each) is
+// accounted for, and every case that can be windowed went through the large path's windows, but
+// for the large path's documented refusals and at most one in 20 whose index tuple is too wide.
+// Cases whose tensors all fit 16 bytes cannot be windowed (harness.h: LargeTally).
+void CheckLargeTally(const LargeTally& before, int runs) {
+  const char* testLarge = std::getenv("VKDML_TEST_LARGE");
+  if (!testLarge || !*testLarge) return;
+  const LargeTally& now = TheLargeTally();
+  const int taken = now.taken - before.taken, tiny = now.tiny - before.tiny;
+  const int wide = now.tupleWide - before.tupleWide;
+  const int refused =
+      now.refusedDeterministic - before.refusedDeterministic + now.refusedSort - before.refusedSort;
+  const int compiles = taken + tiny + wide + refused;
+  INFO("large path, " << runs << " cases, " << compiles << " compiles: " << taken
+                      << " through windows, " << refused
+                      << " refused there as documented (then run off it), " << wide
+                      << " with an index tuple too wide, " << tiny
+                      << " with no tensor past 16 bytes");
+  CHECK(taken > 0);
+  CHECK(compiles >= runs);
+  CHECK(wide * 20 <= compiles - tiny);
+}
+
 void RandomSweep(Op op, uint64_t salt, int perCombination) {
   const uint64_t base = BaseSeed();
   const char* only = std::getenv("VKDML_TEST_CASE");  // replay one case of the sweep
   int failures = 0, runs = 0, skipped = 0, noisy = 0;
   uint64_t counter = 0;
+  const LargeTally large = TheLargeTally();
   for (DML_TENSOR_DATA_TYPE dt : DataTypes()) {
     for (DML_TENSOR_DATA_TYPE it : IndexTypes()) {
       for (int i = 0; i < perCombination; ++i, ++counter) {
@@ -550,6 +574,7 @@ void RandomSweep(Op op, uint64_t salt, int perCombination) {
   }
   INFO(runs << " cases, " << skipped << " skipped (type not supported by the device), " << noisy
             << " with validation messages");
+  if (!only) CheckLargeTally(large, runs);
   CHECK(failures == 0);
   CHECK(noisy == 0);
   CHECK(skipped == 0);
@@ -1326,6 +1351,7 @@ TEST_CASE_METHOD(Fixture, "Random scatters with a reduction vs the sequential re
   const uint64_t base = BaseSeed();
   const char* only = std::getenv("VKDML_TEST_CASE");
   int failures = 0, runs = 0;
+  const LargeTally large = TheLargeTally();
   uint64_t counter = 0;
   for (DML_TENSOR_DATA_TYPE dt : DataTypes()) {
     for (DML_TENSOR_DATA_TYPE it : IndexTypes()) {
@@ -1367,6 +1393,7 @@ TEST_CASE_METHOD(Fixture, "Random scatters with a reduction vs the sequential re
     }
   }
   INFO(runs << " cases");
+  if (!only) CheckLargeTally(large, runs);
   CHECK(failures == 0);
   CHECK((only || runs > 0));
 }
