@@ -363,6 +363,11 @@ Result BindingTableImpl::Record(VkCommandBuffer cmd) {
                              &set_, 0, nullptr);
   const bool clearMask = op_->op.maskWords && !inPlace && !op_->kernels.large;
   const KernelSet& kernels = op_->kernels;
+  // vkdml's own scratch (checked mode's status, ScatterND's mask, the tie marks) may still be in
+  // use by this table's previous dispatch, recorded earlier into this or another command buffer;
+  // callers order only their own tensors, so the fills wait for it here.
+  if (kernels.checked || clearMask || kernels.tieMarkWords)
+    Barrier(cmd, compute, readWrite, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
   if (kernels.checked) vk.vkCmdFillBuffer(cmd, status_->Handle(), 0, kStatusBytes, 0xFFFFFFFFu);
   if (clearMask) vk.vkCmdFillBuffer(cmd, mask_->Handle(), 0, op_->op.maskWords * 4, 0);
   if (kernels.tieMarkWords)
