@@ -21,6 +21,9 @@ import time
 
 import numpy as np
 
+import validation
+
+validation.install()  # every process below under the validation layer, where ctest asks
 VKDML = os.path.abspath(sys.argv[1])
 TMP = tempfile.mkdtemp(prefix="vkdml_cli_test_")
 failures = []
@@ -1094,5 +1097,7 @@ if __name__ == "__main__":
     os.rmdir(TMP)
     if failures:
         print(f"{len(failures)} check(s) failed")
+        sys.exit(validation.finish(1))
+    if validation.finish(0):
         sys.exit(1)
     print(f"cli.{sys.argv[2]}: all checks passed")

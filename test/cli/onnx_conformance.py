@@ -9,7 +9,8 @@ the directory holding the test_* case directories); each has model.onnx and
 test_data_set_N/{input,output}_M.pb, read with python3-onnx. Every case prints one line: PASS,
 FAIL or SKIP with the reason (a SKIP is an operator or reduction that `vkdml run` says is not
 supported, and only one listed in UNSUPPORTED: any other operator that says so fails). Indices are checked (--check-indices): ONNX calls out-of-range indices an
-error, so a case without expected outputs must fail with exit status 2. Exit status 1 on any FAIL.
+error, so a case without expected outputs must fail with exit status 2. Exit status 1 on any FAIL, on fewer
+passes than --min-pass, or on a validation message (test/cli/validation.py, where ctest asks).
 """
 import argparse
 import glob
@@ -21,6 +22,9 @@ import tempfile
 
 import numpy as np
 import onnx
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import validation  # noqa: E402
 from onnx import numpy_helper
 
 # ONNX operator -> (vkdml run OP, the attributes it takes as options)
@@ -123,7 +127,10 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--vkdml", required=True, help="path of the vkdml binary")
     parser.add_argument("--data", help="directory of the ONNX node test cases")
+    parser.add_argument("--min-pass", type=int, default=1,
+                        help="fail unless at least this many cases pass")
     args = parser.parse_args()
+    validation.install()  # every `vkdml run` under the validation layer, where ctest asks
     cases = find_cases(args.data)
     if not cases:
         print("no ONNX gather/scatter test cases found (is libonnx-testdata installed?)",
@@ -137,7 +144,10 @@ def main():
             name = os.path.basename(case)
             print(f"{status} {name}" + (f": {reason}" if reason else ""), flush=True)
     print(f"{counts['PASS']} passed, {counts['FAIL']} failed, {counts['SKIP']} skipped")
-    return 1 if counts["FAIL"] else 0
+    if counts["PASS"] < args.min_pass:
+        print(f"FAIL: {counts['PASS']} cases passed, fewer than --min-pass {args.min_pass}")
+        return validation.finish(1)
+    return validation.finish(1 if counts["FAIL"] else 0)
 
 
 if __name__ == "__main__":
