@@ -24,8 +24,18 @@ for pid in $pids; do wait "$pid" || failed=1; done
 for target in npy operator; do
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/$target.log")
   echo "fuzz_$target: $runs inputs in $seconds s"
-  grep -h '^fuzz_operator: [0-9]' "$work/$target.log" || true
+  [ -n "$runs" ] && [ "$runs" -gt 0 ] || { echo "fuzz_$target: ran no input" >&2; failed=1; }
 done
+# fuzz_operator's floor: at least half of its inputs created, compiled, run and compared (not
+# refused by validation); its last stats line counts them (the process prints one at exit).
+stats=$(grep -h '^fuzz_operator: [0-9]' "$work/operator.log" | tail -n 1)
+echo "${stats:-fuzz_operator: no stats line}"
+inputs=$(echo "$stats" | sed -n 's/^fuzz_operator: \([0-9]*\) inputs.*/\1/p')
+ran=$(echo "$stats" | sed -n 's/.* \([0-9]*\) run and compared.*/\1/p')
+if [ -z "$inputs" ] || [ -z "$ran" ] || [ $((ran * 2)) -lt "$inputs" ]; then
+  echo "fuzz_operator: below its floor (half of the inputs run and compared): $stats" >&2
+  failed=1
+fi
 if [ "$failed" != 0 ]; then
   for target in npy operator; do tail -n 60 "$work/$target.log"; done
   echo "fuzz: a target failed; its input is in $dir/fuzz-*" >&2

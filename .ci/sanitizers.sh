@@ -11,5 +11,5 @@ CC=clang CXX=clang++ cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVK
 cmake --build "$dir" -j2
 built=$(date +%s)
 . .ci/sanitizer-env.sh
-ctest --test-dir "$dir" --output-on-failure -j2
+ctest --test-dir "$dir" --output-on-failure --no-tests=error -j2
 echo "sanitizers: built in $((built - start)) s, suite passed in $(($(date +%s) - built)) s"

@@ -871,6 +871,7 @@ Result DeviceImpl::CreateInternalBuffer(UINT64 size, VkBufferUsageFlags usage,
 
 Result DeviceImpl::CreateBuffer(UINT64 size, Buffer::Memory memory, std::unique_ptr<Buffer>* out) {
   VKDML_TRY(CheckNotLost());
+  if (!out) return Fail(Status::InvalidArgument, "CreateBuffer: out is null");
   if (size == 0)
     return Fail(Status::InvalidArgument, "CreateBuffer: size is 0, expected at least 1");
   std::unique_ptr<BufferImpl> b;

@@ -605,6 +605,7 @@ TEST_CASE_METHOD(Fixture, "Random ScatterND (unique targets) vs reference",
 }
 
 TEST_CASE_METHOD(Fixture, "Random ScatterND with duplicate targets", "[random][scatter_nd]") {
+  TypeSweep sweep;  // fails if no type ran, or any was skipped on lavapipe
   const uint64_t base = BaseSeed();
   int failures = 0;
   for (int i = 0; i < 300; ++i) {
@@ -612,7 +613,7 @@ TEST_CASE_METHOD(Fixture, "Random ScatterND with duplicate targets", "[random][s
     Rng rng(seed);
     const DML_TENSOR_DATA_TYPE dt = DataTypes()[i % DataTypes().size()];
     const DML_TENSOR_DATA_TYPE it = IndexTypes()[(i / 3) % 4];
-    if (!DeviceSupports(dt)) continue;
+    if (!sweep.Runs(dt)) continue;
     IndexEncoder enc{it};
     enc.pOutOfRange = rng.P(0.5) ? 0.0 : 0.3;
     Case c = GenScatterND(rng, static_cast<UINT>(1 + i % 8), dt, it, enc, false, false);
@@ -627,6 +628,7 @@ TEST_CASE_METHOD(Fixture, "Random ScatterND with duplicate targets", "[random][s
 
 TEST_CASE_METHOD(Fixture, "Random ScatterND in place (output aliases input)",
                  "[random][scatter_nd]") {
+  TypeSweep sweep;  // fails if no type ran, or any was skipped on lavapipe
   const uint64_t base = BaseSeed();
   int failures = 0;
   for (int i = 0; i < 330; ++i) {
@@ -634,7 +636,7 @@ TEST_CASE_METHOD(Fixture, "Random ScatterND in place (output aliases input)",
     Rng rng(seed);
     const DML_TENSOR_DATA_TYPE dt = DataTypes()[i % DataTypes().size()];
     const DML_TENSOR_DATA_TYPE it = IndexTypes()[i % 4];
-    if (!DeviceSupports(dt)) continue;
+    if (!sweep.Runs(dt)) continue;
     IndexEncoder enc{it};
     enc.pOutOfRange = rng.P(0.5) ? 0.0 : 0.3;
     Case c = GenScatterND(rng, static_cast<UINT>(1 + i % 8), dt, it, enc, true, true);
@@ -657,6 +659,7 @@ TEST_CASE_METHOD(Fixture, "Random ScatterElements (unique targets) vs reference"
 // through the line kernel.
 TEST_CASE_METHOD(Fixture, "Random ScatterElements with duplicate targets and in place",
                  "[random][scatter_elements]") {
+  TypeSweep sweep;  // fails if no type ran, or any was skipped on lavapipe
   const uint64_t base = BaseSeed();
   int failures = 0;
   for (int i = 0; i < 300; ++i) {
@@ -664,7 +667,7 @@ TEST_CASE_METHOD(Fixture, "Random ScatterElements with duplicate targets and in 
     Rng rng(seed);
     const DML_TENSOR_DATA_TYPE dt = DataTypes()[i % DataTypes().size()];
     const DML_TENSOR_DATA_TYPE it = IndexTypes()[(i / 3) % 4];
-    if (!DeviceSupports(dt)) continue;
+    if (!sweep.Runs(dt)) continue;
     IndexEncoder enc{it};
     enc.pOutOfRange = rng.P(0.5) ? 0.0 : 0.3;
     const bool inPlace = i % 2 == 1;
@@ -686,6 +689,7 @@ TEST_CASE_METHOD(Fixture, "Random ScatterElements with duplicate targets and in 
 // Long lines, the shape the shared-memory line kernel is for (forced on, as lavapipe would not
 // use it), with every type, duplicates, in place, strides.
 TEST_CASE_METHOD(Fixture, "Random ScatterElements on long lines", "[random][scatter_elements]") {
+  TypeSweep sweep;  // fails if no type ran, or any was skipped on lavapipe
   const uint64_t base = BaseSeed();
   int failures = 0;
   for (int i = 0; i < 88; ++i) {
@@ -693,7 +697,7 @@ TEST_CASE_METHOD(Fixture, "Random ScatterElements on long lines", "[random][scat
     Rng rng(seed);
     const DML_TENSOR_DATA_TYPE dt = DataTypes()[i % DataTypes().size()];
     const DML_TENSOR_DATA_TYPE it = IndexTypes()[(i / 2) % 4];
-    if (!DeviceSupports(dt)) continue;
+    if (!sweep.Runs(dt)) continue;
     IndexEncoder enc{it};
     enc.pOutOfRange = rng.P(0.5) ? 0.0 : 0.1;
     const bool inPlace = i % 4 == 1, unique = i % 4 != 2;
@@ -723,6 +727,7 @@ UINT64 Work(Case& c) {
 // workgroups (or lines) would. With CPU devices' kernels (a third of the cases) the cap splits
 // a pass into dispatches that each go on from the run where the last stopped.
 TEST_CASE_METHOD(Fixture, "Random cases with few workgroups per dispatch", "[random]") {
+  TypeSweep sweep;  // fails if no type ran, or any was skipped on lavapipe
   const uint64_t base = BaseSeed();
   const Op ops[] = {Op::GatherND,  Op::GatherND1,       Op::GatherElements,
                     Op::ScatterND, Op::ScatterElements, Op::Gather};
@@ -733,7 +738,7 @@ TEST_CASE_METHOD(Fixture, "Random cases with few workgroups per dispatch", "[ran
     const Op op = ops[i % 6];
     const DML_TENSOR_DATA_TYPE dt = DataTypes()[(i / 6) % DataTypes().size()];
     const DML_TENSOR_DATA_TYPE it = IndexTypes()[(i / 2) % 4];
-    if (!DeviceSupports(dt)) continue;
+    if (!sweep.Runs(dt)) continue;
     IndexEncoder enc{it};
     enc.pOutOfRange = rng.P(0.5) ? 0.0 : 0.2;
     // Drawn again until the work is more than one workgroup's 256 threads (up to 3000).
@@ -769,9 +774,10 @@ TEST_CASE_METHOD(Fixture, "Random cases with few workgroups per dispatch", "[ran
 // on lavapipe (32 KiB) and on NVIDIA's 48 KiB alike.
 TEST_CASE_METHOD(Fixture, "ScatterElements on lines too long for shared memory slots",
                  "[random][scatter_elements]") {
+  TypeSweep sweep;  // fails if no type ran, or any was skipped on lavapipe
   const UINT L = 13000, n = L / 2;
   for (DML_TENSOR_DATA_TYPE dt : {DML_TENSOR_DATA_TYPE_UINT8, DML_TENSOR_DATA_TYPE_FLOAT16}) {
-    if (!DeviceSupports(dt)) continue;
+    if (!sweep.Runs(dt)) continue;
     Rng rng(BaseSeed() ^ 0x1010 ^ dt);
     const DML_TENSOR_DATA_TYPE it = DML_TENSOR_DATA_TYPE_INT32;
     TensorDesc in(dt, {2, L}), ix(it, {2, n}), upd(dt, {2, n}), out = in;
@@ -886,6 +892,7 @@ TEST_CASE_METHOD(Fixture, "Large Gather (embedding rows) on FLOAT16 with INT64 i
 // checked mode, and with odd widths that must not.
 TEST_CASE_METHOD(Fixture, "GatherElements on an outer axis, wide rows (striped walk)",
                  "[random][gather_elements]") {
+  TypeSweep sweep;  // fails if no type ran, or any was skipped on lavapipe
   Rng rng(BaseSeed() ^ 0x1004);
   const DML_TENSOR_DATA_TYPE types[] = {DML_TENSOR_DATA_TYPE_UINT8, DML_TENSOR_DATA_TYPE_FLOAT16,
                                         DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_INT64};
@@ -907,7 +914,7 @@ TEST_CASE_METHOD(Fixture, "GatherElements on an outer axis, wide rows (striped w
     const DML_TENSOR_DATA_TYPE type = types[k % 4];
     const bool gpuKernels = k >= 4;
     ScopedGpuKernels kernels(gpuKernels);
-    if (!DeviceSupports(type)) continue;
+    if (!sweep.Runs(type)) continue;
     for (const Shape& sh : shapes) {
       const DML_TENSOR_DATA_TYPE it =
           rng.U(0, 1) ? DML_TENSOR_DATA_TYPE_INT32 : DML_TENSOR_DATA_TYPE_INT64;
@@ -936,6 +943,7 @@ TEST_CASE_METHOD(Fixture, "GatherElements on an outer axis, wide rows (striped w
 // an offset off the u64vec4) and goes an element at a time instead.
 TEST_CASE_METHOD(Fixture, "Random GatherElements and ScatterElements on aligned lines",
                  "[random][gather_elements][scatter_elements]") {
+  TypeSweep sweep;  // fails if no type ran, or any was skipped on lavapipe
   const uint64_t base = BaseSeed();
   int failures = 0;
   for (int i = 0; i < 176; ++i) {
@@ -943,7 +951,7 @@ TEST_CASE_METHOD(Fixture, "Random GatherElements and ScatterElements on aligned 
     Rng rng(seed);
     const DML_TENSOR_DATA_TYPE dt = DataTypes()[i % DataTypes().size()];
     const DML_TENSOR_DATA_TYPE it = IndexTypes()[(i / 11) % 4];
-    if (!DeviceSupports(dt)) continue;
+    if (!sweep.Runs(dt)) continue;
     const bool scatter = (i / 44) % 2 == 1, unique = !scatter || rng.P(0.5);
     const bool inPlace = scatter && rng.P(0.4);
     const UINT D = 2 + UINT(i % 3), last = D - 1;
@@ -1021,13 +1029,14 @@ TEST_CASE_METHOD(Fixture, "Random GatherElements and ScatterElements on aligned 
 // workgroup per dispatch) across several that go on from the slice where the last stopped.
 TEST_CASE_METHOD(Fixture, "GatherND and ScatterND on many short slices",
                  "[random][gather_nd][scatter_nd]") {
+  TypeSweep sweep;  // fails if no type ran, or any was skipped on lavapipe
   Rng rng(BaseSeed() ^ 0x1006);
   const DML_TENSOR_DATA_TYPE types[] = {DML_TENSOR_DATA_TYPE_UINT8, DML_TENSOR_DATA_TYPE_FLOAT16,
                                         DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_INT64};
   for (int k = 0; k < 16; ++k) {
     const DML_TENSOR_DATA_TYPE dt = types[k % 4];
     const bool scatter = k % 8 >= 4, fewGroups = k >= 8;
-    if (!DeviceSupports(dt)) continue;
+    if (!sweep.Runs(dt)) continue;
     const DML_TENSOR_DATA_TYPE it =
         rng.P(0.5) ? DML_TENSOR_DATA_TYPE_INT32 : DML_TENSOR_DATA_TYPE_INT64;
     const UINT slice = rng.Pick(std::vector<UINT>{3, 16, 32}), tuples = 1500;
@@ -1190,6 +1199,7 @@ TEST_CASE_METHOD(Fixture, "Checked mode: status per execution, value formatting,
 
 TEST_CASE_METHOD(Fixture, "Bindings at offsets inside larger buffers leave the rest untouched",
                  "[binding][offsets]") {
+  TypeSweep sweep;  // fails if no type ran, or any was skipped on lavapipe
   // Offsets that are multiples of the element size but not of 16 or 256 (and odd ones for
   // 1-byte elements), all bindings in one buffer with no gap between them, or separate ones.
   const DML_TENSOR_DATA_TYPE dt =
@@ -1197,7 +1207,7 @@ TEST_CASE_METHOD(Fixture, "Bindings at offsets inside larger buffers leave the r
                DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_FLOAT64);
   const bool oneBuffer = GENERATE(false, true);
   INFO(DataTypeName(dt) << (oneBuffer ? ", one buffer" : ", separate buffers"));
-  if (!DeviceSupports(dt)) return;
+  if (!sweep.Runs(dt)) return;
   Rng rng(BaseSeed() ^ 0x3001);
   const UINT64 es = ref::ElementSize(dt);
   const DML_TENSOR_DATA_TYPE it = DML_TENSOR_DATA_TYPE_INT64;
@@ -1348,6 +1358,7 @@ bool RunReduceCase(Rng& rng, Op op, UINT D, DML_TENSOR_DATA_TYPE dt, DML_TENSOR_
 // computed in float32 (VKDML_NATIVE_FLOAT32=1: lavapipe otherwise computes it in float64).
 TEST_CASE_METHOD(Fixture, "Random scatters with a reduction vs the sequential reference",
                  "[random][reduce]") {
+  TypeSweep sweep;  // fails if no type ran, or any was skipped on lavapipe
   const uint64_t base = BaseSeed();
   const char* only = std::getenv("VKDML_TEST_CASE");
   int failures = 0, runs = 0;
@@ -1364,7 +1375,7 @@ TEST_CASE_METHOD(Fixture, "Random scatters with a reduction vs the sequential re
           const uint64_t seed = base ^ (12ull << 48) ^ (counter * 0x9E3779B97F4A7C15ull);
           Rng rng(seed);
           INFO("seed " << seed << " (VKDML_TEST_SEED=" << base << ", case " << counter << ")");
-          if (!DeviceSupports(dt)) continue;
+          if (!sweep.Runs(dt)) continue;
           const bool inPlace = rng.P(0.25);
           // A third of the ScatterElements cases have long lines (the line kernels' shape),
           // most of them with the line kernels forced on.
@@ -1402,6 +1413,7 @@ TEST_CASE_METHOD(Fixture, "Random scatters with a reduction vs the sequential re
 // (more than 2^16 and 2^24 target slots), a scan over more than one level (more than 8 blocks of
 // keys), and, with one workgroup per dispatch, every sort step's grid-stride loop.
 TEST_CASE_METHOD(Fixture, "Deterministic scatters with large sorts", "[large][reduce]") {
+  TypeSweep sweep;  // fails if no type ran, or any was skipped on lavapipe
   const DML_TENSOR_DATA_TYPE f32 = DML_TENSOR_DATA_TYPE_FLOAT32, u8 = DML_TENSOR_DATA_TYPE_UINT8;
   const DML_TENSOR_DATA_TYPE it = DML_TENSOR_DATA_TYPE_INT32;
   Rng rng(BaseSeed() ^ 0x5027);
@@ -1414,7 +1426,7 @@ TEST_CASE_METHOD(Fixture, "Deterministic scatters with large sorts", "[large][re
                 {f32, 16, 4096, 4096, 4096, VKDML_REDUCE_FUNCTION_MULTIPLY, "1"},  // 2 levels
                 {u8, 8192, 4097, 2, 2, VKDML_REDUCE_FUNCTION_NONE, ""}};           // 4 passes
   for (const Shape& s : shapes) {
-    if (!DeviceSupports(s.type)) continue;
+    if (!sweep.Runs(s.type)) continue;
     TensorDesc in(s.type, {s.lines, s.length}), ix(it, {s.lines, s.updates}),
         upd(s.type, {s.lines, s.updates}), out = in;
     Case c;
@@ -1541,10 +1553,11 @@ TEST_CASE_METHOD(Fixture, "Scatter reductions on float denormals", "[random][red
 // and ScatterND with narrow slices and wide ones (sorted on GPUs); float16 takes the sorted path.
 TEST_CASE_METHOD(Fixture, "Deterministic MAX and MIN resolve ties of zeros and NaNs in order",
                  "[random][reduce]") {
+  TypeSweep sweep;  // fails if no type ran, or any was skipped on lavapipe
   const DML_TENSOR_DATA_TYPE it = DML_TENSOR_DATA_TYPE_INT32;
   for (DML_TENSOR_DATA_TYPE dt :
        {DML_TENSOR_DATA_TYPE_FLOAT16, DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_FLOAT64}) {
-    if (!DeviceSupports(dt)) continue;
+    if (!sweep.Runs(dt)) continue;
     if (dt == DML_TENSOR_DATA_TYPE_FLOAT64 && !Dev().Info().enabled.shaderFloat64) continue;
     const UINT es = ref::ElementSize(dt), bits = 8 * es, m = es == 2 ? 10 : es == 4 ? 23 : 52;
     const uint64_t sign = uint64_t(1) << (bits - 1), mantissa = (uint64_t(1) << m) - 1;
@@ -1605,9 +1618,10 @@ TEST_CASE_METHOD(Fixture, "Deterministic MAX and MIN resolve ties of zeros and N
 // rows crowded with duplicates: without a reduction the last update wins, with ADD every update
 // is added in order.
 TEST_CASE_METHOD(Fixture, "Deterministic ScatterND with wide slices", "[random][reduce]") {
+  TypeSweep sweep;  // fails if no type ran, or any was skipped on lavapipe
   const DML_TENSOR_DATA_TYPE it = DML_TENSOR_DATA_TYPE_INT64;
   for (DML_TENSOR_DATA_TYPE dt : {DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_UINT8}) {
-    if (!DeviceSupports(dt)) continue;
+    if (!sweep.Runs(dt)) continue;
     for (UINT width : {130u, 512u}) {
       for (VKDML_REDUCE_FUNCTION f : {VKDML_REDUCE_FUNCTION_NONE, VKDML_REDUCE_FUNCTION_ADD}) {
         Rng rng(BaseSeed() ^ 0x31DE ^ (width << 8) ^ (UINT(f) << 4) ^ dt);

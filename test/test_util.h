@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <random>
 #include <string>
 #include <vector>
@@ -118,6 +119,33 @@ inline bool DeviceSupports(DML_TENSOR_DATA_TYPE type) {
       return true;
   }
 }
+
+// A test's count of the data types it ran and skipped (DeviceSupports). At the end of its scope
+// it fails a test that ran no type, and one that skipped any on a device with 8- and 16-bit
+// storage (lavapipe, the GPUs the suite has run on): a skip there is a bug, not the device's.
+class TypeSweep {
+ public:
+  TypeSweep() = default;
+  TypeSweep(const TypeSweep&) = delete;
+  TypeSweep& operator=(const TypeSweep&) = delete;
+  bool Runs(DML_TENSOR_DATA_TYPE type) {
+    if (DeviceSupports(type)) return ++ran_, true;
+    ++skipped_;
+    return false;
+  }
+  ~TypeSweep() {
+    if (std::uncaught_exceptions() != 0) return;
+    const DeviceFeatures& f = Dev().Info().enabled;
+    INFO(ran_ << " data types ran, " << skipped_ << " skipped (the device lacks 8- or 16-bit "
+              << "storage)");
+    CHECK(ran_ > 0);
+    if (f.storageBuffer8BitAccess && f.storageBuffer16BitAccess) CHECK(skipped_ == 0);
+    if (skipped_ > 0) WARN(skipped_ << " data type(s) skipped: the device lacks 8/16-bit storage");
+  }
+
+ private:
+  int ran_ = 0, skipped_ = 0;
+};
 
 // Runs spec on the given inputs through the recording path and Device::Run and checks every
 // byte of the output image against `expected` (an image of the output's TotalTensorSizeInBytes).
