@@ -692,7 +692,7 @@ Result DeviceImpl::GetPipelineCacheData(std::vector<uint8_t>* out) {
     out->resize(size);
     VkResult r = vk_.vkGetPipelineCacheData(device_, pipelineCache_, &size, out->data());
     if (r == VK_INCOMPLETE) continue;
-    VKDML_VK(r);
+    if (r != VK_SUCCESS) return VkFailure(r, "vkGetPipelineCacheData");
     out->resize(size);
     return {};
   }
