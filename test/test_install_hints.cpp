@@ -67,3 +67,55 @@ TEST_CASE_METHOD(Fixture, "Install hints: no suitable device", "[install]") {
   r = CreateDevice(desc, &device);
   CHECK(r.ok());
 }
+
+// What vkdml refuses of the caller's own objects and of the loader, through the hooks: an adopted
+// physical device of Vulkan 1.0, an adopted queue family without compute, a device with no
+// compute queue at all, and a loader that knows only Vulkan 1.0.
+TEST_CASE_METHOD(Fixture, "Install hints: Vulkan 1.0 and no compute queue are refused",
+                 "[install]") {
+  REQUIRE(hooks::LoaderGetInstanceProcAddr());
+  DeviceDesc adopt = Borrowed(Dev(), Dev().Info().enabled);
+  adopt.getInstanceProcAddr = hooks::GetInstanceProcAddr();
+  std::unique_ptr<Device> device;
+  {
+    hooks::FakeVulkan10(true);
+    Result r = CreateDevice(adopt, &device);
+    hooks::FakeVulkan10(false);
+    INFO(Str(r));
+    CHECK(r.status == Status::Unsupported);
+    CHECK(r.message == "DeviceDesc.physicalDevice (" + Dev().Info().name +
+                           ") supports Vulkan 1.0, expected 1.1");
+    CHECK(!device);
+  }
+  {
+    hooks::FakeNoCompute(true);
+    Result r = CreateDevice(adopt, &device);
+    DeviceDesc own;
+    own.getInstanceProcAddr = hooks::GetInstanceProcAddr();
+    Result created = CreateDevice(own, &device);
+    hooks::FakeNoCompute(false);
+    INFO(Str(r));
+    CHECK(r.status == Status::InvalidArgument);
+    CHECK_THAT(r.message, Catch::Matchers::StartsWith("DeviceDesc.queueFamilyIndex " +
+                                                      std::to_string(Dev().QueueFamilyIndex()) +
+                                                      " has no compute support"));
+    INFO(Str(created));
+    CHECK(created.status == Status::Unsupported);
+    CHECK_THAT(created.message,
+               Catch::Matchers::Contains(Dev().Info().name + " has no compute queue"));
+    CHECK(!device);
+  }
+  {
+    hooks::FakeLoader10(true);
+    DeviceDesc own;
+    own.getInstanceProcAddr = hooks::GetInstanceProcAddr();
+    Result r = CreateDevice(own, &device);
+    hooks::FakeLoader10(false);
+    INFO(Str(r));
+    CHECK(r.status == Status::Unsupported);
+    CHECK(r.message == "the Vulkan loader supports only Vulkan 1.0, expected 1.1");
+    CHECK(!device);
+  }
+  // Without the fakes, the same calls succeed.
+  CHECK(CreateDevice(adopt, &device).ok());
+}

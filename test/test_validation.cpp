@@ -7,6 +7,7 @@
 
 #include "harness.h"
 #include "test_util.h"
+#include "vk_hooks.h"
 
 using namespace vt;
 using Catch::Matchers::Contains;
@@ -1414,4 +1415,94 @@ TEST_CASE_METHOD(Fixture, "Calls: null out pointers; a buffer of 0 bytes; no suc
            ", expected less than " + std::to_string(devices.size()))
               .c_str());
   CHECK(!device);
+}
+
+// DML_TENSOR_FLAG_OWNED_BY_DML is accepted and ignored (dml.h): the same operator, flagged on
+// every tensor, gives the same bytes.
+TEST_CASE_METHOD(Fixture, "Tensor flags: DML_TENSOR_FLAG_OWNED_BY_DML is accepted and ignored",
+                 "[validation]") {
+  OpSpec spec =
+      OpSpec::GatherElements(TensorDesc(F32, {4}), TensorDesc(I32, {3}), TensorDesc(F32, {3}), 0);
+  for (TensorDesc& t : spec.tensors) t.buf.Flags = DML_TENSOR_FLAG_OWNED_BY_DML;
+  std::unique_ptr<Operator> op;
+  Result r = Dev().CreateOperator(spec.Desc(), &op);
+  INFO(Str(r));
+  REQUIRE(r.ok());
+  std::unique_ptr<CompiledOperator> compiled;
+  REQUIRE(Dev().CompileOperator(*op, 0, &compiled).ok());
+  const float data[4] = {1, 2, 3, 4};
+  const int32_t idx[3] = {3, -4, 1};
+  float out[3] = {};
+  REQUIRE(Dev().Run(*compiled, {data, idx}, {out}).ok());
+  CHECK(out[0] == 4);
+  CHECK(out[1] == 1);
+  CHECK(out[2] == 2);
+}
+
+// DeviceInfo::timestampsSupported and timestampPeriod say what Vulkan says of the queue vkdml
+// uses (asked here through the loader), and where supported, timestamps written around a
+// dispatch on that queue come back in order.
+TEST_CASE_METHOD(Fixture, "DeviceInfo: timestamps on the queue vkdml uses", "[validation]") {
+  auto gipa = hooks::LoaderGetInstanceProcAddr();
+  REQUIRE(gipa);
+  auto families = reinterpret_cast<PFN_vkGetPhysicalDeviceQueueFamilyProperties>(
+      gipa(Dev().Instance(), "vkGetPhysicalDeviceQueueFamilyProperties"));
+  auto properties = reinterpret_cast<PFN_vkGetPhysicalDeviceProperties>(
+      gipa(Dev().Instance(), "vkGetPhysicalDeviceProperties"));
+  REQUIRE(families);
+  REQUIRE(properties);
+  uint32_t n = 0;
+  families(Dev().PhysicalDevice(), &n, nullptr);
+  std::vector<VkQueueFamilyProperties> f(n);
+  families(Dev().PhysicalDevice(), &n, f.data());
+  REQUIRE(Dev().QueueFamilyIndex() < n);
+  VkPhysicalDeviceProperties p{};
+  properties(Dev().PhysicalDevice(), &p);
+  const DeviceInfo& info = Dev().Info();
+  CHECK(info.timestampPeriod == p.limits.timestampPeriod);
+  CHECK(info.timestampsSupported ==
+        (f[Dev().QueueFamilyIndex()].timestampValidBits > 0 && p.limits.timestampPeriod > 0));
+  if (!info.timestampsSupported) return;
+  const auto dev = [](const char* name) { return Dev().GetDeviceProcAddr()(Dev().Handle(), name); };
+  auto createPool = reinterpret_cast<PFN_vkCreateQueryPool>(dev("vkCreateQueryPool"));
+  auto destroyPool = reinterpret_cast<PFN_vkDestroyQueryPool>(dev("vkDestroyQueryPool"));
+  auto reset = reinterpret_cast<PFN_vkCmdResetQueryPool>(dev("vkCmdResetQueryPool"));
+  auto write = reinterpret_cast<PFN_vkCmdWriteTimestamp>(dev("vkCmdWriteTimestamp"));
+  auto results = reinterpret_cast<PFN_vkGetQueryPoolResults>(dev("vkGetQueryPoolResults"));
+  VkQueryPoolCreateInfo qi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+  qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
+  qi.queryCount = 2;
+  VkQueryPool pool = VK_NULL_HANDLE;
+  REQUIRE(createPool(Dev().Handle(), &qi, nullptr, &pool) == VK_SUCCESS);
+  OpSpec spec = OpSpec::GatherElements(TensorDesc(F32, {1024}), TensorDesc(I32, {1024}),
+                                       TensorDesc(F32, {1024}), 0);
+  std::unique_ptr<Operator> op;
+  REQUIRE(Dev().CreateOperator(spec.Desc(), &op).ok());
+  std::unique_ptr<CompiledOperator> compiled;
+  REQUIRE(Dev().CompileOperator(*op, 0, &compiled).ok());
+  std::unique_ptr<Buffer> buffer;
+  REQUIRE(Dev().CreateBuffer(3 * 4096, Buffer::Memory::DeviceLocal, &buffer).ok());
+  std::vector<uint8_t> zeros(3 * 4096);
+  REQUIRE(buffer->Write(0, zeros.data(), zeros.size()).ok());
+  std::unique_ptr<BindingTable> table;
+  REQUIRE(Dev().CreateBindingTable(*compiled, &table).ok());
+  DML_BUFFER_BINDING in[] = {buffer->Binding(0, 4096), buffer->Binding(4096, 4096)};
+  DML_BUFFER_BINDING out[] = {buffer->Binding(8192, 4096)};
+  REQUIRE(table->BindInputs(2, in).ok());
+  REQUIRE(table->BindOutputs(1, out).ok());
+  Result recorded;
+  REQUIRE(Dev()
+              .Submit([&](VkCommandBuffer cmd) {
+                reset(cmd, pool, 0, 2);
+                write(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, pool, 0);
+                recorded = Dev().RecordDispatch(cmd, *table);
+                write(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool, 1);
+              })
+              .ok());
+  REQUIRE(recorded.ok());
+  uint64_t ticks[2] = {};
+  CHECK(results(Dev().Handle(), pool, 0, 2, sizeof ticks, ticks, sizeof(uint64_t),
+                VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT) == VK_SUCCESS);
+  CHECK(ticks[1] >= ticks[0]);
+  destroyPool(Dev().Handle(), pool, nullptr);
 }

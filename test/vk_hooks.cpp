@@ -11,8 +11,9 @@ namespace {
 PFN_vkGetInstanceProcAddr gLoader = nullptr;
 PFN_vkGetDeviceProcAddr gDeviceProcAddr = nullptr;  // the loader's, for vkdml's devices
 PFN_vkGetPhysicalDeviceProperties gProperties = nullptr;
+PFN_vkGetPhysicalDeviceQueueFamilyProperties gFamilies = nullptr;
 Recorded gSeen;
-bool gFake10 = false;
+bool gFake10 = false, gNoCompute = false, gLoader10 = false;
 
 template <typename F>
 F Real(VkDevice device, const char* name) {
@@ -52,12 +53,25 @@ VKAPI_ATTR void VKAPI_CALL Properties(VkPhysicalDevice pd, VkPhysicalDevicePrope
   if (gFake10) p->apiVersion = VK_MAKE_API_VERSION(0, 1, 0, 0);
 }
 
+VKAPI_ATTR void VKAPI_CALL Families(VkPhysicalDevice pd, uint32_t* count,
+                                    VkQueueFamilyProperties* families) {
+  gFamilies(pd, count, families);
+  if (gNoCompute && families)
+    for (uint32_t i = 0; i < *count; ++i) families[i].queueFlags &= ~VK_QUEUE_COMPUTE_BIT;
+}
+
 VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL InstanceProcAddr(VkInstance instance, const char* name) {
+  // A Vulkan 1.0 loader has no vkEnumerateInstanceVersion.
+  if (gLoader10 && std::strcmp(name, "vkEnumerateInstanceVersion") == 0) return nullptr;
   PFN_vkVoidFunction real = LoaderGetInstanceProcAddr()(instance, name);
   if (!real) return nullptr;
   if (std::strcmp(name, "vkGetDeviceProcAddr") == 0) {
     gDeviceProcAddr = reinterpret_cast<PFN_vkGetDeviceProcAddr>(real);
     return reinterpret_cast<PFN_vkVoidFunction>(DeviceProcAddr);
+  }
+  if (std::strcmp(name, "vkGetPhysicalDeviceQueueFamilyProperties") == 0) {
+    gFamilies = reinterpret_cast<PFN_vkGetPhysicalDeviceQueueFamilyProperties>(real);
+    return reinterpret_cast<PFN_vkVoidFunction>(Families);
   }
   if (std::strcmp(name, "vkGetPhysicalDeviceProperties") == 0) {
     gProperties = reinterpret_cast<PFN_vkGetPhysicalDeviceProperties>(real);
@@ -92,6 +106,14 @@ Recorded& Seen() {
 
 void FakeVulkan10(bool on) {
   gFake10 = on;
+}
+
+void FakeNoCompute(bool on) {
+  gNoCompute = on;
+}
+
+void FakeLoader10(bool on) {
+  gLoader10 = on;
 }
 
 }  // namespace vt::hooks

@@ -1,7 +1,8 @@
 // A vkGetInstanceProcAddr for DeviceDesc::getInstanceProcAddr that wraps the system loader's
 // and lets a test see or change what vkdml's Vulkan calls do: which pipeline cache each
 // pipeline is created with, the data a pipeline cache starts from, and a physical device that
-// reports Vulkan 1.0. One test at a time (the recordings are global).
+// reports Vulkan 1.0 or no compute queue, or a Vulkan 1.0 loader. One test at a time (the
+// recordings are global).
 #pragma once
 
 #include <cstdint>
@@ -26,5 +27,9 @@ Recorded& Seen();
 
 // While set, vkGetPhysicalDeviceProperties reports apiVersion 1.0.
 void FakeVulkan10(bool on);
+// While set, no queue family reports VK_QUEUE_COMPUTE_BIT.
+void FakeNoCompute(bool on);
+// While set, the loader is a Vulkan 1.0 one: no vkEnumerateInstanceVersion.
+void FakeLoader10(bool on);
 
 }  // namespace vt::hooks
