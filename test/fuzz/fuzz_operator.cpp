@@ -7,6 +7,7 @@
 // reference (test/reference.cpp); a checked run's status with the reference's first
 // out-of-range index. A descriptor vkdml refuses must be refused with InvalidArgument or
 // Unsupported and a message. Any difference, validation message or sanitizer report is a crash.
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -203,15 +204,97 @@ vt::Bytes Image(Decoder& d, const vt::TensorDesc& t, bool indices, UINT bound) {
   return b;
 }
 
+// ----- Colliding float sums and products (the default mode applies them in any order) -----
+
+long double FloatValue(DML_TENSOR_DATA_TYPE t, const uint8_t* b) {
+  if (t == DML_TENSOR_DATA_TYPE_FLOAT32) {
+    float f;
+    std::memcpy(&f, b, 4);
+    return f;
+  }
+  if (t == DML_TENSOR_DATA_TYPE_FLOAT64) {
+    double f;
+    std::memcpy(&f, b, 8);
+    return f;
+  }
+  const uint16_t h = uint16_t(b[0] | b[1] << 8);  // FLOAT16
+  const int e = h >> 10 & 31, m = h & 1023;
+  const long double v = e == 0    ? std::ldexp((long double)m, -24)
+                        : e == 31 ? (m ? NAN : INFINITY)
+                                  : std::ldexp((long double)(m | 1024), e - 25);
+  return h & 0x8000 ? -v : v;
+}
+
+enum class Fold { Possible, Impossible, OrderDecides };
+
+// Whether `got` is what applying ADD or MULTIPLY to `terms` (the target's first value, then its
+// updates) in some order, each step rounded to the type, can give: within (k + 1) roundings of
+// the exact value where no order can overflow or underflow; NaN or an infinity where every order
+// gives it. Where the order decides an overflow, an underflow or a NaN, it says so (not checked).
+Fold PossibleFold(DML_TENSOR_DATA_TYPE t, VKDML_REDUCE_FUNCTION f,
+                  const std::vector<long double>& terms, long double got) {
+  const int digits = t == DML_TENSOR_DATA_TYPE_FLOAT16   ? 11
+                     : t == DML_TENSOR_DATA_TYPE_FLOAT32 ? 24
+                                                         : 53;
+  const int minExp = t == DML_TENSOR_DATA_TYPE_FLOAT16   ? -14
+                     : t == DML_TENSOR_DATA_TYPE_FLOAT32 ? -126
+                                                         : -1022;
+  const long double maxFinite =
+      std::ldexp(2.0L - std::ldexp(1.0L, 1 - digits), t == DML_TENSOR_DATA_TYPE_FLOAT16   ? 15
+                                                      : t == DML_TENSOR_DATA_TYPE_FLOAT32 ? 127
+                                                                                          : 1023);
+  const long double eps = std::ldexp(1.0L, -digits);
+  const long double rounds = (long double)(terms.size() + 1) * eps * 1.01L;
+  const auto is = [&](bool ok) { return ok ? Fold::Possible : Fold::Impossible; };
+  bool nan = false, posInf = false, negInf = false, zero = false;
+  bool negative = false;  // of a product's sign
+  long double absSum = 0, sum = 0, product = 1, logUp = 0, logDown = 0;
+  for (long double v : terms) {
+    nan = nan || std::isnan(v);
+    posInf = posInf || (std::isinf(v) && v > 0);
+    negInf = negInf || (std::isinf(v) && v < 0);
+    zero = zero || v == 0;
+    negative = negative != std::signbit(v);
+    if (std::isnan(v) || std::isinf(v)) continue;
+    absSum += std::fabs(v);
+    sum += v;
+    product *= v;
+    if (v != 0) (std::log2(std::fabs(v)) > 0 ? logUp : logDown) += std::log2(std::fabs(v));
+  }
+  if (nan) return is(std::isnan(got));
+  if (f == VKDML_REDUCE_FUNCTION_ADD) {
+    if (posInf && negInf) return is(std::isnan(got));
+    if (absSum > maxFinite) return Fold::OrderDecides;  // some order may overflow
+    if (posInf || negInf) return is(std::isinf(got) && (got > 0) == posInf);
+    return is(std::isfinite(got) && std::fabs(got - sum) <= rounds * absSum);
+  }
+  // MULTIPLY: partial products reach at most 2^logUp and at least 2^logDown in magnitude.
+  const bool mayOverflow = logUp >= std::log2(maxFinite);
+  const bool mayUnderflow = logDown < minExp;
+  if (zero && (posInf || negInf)) return is(std::isnan(got));
+  if (zero) {
+    if (mayOverflow) return Fold::OrderDecides;  // an overflow to infinity, then times 0: NaN
+    return is(got == 0 && std::signbit(got) == negative);
+  }
+  if (posInf || negInf) {
+    if (mayUnderflow) return Fold::OrderDecides;  // an underflow to 0, then times infinity: NaN
+    return is(std::isinf(got) && std::signbit(got) == negative);
+  }
+  if (mayOverflow || mayUnderflow) return Fold::OrderDecides;
+  return is(std::isfinite(got) && std::fabs(got - product) <= rounds * std::fabs(product));
+}
+
 // How far the inputs got, printed at exit (.ci/fuzz.sh reports it).
 struct Stats {
-  uint64_t inputs = 0, refused = 0, ran = 0, checkedOutOfRange = 0;
+  uint64_t inputs = 0, refused = 0, ran = 0, checkedOutOfRange = 0, folds = 0, orderDecides = 0;
   ~Stats() {
     std::fprintf(stderr,
                  "fuzz_operator: %llu inputs: %llu refused by validation, %llu run and compared "
-                 "(%llu of them checked runs that met an out-of-range index)\n",
+                 "(%llu of them checked runs that met an out-of-range index); %llu colliding "
+                 "float sums and products checked, %llu left where the order decides\n",
                  (unsigned long long)inputs, (unsigned long long)refused, (unsigned long long)ran,
-                 (unsigned long long)checkedOutOfRange);
+                 (unsigned long long)checkedOutOfRange, (unsigned long long)folds,
+                 (unsigned long long)orderDecides);
   }
 } gStats;
 
@@ -262,7 +345,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   // Scatters whose updates collide may write them in any order, unless deterministic: a
   // colliding element holds one of its updates (without a reduction; 8-byte elements as two
-  // halves, each of one), or, for float sums and products, is not compared.
+  // halves, each of one), or, for float sums and products, what some order gives (PossibleFold).
   if (c.scatter && !(c.flags & VKDML_EXECUTION_FLAG_DETERMINISTIC)) {
     const DML_TENSOR_DATA_TYPE dt = spec.Output().Type();
     const bool floats = dt == DML_TENSOR_DATA_TYPE_FLOAT16 || dt == DML_TENSOR_DATA_TYPE_FLOAT32 ||
@@ -274,6 +357,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const ref::ScatterWrite& w : spec.Writes(images[1]))
       writers[w.outOffset].push_back(w.updOffset);
     const uint32_t es = ref::ElementSize(dt);
+    // An output byte offset's element in InputTensor (the same coordinates): a target's first
+    // value.
+    std::map<uint64_t, uint64_t> inputOffset;
+    const ref::Tensor out = spec.Output().Ref(), in = spec.tensors[0].Ref();
+    if (!orderFree && spec.reduce != VKDML_REDUCE_FUNCTION_NONE)
+      ref::ForEachCoord(out.sizes, [&](const ref::Coord& co) {
+        inputOffset[out.ByteOffset(co)] = in.ByteOffset(co);
+      });
+    const auto inputAt = [&](uint64_t outAt) { return inputOffset.at(outAt); };
     for (const auto& kv : writers) {
       if (kv.second.size() < 2 || orderFree) continue;
       if (spec.reduce == VKDML_REDUCE_FUNCTION_NONE) {
@@ -284,6 +376,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             any = any || std::memcmp(&got[kv.first + half], &images[2][u + half], n) == 0;
           if (!any) Die("a colliding element holds none of its updates");
         }
+      } else {  // a float ADD or MULTIPLY: the target's first value, then its updates
+        std::vector<long double> terms = {FloatValue(dt, &images[0][inputAt(kv.first)])};
+        for (uint64_t u : kv.second) terms.push_back(FloatValue(dt, &images[2][u]));
+        const long double value = FloatValue(dt, &got[kv.first]);
+        const Fold fold = PossibleFold(dt, spec.reduce, terms, value);
+        if (fold == Fold::Impossible)
+          Die("a colliding element holds " + std::to_string((double)value) +
+              ", which no order of its " + std::to_string(kv.second.size()) +
+              " updates gives: " + spec.ToString());
+        ++(fold == Fold::Possible ? gStats.folds : gStats.orderDecides);
       }
       std::memcpy(&expected[kv.first], &got[kv.first], es);
     }
