@@ -915,10 +915,11 @@ Result CreateDevice(const DeviceDesc& desc, std::unique_ptr<Device>* out) {
   return {};
 }
 
-Result EnumerateDevices(std::vector<DeviceInfo>* out) {
+Result EnumerateDevices(std::vector<DeviceInfo>* out,
+                        PFN_vkGetInstanceProcAddr getInstanceProcAddr) {
   if (!out) return detail::Fail(Status::InvalidArgument, "EnumerateDevices: out is null");
   std::lock_guard<std::mutex> lock(detail::gVolkMutex);
-  VKDML_TRY(detail::LoadVulkan(nullptr));
+  VKDML_TRY(detail::LoadVulkan(getInstanceProcAddr));
   VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
   app.pApplicationName = "vkdml";
   app.apiVersion = VK_API_VERSION_1_1;

@@ -599,6 +599,13 @@ std::vector<Stage> Stages(Scratch& s) {
          std::vector<uint8_t> bytes(1 << 20);
          return p.buffer->Read(0, bytes.data(), bytes.size());
        }},
+      {"CreateDevice", "EnumerateDevices", nullptr,
+       [](Device*, Prepared&) {
+         std::vector<DeviceInfo> devices;
+         Result r = EnumerateDevices(&devices, &HookedInstanceProcAddr);
+         if (r.ok() && devices.empty()) return Result{Status::DeviceError, "no device listed"};
+         return r;
+       }},
       {"Buffers", "GetPipelineCacheData", compile,
        [](Device* d, Prepared&) {
          std::vector<uint8_t> data;
@@ -618,12 +625,17 @@ std::vector<Stage> Stages(Scratch& s) {
 void SweepGroup(const char* group) {
   Scratch scratch;
   int swept = 0;
+  const Tally before = gTally;
   for (const Stage& stage : Stages(scratch))
     if (std::strcmp(stage.group, group) == 0) {
       Sweep(stage);
       ++swept;
     }
   REQUIRE(swept > 0);
+  // For the README's reliability figures.
+  WARN("fault sweep " << group << ": " << swept << " stages, " << gTally.calls - before.calls
+                      << " calls swept, " << gTally.injected - before.injected
+                      << " failures injected");
 }
 
 }  // namespace

@@ -137,7 +137,9 @@ struct DeviceInfo {
 };
 
 // Lists the physical devices vkdml could use (with their optional features), in Vulkan's order.
-Result EnumerateDevices(std::vector<DeviceInfo>* out);
+// getInstanceProcAddr: as DeviceDesc's (null: the system loader).
+Result EnumerateDevices(std::vector<DeviceInfo>* out,
+                        PFN_vkGetInstanceProcAddr getInstanceProcAddr = nullptr);
 
 class Device;
 class Operator;
