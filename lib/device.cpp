@@ -11,6 +11,7 @@
 #include "binding_table.h"
 #include "compiled.h"
 #include "error.h"
+#include "device_features.h"
 #include "host_run.h"
 #include "interface.h"
 #include "operator.h"
@@ -521,17 +522,11 @@ Result DeviceImpl::Init(const DeviceDesc& desc) {
   volkLoadDeviceTable(&vk_, device_);
   if (!queue_) vk_.vkGetDeviceQueue(device_, queueFamily_, 0, &queue_);
   VKDML_TRY(ReadInfo());
-  if (desc.device) {
-    info_.enabled.storageBuffer8BitAccess &= info_.available.storageBuffer8BitAccess;
-    info_.enabled.storageBuffer16BitAccess &= info_.available.storageBuffer16BitAccess;
-    info_.enabled.timelineSemaphore &= info_.available.timelineSemaphore;
-    info_.enabled.shaderFloat64 &= info_.available.shaderFloat64;
-    info_.enabled.shaderInt64 &= info_.available.shaderInt64;
-    info_.enabled.shaderBufferInt64Atomics &= info_.available.shaderBufferInt64Atomics;
-    info_.enabled.shaderBufferFloat32AtomicAdd &= info_.available.shaderBufferFloat32AtomicAdd;
-    info_.enabled.shaderDenormPreserveFloat32 &= info_.available.shaderDenormPreserveFloat32;
-    info_.enabled.shaderDenormPreserveFloat64 &= info_.available.shaderDenormPreserveFloat64;
-  }
+  if (desc.device)  // a feature the caller says it enabled must be one the device has
+    for (const Feature& f : kFeatures)
+      if (info_.enabled.*f.member && !(info_.available.*f.member))
+        return Fail(Status::InvalidArgument, "DeviceDesc.enabledFeatures.", f.name, " is set, but ",
+                    info_.name, " does not support it");
   // The extension's entry points, or Vulkan 1.2's where the caller's device has those instead.
   getCounter_ = vk_.vkGetSemaphoreCounterValueKHR;
   waitSemaphores_ = vk_.vkWaitSemaphoresKHR;
@@ -613,7 +608,7 @@ Result DeviceImpl::Pipeline(const std::string& module, const Specialization& spe
   // Created outside the lock, so that threads compiling different operators do not wait for
   // each other; a thread that lost the race for the same key destroys its own.
   const SpirvModule* spirv = FindSpirv(module.c_str());
-  if (!spirv) return Fail(Status::DeviceError, "internal: no SPIR-V module named ", module);
+  if (!spirv) return Fail(Status::Internal, "internal: no SPIR-V module named ", module);
   VkShaderModuleCreateInfo mci{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
   mci.codeSize = spirv->count * sizeof(uint32_t);
   mci.pCode = spirv->words;

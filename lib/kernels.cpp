@@ -164,7 +164,7 @@ class Chooser {
  private:
   Result Slot(const Plan& plan, UINT* slot) {
     if (next_ == VKDML_REPORT_SLOT)
-      return Fail(Status::DeviceError, "internal: more than ", VKDML_REPORT_SLOT, " plans");
+      return Fail(Status::Internal, "internal: more than ", VKDML_REPORT_SLOT, " plans");
     *slot = next_++;
     set_.plans[*slot] = Pack(plan);
     return {};

@@ -108,9 +108,9 @@ Fixture::~Fixture() {
 
 std::string Str(const Result& r) {
   static const char* names[] = {"Ok",          "InvalidArgument", "Unsupported", "IndexOutOfRange",
-                                "OutOfMemory", "DeviceError"};
+                                "OutOfMemory", "DeviceError",     "Internal"};
   size_t i = static_cast<size_t>(r.status);
-  std::string s = i < 6 ? names[i] : "Status(" + std::to_string(i) + ")";
+  std::string s = i < 7 ? names[i] : "Status(" + std::to_string(i) + ")";
   return s + ": " + r.message;
 }
 

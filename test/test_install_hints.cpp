@@ -119,3 +119,28 @@ TEST_CASE_METHOD(Fixture, "Install hints: Vulkan 1.0 and no compute queue are re
   // Without the fakes, the same calls succeed.
   CHECK(CreateDevice(adopt, &device).ok());
 }
+
+// An adopted device's features are the caller's word, checked against what the physical device
+// offers: one it does not offer is refused by name (it used to be dropped without a word).
+TEST_CASE_METHOD(Fixture, "Adopting a device: a claimed feature the device lacks is refused",
+                 "[install]") {
+  REQUIRE(Dev().Info().enabled.shaderFloat64);  // lavapipe's
+  REQUIRE(hooks::LoaderGetInstanceProcAddr());
+  DeviceDesc adopt = Borrowed(Dev(), Dev().Info().enabled);
+  adopt.getInstanceProcAddr = hooks::GetInstanceProcAddr();
+  std::unique_ptr<Device> device;
+  hooks::FakeNoFloat64(true);
+  Result r = CreateDevice(adopt, &device);
+  adopt.enabledFeatures.shaderFloat64 = false;
+  Result without = CreateDevice(adopt, &device);
+  hooks::FakeNoFloat64(false);
+  INFO(Str(r));
+  CHECK(r.status == Status::InvalidArgument);
+  CHECK(r.message == "DeviceDesc.enabledFeatures.shaderFloat64 is set, but " + Dev().Info().name +
+                         " does not support it");
+  INFO(Str(without));
+  CHECK(without.ok());
+  REQUIRE(device);
+  CHECK(!device->Info().enabled.shaderFloat64);
+  CHECK(device->Info().enabled.storageBuffer8BitAccess);
+}

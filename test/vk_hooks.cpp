@@ -12,6 +12,8 @@ PFN_vkGetInstanceProcAddr gLoader = nullptr;
 PFN_vkGetDeviceProcAddr gDeviceProcAddr = nullptr;  // the loader's, for vkdml's devices
 PFN_vkGetPhysicalDeviceProperties gProperties = nullptr;
 PFN_vkGetPhysicalDeviceQueueFamilyProperties gFamilies = nullptr;
+PFN_vkGetPhysicalDeviceFeatures2 gFeatures2 = nullptr;
+bool gNoFloat64 = false;
 Recorded gSeen;
 bool gFake10 = false, gNoCompute = false, gLoader10 = false;
 
@@ -60,6 +62,11 @@ VKAPI_ATTR void VKAPI_CALL Families(VkPhysicalDevice pd, uint32_t* count,
     for (uint32_t i = 0; i < *count; ++i) families[i].queueFlags &= ~VK_QUEUE_COMPUTE_BIT;
 }
 
+VKAPI_ATTR void VKAPI_CALL Features2(VkPhysicalDevice pd, VkPhysicalDeviceFeatures2* features) {
+  gFeatures2(pd, features);
+  if (gNoFloat64) features->features.shaderFloat64 = VK_FALSE;
+}
+
 VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL InstanceProcAddr(VkInstance instance, const char* name) {
   // A Vulkan 1.0 loader has no vkEnumerateInstanceVersion.
   if (gLoader10 && std::strcmp(name, "vkEnumerateInstanceVersion") == 0) return nullptr;
@@ -68,6 +75,10 @@ VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL InstanceProcAddr(VkInstance instance, c
   if (std::strcmp(name, "vkGetDeviceProcAddr") == 0) {
     gDeviceProcAddr = reinterpret_cast<PFN_vkGetDeviceProcAddr>(real);
     return reinterpret_cast<PFN_vkVoidFunction>(DeviceProcAddr);
+  }
+  if (std::strcmp(name, "vkGetPhysicalDeviceFeatures2") == 0) {
+    gFeatures2 = reinterpret_cast<PFN_vkGetPhysicalDeviceFeatures2>(real);
+    return reinterpret_cast<PFN_vkVoidFunction>(Features2);
   }
   if (std::strcmp(name, "vkGetPhysicalDeviceQueueFamilyProperties") == 0) {
     gFamilies = reinterpret_cast<PFN_vkGetPhysicalDeviceQueueFamilyProperties>(real);
@@ -114,6 +125,10 @@ void FakeNoCompute(bool on) {
 
 void FakeLoader10(bool on) {
   gLoader10 = on;
+}
+
+void FakeNoFloat64(bool on) {
+  gNoFloat64 = on;
 }
 
 }  // namespace vt::hooks

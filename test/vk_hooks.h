@@ -31,5 +31,7 @@ void FakeVulkan10(bool on);
 void FakeNoCompute(bool on);
 // While set, the loader is a Vulkan 1.0 one: no vkEnumerateInstanceVersion.
 void FakeLoader10(bool on);
+// While set, vkGetPhysicalDeviceFeatures2 reports no shaderFloat64.
+void FakeNoFloat64(bool on);
 
 }  // namespace vt::hooks

@@ -28,6 +28,7 @@ enum class Status {
   IndexOutOfRange,  // a checked execution met an out-of-range index
   OutOfMemory,      // a Vulkan allocation failed (VK_ERROR_OUT_OF_{DEVICE,HOST}_MEMORY)
   DeviceError,      // Vulkan failed (device lost, a wait past DeviceDesc.waitTimeoutNs, no driver)
+  Internal,         // one of vkdml's own invariants failed: a bug in vkdml (please report it)
 };
 
 struct Result {
@@ -90,11 +91,12 @@ struct DeviceDesc {
   bool enableValidation = false;
   std::function<void(const char* message)> onValidationMessage;
 
-  // Or adopt the caller's Vulkan objects (all of them, with the features it enabled). vkdml
-  // borrows them and never destroys them. getInstanceProcAddr may be null to use the system
-  // loader. The instance must have been created with apiVersion 1.1 or later (Vulkan gives no
-  // way to check) and the physical device must support 1.1. queueFamilyIndex names the queue's
-  // family, which must support compute; vkdml only submits to the queue from Device::Submit,
+  // Or adopt the caller's Vulkan objects (all of them, with the features it enabled: a feature
+  // set here that the physical device does not support is refused). vkdml borrows them and never
+  // destroys them. getInstanceProcAddr may be null to use the system loader. The instance must
+  // have been created with apiVersion 1.1 or later (Vulkan gives no way to check) and the
+  // physical device must support 1.1. queueFamilyIndex names the queue's family, which must
+  // support compute; vkdml only submits to the queue from Device::Submit,
   // Device::Run and Buffer::Write/Read of device-local buffers (see Threads below).
   VkInstance instance = VK_NULL_HANDLE;
   VkPhysicalDevice physicalDevice = VK_NULL_HANDLE;

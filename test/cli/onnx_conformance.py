@@ -8,9 +8,10 @@ The cases come from Debian's libonnx-testdata (found with `dpkg -L libonnx-testd
 the directory holding the test_* case directories); each has model.onnx and
 test_data_set_N/{input,output}_M.pb, read with python3-onnx. Every case prints one line: PASS,
 FAIL or SKIP with the reason (a SKIP is an operator or reduction that `vkdml run` says is not
-supported, and only one listed in UNSUPPORTED: any other operator that says so fails). Indices are checked (--check-indices): ONNX calls out-of-range indices an
-error, so a case without expected outputs must fail with exit status 2. Exit status 1 on any FAIL, on fewer
-passes than --min-pass, or on a validation message (test/cli/validation.py, where ctest asks).
+supported, and only one listed in UNSUPPORTED: any other operator that says so fails). Indices
+are checked (--check-indices): ONNX calls out-of-range indices an error, so a case without
+expected outputs must fail with exit status 2. Exit status 1 on any FAIL, on fewer passes than
+--min-pass, or on a validation message (test/cli/validation.py, where ctest asks).
 """
 import argparse
 import glob
