@@ -8,6 +8,8 @@ export DEBIAN_FRONTEND=noninteractive
 demo="cmake g++ make libvulkan-dev libvulkan-volk-dev glslang-tools spirv-tools
   mesa-vulkan-drivers"
 test="catch2 vulkan-validationlayers python3-numpy python3-onnx libonnx-testdata pkg-config"
+# spirv-cross: every embedded module is translated to Metal Shading Language (lib.msl_translation).
+test="$test spirv-cross"
 # The sanitizer and fuzz runs (.ci/sanitizers.sh, .ci/fuzz.sh): clang, and its runtimes for
 # -fsanitize=fuzzer,address,undefined (libFuzzer is in libclang-rt-dev, not pulled in by clang).
 test="$test clang libclang-rt-dev"

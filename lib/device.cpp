@@ -10,8 +10,8 @@
 
 #include "binding_table.h"
 #include "compiled.h"
-#include "error.h"
 #include "device_features.h"
+#include "error.h"
 #include "host_run.h"
 #include "interface.h"
 #include "operator.h"
@@ -140,6 +140,18 @@ bool HasExtension(const std::vector<VkExtensionProperties>& list, const char* na
   for (const auto& e : list)
     if (std::strcmp(e.extensionName, name) == 0) return true;
   return false;
+}
+
+// Whether the loader offers VK_KHR_portability_enumeration: then vkdml's instances ask for it, so
+// that portability drivers (MoltenVK) are listed too; their devices get VK_KHR_portability_subset.
+Result HasPortabilityEnumeration(bool* has) {
+  uint32_t n = 0;
+  VKDML_VK(vkEnumerateInstanceExtensionProperties(nullptr, &n, nullptr));
+  std::vector<VkExtensionProperties> list(n);
+  VKDML_VK(vkEnumerateInstanceExtensionProperties(nullptr, &n, list.data()));
+  list.resize(n);
+  *has = HasExtension(list, VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME);
+  return {};
 }
 
 Result DeviceExtensions(VkPhysicalDevice pd, std::vector<VkExtensionProperties>* list) {
@@ -299,7 +311,13 @@ Result DeviceImpl::CreateInstance(const DeviceDesc& desc) {
   ci.pApplicationInfo = &app;
 
   const char* layer = "VK_LAYER_KHRONOS_validation";
-  const char* extension = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
+  std::vector<const char*> extensions;
+  bool portability = false;
+  VKDML_TRY(HasPortabilityEnumeration(&portability));
+  if (portability) {
+    extensions.push_back(VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME);
+    ci.flags |= VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR;
+  }
   VkDebugUtilsMessengerCreateInfoEXT messenger{
       VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
   VkValidationFeatureEnableEXT enables[] = {
@@ -332,9 +350,10 @@ Result DeviceImpl::CreateInstance(const DeviceDesc& desc) {
     ci.pNext = &features;
     ci.enabledLayerCount = 1;
     ci.ppEnabledLayerNames = &layer;
-    ci.enabledExtensionCount = 1;
-    ci.ppEnabledExtensionNames = &extension;
+    extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
   }
+  ci.enabledExtensionCount = uint32_t(extensions.size());
+  ci.ppEnabledExtensionNames = extensions.data();
   if (VkResult r = vkCreateInstance(&ci, nullptr, &instance_); r != VK_SUCCESS) {
     instance_ = VK_NULL_HANDLE;
     return InstanceFailed(r);
@@ -412,6 +431,11 @@ Result DeviceImpl::CreateLogicalDevice() {
   queue.pQueuePriorities = &priority;
 
   std::vector<const char*> enable;
+  // A portability driver's device (MoltenVK) must enable VK_KHR_portability_subset.
+  std::vector<VkExtensionProperties> extensions;
+  VKDML_TRY(DeviceExtensions(physical_, &extensions));
+  if (HasExtension(extensions, "VK_KHR_portability_subset"))
+    enable.push_back("VK_KHR_portability_subset");
   // vkdml's instance asks for Vulkan 1.1, so 1.2's core features come as extensions.
   const DeviceFeatures& a = d.available;
   if (a.storageBuffer8BitAccess) enable.push_back(VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
@@ -920,6 +944,14 @@ Result EnumerateDevices(std::vector<DeviceInfo>* out,
   app.apiVersion = VK_API_VERSION_1_1;
   VkInstanceCreateInfo ci{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
   ci.pApplicationInfo = &app;
+  bool portability = false;
+  VKDML_TRY(detail::HasPortabilityEnumeration(&portability));
+  const char* extension = VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME;
+  if (portability) {
+    ci.flags |= VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR;
+    ci.enabledExtensionCount = 1;
+    ci.ppEnabledExtensionNames = &extension;
+  }
   VkInstance instance;
   if (VkResult vr = vkCreateInstance(&ci, nullptr, &instance); vr != VK_SUCCESS)
     return detail::InstanceFailed(vr);

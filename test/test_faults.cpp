@@ -116,40 +116,41 @@ struct Entry {
   void (*load)(PFN_vkVoidFunction);
 };
 
-#define VT_FUNCTIONS(X)                   \
-  X(vkCreateInstance)                     \
-  X(vkEnumerateInstanceLayerProperties)   \
-  X(vkEnumeratePhysicalDevices)           \
-  X(vkEnumerateDeviceExtensionProperties) \
-  X(vkCreateDevice)                       \
-  X(vkCreateDebugUtilsMessengerEXT)       \
-  X(vkCreateBuffer)                       \
-  X(vkAllocateMemory)                     \
-  X(vkBindBufferMemory)                   \
-  X(vkMapMemory)                          \
-  X(vkCreateShaderModule)                 \
-  X(vkCreatePipelineCache)                \
-  X(vkGetPipelineCacheData)               \
-  X(vkCreateComputePipelines)             \
-  X(vkCreateDescriptorSetLayout)          \
-  X(vkCreatePipelineLayout)               \
-  X(vkCreateDescriptorPool)               \
-  X(vkAllocateDescriptorSets)             \
-  X(vkCreateCommandPool)                  \
-  X(vkAllocateCommandBuffers)             \
-  X(vkCreateFence)                        \
-  X(vkCreateSemaphore)                    \
-  X(vkResetFences)                        \
-  X(vkQueueSubmit)                        \
-  X(vkGetFenceStatus)                     \
-  X(vkWaitForFences)                      \
-  X(vkGetSemaphoreCounterValue)           \
-  X(vkGetSemaphoreCounterValueKHR)        \
-  X(vkWaitSemaphores)                     \
-  X(vkWaitSemaphoresKHR)                  \
-  X(vkResetCommandBuffer)                 \
-  X(vkBeginCommandBuffer)                 \
-  X(vkEndCommandBuffer)                   \
+#define VT_FUNCTIONS(X)                     \
+  X(vkCreateInstance)                       \
+  X(vkEnumerateInstanceLayerProperties)     \
+  X(vkEnumerateInstanceExtensionProperties) \
+  X(vkEnumeratePhysicalDevices)             \
+  X(vkEnumerateDeviceExtensionProperties)   \
+  X(vkCreateDevice)                         \
+  X(vkCreateDebugUtilsMessengerEXT)         \
+  X(vkCreateBuffer)                         \
+  X(vkAllocateMemory)                       \
+  X(vkBindBufferMemory)                     \
+  X(vkMapMemory)                            \
+  X(vkCreateShaderModule)                   \
+  X(vkCreatePipelineCache)                  \
+  X(vkGetPipelineCacheData)                 \
+  X(vkCreateComputePipelines)               \
+  X(vkCreateDescriptorSetLayout)            \
+  X(vkCreatePipelineLayout)                 \
+  X(vkCreateDescriptorPool)                 \
+  X(vkAllocateDescriptorSets)               \
+  X(vkCreateCommandPool)                    \
+  X(vkAllocateCommandBuffers)               \
+  X(vkCreateFence)                          \
+  X(vkCreateSemaphore)                      \
+  X(vkResetFences)                          \
+  X(vkQueueSubmit)                          \
+  X(vkGetFenceStatus)                       \
+  X(vkWaitForFences)                        \
+  X(vkGetSemaphoreCounterValue)             \
+  X(vkGetSemaphoreCounterValueKHR)          \
+  X(vkWaitSemaphores)                       \
+  X(vkWaitSemaphoresKHR)                    \
+  X(vkResetCommandBuffer)                   \
+  X(vkBeginCommandBuffer)                   \
+  X(vkEndCommandBuffer)                     \
   X(vkDeviceWaitIdle)
 
 #define VT_NAME(fn) constexpr char k_##fn[] = #fn;
@@ -262,8 +263,8 @@ Injected ErrorFor(const std::string& f) {
     return {VK_ERROR_INCOMPATIBLE_DRIVER, "VK_ERROR_INCOMPATIBLE_DRIVER"};
   if (f == "vkCreateDevice" || f == "vkEnumeratePhysicalDevices")
     return {VK_ERROR_INITIALIZATION_FAILED, "VK_ERROR_INITIALIZATION_FAILED"};
-  if (f == "vkEnumerateInstanceLayerProperties" || f == "vkEnumerateDeviceExtensionProperties" ||
-      f == "vkCreateDebugUtilsMessengerEXT")
+  if (f == "vkEnumerateInstanceLayerProperties" || f == "vkEnumerateInstanceExtensionProperties" ||
+      f == "vkEnumerateDeviceExtensionProperties" || f == "vkCreateDebugUtilsMessengerEXT")
     return {VK_ERROR_OUT_OF_HOST_MEMORY, "VK_ERROR_OUT_OF_HOST_MEMORY"};
   return {VK_ERROR_OUT_OF_DEVICE_MEMORY, "VK_ERROR_OUT_OF_DEVICE_MEMORY"};
 }

@@ -1,0 +1,42 @@
+# Every SPIR-V module the library embeds, translated to Metal Shading Language 2.3 by Debian's
+# spirv-cross (as MoltenVK does): each must translate, but for those that declare the Int64Atomics
+# capability (Metal has no 64-bit atomics; kernel choice never names them on a device without
+# shaderBufferInt64Atomics: test_kernels.cpp). Run by ctest: cmake -DSPV_DIR=... -DSPIRV_CROSS=...
+# -DSPIRV_DIS=... -P msl_translation.cmake
+file(GLOB modules "${SPV_DIR}/*.spv")
+list(LENGTH modules count)
+if(count LESS 100)
+  message(FATAL_ERROR "only ${count} modules in ${SPV_DIR}: expected the library's (about 194)")
+endif()
+set(translated 0)
+set(int64 "")
+set(failed "")
+foreach(module ${modules})
+  get_filename_component(name "${module}" NAME_WE)
+  execute_process(COMMAND "${SPIRV_DIS}" "${module}" OUTPUT_VARIABLE text RESULT_VARIABLE dis)
+  if(dis)
+    list(APPEND failed "${name} (spirv-dis failed)")
+    continue()
+  endif()
+  string(FIND "${text}" "OpCapability Int64Atomics" needs64)
+  execute_process(COMMAND "${SPIRV_CROSS}" --msl --msl-version 20300 "${module}"
+                  RESULT_VARIABLE result OUTPUT_QUIET ERROR_VARIABLE error)
+  if(result EQUAL 0)
+    math(EXPR translated "${translated} + 1")
+  elseif(needs64 GREATER -1)
+    list(APPEND int64 "${name}")
+  else()
+    string(STRIP "${error}" error)
+    list(APPEND failed "${name}: ${error}")
+  endif()
+endforeach()
+list(LENGTH int64 n64)
+message("${translated} of ${count} modules translate to MSL 2.3; ${n64} need 64-bit atomics, "
+        "which Metal lacks: ${int64}")
+if(failed)
+  list(JOIN failed "\n  " lines)
+  message(FATAL_ERROR "modules that do not translate to MSL:\n  ${lines}")
+endif()
+if(translated EQUAL 0)
+  message(FATAL_ERROR "no module translated")
+endif()
