@@ -204,9 +204,11 @@ vkdml::detail::DeviceTraits Traits() {
 
 }  // namespace
 
-// The binding range (VKDML_MAX_BINDING_RANGE) is the smallest of windows of a quarter, a half
-// and all but 16 bytes of the case's largest tensor for which kernel choice takes the large path:
-// every tensor past the window is then seen only through windows. Kernel choice is asked first
+// The binding range (VKDML_MAX_BINDING_RANGE) is the first of these windows for which kernel
+// choice takes the large path: just below the smallest tensor past 16 bytes (a window's least:
+// windows hold whole 16-byte vectors), so every such tensor is seen only through windows; then a
+// quarter, a half and all but 16 bytes of the largest tensor (where an index tuple, which must fit
+// one window, or the dispatch count rules the smaller out). Kernel choice is asked first
 // (lib/kernels.h, with this device's traits), CompileOperator then compiles with the same range,
 // and the tally counts what happened. What the large path refuses (the deterministic mode, 8-byte
 // reductions without 64-bit atomics: README, Tensors of any size) must be refused by
@@ -221,9 +223,15 @@ Result CompileLarge(OpSpec& spec, const Operator& op, UINT flags,
   const UINT64 align = Traits().rangeAlign;
   Result refusal;
   std::string range, refusalRange;
-  for (UINT64 window : {largest / 4, largest / 2, largest - 16}) {
+  UINT64 smallest = largest;  // of the tensors past 16 bytes, a window's least
+  for (const TensorDesc& t : spec.tensors)
+    if (t.Total() > 16) smallest = std::min<UINT64>(smallest, t.Total());
+  bool first = true, belowSmallest = false;
+  for (UINT64 window : {(smallest - 1) / 16 * 16, largest / 4, largest / 2, largest - 16}) {
+    const bool isFirst = first;
+    first = false;
     window = std::max<UINT64>(16, (window + 15) / 16 * 16);
-    if (window >= largest) break;  // no tensor past a window
+    if (window >= largest) continue;  // no tensor past this window
     ScopedEnv env("VKDML_MAX_BINDING_RANGE", std::to_string(align + window).c_str());
     vkdml::detail::KernelSet set;
     const Result chosen = vkdml::detail::ChooseKernels(impl, flags, Traits(), &set);
@@ -231,6 +239,7 @@ Result CompileLarge(OpSpec& spec, const Operator& op, UINT flags,
       INFO("kernel choice at VKDML_MAX_BINDING_RANGE=" << align + window);
       REQUIRE(set.large);
       range = std::to_string(align + window);
+      belowSmallest = isFirst;
       break;
     }
     refusal = chosen;  // the last: at the widest window
@@ -267,6 +276,7 @@ Result CompileLarge(OpSpec& spec, const Operator& op, UINT flags,
     return Dev().CompileOperator(op, flags, out);
   }
   ++tally.taken;
+  tally.belowSmallest += belowSmallest;
   ScopedEnv env("VKDML_MAX_BINDING_RANGE", range.c_str());
   INFO("VKDML_MAX_BINDING_RANGE=" << range);
   return Dev().CompileOperator(op, flags, out);

@@ -69,6 +69,7 @@ ExecResult Execute(OpSpec& spec, const std::vector<Bytes>& inputs,
 // run off the large path.
 struct LargeTally {
   int taken = 0, refusedDeterministic = 0, refusedSort = 0, tiny = 0, tupleWide = 0;
+  int belowSmallest = 0;  // of `taken`, through windows below every tensor past 16 bytes
 };
 LargeTally& TheLargeTally();
 // Compiles op as Execute does under VKDML_TEST_LARGE (harness.cpp says how it picks the range).

@@ -524,12 +524,14 @@ void CheckLargeTally(const LargeTally& before, int runs) {
   const int refused =
       now.refusedDeterministic - before.refusedDeterministic + now.refusedSort - before.refusedSort;
   const int compiles = taken + tiny + wide + refused;
+  const int below = now.belowSmallest - before.belowSmallest;
   INFO("large path, " << runs << " cases, " << compiles << " compiles: " << taken
-                      << " through windows, " << refused
-                      << " refused there as documented (then run off it), " << wide
+                      << " through windows (" << below << " below every tensor past 16 bytes), "
+                      << refused << " refused there as documented (then run off it), " << wide
                       << " with an index tuple too wide, " << tiny
                       << " with no tensor past 16 bytes");
   CHECK(taken > 0);
+  CHECK(below > 0);
   CHECK(compiles >= runs);
   CHECK(wide * 20 <= compiles - tiny);
 }
