@@ -142,15 +142,19 @@ bool HasExtension(const std::vector<VkExtensionProperties>& list, const char* na
   return false;
 }
 
-// Whether the loader offers VK_KHR_portability_enumeration: then vkdml's instances ask for it, so
-// that portability drivers (MoltenVK) are listed too; their devices get VK_KHR_portability_subset.
-Result HasPortabilityEnumeration(bool* has) {
+// Where the loader offers VK_KHR_portability_enumeration, an instance of vkdml's asks for it (the
+// extension, appended to `extensions`, and its flag), so that portability drivers (MoltenVK) are
+// listed too; their devices get VK_KHR_portability_subset (CreateLogicalDevice).
+Result EnumeratePortability(VkInstanceCreateInfo* ci, std::vector<const char*>* extensions) {
   uint32_t n = 0;
   VKDML_VK(vkEnumerateInstanceExtensionProperties(nullptr, &n, nullptr));
   std::vector<VkExtensionProperties> list(n);
   VKDML_VK(vkEnumerateInstanceExtensionProperties(nullptr, &n, list.data()));
   list.resize(n);
-  *has = HasExtension(list, VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME);
+  if (HasExtension(list, VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME)) {
+    extensions->push_back(VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME);
+    ci->flags |= VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR;
+  }
   return {};
 }
 
@@ -163,8 +167,10 @@ Result DeviceExtensions(VkPhysicalDevice pd, std::vector<VkExtensionProperties>*
   return {};
 }
 
-// Fills what vkdml reports about a physical device (all but `enabled`).
-Result Describe(VkPhysicalDevice pd, uint32_t queueFamily, DeviceInfo* out) {
+// Fills what vkdml reports about a physical device (all but `enabled`); extensionsOut, if given,
+// receives its extensions.
+Result Describe(VkPhysicalDevice pd, uint32_t queueFamily, DeviceInfo* out,
+                std::vector<VkExtensionProperties>* extensionsOut = nullptr) {
   DeviceInfo& info = *out;
   info = {};
   VkPhysicalDeviceProperties props;
@@ -176,7 +182,8 @@ Result Describe(VkPhysicalDevice pd, uint32_t queueFamily, DeviceInfo* out) {
   info.maxStorageBufferRange = props.limits.maxStorageBufferRange;
   info.timestampPeriod = props.limits.timestampPeriod;
 
-  std::vector<VkExtensionProperties> extensions;
+  std::vector<VkExtensionProperties> local;
+  std::vector<VkExtensionProperties>& extensions = extensionsOut ? *extensionsOut : local;
   VKDML_TRY(DeviceExtensions(pd, &extensions));
   VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
   VkPhysicalDeviceFloatControlsProperties floats{
@@ -312,12 +319,7 @@ Result DeviceImpl::CreateInstance(const DeviceDesc& desc) {
 
   const char* layer = "VK_LAYER_KHRONOS_validation";
   std::vector<const char*> extensions;
-  bool portability = false;
-  VKDML_TRY(HasPortabilityEnumeration(&portability));
-  if (portability) {
-    extensions.push_back(VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME);
-    ci.flags |= VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR;
-  }
+  VKDML_TRY(EnumeratePortability(&ci, &extensions));
   VkDebugUtilsMessengerCreateInfoEXT messenger{
       VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
   VkValidationFeatureEnableEXT enables[] = {
@@ -420,7 +422,8 @@ Result DeviceImpl::CheckAdopted() {
 
 Result DeviceImpl::CreateLogicalDevice() {
   DeviceInfo d;
-  VKDML_TRY(Describe(physical_, queueFamily_, &d));
+  std::vector<VkExtensionProperties> extensions;
+  VKDML_TRY(Describe(physical_, queueFamily_, &d, &extensions));
   if (BelowVulkan11(d.apiVersion))
     return Fail(Status::Unsupported, "Vulkan device ", d.name,
                 " supports Vulkan 1.0, expected 1.1: install a newer driver");
@@ -432,8 +435,6 @@ Result DeviceImpl::CreateLogicalDevice() {
 
   std::vector<const char*> enable;
   // A portability driver's device (MoltenVK) must enable VK_KHR_portability_subset.
-  std::vector<VkExtensionProperties> extensions;
-  VKDML_TRY(DeviceExtensions(physical_, &extensions));
   if (HasExtension(extensions, "VK_KHR_portability_subset"))
     enable.push_back("VK_KHR_portability_subset");
   // vkdml's instance asks for Vulkan 1.1, so 1.2's core features come as extensions.
@@ -944,14 +945,10 @@ Result EnumerateDevices(std::vector<DeviceInfo>* out,
   app.apiVersion = VK_API_VERSION_1_1;
   VkInstanceCreateInfo ci{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
   ci.pApplicationInfo = &app;
-  bool portability = false;
-  VKDML_TRY(detail::HasPortabilityEnumeration(&portability));
-  const char* extension = VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME;
-  if (portability) {
-    ci.flags |= VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR;
-    ci.enabledExtensionCount = 1;
-    ci.ppEnabledExtensionNames = &extension;
-  }
+  std::vector<const char*> extensions;
+  VKDML_TRY(detail::EnumeratePortability(&ci, &extensions));
+  ci.enabledExtensionCount = uint32_t(extensions.size());
+  ci.ppEnabledExtensionNames = extensions.data();
   VkInstance instance;
   if (VkResult vr = vkCreateInstance(&ci, nullptr, &instance); vr != VK_SUCCESS)
     return detail::InstanceFailed(vr);
