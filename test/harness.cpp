@@ -204,6 +204,16 @@ vkdml::detail::DeviceTraits Traits() {
 
 }  // namespace
 
+LargeRefusal ClassifyLargeRefusal(const Result& r, UINT flags) {
+  if (r.status != Status::Unsupported) return LargeRefusal::None;
+  if ((flags & VKDML_EXECUTION_FLAG_DETERMINISTIC) &&
+      r.message.find("VKDML_EXECUTION_FLAG_DETERMINISTIC on tensors past") != std::string::npos)
+    return LargeRefusal::Deterministic;
+  if (r.message.find("reductions without 64-bit atomics on tensors past") != std::string::npos)
+    return LargeRefusal::Sort;
+  return LargeRefusal::None;
+}
+
 // The binding range (VKDML_MAX_BINDING_RANGE) is the first of these windows for which kernel
 // choice takes the large path: just below the smallest tensor past 16 bytes (a window's least:
 // windows hold whole 16-byte vectors), so every such tensor is seen only through windows; then a
@@ -253,14 +263,8 @@ Result CompileLarge(OpSpec& spec, const Operator& op, UINT flags,
     // Refused at every window: it must be one of the large path's documented refusals, and
     // CompileOperator must refuse it alike.
     INFO("refused on the large path: " << Str(refusal));
-    const bool deterministic =
-        (flags & VKDML_EXECUTION_FLAG_DETERMINISTIC) &&
-        refusal.message.find("VKDML_EXECUTION_FLAG_DETERMINISTIC on tensors past") !=
-            std::string::npos;
-    const bool sort = refusal.message.find("reductions without 64-bit atomics on tensors past") !=
-                      std::string::npos;
-    REQUIRE(refusal.status == Status::Unsupported);
-    REQUIRE((deterministic || sort));
+    const LargeRefusal why = ClassifyLargeRefusal(refusal, flags);
+    REQUIRE(why != LargeRefusal::None);
     {
       ScopedEnv env("VKDML_MAX_BINDING_RANGE", refusalRange.c_str());
       std::unique_ptr<CompiledOperator> refused;
@@ -268,7 +272,7 @@ Result CompileLarge(OpSpec& spec, const Operator& op, UINT flags,
       CHECK(r.status == refusal.status);
       CHECK(r.message == refusal.message);
     }
-    ++(deterministic ? tally.refusedDeterministic : tally.refusedSort);
+    ++(why == LargeRefusal::Deterministic ? tally.refusedDeterministic : tally.refusedSort);
     return Dev().CompileOperator(op, flags, out);
   }
   if (range.empty()) {

@@ -72,6 +72,12 @@ struct LargeTally {
   int belowSmallest = 0;  // of `taken`, through windows below every tensor past 16 bytes
 };
 LargeTally& TheLargeTally();
+// Which of the large path's documented refusals (README: Tensors of any size) a Result from
+// kernel choice or CompileOperator is: the deterministic mode (with that flag), or 8-byte
+// reductions without 64-bit atomics (the sort); None for anything else, Ok included.
+enum class LargeRefusal { None, Deterministic, Sort };
+LargeRefusal ClassifyLargeRefusal(const Result& r, UINT flags);
+
 // Compiles op as Execute does under VKDML_TEST_LARGE (harness.cpp says how it picks the range).
 Result CompileLarge(OpSpec& spec, const Operator& op, UINT flags,
                     std::unique_ptr<CompiledOperator>* out);

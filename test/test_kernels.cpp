@@ -17,6 +17,17 @@ namespace shader = vkdml::detail::shader;
 
 namespace {
 
+// Calls f(opcode, words) for each instruction after the 5-word header, while f returns true.
+template <typename F>
+void ForEachInstruction(const vkdml::detail::SpirvModule& m, F f) {
+  for (size_t i = 5; i < m.count;) {
+    const uint32_t n = m.words[i] >> 16;
+    if (n == 0) FAIL("a SPIR-V instruction of 0 words at word " << i);
+    if (!f(m.words[i] & 0xFFFF, m.words + i)) return;
+    i += n;
+  }
+}
+
 // What one SPIR-V module says of its types' layouts.
 struct Layouts {
   std::map<uint32_t, std::string> names;                     // OpName
@@ -24,16 +35,13 @@ struct Layouts {
   std::map<uint32_t, uint32_t> arrayStride, arrayElement;    // OpDecorate ArrayStride, OpTypeArray
 
   explicit Layouts(const vkdml::detail::SpirvModule& m) {
-    for (size_t i = 5; i < m.count;) {  // after the 5-word header
-      const uint32_t op = m.words[i] & 0xFFFF, n = m.words[i] >> 16;
-      const uint32_t* w = m.words + i;
+    ForEachInstruction(m, [&](uint32_t op, const uint32_t* w) {
       if (op == 5) names[w[1]] = reinterpret_cast<const char*>(w + 2);  // OpName
       if (op == 72 && w[3] == 35) offsets[w[1]][w[2]] = w[4];           // Offset
       if (op == 71 && w[2] == 6) arrayStride[w[1]] = w[3];              // ArrayStride
       if (op == 28) arrayElement[w[1]] = w[2];                          // OpTypeArray
-      REQUIRE(n > 0);
-      i += n;
-    }
+      return true;
+    });
   }
   uint32_t Id(const std::string& name) const {
     for (const auto& e : names)
@@ -50,13 +58,12 @@ struct Layouts {
 
 // Whether a module declares a SPIR-V capability (OpCapability, opcode 17).
 bool HasCapability(const vkdml::detail::SpirvModule& m, uint32_t capability) {
-  for (size_t i = 5; i < m.count;) {
-    const uint32_t op = m.words[i] & 0xFFFF, n = m.words[i] >> 16;
-    if (op == 17 && m.words[i + 1] == capability) return true;
-    if (n == 0) return false;
-    i += n;
-  }
-  return false;
+  bool found = false;
+  ForEachInstruction(m, [&](uint32_t op, const uint32_t* w) {
+    found = op == 17 && w[1] == capability;
+    return !found;
+  });
+  return found;
 }
 constexpr uint32_t kInt64Atomics = 12;  // SpvCapabilityInt64Atomics
 
@@ -205,13 +212,9 @@ TEST_CASE("Kernels: every kernel that kernel choice names is embedded", "[kernel
             if (large && !chosen.ok()) {
               // The large path's two refusals (README: Tensors of any size): the deterministic
               // mode, and 8-byte reductions that would need the sort (no 64-bit atomics).
-              CHECK(chosen.status == Status::Unsupported);
-              const bool deterministic =
-                  (flags & VKDML_EXECUTION_FLAG_DETERMINISTIC) != 0 &&
-                  chosen.message.find("VKDML_EXECUTION_FLAG_DETERMINISTIC") != std::string::npos;
-              const bool sort = !device.int64Atomics && op.ElemSize() == 8 &&
-                                chosen.message.find("without 64-bit atomics") != std::string::npos;
-              CHECK((deterministic || sort));
+              const LargeRefusal why = ClassifyLargeRefusal(chosen, flags);
+              CHECK((why == LargeRefusal::Deterministic ||
+                     (why == LargeRefusal::Sort && !device.int64Atomics && op.ElemSize() == 8)));
               ++refused;
               continue;
             }
