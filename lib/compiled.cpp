@@ -21,7 +21,7 @@ Result CompileOperator(DeviceImpl& device, const Operator& op, UINT flags,
   c->op = static_cast<const OperatorImpl&>(op);
   c->flags = flags;
   c->serial = device.NextSerial();
-  VKDML_TRY(ChooseKernels(c->op, flags, device.Traits(), &c->kernels));
+  VKDML_TRY(ChooseKernels(c->op, flags, device.Caps(), &c->kernels));
   const UINT64 sortBytes = c->kernels.sortWords * 4, countBytes = c->kernels.countWords * 4;
   const UINT64 maxRange = device.Limits().maxStorageBufferRange;
   if (sortBytes > maxRange || countBytes > maxRange)

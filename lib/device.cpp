@@ -520,6 +520,7 @@ Result DeviceImpl::CreateLayouts() {
 }
 
 Result DeviceImpl::Init(const DeviceDesc& desc) {
+  VKDML_TRY(Switches::Read(&switches_));
   VKDML_TRY(LoadVulkan(desc.getInstanceProcAddr));
   if (desc.pipelineCache && !desc.device)
     return Fail(Status::InvalidArgument,
@@ -563,6 +564,7 @@ Result DeviceImpl::Init(const DeviceDesc& desc) {
   }
   waitTimeoutNs_ = desc.waitTimeoutNs;
   if (!getCounter_ || !waitSemaphores_) info_.enabled.timelineSemaphore = false;
+  caps_ = Capabilities::Of(info_.type, limits_, info_.enabled, switches_);
   VKDML_TRY(CreateLayouts());
   VKDML_TRY(CreatePipelineCache(desc));
 

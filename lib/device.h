@@ -12,6 +12,7 @@
 #include <volk.h>
 
 #include "buffer.h"
+#include "capabilities.h"
 #include "kernels.h"
 #include "vkdml/vkdml.h"
 
@@ -50,9 +51,23 @@ class DeviceImpl final : public Device {
   int FindMemoryType(uint32_t typeBits, VkMemoryPropertyFlags want) const;
   VkDescriptorSetLayout SetLayout() const { return setLayout_; }
   VkPipelineLayout PipelineLayout() const { return pipelineLayout_; }
-  // What kernel choice needs of this device, read anew for each CompileOperator: the test knobs
-  // in the environment (kernels.h: DeviceTraits::Of) apply to the operators compiled after them.
-  DeviceTraits Traits() const { return DeviceTraits::Of(info_.type, limits_, info_.enabled); }
+  // What kernel choice knows of this device (capabilities.h), captured when it was created, the
+  // environment's switches included.
+  Capabilities Caps() const {
+    std::lock_guard<std::mutex> lock(capsMutex_);
+    return caps_;
+  }
+  // For the tests: the switches as if the environment had held them when the device was created;
+  // they apply to the operators compiled after.
+  Switches GetSwitches() const {
+    std::lock_guard<std::mutex> lock(capsMutex_);
+    return switches_;
+  }
+  void SetSwitches(const Switches& switches) {
+    std::lock_guard<std::mutex> lock(capsMutex_);
+    switches_ = switches;
+    caps_ = Capabilities::Of(info_.type, limits_, info_.enabled, switches);
+  }
   // The compute pipeline for an embedded SPIR-V module and its specialization constants
   // (glsl/interface.h), created once per key.
   Result Pipeline(const std::string& module, const Specialization& spec, VkPipeline* out);
@@ -106,6 +121,9 @@ class DeviceImpl final : public Device {
   VkPhysicalDeviceLimits limits_{};
   VkPhysicalDeviceMemoryProperties memoryProps_{};
   DeviceInfo info_;
+  mutable std::mutex capsMutex_;
+  Switches switches_;
+  Capabilities caps_;
   std::function<void(const char*)> onValidationMessage_;
 
   VkDescriptorSetLayout setLayout_ = VK_NULL_HANDLE;

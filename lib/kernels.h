@@ -1,57 +1,20 @@
 // Kernel choice: which kernel runs each of an operator's passes, with which specialization
-// constants, over which packed plan, and how many workgroups it dispatches. Every plan
-// transformation (plan.h: Simplify, Stripe, Lines, Widen) is applied here and nowhere else.
+// constants, over which packed plan, and how many workgroups it dispatches, on a device as its
+// Capabilities describe it. Every plan transformation (plan.h: Simplify, Stripe, Lines, Widen)
+// is applied here and nowhere else; kernel_choice.h lists the families it is made of.
 // CPU only: no Vulkan calls, so the tests check it directly.
 #pragma once
 
 #include <array>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "capabilities.h"
 #include "interface.h"
 #include "operator.h"
 
 namespace vkdml::detail {
-
-// What kernel choice needs to know of a device, and the test knobs that change it.
-struct DeviceTraits {
-  VkPhysicalDeviceType type = VK_PHYSICAL_DEVICE_TYPE_OTHER;
-  UINT64 maxSharedMemory = 0;  // maxComputeSharedMemorySize
-  UINT maxLinesGroupSize = 1;  // threads a workgroup of glsl/scatter_lines.comp may have
-  UINT maxGroups = 1;          // workgroups per dispatch; grid-stride loops cover the rest
-  enum class Lines { Never, WhenBetter, Always } lines = Lines::WhenBetter;
-  bool float32AtomicAdd = false;  // shaderBufferFloat32AtomicAdd
-  bool int64Atomics = false;      // shaderInt64 and shaderBufferInt64Atomics
-  bool float64 = false;           // shaderFloat64, for float32 arithmetic (FLOAT64 checks its own)
-  bool denormPreserve32 = false;  // shaderDenormPreserveFloat32
-  bool denormPreserve64 = false;  // shaderDenormPreserveFloat64
-  // The most iterations one invocation's loops may take, summed: lavapipe ends a shader's loops
-  // after 65535 (vkdml keeps well below that there); unbounded elsewhere.
-  UINT64 maxLoop = UINT64(-1);
-  // The indexed copy's kernels: GPUs' (glsl/indexed.comp, an element per thread) or, on CPU
-  // devices, glsl/indexed_runs.comp (a run of elements per invocation). VKDML_KERNELS=gpu|cpu
-  // overrides the device type's choice (the tests run the GPU kernels on lavapipe so).
-  enum class Kernels { Gpu, Cpu } kernels = Kernels::Gpu;
-  bool int64 = false;  // shaderInt64: the CPU kernels may move 32-byte u64vec4 elements
-  // The bytes one descriptor may cover (maxStorageBufferRange) and the alignment of its offset
-  // (minStorageBufferOffsetAlignment, at least 16): a tensor that may not fit one descriptor
-  // takes the large path.
-  UINT64 maxRange = 0xFFFFFFFFu;
-  UINT64 rangeAlign = 256;
-
-  // From the device's properties, its enabled features and the environment:
-  // VKDML_MAX_GROUPS=N lowers maxGroups (so small tests run the grid-stride loops);
-  // VKDML_SCATTER_LINES=1 takes the line scatter wherever it can run (the tests use it on
-  // lavapipe), =0 never (A/B benchmarks); VKDML_ATOMICS=32 uses neither the float32 atomic add
-  // nor 64-bit atomics (so the tests run the fallbacks of devices without them);
-  // VKDML_KERNELS=gpu|cpu picks the indexed copy's kernels; VKDML_NATIVE_FLOAT32=1 computes
-  // float32 reductions in float32 whatever the device's denormal handling (as devices with
-  // neither DenormPreserve nor float64 do); VKDML_MAX_BINDING_RANGE=N lowers maxRange to N bytes
-  // (at least minStorageBufferOffsetAlignment + 16, a window of one vector), so the tests run
-  // the large path on small tensors.
-  static DeviceTraits Of(VkPhysicalDeviceType type, const VkPhysicalDeviceLimits& limits,
-                         const DeviceFeatures& enabled);
-};
 
 using Specialization = std::array<uint32_t, VKDML_SPEC_COUNT>;
 
@@ -121,13 +84,21 @@ struct KernelSet {
   // OutputTensor's binding offset must be a multiple of 4.
   bool wordAtomics = false;
   // The large path: every kernel dispatched through Kernel::large; maxRange and rangeAlign as
-  // kernel choice assumed them (DeviceTraits).
+  // kernel choice assumed them (Capabilities).
   bool large = false;
   UINT64 maxRange = 0, rangeAlign = 0;
 };
 
 // flags: the compile flags (VKDML_EXECUTION_FLAG_CHECK_INDICES, _DETERMINISTIC).
-Result ChooseKernels(const OperatorImpl& op, UINT flags, const DeviceTraits& device,
-                     KernelSet* out);
+Result ChooseKernels(const OperatorImpl& op, UINT flags, const Capabilities& caps, KernelSet* out);
+
+// Every module name kernel choice can ask for (some more than once), each family's in turn.
+void ListModules(const std::function<void(const std::string&)>& sink);
+
+// The module names kernel choice can ask for that `built` says the build did not make: empty
+// when every family's names are made. The build runs it (lib/check_modules.cpp) against the
+// embedded modules, so a name the library asks for and glsl/CMakeLists.txt does not make fails
+// the build.
+std::vector<std::string> MissingModules(const std::function<bool(const std::string&)>& built);
 
 }  // namespace vkdml::detail

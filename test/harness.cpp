@@ -189,17 +189,9 @@ LargeTally& TheLargeTally() {
 
 namespace {
 
-// The device's kernel-choice traits as CompileOperator reads them, the environment included.
-vkdml::detail::DeviceTraits Traits() {
-  static VkPhysicalDeviceLimits limits = [] {
-    auto get = reinterpret_cast<PFN_vkGetPhysicalDeviceProperties>(
-        hooks::LoaderGetInstanceProcAddr()(Dev().Instance(), "vkGetPhysicalDeviceProperties"));
-    REQUIRE(get);
-    VkPhysicalDeviceProperties p{};
-    get(Dev().PhysicalDevice(), &p);
-    return p.limits;
-  }();
-  return vkdml::detail::DeviceTraits::Of(Dev().Info().type, limits, Dev().Info().enabled);
+// The device's capabilities as CompileOperator reads them, its switches included.
+vkdml::detail::Capabilities Caps() {
+  return CapabilitiesOf(Dev());
 }
 
 }  // namespace
@@ -219,9 +211,9 @@ LargeRefusal ClassifyLargeRefusal(const Result& r, UINT flags) {
 // windows hold whole 16-byte vectors), so every such tensor is seen only through windows; then a
 // quarter, a half and all but 16 bytes of the largest tensor (where an index tuple, which must fit
 // one window, or the dispatch count rules the smaller out). Kernel choice is asked first
-// (lib/kernels.h, with this device's traits), CompileOperator then compiles with the same range,
-// and the tally counts what happened. What the large path refuses (the deterministic mode, 8-byte
-// reductions without 64-bit atomics: README, Tensors of any size) must be refused by
+// (lib/kernels.h, with this device's capabilities), CompileOperator then compiles with the same
+// range, and the tally counts what happened. What the large path refuses (the deterministic mode,
+// 8-byte reductions without 64-bit atomics: README, Tensors of any size) must be refused by
 // CompileOperator too, with the same message; the case then runs off the large path.
 Result CompileLarge(OpSpec& spec, const Operator& op, UINT flags,
                     std::unique_ptr<CompiledOperator>* out) {
@@ -230,7 +222,7 @@ Result CompileLarge(OpSpec& spec, const Operator& op, UINT flags,
   REQUIRE(vkdml::detail::BuildOperator(spec.Desc(), &impl).ok());
   UINT64 largest = 0;
   for (const TensorDesc& t : spec.tensors) largest = std::max<UINT64>(largest, t.Total());
-  const UINT64 align = Traits().rangeAlign;
+  const UINT64 align = Caps().rangeAlign;
   Result refusal;
   std::string range, refusalRange;
   UINT64 smallest = largest;  // of the tensors past 16 bytes, a window's least
@@ -242,9 +234,9 @@ Result CompileLarge(OpSpec& spec, const Operator& op, UINT flags,
     first = false;
     window = std::max<UINT64>(16, (window + 15) / 16 * 16);
     if (window >= largest) continue;  // no tensor past this window
-    ScopedEnv env("VKDML_MAX_BINDING_RANGE", std::to_string(align + window).c_str());
+    ScopedSwitch env("VKDML_MAX_BINDING_RANGE", std::to_string(align + window).c_str());
     vkdml::detail::KernelSet set;
-    const Result chosen = vkdml::detail::ChooseKernels(impl, flags, Traits(), &set);
+    const Result chosen = vkdml::detail::ChooseKernels(impl, flags, Caps(), &set);
     if (chosen.ok()) {
       INFO("kernel choice at VKDML_MAX_BINDING_RANGE=" << align + window);
       REQUIRE(set.large);
@@ -266,7 +258,7 @@ Result CompileLarge(OpSpec& spec, const Operator& op, UINT flags,
     const LargeRefusal why = ClassifyLargeRefusal(refusal, flags);
     REQUIRE(why != LargeRefusal::None);
     {
-      ScopedEnv env("VKDML_MAX_BINDING_RANGE", refusalRange.c_str());
+      ScopedSwitch env("VKDML_MAX_BINDING_RANGE", refusalRange.c_str());
       std::unique_ptr<CompiledOperator> refused;
       const Result r = Dev().CompileOperator(op, flags, &refused);
       CHECK(r.status == refusal.status);
@@ -281,7 +273,7 @@ Result CompileLarge(OpSpec& spec, const Operator& op, UINT flags,
   }
   ++tally.taken;
   tally.belowSmallest += belowSmallest;
-  ScopedEnv env("VKDML_MAX_BINDING_RANGE", range.c_str());
+  ScopedSwitch env("VKDML_MAX_BINDING_RANGE", range.c_str());
   INFO("VKDML_MAX_BINDING_RANGE=" << range);
   return Dev().CompileOperator(op, flags, out);
 }

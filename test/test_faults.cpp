@@ -521,7 +521,7 @@ std::vector<Stage> Stages(Scratch& s) {
   // A 1 KiB binding range sends 4 KiB tensors down the large path: one descriptor set per
   // window (lib/kernels.h: LargeDispatch).
   const auto compileLarge = [&s](Device& d, Prepared* p) {
-    ScopedEnv range("VKDML_MAX_BINDING_RANGE", "1024");
+    ScopedSwitch range("VKDML_MAX_BINDING_RANGE", "1024", d);
     REQUIRE(s.w1k.Compile(d, &p->compiled).ok());
     const auto& c = static_cast<const detail::CompiledOperatorImpl&>(*p->compiled);
     REQUIRE(c.state->kernels.large);

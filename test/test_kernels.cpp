@@ -3,6 +3,7 @@
 // every kernel that kernel choice (lib/kernels.h) can name is embedded.
 #include <cstddef>
 #include <map>
+#include <set>
 #include <string>
 
 #include "harness.h"
@@ -67,34 +68,34 @@ bool HasCapability(const vkdml::detail::SpirvModule& m, uint32_t capability) {
 }
 constexpr uint32_t kInt64Atomics = 12;  // SpvCapabilityInt64Atomics
 
-using vkdml::detail::DeviceTraits;
+using vkdml::detail::Capabilities;
 using vkdml::detail::KernelSet;
 
 // A GPU as these tests assume one: 48 KiB of shared memory, line kernels of up to 256 threads,
 // 65535 workgroups a dispatch, no optional feature.
-DeviceTraits GpuDevice() {
-  DeviceTraits device;
+Capabilities GpuDevice() {
+  Capabilities device;
   device.maxSharedMemory = 48 << 10;
   device.maxLinesGroupSize = 256;
   device.maxGroups = 65535;
   return device;
 }
 
-DeviceTraits CpuDevice() {
-  DeviceTraits device;
+Capabilities CpuDevice() {
+  Capabilities device;
   device.type = VK_PHYSICAL_DEVICE_TYPE_CPU;
   device.maxSharedMemory = 32 << 10;
   device.maxLinesGroupSize = 1024;
   device.maxGroups = 65535;
-  device.lines = DeviceTraits::Lines::Never;
+  device.lines = Capabilities::Lines::Never;
   device.maxLoop = 16384;
-  device.kernels = DeviceTraits::Kernels::Cpu;
+  device.kernels = Capabilities::Kernels::Cpu;
   device.int64 = true;
   return device;
 }
 
 // The kernels chosen for spec's operator on the device.
-KernelSet Choose(OpSpec spec, const DeviceTraits& device, UINT flags = 0) {
+KernelSet Choose(OpSpec spec, const Capabilities& device, UINT flags = 0) {
   vkdml::detail::OperatorImpl op;
   REQUIRE(vkdml::detail::BuildOperator(spec.Desc(), &op).ok());
   KernelSet set;
@@ -154,6 +155,10 @@ TEST_CASE("Interface: the kernels lay out plans and push constants as C++ does",
 TEST_CASE("Kernels: every kernel that kernel choice names is embedded", "[kernels]") {
   using vkdml::detail::Kernel;
   int largeModules = 0, refused = 0, int64Modules = 0;
+  // The families' lists of the names they can ask for (lib/kernels.h: ListModules), which the
+  // build checks against the embedded modules: every name chosen below must be in them.
+  std::set<std::string> listed;
+  vkdml::detail::ListModules([&](const std::string& name) { listed.insert(name); });
   const auto t = [](DML_TENSOR_DATA_TYPE type, std::vector<UINT> sizes) {
     return TensorDesc(type, std::move(sizes));
   };
@@ -188,15 +193,15 @@ TEST_CASE("Kernels: every kernel that kernel choice names is embedded", "[kernel
         for (int variant = 0; variant < 16; ++variant) {
           const int features = variant % 4;
           const bool large = variant >= 8;
-          DeviceTraits device = GpuDevice();
+          Capabilities device = GpuDevice();
           if (large) device.maxRange = device.rangeAlign + 256;
           device.type =
               features < 2 ? VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU : VK_PHYSICAL_DEVICE_TYPE_CPU;
-          device.lines = variant % 8 < 4 ? DeviceTraits::Lines::Never : DeviceTraits::Lines::Always;
+          device.lines = variant % 8 < 4 ? Capabilities::Lines::Never : Capabilities::Lines::Always;
           device.float32AtomicAdd = device.int64Atomics = device.float64 = features < 2;
           device.denormPreserve32 = device.denormPreserve64 = features == 0;
           if (features >= 2) {
-            device.kernels = DeviceTraits::Kernels::Cpu;
+            device.kernels = Capabilities::Kernels::Cpu;
             device.maxLoop = 16384;
             device.int64 = features == 3;
           }
@@ -232,6 +237,7 @@ TEST_CASE("Kernels: every kernel that kernel choice names is embedded", "[kernel
               INFO("module " << k->module);
               const auto* spirv = FindSpirv(k->module.c_str());
               CHECK(spirv != nullptr);
+              CHECK(listed.count(k->module) == 1);
               // A device without 64-bit atomics (Apple's GPUs, through MoltenVK) is never given
               // a module that needs them (lib.msl_translation: those do not translate to Metal).
               if (spirv && !device.int64Atomics) CHECK(!HasCapability(*spirv, kInt64Atomics));
@@ -259,10 +265,27 @@ TEST_CASE("Kernels: every kernel that kernel choice names is embedded", "[kernel
   CHECK(int64Modules > 0);  // chosen where the device has them: the check above can fail
 }
 
+// The build's check (lib/check_modules.cpp): every listed name is embedded, and a name the build
+// does not make is reported.
+TEST_CASE("Kernels: the build makes every module kernel choice can name", "[kernels]") {
+  const auto embedded = [](const std::string& name) { return FindSpirv(name.c_str()) != nullptr; };
+  CHECK(vkdml::detail::MissingModules(embedded).empty());
+  size_t names = 0;
+  vkdml::detail::ListModules([&](const std::string&) { ++names; });
+  CHECK(names > 200);
+  for (const char* dropped : {"gather_e16_i64_large", "ties_write_e8", "sort_scan_add",
+                              "reduce_e8_i32_a64_f64_dp_ties", "runs_vec_scatter_e1_i32"}) {
+    INFO(dropped);
+    const auto missing = vkdml::detail::MissingModules(
+        [&](const std::string& name) { return name != dropped && embedded(name); });
+    CHECK(missing == std::vector<std::string>{dropped});
+  }
+}
+
 // A binding range no larger than its offset alignment leaves windows of no bytes: refused, not a
 // loop without end (VKDML_MAX_BINDING_RANGE used to allow 256 on a device aligning to 256).
 TEST_CASE("Kernels: a binding range that leaves no window is refused", "[kernels]") {
-  DeviceTraits device = GpuDevice();
+  Capabilities device = GpuDevice();
   device.maxRange = device.rangeAlign + 8;
   vkdml::detail::OperatorImpl op;
   OpSpec spec = OpSpec::GatherElements(TensorDesc(DML_TENSOR_DATA_TYPE_FLOAT32, {8, 128}),
@@ -286,7 +309,7 @@ TEST_CASE("Kernels: a binding range that leaves no window is refused", "[kernels
 TEST_CASE("Kernels: the steps each scatter takes", "[kernels]") {
   using vkdml::detail::Pass;
   const DML_TENSOR_DATA_TYPE f32 = DML_TENSOR_DATA_TYPE_FLOAT32, i64 = DML_TENSOR_DATA_TYPE_INT64;
-  const DeviceTraits device = GpuDevice();
+  const Capabilities device = GpuDevice();
   using K = Pass::Kind;
   const struct {
     VKDML_REDUCE_FUNCTION f;
@@ -326,7 +349,7 @@ TEST_CASE("Kernels: the steps each scatter takes", "[kernels]") {
 TEST_CASE("Kernels: deterministic integer reductions take the default mode's kernels",
           "[kernels]") {
   using vkdml::detail::Pass;
-  DeviceTraits device = GpuDevice();
+  Capabilities device = GpuDevice();
   device.int64Atomics = true;
   const DML_TENSOR_DATA_TYPE i32 = DML_TENSOR_DATA_TYPE_INT32;
   for (DML_TENSOR_DATA_TYPE t :
@@ -361,21 +384,21 @@ TEST_CASE("Kernels: the line kernels of ScatterElements with a reduction", "[ker
   const DML_TENSOR_DATA_TYPE f32 = DML_TENSOR_DATA_TYPE_FLOAT32, i32 = DML_TENSOR_DATA_TYPE_INT32;
   using K = Pass::Kind;
   const struct {
-    DeviceTraits::Lines lines;
+    Capabilities::Lines lines;
     UINT flags;
     std::string module;
     K kind;
   } expectations[] = {
-      {DeviceTraits::Lines::Always, 0, "lines_reduce_e4_i32", K::Reduce},
-      {DeviceTraits::Lines::Always, VKDML_EXECUTION_FLAG_DETERMINISTIC, "lines_ordered_e4_i32",
+      {Capabilities::Lines::Always, 0, "lines_reduce_e4_i32", K::Reduce},
+      {Capabilities::Lines::Always, VKDML_EXECUTION_FLAG_DETERMINISTIC, "lines_ordered_e4_i32",
        K::Ordered},
-      {DeviceTraits::Lines::Never, 0, "reduce_e4_i32", K::Reduce},
-      {DeviceTraits::Lines::Never, VKDML_EXECUTION_FLAG_DETERMINISTIC, "ordered_e4_i32",
+      {Capabilities::Lines::Never, 0, "reduce_e4_i32", K::Reduce},
+      {Capabilities::Lines::Never, VKDML_EXECUTION_FLAG_DETERMINISTIC, "ordered_e4_i32",
        K::Ordered},
   };
   for (const auto& e : expectations) {
     INFO("lines " << int(e.lines) << ", flags " << e.flags);
-    DeviceTraits device;
+    Capabilities device;
     device.maxSharedMemory = 32 << 10;
     device.maxLinesGroupSize = 1024;
     device.maxGroups = 65535;
@@ -394,11 +417,11 @@ TEST_CASE("Kernels: the line kernels of ScatterElements with a reduction", "[ker
 // VKDML_ORDERED_SHARED_WORDS) is the device's limit, and not one that needs a word more.
 TEST_CASE("Kernels: the ordered line kernel up to the shared-memory limit", "[kernels]") {
   const DML_TENSOR_DATA_TYPE f32 = DML_TENSOR_DATA_TYPE_FLOAT32, i32 = DML_TENSOR_DATA_TYPE_INT32;
-  DeviceTraits device;
+  Capabilities device;
   device.maxSharedMemory = 32 << 10;
   device.maxLinesGroupSize = 1024;
   device.maxGroups = 65535;
-  device.lines = DeviceTraits::Lines::Always;
+  device.lines = Capabilities::Lines::Always;
   const UINT perLine = 4096, fits = 8192 - VKDML_ORDERED_ENTRY_WORDS(perLine);
   for (UINT length : {fits, fits + 1}) {
     INFO("line of " << length << " elements, " << perLine << " updates");
@@ -508,7 +531,7 @@ TEST_CASE("Kernels: CPU devices' runs", "[kernels]") {
   };
   for (const auto& e : expectations) {
     INFO(e.what);
-    DeviceTraits device = CpuDevice();
+    Capabilities device = CpuDevice();
     device.int64 = e.int64;
     const KernelSet set = Choose(e.spec, device);
     REQUIRE(set.steps.size() == e.plain.size());
@@ -523,8 +546,8 @@ TEST_CASE("Kernels: CPU devices' runs", "[kernels]") {
     CHECK(set.steps.back().wide.indexAlign == e.indexAlign);
   }
   // A device of the GPU kind takes the GPU kernels; so does a CPU device told to (VKDML_KERNELS).
-  DeviceTraits gpu = CpuDevice();
-  gpu.kernels = DeviceTraits::Kernels::Gpu;
+  Capabilities gpu = CpuDevice();
+  gpu.kernels = Capabilities::Kernels::Gpu;
   const KernelSet set = Choose(expectations[0].spec, gpu);
   REQUIRE(set.steps.size() == 1);
   CHECK(set.steps[0].plain.module == "gather_e4_i64");
@@ -539,7 +562,7 @@ TEST_CASE("Kernels: CPU devices' runs within the loop bound and the workgroup ca
   for (UINT64 maxLoop : {UINT64(16384), UINT64(100), UINT64(7)}) {
     for (UINT maxGroups : {65535u, 1u, 3u}) {
       INFO("maxLoop " << maxLoop << ", maxGroups " << maxGroups);
-      DeviceTraits device = CpuDevice();
+      Capabilities device = CpuDevice();
       device.maxLoop = maxLoop;
       device.maxGroups = maxGroups;
       // A line of 100000 bytes moved in u64vec4s (32 elements each), and one in bytes alone.
@@ -597,7 +620,7 @@ TEST_CASE("Kernels: CPU devices' short lines several to an invocation", "[kernel
   const DML_TENSOR_DATA_TYPE f32 = DML_TENSOR_DATA_TYPE_FLOAT32, i64 = DML_TENSOR_DATA_TYPE_INT64;
   for (UINT maxGroups : {65535u, 1u}) {
     INFO("maxGroups " << maxGroups);
-    DeviceTraits device = CpuDevice();
+    Capabilities device = CpuDevice();
     device.maxGroups = maxGroups;
     const KernelSet set =
         Choose(OpSpec::GatherND(TensorDesc(f32, {64, 64, 16}), TensorDesc(i64, {1, 1500, 2}),
@@ -636,7 +659,7 @@ TEST_CASE("Kernels: wide ScatterND slices are sorted on GPUs", "[kernels]") {
        {VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU, VK_PHYSICAL_DEVICE_TYPE_CPU}) {
     for (UINT width : {127u, 128u}) {
       INFO("device type " << type << ", slices of " << width);
-      DeviceTraits device = GpuDevice();
+      Capabilities device = GpuDevice();
       device.type = type;
       OpSpec spec =
           OpSpec::ScatterND(TensorDesc(f32, {16, width}), TensorDesc(i64, {4, 1}),
@@ -665,7 +688,7 @@ TEST_CASE("Kernels: deterministic float MAX and MIN resolve ties after the atomi
   for (VKDML_REDUCE_FUNCTION f : {VKDML_REDUCE_FUNCTION_MAX, VKDML_REDUCE_FUNCTION_MIN}) {
     for (bool cpu : {false, true}) {
       INFO("ReduceFunction " << f << (cpu ? ", CPU device" : ", GPU"));
-      DeviceTraits device = cpu ? CpuDevice() : GpuDevice();
+      Capabilities device = cpu ? CpuDevice() : GpuDevice();
       device.int64Atomics = device.float64 = true;
       // Long lines (the line kernels' shape), the output strided: 64 x 4096 elements spanning
       // 63 * 5000 + 4096.
@@ -715,7 +738,7 @@ TEST_CASE("Kernels: deterministic float MAX and MIN resolve ties after the atomi
 TEST_CASE("Kernels: the large path's chunks and windows", "[kernels]") {
   using vkdml::detail::LargeDispatch;
   const DML_TENSOR_DATA_TYPE f32 = DML_TENSOR_DATA_TYPE_FLOAT32, i64 = DML_TENSOR_DATA_TYPE_INT64;
-  DeviceTraits device;
+  Capabilities device;
   device.maxSharedMemory = 48 << 10;
   device.maxGroups = 65535;
   device.maxRange = 1 << 20;
@@ -758,9 +781,9 @@ TEST_CASE("Kernels: the large path's chunks and windows", "[kernels]") {
     }
   }
   {  // a CPU device's runs kernels have no large variant: it takes the GPU's
-    const DeviceTraits gpu = device;
+    const Capabilities gpu = device;
     device.type = VK_PHYSICAL_DEVICE_TYPE_CPU;
-    device.kernels = DeviceTraits::Kernels::Cpu;
+    device.kernels = Capabilities::Kernels::Cpu;
     device.int64 = true;
     device.maxLoop = 16384;
     OpSpec spec = OpSpec::GatherND(TensorDesc(f32, {896, 1024}), TensorDesc(i64, {512, 1}),
@@ -779,4 +802,137 @@ TEST_CASE("Kernels: the large path's chunks and windows", "[kernels]") {
     CHECK(r.status == Status::Unsupported);
     CHECK_THAT(r.message, Catch::Matchers::Contains("dispatches through windows"));
   }
+}
+
+// Capabilities::Of (lib/capabilities.h) from made-up devices: the limits, the driver quirks of
+// CPU devices, then each switch within the device's limits.
+TEST_CASE("Capabilities: limits, quirks and switches", "[kernels]") {
+  using vkdml::detail::Switches;
+  VkPhysicalDeviceLimits limits{};
+  limits.maxComputeSharedMemorySize = 16384;  // Vulkan's minimum limits
+  limits.maxComputeWorkGroupInvocations = 128;
+  limits.maxComputeWorkGroupSize[0] = 128;
+  limits.maxComputeWorkGroupCount[0] = 65535;
+  limits.maxStorageBufferRange = 1u << 27;
+  limits.minStorageBufferOffsetAlignment = 256;
+  DeviceFeatures all;
+  for (bool DeviceFeatures::*f :
+       {&DeviceFeatures::shaderInt64, &DeviceFeatures::shaderBufferInt64Atomics,
+        &DeviceFeatures::shaderBufferFloat32AtomicAdd, &DeviceFeatures::shaderFloat64,
+        &DeviceFeatures::shaderDenormPreserveFloat32, &DeviceFeatures::shaderDenormPreserveFloat64})
+    all.*f = true;
+  const Switches none;
+  const Capabilities gpu =
+      Capabilities::Of(VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU, limits, all, none);
+  CHECK(gpu.maxSharedMemory == 16384);
+  CHECK(gpu.maxLinesGroupSize == 128);
+  CHECK(gpu.maxGroups == 65535);
+  CHECK(gpu.maxRange == (1u << 27));
+  CHECK(gpu.rangeAlign == 256);
+  CHECK(gpu.lines == Capabilities::Lines::WhenBetter);
+  CHECK(gpu.kernels == Capabilities::Kernels::Gpu);
+  CHECK(gpu.maxLoop == UINT64(-1));
+  CHECK((gpu.int64 && gpu.int64Atomics && gpu.float32AtomicAdd && gpu.float64 &&
+         gpu.denormPreserve32 && gpu.denormPreserve64));
+  limits.minStorageBufferOffsetAlignment = 4;  // at least a vector
+  const Capabilities cpu = Capabilities::Of(VK_PHYSICAL_DEVICE_TYPE_CPU, limits, {}, none);
+  CHECK(cpu.rangeAlign == VKDML_VECTOR_BYTES);
+  CHECK(cpu.lines == Capabilities::Lines::Never);
+  CHECK(cpu.kernels == Capabilities::Kernels::Cpu);
+  CHECK(cpu.maxLoop == 16384);
+  CHECK(!(cpu.int64 || cpu.int64Atomics || cpu.float32AtomicAdd || cpu.float64));
+  DeviceFeatures atomicsWithoutInt64 = all;
+  atomicsWithoutInt64.shaderInt64 = false;
+  CHECK(!Capabilities::Of(VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU, limits, atomicsWithoutInt64, none)
+             .int64Atomics);
+
+  Switches s;
+  s.maxBindingRange = 100;  // below the least window: raised to one vector past the alignment
+  s.maxGroups = 3;
+  s.lines = Switches::Lines::Always;
+  s.kernels = Switches::Kernels::Cpu;
+  s.only32BitAtomics = true;
+  s.nativeFloat32 = true;
+  limits.minStorageBufferOffsetAlignment = 256;
+  const Capabilities t = Capabilities::Of(VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU, limits, all, s);
+  CHECK(t.maxRange == 256 + VKDML_VECTOR_BYTES);
+  CHECK(t.maxGroups == 3);
+  CHECK(t.lines == Capabilities::Lines::Always);
+  CHECK(t.kernels == Capabilities::Kernels::Cpu);
+  CHECK(!(t.int64Atomics || t.float32AtomicAdd || t.float64 || t.denormPreserve32));
+  CHECK((t.int64 && t.denormPreserve64));
+  s = {};
+  s.maxBindingRange = UINT64(1) << 40;  // never above the device's own limits
+  s.maxGroups = 1u << 20;
+  s.lines = Switches::Lines::Never;
+  s.kernels = Switches::Kernels::Gpu;
+  const Capabilities c = Capabilities::Of(VK_PHYSICAL_DEVICE_TYPE_CPU, limits, {}, s);
+  CHECK(c.maxRange == (1u << 27));
+  CHECK(c.maxGroups == 65535);
+  CHECK(c.lines == Capabilities::Lines::Never);
+  CHECK(c.kernels == Capabilities::Kernels::Gpu);
+}
+
+TEST_CASE("Switches: read from the environment, a bad value refused by name", "[kernels]") {
+  using vkdml::detail::Switches;
+  const char* names[] = {"VKDML_MAX_BINDING_RANGE", "VKDML_MAX_GROUPS", "VKDML_SCATTER_LINES",
+                         "VKDML_KERNELS",           "VKDML_ATOMICS",    "VKDML_NATIVE_FLOAT32"};
+  {
+    ScopedEnv a(names[0], "4096"), b(names[1], "7"), c(names[2], "0"), d(names[3], "gpu"),
+        e(names[4], "32"), f(names[5], "1");
+    Switches s;
+    REQUIRE(Switches::Read(&s).ok());
+    CHECK(s.maxBindingRange == 4096);
+    CHECK(s.maxGroups == 7);
+    CHECK(s.lines == Switches::Lines::Never);
+    CHECK(s.kernels == Switches::Kernels::Gpu);
+    CHECK(s.only32BitAtomics);
+    CHECK(s.nativeFloat32);
+  }
+  {
+    ScopedEnv a(names[0], ""), b(names[1], ""), c(names[2], ""), d(names[3], ""), e(names[4], ""),
+        f(names[5], "");
+    Switches s;
+    s.maxGroups = 9;
+    REQUIRE(Switches::Read(&s).ok());  // unset: the defaults
+    CHECK(s.maxGroups == 0);
+    CHECK(s.lines == Switches::Lines::Auto);
+    CHECK(s.kernels == Switches::Kernels::Auto);
+  }
+  const std::pair<int, const char*> bad[] = {{0, "-1"},  {0, "12x"}, {1, "0"},  {1, "99999999999"},
+                                             {2, "yes"}, {3, "GPU"}, {4, "64"}, {5, "2"}};
+  for (const auto& [i, value] : bad) {
+    ScopedEnv env(names[i], value);
+    Switches s;
+    const Result r = Switches::Read(&s);
+    INFO(names[i] << "=" << value << ": " << r.message);
+    CHECK(r.status == Status::InvalidArgument);
+    CHECK(r.message.rfind(std::string(names[i]) + "=" + value + ": expected ", 0) == 0);
+  }
+}
+
+// A Device reads the environment once, when it is created: a switch set later changes only the
+// devices created after it, and a bad one fails CreateDevice with the variable's name.
+TEST_CASE("Device: the switches are read when the device is created", "[kernels]") {
+  Device& shared = Dev();
+  const UINT before = CapabilitiesOf(shared).maxGroups;
+  REQUIRE(before > 3);
+  ScopedEnv groups("VKDML_MAX_GROUPS", "3");
+  CHECK(CapabilitiesOf(shared).maxGroups == before);
+  DeviceDesc desc;
+  desc.enableValidation = true;
+  std::vector<std::string> messages;  // from this thread's Vulkan calls only
+  desc.onValidationMessage = [&messages](const char* m) { messages.push_back(m ? m : ""); };
+  std::unique_ptr<Device> fresh;
+  REQUIRE(CreateDevice(desc, &fresh).ok());
+  CHECK(CapabilitiesOf(*fresh).maxGroups == 3);
+  CHECK(SwitchesOf(*fresh).maxGroups == 3);
+  ScopedEnv lines("VKDML_SCATTER_LINES", "on");
+  std::unique_ptr<Device> refused;
+  const Result r = CreateDevice(desc, &refused);
+  CHECK(r.status == Status::InvalidArgument);
+  CHECK(r.message == "VKDML_SCATTER_LINES=on: expected one of 0, 1 (or unset)");
+  CHECK(!refused);
+  fresh.reset();
+  CHECK(messages.empty());
 }

@@ -408,18 +408,18 @@ Case GenScatterElements(Rng& rng, UINT D, DML_TENSOR_DATA_TYPE dt, DML_TENSOR_DA
   }
 }
 
-// lib/kernels.cpp reads VKDML_SCATTER_LINES ("1" sends every ScatterElements the shared-memory
-// line kernel can do to it, on lavapipe too), VKDML_MAX_GROUPS (workgroups per dispatch) and
-// VKDML_KERNELS ("gpu": the GPU kernels of the indexed copy, on lavapipe too) when an operator is
-// compiled.
-struct ScopedLines : ScopedEnv {
-  explicit ScopedLines(bool on) : ScopedEnv("VKDML_SCATTER_LINES", on ? "1" : "") {}
+// The library's switches (lib/capabilities.h: Switches) VKDML_SCATTER_LINES ("1" sends every
+// ScatterElements the shared-memory line kernel can do to it, on lavapipe too), VKDML_MAX_GROUPS
+// (workgroups per dispatch) and VKDML_KERNELS ("gpu": the GPU kernels of the indexed copy, on
+// lavapipe too), set on the tests' device for the operators compiled meanwhile.
+struct ScopedLines : ScopedSwitch {
+  explicit ScopedLines(bool on) : ScopedSwitch("VKDML_SCATTER_LINES", on ? "1" : "") {}
 };
 
 // The GPU kernels of the indexed copy (glsl/indexed.comp), which CPU devices otherwise leave for
 // their own (glsl/indexed_runs.comp): the sweeps give them a share of their cases on lavapipe.
-struct ScopedGpuKernels : ScopedEnv {
-  explicit ScopedGpuKernels(bool on) : ScopedEnv("VKDML_KERNELS", on ? "gpu" : "") {}
+struct ScopedGpuKernels : ScopedSwitch {
+  explicit ScopedGpuKernels(bool on) : ScopedSwitch("VKDML_KERNELS", on ? "gpu" : "") {}
 };
 
 // Where each update element of a scatter case lands.
@@ -759,7 +759,7 @@ TEST_CASE_METHOD(Fixture, "Random cases with few workgroups per dispatch", "[ran
     const bool gpuKernels = (i / 6) % 3 != 1;  // grid-stride loops; CPU devices' split dispatches
     INFO("case: " << c.spec.ToString() << "\n  " << Describe(c.opts) << ", VKDML_MAX_GROUPS=1"
                   << (gpuKernels ? ", VKDML_KERNELS=gpu" : ""));
-    ScopedEnv groups("VKDML_MAX_GROUPS", "1");
+    ScopedSwitch groups("VKDML_MAX_GROUPS", "1");
     ScopedLines lines(op == Op::ScatterElements);
     ScopedGpuKernels kernels(gpuKernels);
     bool quiet = true;
@@ -1018,7 +1018,7 @@ TEST_CASE_METHOD(Fixture, "Random GatherElements and ScatterElements on aligned 
     INFO("seed " << seed << " (VKDML_TEST_SEED=" << base << ", case " << i << ")");
     INFO("case: " << c.spec.ToString() << "\n  " << Describe(c.opts)
                   << (fewGroups ? ", VKDML_MAX_GROUPS=1" : ""));
-    ScopedEnv groups("VKDML_MAX_GROUPS", fewGroups ? "1" : "");
+    ScopedSwitch groups("VKDML_MAX_GROUPS", fewGroups ? "1" : "");
     bool quiet = true;
     if (!RunCase(c, !unique, &quiet)) ++failures;
     CHECK(quiet);
@@ -1067,7 +1067,7 @@ TEST_CASE_METHOD(Fixture, "GatherND and ScatterND on many short slices",
     c.opts.flags = rng.P(0.5) ? VKDML_EXECUTION_FLAG_CHECK_INDICES : 0;
     INFO(DataTypeName(dt) << (scatter ? " ScatterND" : " GatherND") << ", slices of " << slice
                           << (fewGroups ? ", VKDML_MAX_GROUPS=1" : ""));
-    ScopedEnv groups("VKDML_MAX_GROUPS", fewGroups ? "1" : "");
+    ScopedSwitch groups("VKDML_MAX_GROUPS", fewGroups ? "1" : "");
     RunCase(c);
   }
 }
@@ -1387,10 +1387,10 @@ TEST_CASE_METHOD(Fixture, "Random scatters with a reduction vs the sequential re
           // target, as random indices give: the line kernels' short buckets), half crowd them
           // onto one or two targets (hundreds per target: their sort of the whole line).
           const bool spread = longLines && (seed >> 7) % 2 == 1;
-          ScopedEnv atomics("VKDML_ATOMICS", knob == 0 ? "32" : "");
-          ScopedEnv groups("VKDML_MAX_GROUPS", knob == 1 ? "1" : "");
+          ScopedSwitch atomics("VKDML_ATOMICS", knob == 0 ? "32" : "");
+          ScopedSwitch groups("VKDML_MAX_GROUPS", knob == 1 ? "1" : "");
           ScopedLines lines(knob == 2);
-          ScopedEnv nativeFloat32("VKDML_NATIVE_FLOAT32", knob == 3 ? "1" : "");
+          ScopedSwitch nativeFloat32("VKDML_NATIVE_FLOAT32", knob == 3 ? "1" : "");
           INFO((knob == 0   ? "VKDML_ATOMICS=32"
                 : knob == 1 ? "VKDML_MAX_GROUPS=1"
                 : knob == 2 ? "VKDML_SCATTER_LINES=1"
@@ -1442,7 +1442,7 @@ TEST_CASE_METHOD(Fixture, "Deterministic scatters with large sorts", "[large][re
     FillReduceValues(rng, upd, s.f, false, &c.inputs[2]);
     c.opts.flags = VKDML_EXECUTION_FLAG_DETERMINISTIC;
     INFO(c.spec.ToString() << (*s.groups ? ", VKDML_MAX_GROUPS=1" : ""));
-    ScopedEnv groups("VKDML_MAX_GROUPS", s.groups);
+    ScopedSwitch groups("VKDML_MAX_GROUPS", s.groups);
     RunCase(c);
   }
 }
@@ -1583,7 +1583,7 @@ TEST_CASE_METHOD(Fixture, "Deterministic MAX and MIN resolve ties of zeros and N
           const bool inPlace = variant % 2 == 1, atomics32 = variant >= 2;
           Rng rng(BaseSeed() ^ 0x71E5 ^ (uint64_t(dt) << 8) ^ (UINT(f) << 4) ^ (shape << 12) ^
                   (variant << 16));
-          ScopedEnv atomics("VKDML_ATOMICS", atomics32 ? "32" : "");
+          ScopedSwitch atomics("VKDML_ATOMICS", atomics32 ? "32" : "");
           const UINT width = shape == 0 ? 1 : shape == 1 ? 3 : 130, units = 128;
           const UINT targets = 8;  // 16 updates (units) a target
           Case c;

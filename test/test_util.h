@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "capabilities.h"
 #include "harness.h"
 
 namespace vt {
@@ -48,6 +49,25 @@ class ScopedEnv {
   bool had_ = false;
   std::string old_;
 };
+
+// Sets one of the library's VKDML_* switches (lib/capabilities.h: Switches) for the life of the
+// object: in the environment, for the devices created meanwhile, and on `device`, which read the
+// environment once, when it was created. Restores both after.
+class ScopedSwitch : ScopedEnv {
+ public:
+  ScopedSwitch(const char* name, const char* value, Device& device = Dev());
+  ScopedSwitch(const ScopedSwitch&) = delete;
+  ScopedSwitch& operator=(const ScopedSwitch&) = delete;
+  ~ScopedSwitch();
+
+ private:
+  Device& device_;
+  vkdml::detail::Switches old_;
+};
+
+// What kernel choice knows of a device (lib/device.h: DeviceImpl::Caps).
+vkdml::detail::Capabilities CapabilitiesOf(const Device& device);
+vkdml::detail::Switches SwitchesOf(const Device& device);
 
 struct Rng {
   std::mt19937_64 g;

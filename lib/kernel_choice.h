@@ -1,0 +1,119 @@
+// What kernel choice's families share (kernels.cpp reads them top to bottom): the operator, the
+// device's capabilities and the KernelSet being built, with the helpers every family uses. Each
+// family's file owns its module names, specialization constants and dispatch sizes:
+//   kernel_copy.cpp     the indexed copy (glsl/indexed.comp): copies, marks, plain scatters
+//   kernel_runs.cpp     CPU devices' indexed copy (glsl/indexed_runs.comp)
+//   kernel_lines.cpp    a workgroup per output line (glsl/scatter_lines*.comp)
+//   kernel_reduce.cpp   scatters with a reduction: atomics, and the sort with its ordered fold
+//   kernel_ties.cpp     deterministic float MAX and MIN: atomics, then the ties' passes
+//   kernel_large.cpp    the large path: dispatches through windows of the binding range
+// Each also lists every module name it can ask for (its ListModules), which the build checks
+// against the modules it makes (kernels.h: MissingModules).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "capabilities.h"
+#include "kernels.h"
+
+namespace vkdml::detail {
+
+// Receives a module name a family can ask for.
+using ModuleSink = std::function<void(const std::string&)>;
+
+// The index suffix of module names: "_i32" or "_i64" for 4- or 8-byte indices.
+inline std::string IndexSuffix(UINT indexSize) {
+  return Str("_i", indexSize * 8);
+}
+inline std::string LargeSuffix(bool large) {
+  return large ? "_large" : "";
+}
+// Every reduction function, NONE (a deterministic scatter's) included: for the ListModules.
+inline constexpr UINT kReduceFunctions[] = {VKDML_REDUCE_FUNCTION_NONE, VKDML_REDUCE_FUNCTION_ADD,
+                                            VKDML_REDUCE_FUNCTION_MULTIPLY,
+                                            VKDML_REDUCE_FUNCTION_MAX, VKDML_REDUCE_FUNCTION_MIN};
+inline constexpr UINT kElementKinds[] = {VKDML_KIND_FLOAT, VKDML_KIND_SIGNED, VKDML_KIND_UNSIGNED};
+// Workgroups for `work`, at least 1, at most maxGroups.
+UINT Groups(UINT64 work, UINT maxGroups);
+// The element kind (interface.h: VKDML_KIND_*) of a data type.
+UINT Kind(DML_TENSOR_DATA_TYPE type);
+// A plan as the kernels read it (interface.h: shader::PackedPlan).
+shader::PackedPlan Pack(const Plan& plan);
+
+class Choice {
+ public:
+  Choice(const OperatorImpl& op, UINT flags, const Capabilities& caps);
+
+  const OperatorImpl& op;
+  const Capabilities& caps;
+  const UINT elemSize, indexSize;
+  // A deterministic execution that the default mode's kernels do not already give (kernels.cpp).
+  bool deterministic = false;
+  bool large = false;  // the large path (kernel_large.cpp)
+  Specialization base = {};
+  KernelSet set;
+
+  // Packs plan into the next plan slot.
+  Result Slot(const Plan& plan, UINT* slot);
+  // base with plan's rank and index tuple.
+  Specialization Spec(const Plan& plan) const;
+  // A kernel over plan (packed into `slot`) with a thread per loop element, VKDML_SPEC_UNROLL of
+  // them at a time.
+  Kernel Elementwise(std::string module, const Plan& plan, UINT slot, UINT unit) const;
+  UINT Groups(UINT64 work) const { return detail::Groups(work, caps.maxGroups); }
+  std::string IndexSuffix() const { return detail::IndexSuffix(indexSize); }
+  std::string LargeSuffix() const { return detail::LargeSuffix(large); }
+
+ private:
+  UINT next_ = 0;
+};
+
+// kernel_copy.cpp: a copy, a mark or a scatter without a reduction.
+Result ChooseCopy(Choice& c, const Pass& pass);
+Result ChooseReport(Choice& c);  // checked mode's last dispatch
+void ListCopyModules(const ModuleSink& sink);
+
+// kernel_runs.cpp: CPU devices' copy and plain scatter (plan simplified).
+Result ChooseRuns(Choice& c, const Pass& pass, Plan plan);
+void ListRunsModules(const ModuleSink& sink);
+
+// kernel_lines.cpp: whether a pass (its plan simplified) goes to glsl/scatter_lines.comp; the
+// line kernels' common setup; a reduction a line at a time, through shared memory or in order
+// (false where they do not apply: the caller chooses another family).
+bool LinesFit(const Choice& c, const Pass& pass, const Plan& plan);
+Kernel LinesCopy(const Choice& c, const Plan& plan, UINT slot);
+bool ChooseSharedLines(Choice& c, const Plan& plan);
+bool ChooseOrderedLines(Choice& c, const Plan& plan);
+void ListLinesModules(const ModuleSink& sink);
+
+// kernel_reduce.cpp: a scatter with a reduction, or a deterministic one.
+Result ChooseReduction(Choice& c, const Pass& pass);
+// The module suffix a reduction's float arithmetic needs (glsl/arith.glsl).
+std::string FloatSuffix(const Choice& c);
+std::string FloatSuffix(UINT reduce, UINT kind, UINT elemSize, const Capabilities& caps);
+// The atomic kernel of a reduction on this device, where one can do it.
+bool AtomicModule(const Choice& c, std::string* module);
+bool AtomicModule(UINT elemSize, UINT indexSize, UINT kind, UINT reduce, const Capabilities& caps,
+                  std::string* module);
+void ListReduceModules(const ModuleSink& sink);
+
+// kernel_ties.cpp: a deterministic float MAX or MIN through atomics and then the ties' passes,
+// where that applies (false: the caller chooses another family).
+bool ChooseTies(Choice& c, const Plan& plan, Result* result);
+void ListTiesModules(const ModuleSink& sink);
+
+// kernel_large.cpp: whether a tensor may not fit one descriptor; its windows; a kernel's
+// dispatches on the large path (nothing off it).
+// CheckLargePath: what the large path cannot run, refused before any family is asked.
+Result CheckLargePath(const Choice& c);
+bool Windowed(const Capabilities& caps, const Tensor& t);
+std::vector<Span> Windows(const Capabilities& caps, const Tensor& t);
+Result ChooseLargeDispatches(const Choice& c, const Plan& plan, Pass::Kind kind, Kernel* k);
+
+// Every (module-name, capability) combination a family's ListModules walks: each of its switches
+// on and off.
+void ForEachCapabilities(const std::function<void(const Capabilities&)>& f);
+
+}  // namespace vkdml::detail
