@@ -1,0 +1,52 @@
+#include "device_plan.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace vkdml::detail {
+
+namespace {
+
+// A portability driver's device (MoltenVK) must enable it.
+constexpr const char* kPortabilitySubset = "VK_KHR_portability_subset";
+
+bool Contains(const std::vector<const char*>& list, const char* name) {
+  return std::any_of(list.begin(), list.end(),
+                     [name](const char* e) { return std::strcmp(e, name) == 0; });
+}
+
+}  // namespace
+
+Result PlanDevice(const DeviceInfo& info, const std::vector<std::string>& extensions,
+                  DevicePlan* out) {
+  if (VK_API_VERSION_MAJOR(info.apiVersion) == 1 && VK_API_VERSION_MINOR(info.apiVersion) < 1)
+    return Fail(Status::Unsupported, "Vulkan device ", info.name,
+                " supports Vulkan 1.0, expected 1.1: install a newer driver");
+  DevicePlan plan;
+  if (std::find(extensions.begin(), extensions.end(), kPortabilitySubset) != extensions.end())
+    plan.extensions.push_back(kPortabilitySubset);
+  // vkdml's instance asks for Vulkan 1.1, so 1.2's core features come as extensions.
+  for (const Feature& f : kFeatures) {
+    if (!(info.available.*f.member)) continue;
+    plan.enable.*f.member = true;
+    if (f.extension && !Contains(plan.extensions, f.extension))
+      plan.extensions.push_back(f.extension);
+  }
+  *out = std::move(plan);
+  return {};
+}
+
+void ChainPlan(const DevicePlan& plan, FeatureChain* chain) {
+  for (const Feature& f : kFeatures) *f.field(*chain) = plan.enable.*f.member ? VK_TRUE : VK_FALSE;
+  chain->Link([&plan](const char* extension) { return Contains(plan.extensions, extension); });
+}
+
+Result CheckClaimedFeatures(const DeviceInfo& info, const DeviceFeatures& claimed) {
+  for (const Feature& f : kFeatures)
+    if (claimed.*f.member && !(info.available.*f.member))
+      return Fail(Status::InvalidArgument, "DeviceDesc.enabledFeatures.", f.name, " is set, but ",
+                  info.name, " does not support it");
+  return {};
+}
+
+}  // namespace vkdml::detail

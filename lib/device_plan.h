@@ -1,0 +1,31 @@
+// What vkdml asks of a physical device when it creates the VkDevice, and what it checks of a
+// device it adopts, decided from the device's description and extension names alone (as IREE's
+// device plan): no Vulkan calls, so the tests give it made-up devices.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "device_features.h"
+#include "error.h"
+
+namespace vkdml::detail {
+
+struct DevicePlan {
+  DeviceFeatures enable;                // every feature vkdml uses that the device has
+  std::vector<const char*> extensions;  // the ones they need, and VK_KHR_portability_subset
+};
+
+// info: the physical device as physical_device.cpp describes it (apiVersion, available);
+// extensions: its extensions' names. Unsupported for a Vulkan 1.0 device.
+Result PlanDevice(const DeviceInfo& info, const std::vector<std::string>& extensions,
+                  DevicePlan* out);
+
+// vkCreateDevice's feature chain for a plan (its pNext: &chain->features).
+void ChainPlan(const DevicePlan& plan, FeatureChain* chain);
+
+// An adopted device: every feature its owner says it enabled (DeviceDesc.enabledFeatures) must
+// be one the device has; else InvalidArgument naming the first that is not.
+Result CheckClaimedFeatures(const DeviceInfo& info, const DeviceFeatures& claimed);
+
+}  // namespace vkdml::detail
