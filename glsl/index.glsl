@@ -57,7 +57,7 @@ bool wideBelow(uvec2 a, uvec2 b) {
 
 // locate() on the large path (interface.h: LargePush): loop element i of this dispatch's chunk
 // is element lpc.start + i of the plan's loop. A chunk is a run of one dimension's coordinates
-// with the dimensions after it whole (lib/kernels.cpp: Large), so its coordinates are the
+// with the dimensions after it whole (lib/kernel_large.cpp), so its coordinates are the
 // start's plus i's digits, with no carry, each below its size: 32 bits do. The direct side
 // and IndicesTensor are offsets from their windows, modulo 2^32 (each window holds what the chunk
 // touches); the indexed side's 64-bit offset is taken only where this dispatch owns it, else the

@@ -9,7 +9,7 @@
 //
 // VECTOR: the run is GatherElements- or ScatterElements-shaped (one index component per element,
 // IndicesTensor and the direct side contiguous along it) and kernel choice has aligned it
-// (lib/kernels.cpp): kStep elements at a time, their indices and their direct side moved as
+// (lib/kernel_runs.cpp): kStep elements at a time, their indices and their direct side moved as
 // u64vec4s, only the indexed side one element at a time.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require

@@ -82,7 +82,7 @@ struct uvec4 {
 
 // glsl/scatter_lines_ordered.comp: at most VKDML_LINES_MAX_GROUP threads; a target's bucket of
 // at most VKDML_ORDERED_SHORT_BUCKET updates is sorted in registers. Its shared memory, in 32-bit
-// words, for a line of `length` targets and `perLine` updates (lib/kernels.cpp keeps it within
+// words, for a line of `length` targets and `perLine` updates (lib/kernel_lines.cpp keeps it within
 // the device's limit): the counts (a word per target), then the entries (two update numbers a
 // word; at least the scan's scratch and the long-bucket flag, in word VKDML_ORDERED_LONG_WORD),
 // or, for a line sorted whole, its keys (sortSize words).

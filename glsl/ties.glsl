@@ -1,4 +1,4 @@
-// Deterministic float MAX and MIN (lib/kernels.cpp: Chooser::Ties). Applied one at a time, the
+// Deterministic float MAX and MIN (lib/kernel_ties.cpp). Applied one at a time, the
 // updates leave a target holding the first value, in order (the input's own element, then the
 // updates in IndicesTensor's row-major order), that equals the result; a NaN result is the
 // first NaN. Equal values have equal bits but for two kinds: zeros (+0, -0) and NaNs (their

@@ -81,8 +81,7 @@ Result BindingTableImpl::Init() {
   uint32_t n = 1;
   for (const Own& o : own) {
     // Unused bindings still get a small buffer: the layout declares them.
-    VKDML_TRY(
-        device_->CreateInternalBuffer(std::max<UINT64>(o.bytes, 4), usage, o.memory, o.buffer));
+    VKDML_TRY(BufferImpl::Create(device_, std::max<UINT64>(o.bytes, 4), usage, o.memory, o.buffer));
     infos[n] = {(*o.buffer)->Handle(), 0, (*o.buffer)->Size()};
     writes[n] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
     writes[n].dstBinding = o.binding;
@@ -98,6 +97,41 @@ Result BindingTableImpl::Init() {
     vk.vkUpdateDescriptorSets(device_->Handle(), n, writes, 0, nullptr);
   }
   std::memset(status_->Mapped(), 0xFF, kStatusBytes);
+  return {};
+}
+
+// One binding's checks: its buffer, its range within a vkdml::Buffer, its size and its offset's
+// alignments (the element's, the tensor's, and 4 bytes for word atomics).
+Result BindingTableImpl::CheckBinding(bool outputs, UINT i, const DML_BUFFER_BINDING& b,
+                                      const Tensor& t) const {
+  const char* what = outputs ? "outputs" : "inputs";
+  if (!b.Buffer)
+    return Fail(Status::InvalidArgument, what, "[", i, "].Buffer is VK_NULL_HANDLE (", t.field,
+                ")");
+  if (b.SizeInBytes > UINT64_MAX - b.Offset)
+    return Fail(Status::InvalidArgument, what, "[", i, "].Offset ", b.Offset, " + SizeInBytes ",
+                b.SizeInBytes, " is past 2^64 (", t.field, ")");
+  UINT64 bufferSize;
+  if (device_->KnownBufferSize(b.Buffer, &bufferSize) &&
+      (b.Offset > bufferSize || b.SizeInBytes > bufferSize - b.Offset))
+    return Fail(Status::InvalidArgument, what, "[", i, "] covers bytes [", b.Offset, ", ",
+                b.Offset + b.SizeInBytes, "), outside the ", bufferSize,
+                "-byte vkdml::Buffer it names (", t.field, ")");
+  if (b.SizeInBytes < t.totalBytes)
+    return Fail(Status::InvalidArgument, what, "[", i, "].SizeInBytes is ", b.SizeInBytes,
+                ", expected at least ", t.totalBytes, " (", t.field, ".TotalTensorSizeInBytes)");
+  if (b.Offset % t.elemSize)
+    return Fail(Status::InvalidArgument, what, "[", i, "].Offset is ", b.Offset,
+                ", expected a multiple of ", t.elemSize, " (the ", DataTypeName(t.type),
+                " element size of ", t.field, ")");
+  if (t.alignment && b.Offset % t.alignment)
+    return Fail(Status::InvalidArgument, what, "[", i, "].Offset is ", b.Offset,
+                ", expected a multiple of ", t.alignment, " (", t.field,
+                ".GuaranteedBaseOffsetAlignment)");
+  if (outputs && op_->kernels.wordAtomics && b.Offset % 4)
+    return Fail(Status::InvalidArgument, what, "[", i, "].Offset is ", b.Offset,
+                ", expected a multiple of 4: ", op_->op.name, " on ", DataTypeName(t.type),
+                " elements updates the 4-byte words that hold them (", t.field, ")");
   return {};
 }
 
@@ -121,33 +155,7 @@ Result BindingTableImpl::Bind(bool outputs, UINT count, const DML_BUFFER_BINDING
   for (UINT i = 0; i < count; ++i) {
     const DML_BUFFER_BINDING& b = bindings[i];
     const Tensor& t = tensors[i];
-    if (!b.Buffer)
-      return Fail(Status::InvalidArgument, what, "[", i, "].Buffer is VK_NULL_HANDLE (", t.field,
-                  ")");
-    if (b.SizeInBytes > UINT64_MAX - b.Offset)
-      return Fail(Status::InvalidArgument, what, "[", i, "].Offset ", b.Offset, " + SizeInBytes ",
-                  b.SizeInBytes, " is past 2^64 (", t.field, ")");
-    UINT64 bufferSize;
-    if (device_->KnownBufferSize(b.Buffer, &bufferSize) &&
-        (b.Offset > bufferSize || b.SizeInBytes > bufferSize - b.Offset))
-      return Fail(Status::InvalidArgument, what, "[", i, "] covers bytes [", b.Offset, ", ",
-                  b.Offset + b.SizeInBytes, "), outside the ", bufferSize,
-                  "-byte vkdml::Buffer it names (", t.field, ")");
-    if (b.SizeInBytes < t.totalBytes)
-      return Fail(Status::InvalidArgument, what, "[", i, "].SizeInBytes is ", b.SizeInBytes,
-                  ", expected at least ", t.totalBytes, " (", t.field, ".TotalTensorSizeInBytes)");
-    if (b.Offset % t.elemSize)
-      return Fail(Status::InvalidArgument, what, "[", i, "].Offset is ", b.Offset,
-                  ", expected a multiple of ", t.elemSize, " (the ", DataTypeName(t.type),
-                  " element size of ", t.field, ")");
-    if (t.alignment && b.Offset % t.alignment)
-      return Fail(Status::InvalidArgument, what, "[", i, "].Offset is ", b.Offset,
-                  ", expected a multiple of ", t.alignment, " (", t.field,
-                  ".GuaranteedBaseOffsetAlignment)");
-    if (outputs && op_->kernels.wordAtomics && b.Offset % 4)
-      return Fail(Status::InvalidArgument, what, "[", i, "].Offset is ", b.Offset,
-                  ", expected a multiple of 4: ", op_->op.name, " on ", DataTypeName(t.type),
-                  " elements updates the 4-byte words that hold them (", t.field, ")");
+    VKDML_TRY(CheckBinding(outputs, i, b, t));
     UINT64 base = b.Offset / align * align, delta = b.Offset - base;
     if (delta + t.totalBytes > maxRange && !op_->kernels.large)
       return Fail(Status::Unsupported, what, "[", i, "]: ", t.field, " spans ",

@@ -25,6 +25,7 @@ class BindingTableImpl final : public BindingTable {
 
  private:
   Result Bind(bool outputs, UINT count, const DML_BUFFER_BINDING* bindings);
+  Result CheckBinding(bool outputs, UINT i, const DML_BUFFER_BINDING& b, const Tensor& t) const;
   Result CheckAliasing(bool* inPlace) const;
   void Barrier(VkCommandBuffer cmd, VkPipelineStageFlags src, VkAccessFlags srcAccess,
                VkPipelineStageFlags dst, VkAccessFlags dstAccess) const;

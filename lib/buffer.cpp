@@ -103,13 +103,20 @@ Result BufferImpl::Read(UINT64 offset, void* data, UINT64 size) {
   return {};
 }
 
+Result BufferImpl::Create(DeviceImpl* device, UINT64 size, VkBufferUsageFlags usage, Memory memory,
+                          std::unique_ptr<BufferImpl>* out, bool gpuReads) {
+  auto b = std::make_unique<BufferImpl>(device, usage);
+  VKDML_TRY(b->Allocate(size, memory, gpuReads));
+  *out = std::move(b);
+  return {};
+}
+
 Result BufferImpl::Stage(UINT64 offset, const void* from, void* to, UINT64 size) {
   const bool toBuffer = from != nullptr;
   std::unique_ptr<BufferImpl> staging;
-  VKDML_TRY(device_->CreateInternalBuffer(
-      std::min(size, kStagingChunk) + 1,
-      toBuffer ? VK_BUFFER_USAGE_TRANSFER_SRC_BIT : VK_BUFFER_USAGE_TRANSFER_DST_BIT,
-      Memory::HostVisible, &staging));
+  VKDML_TRY(Create(device_, std::min(size, kStagingChunk) + 1,
+                   toBuffer ? VK_BUFFER_USAGE_TRANSFER_SRC_BIT : VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                   Memory::HostVisible, &staging));
   const auto& vk = device_->Vk();
   for (UINT64 done = 0; done < size;) {
     const UINT64 n = std::min(size - done, kStagingChunk);

@@ -1,6 +1,8 @@
 // Buffers vkdml allocates: for callers (Device::CreateBuffer) and for itself (plans, staging).
 #pragma once
 
+#include <memory>
+
 #include <volk.h>
 
 #include "vkdml/vkdml.h"
@@ -11,6 +13,10 @@ class DeviceImpl;
 
 class BufferImpl final : public Buffer {
  public:
+  // A buffer of `size` bytes, allocated and tracked by the device (DeviceImpl::TrackBuffer).
+  static Result Create(DeviceImpl* device, UINT64 size, VkBufferUsageFlags usage, Memory memory,
+                       std::unique_ptr<BufferImpl>* out, bool gpuReads = false);
+
   BufferImpl(DeviceImpl* device, VkBufferUsageFlags usage) : device_(device), usage_(usage) {}
   ~BufferImpl() override;
   // gpuReads: host-visible memory the host writes and the GPU reads, placed in device memory

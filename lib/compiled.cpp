@@ -44,9 +44,9 @@ Result CompileOperator(DeviceImpl& device, const Operator& op, UINT flags,
   // the host, not staged: compiling never submits, so it never touches the queue.
   const auto& plans = c->kernels.plans;
   const UINT64 planBytes = plans.size() * sizeof(plans[0]);
-  VKDML_TRY(device.CreateInternalBuffer(planBytes, VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT,
-                                        Buffer::Memory::HostVisible, &c->plans,
-                                        /*gpuReads=*/true));
+  VKDML_TRY(BufferImpl::Create(&device, planBytes, VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT,
+                               Buffer::Memory::HostVisible, &c->plans,
+                               /*gpuReads=*/true));
   VKDML_TRY(c->plans->Write(0, plans.data(), planBytes));
   auto compiled = std::make_unique<CompiledOperatorImpl>();
   compiled->state = std::move(c);

@@ -3,9 +3,10 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
+#include <vector>
 
 #include "buffer.h"
-#include "host_run.h"
 #include "kernels.h"
 #include "operator.h"
 
@@ -21,6 +22,15 @@ struct CompiledState {
   KernelSet kernels;                  // with their pipelines (the Device's)
   std::unique_ptr<BufferImpl> plans;  // uniform buffer: kernels.plans
   UINT64 serial = 0;                  // DeviceImpl::NextSerial, names it in Run's recorded commands
+};
+
+// Device::Run's binding table for one compiled operator (host_run.cpp), bound to the arenas of
+// one generation.
+struct RunBinding {
+  std::mutex mutex;
+  std::unique_ptr<BindingTable> table;  // made on first use
+  std::vector<DML_BUFFER_BINDING> bindings;
+  UINT64 arena = 0;  // HostRunner's arena generation when `bindings` were bound; 0: none
 };
 
 class CompiledOperatorImpl final : public CompiledOperator {

@@ -1,6 +1,7 @@
-// The Vulkan side of a Device: instance and device, the function table, pipelines, the buffers
-// vkdml made, and submits. Its entry points hand the work to the files that own it: operators
-// (operator.h), compiling (compiled.h), binding tables (binding_table.h), Run (host_run.h).
+// The Vulkan side of a Device: instance and device, the function table, capabilities, pipelines,
+// the buffers vkdml made, and submits. Defined in device.cpp (creating or adopting it),
+// instance.cpp, physical_device.cpp, pipelines.cpp and submit.cpp; its entry points, which hand
+// the work to the floors above (operators, compiling, binding tables, Run), in api.cpp.
 #pragma once
 
 #include <atomic>
@@ -11,7 +12,6 @@
 
 #include <volk.h>
 
-#include "buffer.h"
 #include "capabilities.h"
 #include "kernels.h"
 #include "vkdml/vkdml.h"
@@ -71,8 +71,10 @@ class DeviceImpl final : public Device {
   // The compute pipeline for an embedded SPIR-V module and its specialization constants
   // (glsl/interface.h), created once per key.
   Result Pipeline(const std::string& module, const Specialization& spec, VkPipeline* out);
-  Result CreateInternalBuffer(UINT64 size, VkBufferUsageFlags usage, Buffer::Memory memory,
-                              std::unique_ptr<BufferImpl>* out, bool gpuReads = false);
+  // Device::Run's runner (host_run.h), which CreateDevice makes after Init.
+  void SetRunner(std::unique_ptr<HostRunner, void (*)(HostRunner*)> runner) {
+    runner_ = std::move(runner);
+  }
   // Submits a recorded command buffer and waits for it (Submit and Run).
   Result SubmitRecorded(VkCommandBuffer cmd);
   // After a lost device (a submit or wait that failed, or a wait past DeviceDesc.waitTimeoutNs)
@@ -136,7 +138,7 @@ class DeviceImpl final : public Device {
   std::mutex buffersMutex_;
   std::map<VkBuffer, UINT64> buffers_;
 
-  std::unique_ptr<HostRunner> runner_;  // Device::Run
+  std::unique_ptr<HostRunner, void (*)(HostRunner*)> runner_{nullptr, nullptr};  // Device::Run
   std::atomic<UINT64> serial_{0};
 
   std::mutex submitMutex_;

@@ -9,6 +9,10 @@
 
 namespace vkdml::detail {
 
+std::unique_ptr<HostRunner, void (*)(HostRunner*)> MakeHostRunner(DeviceImpl* device) {
+  return {new HostRunner(device), [](HostRunner* r) { delete r; }};
+}
+
 namespace {
 
 // Run binds host memory directly up to this many bytes of tensors: for small work a copy to
@@ -120,8 +124,8 @@ Result HostRunner::RunStreamed(const CompiledOperator& compiled, Layout& layout,
   if (!staging_ || staging_->Size() < kStagingBytes) {
     ++generation_;
     staging_.reset();
-    VKDML_TRY(device_->CreateInternalBuffer(kStagingBytes, usage, Buffer::Memory::HostVisible,
-                                            &staging_));
+    VKDML_TRY(
+        BufferImpl::Create(device_, kStagingBytes, usage, Buffer::Memory::HostVisible, &staging_));
   }
   streamed_.resize(std::max<size_t>(streamed_.size(), layout.count));
   for (UINT i = 0; i < layout.count; ++i) {
@@ -129,8 +133,8 @@ Result HostRunner::RunStreamed(const CompiledOperator& compiled, Layout& layout,
     if (!tensor || tensor->Size() < layout.size[i]) {
       ++generation_;  // binding tables that name the old buffer must bind again
       tensor.reset();
-      VKDML_TRY(device_->CreateInternalBuffer(layout.size[i], usage, Buffer::Memory::DeviceLocal,
-                                              &tensor));
+      VKDML_TRY(
+          BufferImpl::Create(device_, layout.size[i], usage, Buffer::Memory::DeviceLocal, &tensor));
     }
     layout.bindings.push_back({tensor->Handle(), 0, layout.size[i]});
   }
@@ -197,7 +201,7 @@ Result HostRunner::EnsureArenas(const Layout& layout) {
     if (*arena && (*arena)->Size() >= layout.total) return Result{};
     ++generation_;  // binding tables that name the old arena must bind again
     arena->reset();
-    return device_->CreateInternalBuffer(layout.total, usage, memory, arena, gpuReads);
+    return BufferImpl::Create(device_, layout.total, usage, memory, arena, gpuReads);
   };
   VKDML_TRY(ensure(&staging_, Buffer::Memory::HostVisible, false));
   if (layout.direct) return ensure(&inputArena_, Buffer::Memory::HostVisible, /*gpuReads=*/true);

@@ -15,13 +15,9 @@ namespace vkdml::detail {
 
 class DeviceImpl;
 
-// Run's binding table for one compiled operator, bound to the arenas of one generation.
-struct RunBinding {
-  std::mutex mutex;
-  std::unique_ptr<BindingTable> table;  // made on first use
-  std::vector<DML_BUFFER_BINDING> bindings;
-  UINT64 arena = 0;  // HostRunner's arena generation when `bindings` were bound; 0: none
-};
+class HostRunner;
+// A runner for `device`, which owns it (DeviceImpl::SetRunner) and does not see its type.
+std::unique_ptr<HostRunner, void (*)(HostRunner*)> MakeHostRunner(DeviceImpl* device);
 
 class HostRunner {
  public:

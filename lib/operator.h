@@ -11,11 +11,11 @@ namespace vkdml::detail {
 
 struct Pass {
   // Mark: set the mask bit of each plan element's indexed offset (glsl/indexed.comp, MARK).
-  // kernels.cpp adds the kinds a scatter with a reduction or a deterministic one runs instead of
+  // kernel choice (kernels.h) adds the kinds a scatter with a reduction or a deterministic one runs instead of
   // its Scatter pass: Reduce (glsl/scatter_reduce.comp), Keys, Sort (glsl/radix_sort.comp),
   // Ordered (glsl/scatter_ordered.comp) and Ties (glsl/scatter_ties.comp).
   enum class Kind { Gather, Scatter, Mark, Reduce, Keys, Sort, Ordered, Ties } kind = Kind::Gather;
-  Plan plan;                 // as lowered: kernels.cpp transforms it
+  Plan plan;                 // as lowered: kernel choice transforms it
   bool skipInPlace = false;  // a scatter's copy: nothing to do when OutputTensor is InputTensor
   bool maskSkip = false;     // skip elements whose mask bit (at their `indices` offset) is set
   bool lines = false;        // a scatter shaped for Plan::Lines (ScatterElements)

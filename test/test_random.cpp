@@ -938,7 +938,7 @@ TEST_CASE_METHOD(Fixture, "GatherElements on an outer axis, wide rows (striped w
 }
 
 // GatherElements and ScatterElements on lines that CPU devices' kernels move a u64vec4 step at
-// a time (glsl/indexed_runs.comp, VECTOR; lib/kernels.cpp: VectorShaped): lines of whole steps
+// a time (glsl/indexed_runs.comp, VECTOR; lib/kernel_runs.cpp: VectorShaped): lines of whole steps
 // (32 elements), packed or padded by whole u64vec4s, bindings at 32-byte offsets, along the last
 // axis or (gathers: striped) an outer one; with every type, duplicates, in place, checked mode,
 // and dispatches capped at one workgroup. A share of the cases misses one condition (a pad or
@@ -1027,7 +1027,7 @@ TEST_CASE_METHOD(Fixture, "Random GatherElements and ScatterElements on aligned 
 }
 
 // GatherND and ScatterND with many short slices, the shape CPU devices move eight slices to an
-// invocation (lib/kernels.cpp: kRunLines), for each element size, in one dispatch and (one
+// invocation (lib/kernel_runs.cpp: kRunLines), for each element size, in one dispatch and (one
 // workgroup per dispatch) across several that go on from the slice where the last stopped.
 TEST_CASE_METHOD(Fixture, "GatherND and ScatterND on many short slices",
                  "[random][gather_nd][scatter_nd]") {
@@ -1629,7 +1629,7 @@ TEST_CASE_METHOD(Fixture, "Deterministic MAX and MIN resolve ties of zeros and N
 }
 
 // Deterministic ScatterND with slices wide enough that each thread folds several of a slice's
-// elements (lib/kernels.cpp: kOrderedPerThread), one slice length not a multiple of it, and
+// elements (lib/kernel_reduce.cpp: kOrderedPerThread), one slice length not a multiple of it, and
 // rows crowded with duplicates: without a reduction the last update wins, with ADD every update
 // is added in order.
 TEST_CASE_METHOD(Fixture, "Deterministic ScatterND with wide slices", "[random][reduce]") {
