@@ -42,7 +42,8 @@ Result BufferImpl::Create(UINT64 size, Memory memory, bool gpuReads) {
                                                         VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
                                                         VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
     ai.memoryTypeIndex = uint32_t(type);
-    if (type >= 0 && vk.vkAllocateMemory(dev, &ai, nullptr, &memory_) != VK_SUCCESS)
+    if (type >= 0 && req.size <= device_->HeapSize(type) &&
+        vk.vkAllocateMemory(dev, &ai, nullptr, &memory_) != VK_SUCCESS)
       memory_ = VK_NULL_HANDLE;
   }
   if (!memory_) {
@@ -60,6 +61,11 @@ Result BufferImpl::Create(UINT64 size, Memory memory, bool gpuReads) {
       if (type < 0) type = device_->FindMemoryType(req.memoryTypeBits, 0);
     }
     if (type < 0) return Fail(Status::Unsupported, "no suitable Vulkan memory type for a buffer");
+    // Vulkan forbids asking a heap for more than it holds: that is out of memory, said as such.
+    if (req.size > device_->HeapSize(type))
+      return Fail(Status::OutOfMemory, "vkAllocateMemory not called: ", req.size,
+                  " bytes are more than the whole memory heap the buffer needs (",
+                  device_->HeapSize(type), " bytes)");
     ai.memoryTypeIndex = uint32_t(type);
     VKDML_VK(vk.vkAllocateMemory(dev, &ai, nullptr, &memory_));
   }

@@ -49,6 +49,10 @@ class DeviceImpl final : public Device {
   const VolkDeviceTable& Vk() const { return vk_; }
   const VkPhysicalDeviceLimits& Limits() const { return limits_; }
   int FindMemoryType(uint32_t typeBits, VkMemoryPropertyFlags want) const;
+  // The size of the heap a memory type (FindMemoryType's) allocates from.
+  UINT64 HeapSize(int type) const {
+    return memoryProps_.memoryHeaps[memoryProps_.memoryTypes[type].heapIndex].size;
+  }
   VkDescriptorSetLayout SetLayout() const { return setLayout_; }
   VkPipelineLayout PipelineLayout() const { return pipelineLayout_; }
   // What kernel choice knows of this device (capabilities.h), captured when it was created, the

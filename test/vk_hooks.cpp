@@ -13,7 +13,9 @@ PFN_vkGetDeviceProcAddr gDeviceProcAddr = nullptr;  // the loader's, for vkdml's
 PFN_vkGetPhysicalDeviceProperties gProperties = nullptr;
 PFN_vkGetPhysicalDeviceQueueFamilyProperties gFamilies = nullptr;
 PFN_vkGetPhysicalDeviceFeatures2 gFeatures2 = nullptr;
+PFN_vkGetPhysicalDeviceMemoryProperties gMemory = nullptr;
 bool gNoFloat64 = false;
+uint64_t gHeapBytes = 0;
 Recorded gSeen;
 bool gFake10 = false, gNoCompute = false, gLoader10 = false;
 
@@ -67,6 +69,13 @@ VKAPI_ATTR void VKAPI_CALL Features2(VkPhysicalDevice pd, VkPhysicalDeviceFeatur
   if (gNoFloat64) features->features.shaderFloat64 = VK_FALSE;
 }
 
+VKAPI_ATTR void VKAPI_CALL Memory(VkPhysicalDevice pd, VkPhysicalDeviceMemoryProperties* m) {
+  gMemory(pd, m);
+  if (gHeapBytes)
+    for (uint32_t i = 0; i < m->memoryHeapCount; ++i)
+      if (m->memoryHeaps[i].size > gHeapBytes) m->memoryHeaps[i].size = gHeapBytes;
+}
+
 VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL InstanceProcAddr(VkInstance instance, const char* name) {
   // A Vulkan 1.0 loader has no vkEnumerateInstanceVersion.
   if (gLoader10 && std::strcmp(name, "vkEnumerateInstanceVersion") == 0) return nullptr;
@@ -79,6 +88,10 @@ VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL InstanceProcAddr(VkInstance instance, c
   if (std::strcmp(name, "vkGetPhysicalDeviceFeatures2") == 0) {
     gFeatures2 = reinterpret_cast<PFN_vkGetPhysicalDeviceFeatures2>(real);
     return reinterpret_cast<PFN_vkVoidFunction>(Features2);
+  }
+  if (std::strcmp(name, "vkGetPhysicalDeviceMemoryProperties") == 0) {
+    gMemory = reinterpret_cast<PFN_vkGetPhysicalDeviceMemoryProperties>(real);
+    return reinterpret_cast<PFN_vkVoidFunction>(Memory);
   }
   if (std::strcmp(name, "vkGetPhysicalDeviceQueueFamilyProperties") == 0) {
     gFamilies = reinterpret_cast<PFN_vkGetPhysicalDeviceQueueFamilyProperties>(real);
@@ -129,6 +142,10 @@ void FakeLoader10(bool on) {
 
 void FakeNoFloat64(bool on) {
   gNoFloat64 = on;
+}
+
+void FakeHeapBytes(uint64_t bytes) {
+  gHeapBytes = bytes;
 }
 
 }  // namespace vt::hooks

@@ -33,5 +33,7 @@ void FakeNoCompute(bool on);
 void FakeLoader10(bool on);
 // While set, vkGetPhysicalDeviceFeatures2 reports no shaderFloat64.
 void FakeNoFloat64(bool on);
+// While not 0, vkGetPhysicalDeviceMemoryProperties reports no heap larger than this.
+void FakeHeapBytes(uint64_t bytes);
 
 }  // namespace vt::hooks
