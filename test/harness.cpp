@@ -57,6 +57,17 @@ Device& Dev() {
   return *gDevice;
 }
 
+UINT64 MaxAllocationSize() {
+  auto get = reinterpret_cast<PFN_vkGetPhysicalDeviceProperties2>(
+      hooks::LoaderGetInstanceProcAddr()(Dev().Instance(), "vkGetPhysicalDeviceProperties2"));
+  REQUIRE(get);
+  VkPhysicalDeviceMaintenance3Properties m3{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
+  VkPhysicalDeviceProperties2 p{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &m3};
+  get(Dev().PhysicalDevice(), &p);
+  return m3.maxMemoryAllocationSize;
+}
+
 bool HaveDevice() {
   return gDevice != nullptr;
 }

@@ -51,7 +51,8 @@ bool Contains(const std::vector<const char*>& list, const char* name) {
 
 }  // namespace
 
-TEST_CASE("Device plan: the feature table names every DeviceFeatures member once", "[device-plan]") {
+TEST_CASE("Device plan: the feature table names every DeviceFeatures member once",
+          "[device-plan]") {
   std::set<std::string> names;
   for (const Feature& f : kFeatures) {
     INFO(f.name);
@@ -67,7 +68,8 @@ TEST_CASE("Device plan: the feature table names every DeviceFeatures member once
   CHECK(names.size() * sizeof(bool) == sizeof(DeviceFeatures));
 }
 
-TEST_CASE("Device plan: every feature the device has, with the extensions it needs", "[device-plan]") {
+TEST_CASE("Device plan: every feature the device has, with the extensions it needs",
+          "[device-plan]") {
   DevicePlan plan;
   const std::vector<std::string> extensions = {"VK_KHR_portability_subset"};
   REQUIRE(PlanDevice(MadeUp(VK_API_VERSION_1_1, All()), extensions, &plan).ok());
@@ -120,7 +122,8 @@ TEST_CASE("Device plan: a Vulkan 1.0 device is refused", "[device-plan]") {
         "Vulkan device Made-up GPU supports Vulkan 1.0, expected 1.1: install a newer driver");
 }
 
-TEST_CASE("Device plan: an adopted device's claims are checked feature by feature", "[device-plan]") {
+TEST_CASE("Device plan: an adopted device's claims are checked feature by feature",
+          "[device-plan]") {
   for (const Feature& f : kFeatures) {
     INFO(f.name);
     DeviceFeatures lacking = All();

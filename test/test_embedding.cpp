@@ -79,8 +79,8 @@ TEST_CASE_METHOD(Fixture, "Embedding: types whose storage feature the caller did
 // have enabled. Moving FLOAT64 bits (no reduction) needs nothing.
 TEST_CASE_METHOD(Fixture, "Embedding: a FLOAT64 reduction without shaderFloat64",
                  "[embedding][reduce]") {
-  DeviceFeatures features;
-  features.storageBuffer8BitAccess = features.storageBuffer16BitAccess = true;
+  DeviceFeatures features = Dev().Info().enabled;  // all but float64
+  features.shaderFloat64 = false;
   std::unique_ptr<Device> borrowed;
   REQUIRE(CreateDevice(Borrowed(Dev(), features), &borrowed).ok());
   CHECK(!borrowed->Info().enabled.shaderFloat64);

@@ -579,7 +579,7 @@ void RandomSweep(Op op, uint64_t salt, int perCombination) {
   if (!only) CheckLargeTally(large, runs);
   CHECK(failures == 0);
   CHECK(noisy == 0);
-  CHECK(skipped == 0);
+  CheckSkips(skipped, "cases");
   CHECK((only || runs > 0));
 }
 
@@ -733,7 +733,7 @@ TEST_CASE_METHOD(Fixture, "Random cases with few workgroups per dispatch", "[ran
   const uint64_t base = BaseSeed();
   const Op ops[] = {Op::GatherND,  Op::GatherND1,       Op::GatherElements,
                     Op::ScatterND, Op::ScatterElements, Op::Gather};
-  int failures = 0, looped = 0;
+  int failures = 0, looped = 0, ran = 0;
   for (int i = 0; i < 180; ++i) {
     const uint64_t seed = base ^ (11ull << 48) ^ (uint64_t(i) * 0x9E3779B97F4A7C15ull);
     Rng rng(seed);
@@ -741,6 +741,7 @@ TEST_CASE_METHOD(Fixture, "Random cases with few workgroups per dispatch", "[ran
     const DML_TENSOR_DATA_TYPE dt = DataTypes()[(i / 6) % DataTypes().size()];
     const DML_TENSOR_DATA_TYPE it = IndexTypes()[(i / 2) % 4];
     if (!sweep.Runs(dt)) continue;
+    ++ran;
     IndexEncoder enc{it};
     enc.pOutOfRange = rng.P(0.5) ? 0.0 : 0.2;
     // Drawn again until the work is more than one workgroup's 256 threads (up to 3000).
@@ -766,8 +767,8 @@ TEST_CASE_METHOD(Fixture, "Random cases with few workgroups per dispatch", "[ran
     if (!RunCase(c, false, &quiet)) ++failures;
     REQUIRE(failures < 8);
   }
-  INFO(looped << " of 180 cases have more elements than their one workgroup's threads");
-  CHECK(looped >= 60);
+  INFO(looped << " of " << ran << " cases have more elements than their one workgroup's threads");
+  CHECK(looped * 3 >= ran);
 }
 
 // Lines of 1- and 2-byte elements longer than a quarter of the shared memory a line may take
@@ -798,7 +799,7 @@ TEST_CASE_METHOD(Fixture, "ScatterElements on lines too long for shared memory s
 // ----- Larger tensors: many workgroups -----
 
 TEST_CASE_METHOD(Fixture, "Large GatherND on UINT8 (5M elements)", "[large][gather_nd]") {
-  REQUIRE(DeviceSupports(DML_TENSOR_DATA_TYPE_UINT8));
+  VT_SKIP_UNLESS_SUPPORTED(DML_TENSOR_DATA_TYPE_UINT8);
   Rng rng(BaseSeed() ^ 0x1001);
   const DML_TENSOR_DATA_TYPE it = DML_TENSOR_DATA_TYPE_INT32;
   TensorDesc in(DML_TENSOR_DATA_TYPE_UINT8, {4096, 1201}), ix(it, {4099, 1}),
@@ -818,7 +819,7 @@ TEST_CASE_METHOD(Fixture, "Large GatherND on UINT8 (5M elements)", "[large][gath
 
 TEST_CASE_METHOD(Fixture, "Large ScatterND in place on UINT8 (5M elements)",
                  "[large][scatter_nd]") {
-  REQUIRE(DeviceSupports(DML_TENSOR_DATA_TYPE_UINT8));
+  VT_SKIP_UNLESS_SUPPORTED(DML_TENSOR_DATA_TYPE_UINT8);
   Rng rng(BaseSeed() ^ 0x1002);
   const DML_TENSOR_DATA_TYPE it = DML_TENSOR_DATA_TYPE_UINT64;
   // 60 rows: 72060 updates, more than lib/compiled.cpp's Unroll takes one per thread.
@@ -841,7 +842,7 @@ TEST_CASE_METHOD(Fixture, "Large ScatterND in place on UINT8 (5M elements)",
 
 TEST_CASE_METHOD(Fixture, "Large GatherElements, strided, on UINT16 and INT64 indices",
                  "[large][gather_elements]") {
-  REQUIRE(DeviceSupports(DML_TENSOR_DATA_TYPE_UINT16));
+  VT_SKIP_UNLESS_SUPPORTED(DML_TENSOR_DATA_TYPE_UINT16);
   Rng rng(BaseSeed() ^ 0x1003);
   const DML_TENSOR_DATA_TYPE it = DML_TENSOR_DATA_TYPE_INT64;
   TensorDesc in(DML_TENSOR_DATA_TYPE_UINT16, {600, 500}, {1, 601}), ix(it, {600, 511}),
@@ -862,7 +863,7 @@ TEST_CASE_METHOD(Fixture, "Large GatherElements, strided, on UINT16 and INT64 in
 // axis, a scattered read per element.
 TEST_CASE_METHOD(Fixture, "Large Gather (embedding rows) on FLOAT16 with INT64 indices",
                  "[large][gather]") {
-  REQUIRE(DeviceSupports(DML_TENSOR_DATA_TYPE_FLOAT16));
+  VT_SKIP_UNLESS_SUPPORTED(DML_TENSOR_DATA_TYPE_FLOAT16);
   Rng rng(BaseSeed() ^ 0x1005);
   const DML_TENSOR_DATA_TYPE dt = DML_TENSOR_DATA_TYPE_FLOAT16, it = DML_TENSOR_DATA_TYPE_INT64;
   const bool lastAxis = GENERATE(false, true);
@@ -1377,7 +1378,7 @@ TEST_CASE_METHOD(Fixture, "Random scatters with a reduction vs the sequential re
           const uint64_t seed = base ^ (12ull << 48) ^ (counter * 0x9E3779B97F4A7C15ull);
           Rng rng(seed);
           INFO("seed " << seed << " (VKDML_TEST_SEED=" << base << ", case " << counter << ")");
-          if (!sweep.Runs(dt)) continue;
+          if (!sweep.Runs(dt, f)) continue;
           const bool inPlace = rng.P(0.25);
           // A third of the ScatterElements cases have long lines (the line kernels' shape),
           // most of them with the line kernels forced on.
@@ -1428,7 +1429,7 @@ TEST_CASE_METHOD(Fixture, "Deterministic scatters with large sorts", "[large][re
                 {f32, 16, 4096, 4096, 4096, VKDML_REDUCE_FUNCTION_MULTIPLY, "1"},  // 2 levels
                 {u8, 8192, 4097, 2, 2, VKDML_REDUCE_FUNCTION_NONE, ""}};           // 4 passes
   for (const Shape& s : shapes) {
-    if (!sweep.Runs(s.type)) continue;
+    if (!sweep.Runs(s.type, s.f)) continue;
     TensorDesc in(s.type, {s.lines, s.length}), ix(it, {s.lines, s.updates}),
         upd(s.type, {s.lines, s.updates}), out = in;
     Case c;
@@ -1572,8 +1573,7 @@ TEST_CASE_METHOD(Fixture, "Deterministic MAX and MIN resolve ties of zeros and N
   const DML_TENSOR_DATA_TYPE it = DML_TENSOR_DATA_TYPE_INT32;
   for (DML_TENSOR_DATA_TYPE dt :
        {DML_TENSOR_DATA_TYPE_FLOAT16, DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_FLOAT64}) {
-    if (!sweep.Runs(dt)) continue;
-    if (dt == DML_TENSOR_DATA_TYPE_FLOAT64 && !Dev().Info().enabled.shaderFloat64) continue;
+    if (!sweep.Runs(dt, VKDML_REDUCE_FUNCTION_ADD)) continue;
     const UINT es = ref::ElementSize(dt), bits = 8 * es, m = es == 2 ? 10 : es == 4 ? 23 : 52;
     const uint64_t sign = uint64_t(1) << (bits - 1), mantissa = (uint64_t(1) << m) - 1;
     const uint64_t infinity = (sign - 1) & ~mantissa, one = (infinity >> 1) & ~mantissa;
@@ -1772,6 +1772,14 @@ TEST_CASE_METHOD(Fixture, "Large path: tensors past maxStorageBufferRange", "[la
   }
   const DML_TENSOR_DATA_TYPE f32 = DML_TENSOR_DATA_TYPE_FLOAT32;
   const UINT width = 1024, rows = RowsPast(range + (32 << 20), width, f32);
+  const UINT64 bytes = UINT64(rows) * width * 4, allocation = MaxAllocationSize();
+  if (bytes > allocation) {
+    // SwiftShader's: a 1 GiB range, and no larger allocation. Never on lavapipe.
+    CHECK(Dev().Info().driverName.find("llvmpipe") == std::string::npos);
+    WARN("skipped: a tensor past maxStorageBufferRange ("
+         << range << " bytes) takes " << bytes << ", past maxMemoryAllocationSize " << allocation);
+    return;
+  }
   GatherRowsCase(rows, width, f32, 0x1A);
   ScatterRowsCase(rows, width, f32, 0x1B);
 }

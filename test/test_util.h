@@ -127,9 +127,14 @@ inline DeviceDesc Borrowed(Device& owner, DeviceFeatures enabled) {
   return d;
 }
 
-// Whether this device can run tensors of the type (1-/2-byte types need 8-/16-bit storage).
-inline bool DeviceSupports(DML_TENSOR_DATA_TYPE type) {
+// Whether this device can run tensors of the type (1-/2-byte types need 8-/16-bit storage) and,
+// with a reduction, its arithmetic (FLOAT64 needs shaderFloat64).
+inline bool DeviceSupports(DML_TENSOR_DATA_TYPE type,
+                           VKDML_REDUCE_FUNCTION reduce = VKDML_REDUCE_FUNCTION_NONE) {
   const DeviceFeatures& f = Dev().Info().enabled;
+  if (reduce != VKDML_REDUCE_FUNCTION_NONE && type == DML_TENSOR_DATA_TYPE_FLOAT64 &&
+      !f.shaderFloat64)
+    return false;
   switch (ref::ElementSize(type)) {
     case 1:
       return f.storageBuffer8BitAccess;
@@ -140,27 +145,52 @@ inline bool DeviceSupports(DML_TENSOR_DATA_TYPE type) {
   }
 }
 
+// Whether the device has every feature whose absence DeviceSupports refuses: on such a device
+// (lavapipe, the GPUs the suite has run on) a skip is a bug, not the device's.
+inline bool DeviceHasEveryType() {
+  const DeviceFeatures& f = Dev().Info().enabled;
+  return f.storageBuffer8BitAccess && f.storageBuffer16BitAccess && f.shaderFloat64;
+}
+
+// Cases (or whole tests) a device refused as DeviceSupports says it may: none where
+// DeviceHasEveryType, elsewhere reported (never silently).
+inline void CheckSkips(int skipped, const char* what) {
+  INFO(skipped << " " << what << " skipped (the device lacks 8- or 16-bit storage, or "
+               << "shaderFloat64 for FLOAT64 arithmetic)");
+  if (DeviceHasEveryType()) CHECK(skipped == 0);
+  if (skipped > 0)
+    WARN(skipped << " " << what << " skipped: " << Dev().Info().name
+                 << " lacks 8/16-bit storage or shaderFloat64");
+}
+
+// Skips the rest of a test, saying why, where the device cannot hold the type (DeviceSupports);
+// never where DeviceHasEveryType.
+#define VT_SKIP_UNLESS_SUPPORTED(type) \
+  do {                                 \
+    if (!::vt::DeviceSupports(type)) { \
+      ::vt::CheckSkips(1, "test");     \
+      return;                          \
+    }                                  \
+  } while (0)
+
 // A test's count of the data types it ran and skipped (DeviceSupports). At the end of its scope
-// it fails a test that ran no type, and one that skipped any on a device with 8- and 16-bit
-// storage (lavapipe, the GPUs the suite has run on): a skip there is a bug, not the device's.
+// it checks the skips (CheckSkips) and fails a test that ran no type on a device that could run
+// them all.
 class TypeSweep {
  public:
   TypeSweep() = default;
   TypeSweep(const TypeSweep&) = delete;
   TypeSweep& operator=(const TypeSweep&) = delete;
-  bool Runs(DML_TENSOR_DATA_TYPE type) {
-    if (DeviceSupports(type)) return ++ran_, true;
+  bool Runs(DML_TENSOR_DATA_TYPE type, VKDML_REDUCE_FUNCTION reduce = VKDML_REDUCE_FUNCTION_NONE) {
+    if (DeviceSupports(type, reduce)) return ++ran_, true;
     ++skipped_;
     return false;
   }
   ~TypeSweep() {
     if (std::uncaught_exceptions() != 0) return;
-    const DeviceFeatures& f = Dev().Info().enabled;
-    INFO(ran_ << " data types ran, " << skipped_ << " skipped (the device lacks 8- or 16-bit "
-              << "storage)");
-    CHECK(ran_ > 0);
-    if (f.storageBuffer8BitAccess && f.storageBuffer16BitAccess) CHECK(skipped_ == 0);
-    if (skipped_ > 0) WARN(skipped_ << " data type(s) skipped: the device lacks 8/16-bit storage");
+    INFO(ran_ << " data types ran, " << skipped_ << " skipped");
+    CHECK((ran_ > 0 || (skipped_ > 0 && !DeviceHasEveryType())));
+    CheckSkips(skipped_, "data type(s)");
   }
 
  private:
