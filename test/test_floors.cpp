@@ -4,6 +4,7 @@
 #include <fstream>
 #include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -76,4 +77,28 @@ TEST_CASE("Floors: lib/'s includes point down, every file placed, none over 600 
   }
   CHECK(files == int(floors.size()));  // no room in the table that lib/ lacks
   CHECK(includes > 60);
+}
+
+// VK_KHR_portability_subset (MoltenVK) may leave out events, image-view reinterpretation and
+// swizzles, some samplers, triangle fans, tessellation modes, stencil and blend details:
+// vkdml, buffers and compute only, must call none of that (lib/device_plan.cpp enables the
+// subset where a device has it).
+TEST_CASE("Floors: lib/ uses nothing VK_KHR_portability_subset may leave out", "[floors]") {
+  const std::regex call(R"(\bvk(Cmd)?[A-Z][A-Za-z0-9]+)");
+  const std::regex restricted(
+      "Event|Image|Sampler|Graphics|RenderPass|Framebuffer|Draw|Blend|Stencil|Tessellation|Vertex");
+  std::set<std::string> calls;
+  for (const auto& entry : fs::directory_iterator(kLib)) {
+    const std::string ext = entry.path().extension().string();
+    if (ext != ".h" && ext != ".cpp") continue;
+    const std::string text = Read(entry.path());
+    for (std::sregex_iterator i(text.begin(), text.end(), call), end; i != end; ++i)
+      calls.insert(i->str());
+  }
+  CHECK(calls.count("vkCmdDispatch") == 1);  // the walk sees the calls
+  CHECK(calls.size() > 50);
+  for (const std::string& c : calls) {
+    INFO(c);
+    CHECK(!std::regex_search(c, restricted));
+  }
 }
