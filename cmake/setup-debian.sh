@@ -13,6 +13,8 @@ test="$test spirv-cross"
 # The sanitizer and fuzz runs (.ci/sanitizers.sh, .ci/fuzz.sh): clang, and its runtimes for
 # -fsanitize=fuzzer,address,undefined (libFuzzer is in libclang-rt-dev, not pulled in by clang).
 test="$test clang libclang-rt-dev"
+# brotli: SwiftShader's prebuilt driver comes brotli-compressed (.ci/swiftshader.sh).
+test="$test brotli"
 case "${1:-test}" in
   demo) packages="$demo" ;;
   test) packages="$demo $test" ;;
