@@ -86,6 +86,7 @@ Result DeviceImpl::Init(const DeviceDesc& desc) {
   volkLoadDeviceTable(&vk_, device_);
   if (!queue_) vk_.vkGetDeviceQueue(device_, queueFamily_, 0, &queue_);
   VKDML_TRY(ReadInfo());
+  VKDML_TRY(CheckLimits(info_, limits_));
   if (desc.device) VKDML_TRY(CheckClaimedFeatures(info_, info_.enabled));
   // The extension's entry points, or Vulkan 1.2's where the caller's device has those instead.
   getCounter_ = vk_.vkGetSemaphoreCounterValueKHR;

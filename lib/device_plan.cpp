@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "interface.h"
+
 namespace vkdml::detail {
 
 namespace {
@@ -40,6 +42,32 @@ Result PlanDevice(const DeviceInfo& info, const std::vector<std::string>& extens
 void ChainPlan(const DevicePlan& plan, FeatureChain* chain) {
   for (const Feature& f : kFeatures) *f.field(*chain) = plan.enable.*f.member ? VK_TRUE : VK_FALSE;
   chain->Link([&plan](const char* extension) { return Contains(plan.extensions, extension); });
+}
+
+Result CheckLimits(const DeviceInfo& info, const VkPhysicalDeviceLimits& limits) {
+  const struct {
+    const char* name;
+    uint64_t value, need;
+    const char* what;
+  } needs[] = {
+      {"maxPerStageDescriptorStorageBuffers", limits.maxPerStageDescriptorStorageBuffers,
+       VKDML_BINDING_COUNT - 1, "storage buffers in its one descriptor layout"},
+      {"maxDescriptorSetStorageBuffers", limits.maxDescriptorSetStorageBuffers,
+       VKDML_BINDING_COUNT - 1, "storage buffers in its one descriptor layout"},
+      {"maxPerStageResources", limits.maxPerStageResources, VKDML_BINDING_COUNT,
+       "descriptors in its one descriptor layout"},
+      {"maxComputeWorkGroupInvocations", limits.maxComputeWorkGroupInvocations, VKDML_GROUP_SIZE,
+       "invocations in a workgroup"},
+      {"maxComputeWorkGroupSize[0]", limits.maxComputeWorkGroupSize[0], VKDML_GROUP_SIZE,
+       "invocations in a workgroup"},
+  };
+  static_assert(VKDML_SORT_GROUP <= VKDML_GROUP_SIZE, "the sort's workgroups are checked too");
+  for (const auto& n : needs)
+    if (n.value < n.need)
+      return Fail(Status::Unsupported, "Vulkan device ", info.name, " allows ", n.value, " (",
+                  n.name, "), but vkdml needs ", n.need, " ", n.what,
+                  ": devices at Vulkan 1.1's minimum limits are not supported yet");
+  return {};
 }
 
 Result CheckClaimedFeatures(const DeviceInfo& info, const DeviceFeatures& claimed) {

@@ -104,16 +104,16 @@ void ListReduceModules(const ModuleSink& sink);
 bool ChooseTies(Choice& c, const Plan& plan, Result* result);
 void ListTiesModules(const ModuleSink& sink);
 
-// kernel_large.cpp: whether a tensor may not fit one descriptor; its windows; a kernel's
-// dispatches on the large path (nothing off it).
-// CheckLargePath: what the large path cannot run, refused before any family is asked.
+// kernel_large.cpp: what the large path cannot run (refused before any family is asked);
+// whether a tensor may not fit one descriptor; its windows; a kernel's dispatches on the large
+// path (nothing off it).
 Result CheckLargePath(const Choice& c);
 bool Windowed(const Capabilities& caps, const Tensor& t);
 std::vector<Span> Windows(const Capabilities& caps, const Tensor& t);
 Result ChooseLargeDispatches(const Choice& c, const Plan& plan, Pass::Kind kind, Kernel* k);
 
-// Every (module-name, capability) combination a family's ListModules walks: each of its switches
-// on and off.
+// For the ListModules: every combination of the capabilities that change a module's name (the
+// atomics, float64, denormal preservation, shaderInt64), each on and off.
 void ForEachCapabilities(const std::function<void(const Capabilities&)>& f);
 
 }  // namespace vkdml::detail

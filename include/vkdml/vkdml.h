@@ -230,6 +230,8 @@ class Device {
   virtual Result GetPipelineCacheData(std::vector<uint8_t>* out) = 0;
 };
 
+// Unsupported, naming the limit, for a device below what vkdml's kernels need today: 9 storage
+// buffers per shader stage and workgroups of 256 invocations (Vulkan 1.1 guarantees 4 and 128).
 Result CreateDevice(const DeviceDesc& desc, std::unique_ptr<Device>* out);
 
 // A validated operator: what DirectML calls an IDMLOperator.
