@@ -11,9 +11,9 @@ namespace vkdml::detail {
 
 struct Pass {
   // Mark: set the mask bit of each plan element's indexed offset (glsl/indexed.comp, MARK).
-  // kernel choice (kernels.h) adds the kinds a scatter with a reduction or a deterministic one runs instead of
-  // its Scatter pass: Reduce (glsl/scatter_reduce.comp), Keys, Sort (glsl/radix_sort.comp),
-  // Ordered (glsl/scatter_ordered.comp) and Ties (glsl/scatter_ties.comp).
+  // kernel choice (kernels.h) adds the kinds a scatter with a reduction or a deterministic one runs
+  // instead of its Scatter pass: Reduce (glsl/scatter_reduce.comp), Keys, Sort
+  // (glsl/radix_sort.comp), Ordered (glsl/scatter_ordered.comp) and Ties (glsl/scatter_ties.comp).
   enum class Kind { Gather, Scatter, Mark, Reduce, Keys, Sort, Ordered, Ties } kind = Kind::Gather;
   Plan plan;                 // as lowered: kernel choice transforms it
   bool skipInPlace = false;  // a scatter's copy: nothing to do when OutputTensor is InputTensor
