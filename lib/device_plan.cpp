@@ -20,9 +20,13 @@ bool Contains(const std::vector<const char*>& list, const char* name) {
 
 }  // namespace
 
+bool BelowVulkan11(uint32_t apiVersion) {
+  return VK_API_VERSION_MAJOR(apiVersion) == 1 && VK_API_VERSION_MINOR(apiVersion) < 1;
+}
+
 Result PlanDevice(const DeviceInfo& info, const std::vector<std::string>& extensions,
                   DevicePlan* out) {
-  if (VK_API_VERSION_MAJOR(info.apiVersion) == 1 && VK_API_VERSION_MINOR(info.apiVersion) < 1)
+  if (BelowVulkan11(info.apiVersion))
     return Fail(Status::Unsupported, "Vulkan device ", info.name,
                 " supports Vulkan 1.0, expected 1.1: install a newer driver");
   DevicePlan plan;

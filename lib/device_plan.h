@@ -16,6 +16,9 @@ struct DevicePlan {
   std::vector<const char*> extensions;  // the ones they need, and VK_KHR_portability_subset
 };
 
+// Whether a device's apiVersion is Vulkan 1.0 (vkdml needs 1.1).
+bool BelowVulkan11(uint32_t apiVersion);
+
 // info: the physical device as physical_device.cpp describes it (apiVersion, available);
 // extensions: its extensions' names. Unsupported for a Vulkan 1.0 device.
 Result PlanDevice(const DeviceInfo& info, const std::vector<std::string>& extensions,

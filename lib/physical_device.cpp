@@ -5,6 +5,7 @@
 
 #include "device.h"
 #include "device_features.h"
+#include "device_plan.h"
 
 namespace vkdml::detail {
 
@@ -61,10 +62,6 @@ Result Describe(VkPhysicalDevice pd, uint32_t queueFamily, DeviceInfo* out,
                              families[queueFamily].timestampValidBits > 0 &&
                              props.limits.timestampPeriod > 0;
   return {};
-}
-
-bool BelowVulkan11(uint32_t apiVersion) {
-  return VK_API_VERSION_MAJOR(apiVersion) == 1 && VK_API_VERSION_MINOR(apiVersion) < 1;
 }
 
 std::vector<VkQueueFamilyProperties> QueueFamilies(VkPhysicalDevice pd) {

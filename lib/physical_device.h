@@ -20,7 +20,6 @@ Result DeviceExtensions(VkPhysicalDevice pd, std::vector<VkExtensionProperties>*
 Result Describe(VkPhysicalDevice pd, uint32_t queueFamily, DeviceInfo* out,
                 std::vector<VkExtensionProperties>* extensionsOut = nullptr);
 
-bool BelowVulkan11(uint32_t apiVersion);
 std::vector<VkQueueFamilyProperties> QueueFamilies(VkPhysicalDevice pd);
 // The first queue family with compute, or UINT32_MAX.
 uint32_t ComputeQueueFamily(VkPhysicalDevice pd);

@@ -65,17 +65,20 @@ REFUSAL = re.compile(r"which needs (storageBuffer8BitAccess|storageBuffer16BitAc
                      r"on device|needs (shaderFloat64), not enabled on device")
 
 
-def device_refused(p):
-    """Whether p is the device's documented refusal (exit 1, one line) of what needs a feature it
-    lacks; counted as a skip. A refusal that names a feature the device has is not one."""
-    m = REFUSAL.search(p.stderr)
-    if p.returncode != 1 or not m or p.stderr.count("\n") != 1:
-        return False
-    feature = m.group(1) or m.group(2)
-    if features().get(feature, True):
+def refused_for_lack(text):
+    """Whether text is the device's documented refusal of what needs a feature it lacks; counted
+    as a skip. A refusal that names a feature the device has is not one."""
+    m = REFUSAL.search(text)
+    feature = m and (m.group(1) or m.group(2))
+    if not feature or features().get(feature, True):
         return False
     skips[feature] = skips.get(feature, 0) + 1
     return True
+
+
+def device_refused(p):
+    """Whether p is such a refusal from `vkdml run` (exit 1, one line)."""
+    return p.returncode == 1 and p.stderr.count("\n") == 1 and refused_for_lack(p.stderr)
 
 
 def has_every_type():
@@ -954,12 +957,8 @@ def group_bench():
         check(c in cases, f"bench: no row for {c}")
     for r in rows:
         if "skipped" in r:  # refused by the device: only for a feature it lacks
-            m = REFUSAL.search(r["skipped"])
-            feature = m and (m.group(1) or m.group(2))
-            check(feature and not features().get(feature, True),
+            check(refused_for_lack(r["skipped"]),
                   f"bench {r.get('case')}: skipped ({r['skipped']})")
-            if feature:
-                skips[feature] = skips.get(feature, 0) + 1
             continue
         missing = [f for f in fields if f not in r]
         check(not missing, f"bench {r.get('case')}: missing {missing}")
