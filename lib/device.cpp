@@ -97,7 +97,6 @@ Result DeviceImpl::Init(const DeviceDesc& desc) {
     getCounterName_ = "vkGetSemaphoreCounterValue";
     waitSemaphoresName_ = "vkWaitSemaphores";
   }
-  waitTimeoutNs_ = desc.waitTimeoutNs;
   if (!getCounter_ || !waitSemaphores_) info_.enabled.timelineSemaphore = false;
   caps_ = Capabilities::Of(info_.type, limits_, info_.enabled, switches_);
   VKDML_TRY(CreateLayouts());
@@ -113,6 +112,13 @@ Result DeviceImpl::Init(const DeviceDesc& desc) {
     VkFenceCreateInfo fence{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
     VKDML_VK(vk_.vkCreateFence(device_, &fence, nullptr, &fence_));
   }
+  // SwiftShader builds a queue's renderer on its first submission, on its own thread, and
+  // crashes there if that allocation fails: submit once now, while the memory is there, so
+  // memory that runs out later fails a vkAllocateMemory, which vkdml reports. Only on a queue
+  // of vkdml's own (an adopted one is submitted to only where DeviceDesc says), and before
+  // waitTimeoutNs applies (it bounds the caller's work).
+  if (owned_) VKDML_TRY(Submit([](VkCommandBuffer) {}));
+  waitTimeoutNs_ = desc.waitTimeoutNs;
   return {};
 }
 

@@ -178,3 +178,34 @@ TEST_CASE_METHOD(Fixture, "Buffers: one larger than its memory heap is refused b
   device.reset();
   CHECK(messages.empty());
 }
+
+// SwiftShader builds each queue's renderer on the queue's first submission, on a thread of its
+// own, and crashes there if memory has run out (cli.limits met it at a 1000 MiB address-space
+// limit). So a device vkdml creates submits once, empty, inside CreateDevice, while the memory
+// is there; an adopted queue is the caller's, which vkdml submits to only from Submit, Run and
+// Write/Read (DeviceDesc).
+TEST_CASE_METHOD(Fixture,
+                 "Creating a device: its own queue is submitted to once, an adopted one "
+                 "never",
+                 "[install]") {
+  REQUIRE(hooks::LoaderGetInstanceProcAddr());
+  DeviceDesc own;
+  own.getInstanceProcAddr = hooks::GetInstanceProcAddr();
+  hooks::Reset();
+  std::unique_ptr<Device> device;
+  const Result created = CreateDevice(own, &device);
+  INFO(Str(created));
+  REQUIRE(created.ok());
+  CHECK(hooks::Seen().submits == std::vector<VkQueue>{device->Queue()});
+
+  DeviceDesc adopt = Borrowed(*device, device->Info().enabled);
+  adopt.getInstanceProcAddr = hooks::GetInstanceProcAddr();
+  hooks::Reset();
+  std::unique_ptr<Device> adopted;
+  const Result borrowed = CreateDevice(adopt, &adopted);
+  INFO(Str(borrowed));
+  REQUIRE(borrowed.ok());
+  CHECK(hooks::Seen().submits.empty());
+  adopted.reset();
+  device.reset();
+}

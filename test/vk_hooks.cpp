@@ -14,6 +14,7 @@ PFN_vkGetPhysicalDeviceProperties gProperties = nullptr;
 PFN_vkGetPhysicalDeviceQueueFamilyProperties gFamilies = nullptr;
 PFN_vkGetPhysicalDeviceFeatures2 gFeatures2 = nullptr;
 PFN_vkGetPhysicalDeviceMemoryProperties gMemory = nullptr;
+PFN_vkQueueSubmit gQueueSubmit = nullptr;  // one device's at a time (tests make one)
 bool gNoFloat64 = false;
 uint64_t gHeapBytes = 0;
 Recorded gSeen;
@@ -44,11 +45,21 @@ VKAPI_ATTR VkResult VKAPI_CALL CreatePipelineCache(VkDevice device,
                                                                           cache);
 }
 
+VKAPI_ATTR VkResult VKAPI_CALL QueueSubmit(VkQueue queue, uint32_t count,
+                                           const VkSubmitInfo* submits, VkFence fence) {
+  gSeen.submits.push_back(queue);
+  return gQueueSubmit(queue, count, submits, fence);
+}
+
 VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL DeviceProcAddr(VkDevice device, const char* name) {
   if (std::strcmp(name, "vkCreateComputePipelines") == 0)
     return reinterpret_cast<PFN_vkVoidFunction>(CreateComputePipelines);
   if (std::strcmp(name, "vkCreatePipelineCache") == 0)
     return reinterpret_cast<PFN_vkVoidFunction>(CreatePipelineCache);
+  if (std::strcmp(name, "vkQueueSubmit") == 0) {
+    gQueueSubmit = reinterpret_cast<PFN_vkQueueSubmit>(gDeviceProcAddr(device, name));
+    return reinterpret_cast<PFN_vkVoidFunction>(QueueSubmit);
+  }
   return gDeviceProcAddr(device, name);
 }
 

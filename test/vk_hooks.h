@@ -1,8 +1,8 @@
 // A vkGetInstanceProcAddr for DeviceDesc::getInstanceProcAddr that wraps the system loader's
 // and lets a test see or change what vkdml's Vulkan calls do: which pipeline cache each
-// pipeline is created with, the data a pipeline cache starts from, and a physical device that
-// reports Vulkan 1.0 or no compute queue, or a Vulkan 1.0 loader. One test at a time (the
-// recordings are global).
+// pipeline is created with, the queues submitted to, the data a pipeline cache starts from, and a
+// physical device that reports Vulkan 1.0 or no compute queue, or a Vulkan 1.0 loader. One test at
+// a time (the recordings are global).
 #pragma once
 
 #include <cstdint>
@@ -20,6 +20,7 @@ PFN_vkGetInstanceProcAddr LoaderGetInstanceProcAddr();
 struct Recorded {
   std::vector<VkPipelineCache> pipelineCaches;    // per vkCreateComputePipelines call
   std::vector<std::vector<uint8_t>> initialData;  // per vkCreatePipelineCache call
+  std::vector<VkQueue> submits;                   // per vkQueueSubmit call
 };
 // Clears and returns the recordings.
 Recorded& Reset();

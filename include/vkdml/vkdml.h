@@ -121,6 +121,8 @@ struct DeviceDesc {
   // any failed submit or wait, returns Status::DeviceError naming the Vulkan call, and the
   // Device then counts as lost: whether the work ran is unknown, so every later call returns
   // DeviceError at once (destroying the Device still waits for the work, as Vulkan requires).
+  // Not bounded: CreateDevice's one empty submission to a queue of vkdml's own, which has the
+  // driver build the queue's state while memory is there (SwiftShader crashes if it cannot).
   uint64_t waitTimeoutNs = UINT64_MAX;
 };
 
