@@ -1,5 +1,5 @@
-// Shared by every vkdml kernel: the interface with the library (interface.h), the plans, the
-// status buffer, the push constants, and the loop arithmetic over a plan.
+// Shared by every vkdml kernel but the sort's: the interface with the library (interface.h), the
+// plans and the scratch (bindings.glsl), the push constants, and the loop arithmetic over a plan.
 #extension GL_GOOGLE_include_directive : require
 #include "interface.h"
 
@@ -7,12 +7,7 @@
 #define LARGE 0  // 1: the large path's modules (interface.h: LargePush)
 #endif
 
-layout(std140, set = 0, binding = VKDML_BIND_PLANS) uniform Plans {
-  PackedPlan plans[VKDML_PLAN_SLOTS];
-};
-layout(std430, set = 0, binding = VKDML_BIND_STATUS) restrict buffer Status {
-  uint status[VKDML_STATUS_WORDS];
-};
+#include "bindings.glsl"
 #if LARGE  // interface.h: LargePush; pc is its Push part, as for the other modules
 layout(push_constant) uniform PushConstants { LargePush lpc; };
 #define pc lpc.base

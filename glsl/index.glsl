@@ -35,7 +35,7 @@ uint clampIndex(uvec2 v, uint n, uint position) {
     inRange = v.y == 0u && v.x < n;
     result = inRange ? v.x : n - 1u;
   }
-  if (kChecked && !inRange) atomicMin(status[VKDML_STATUS_POSITION], position);
+  if (kChecked && !inRange) atomicMin(STATUS(VKDML_STATUS_POSITION), position);
   return result;
 }
 

@@ -19,37 +19,24 @@
 #include "common.glsl"
 #include "index.glsl"
 
-layout(local_size_x = VKDML_GROUP_SIZE) in;
+layout(local_size_x_id = VKDML_SPEC_GROUP_SIZE) in;  // Capabilities::groupSize
 
-layout(std430, set = 0, binding = VKDML_BIND_INPUT) restrict readonly buffer Input {
-  T inputData[];
-};
-layout(std430, set = 0, binding = VKDML_BIND_UPDATES) restrict readonly buffer Updates {
-  T updatesData[];
+layout(std430, set = 0, binding = VKDML_BIND_SOURCE) restrict readonly buffer Source {
+  T sourceData[];  // gather: InputTensor; scatter: UpdatesTensor
 };
 layout(std430, set = 0, binding = VKDML_BIND_OUTPUT) restrict writeonly buffer Output {
   T outputData[];
 };
-layout(std430, set = 0, binding = VKDML_BIND_MASK) restrict buffer Mask { uint maskWords[]; };
-#if KEYS
-layout(std430, set = 0, binding = VKDML_BIND_SORT_KEYS) restrict writeonly buffer Keys {
-  uint sortKeys[];
-};
-layout(std430, set = 0, binding = VKDML_BIND_SORT_VALUES) restrict writeonly buffer Values {
-  uint sortValues[];
-};
-#endif
 
 bool masked(uint slot) {
-  return kMaskSkip && (maskWords[slot >> 5] & (1u << (slot & 31u))) != 0u;
+  return kMaskSkip && (MASK_WORD(slot >> 5) & (1u << (slot & 31u))) != 0u;
 }
 
 void main() {
   const uint p = pc.plan;
   const uint count = loopCount(p);
-  // Each workgroup copies tiles of kUnroll * VKDML_GROUP_SIZE consecutive elements (thread t
-  // takes t, t + VKDML_GROUP_SIZE, ...), then strides over the grid: neighbouring elements stay
-  // in one workgroup.
+  // Each workgroup of G threads copies tiles of kUnroll * G consecutive elements (thread t takes
+  // t, t + G, ...), then strides over the grid: neighbouring elements stay in one workgroup.
   const uint tile = kUnroll * gl_WorkGroupSize.x;
   const uint step = gl_NumWorkGroups.x * tile;
   uint base = gl_WorkGroupID.x * tile;
@@ -69,12 +56,12 @@ void main() {
     for (uint u = 0u; u < kUnroll; ++u)
       if (u < n) {
         const uint element = base + gl_LocalInvocationID.x + u * inc;
-        sortKeys[element] = at[u].y;
-        sortValues[element] = element;
+        SORT_KEY(element) = at[u].y;
+        SORT_VALUE(element) = element;
       }
 #elif MARK
     for (uint u = 0u; u < kUnroll; ++u)
-      if (u < n) atomicOr(maskWords[at[u].y >> 5], 1u << (at[u].y & 31u));
+      if (u < n) atomicOr(MASK_WORD(at[u].y >> 5), 1u << (at[u].y & 31u));
 #else
     bool skip[kUnroll];
     for (uint u = 0u; u < kUnroll; ++u)
@@ -83,9 +70,9 @@ void main() {
     for (uint u = 0u; u < kUnroll; ++u)  // every load before any store: loads overlap
       if (!skip[u]) {
 #if SCATTER
-        v[u] = V(updatesData[pc.srcBase + at[u].x]);
+        v[u] = V(sourceData[pc.srcBase + at[u].x]);
 #else
-        v[u] = V(inputData[pc.srcBase + at[u].y]);
+        v[u] = V(sourceData[pc.srcBase + at[u].y]);
 #endif
       }
     for (uint u = 0u; u < kUnroll; ++u)

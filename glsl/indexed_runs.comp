@@ -24,21 +24,15 @@
 
 layout(local_size_x_id = VKDML_SPEC_GROUP_SIZE) in;
 
-layout(std430, set = 0, binding = VKDML_BIND_INPUT) restrict readonly buffer Input {
-  T inputData[];
-};
-layout(std430, set = 0, binding = VKDML_BIND_UPDATES) restrict readonly buffer Updates {
-  T updatesData[];
+layout(std430, set = 0, binding = VKDML_BIND_SOURCE) restrict readonly buffer Source {
+  T sourceData[];  // gather: InputTensor; scatter: UpdatesTensor
 };
 layout(std430, set = 0, binding = VKDML_BIND_OUTPUT) restrict writeonly buffer Output {
   T outputData[];
 };
-layout(std430, set = 0, binding = VKDML_BIND_MASK) restrict readonly buffer Mask {
-  uint maskWords[];
-};
 
 bool masked(uint slot) {
-  return kMaskSkip && (maskWords[slot >> 5] & (1u << (slot & 31u))) != 0u;
+  return kMaskSkip && (MASK_WORD(slot >> 5) & (1u << (slot & 31u))) != 0u;
 }
 
 // The indexed offset's index components at index element e, checked position `position`.
@@ -54,9 +48,9 @@ uint components(uint p, uint e, uint position) {
 // The element at offsets (direct, indexed): read from the source, written to the destination.
 V fetch(uint direct, uint indexed) {
 #if SCATTER
-  return V(updatesData[pc.srcBase + direct]);
+  return V(sourceData[pc.srcBase + direct]);
 #else
-  return V(inputData[pc.srcBase + indexed]);
+  return V(sourceData[pc.srcBase + indexed]);
 #endif
 }
 
@@ -108,7 +102,7 @@ layout(std430, set = 0, binding = VKDML_BIND_INDICES) restrict readonly buffer I
   u64vec4 indexVectors[];
 };
 #if SCATTER
-layout(std430, set = 0, binding = VKDML_BIND_UPDATES) restrict readonly buffer DirectVectors {
+layout(std430, set = 0, binding = VKDML_BIND_SOURCE) restrict readonly buffer DirectVectors {
   u64vec4 directVectors[];
 };
 #else
@@ -176,7 +170,7 @@ void vectorStep(uint p, uvec4 at, uvec4 step) {
 #else
   const uint base = (pc.dstBase + at.x) / (32u / ELEM);
   [[unroll]] for (uint c = 0u; c < kStep; ++c)
-    setElement(direct, c, V(inputData[pc.srcBase + indexed[c]]));
+    setElement(direct, c, V(sourceData[pc.srcBase + indexed[c]]));
   [[unroll]] for (uint v = 0u; v < kDirectWords / 8u; ++v) {
     u64vec4 x;
     [[unroll]] for (uint w = 0u; w < 4u; ++w)

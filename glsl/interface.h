@@ -17,28 +17,16 @@ struct uvec4 {
 };
 #endif
 
-// Descriptor set 0. Gathers have no UpdatesTensor: their InputTensor is bound there too.
-#define VKDML_BIND_PLANS 0    // uniform Plans: the compiled operator's plans
-#define VKDML_BIND_INPUT 1    // InputTensor
+// Descriptor set 0: one uniform buffer and four storage buffers, Vulkan's minimum per stage
+// (maxPerStageDescriptorStorageBuffers), whatever the kernel. A pass's source is InputTensor (a
+// gather, a scatter's copy) or UpdatesTensor (a scatter); the scratch holds vkdml's own 32-bit
+// words: checked mode's status, then the regions ScratchLayout places.
+#define VKDML_BIND_PLANS 0    // uniform Plans: the compiled operator's plans and ScratchLayout
+#define VKDML_BIND_SOURCE 1   // the pass's source
 #define VKDML_BIND_INDICES 2  // IndicesTensor
-#define VKDML_BIND_UPDATES 3  // UpdatesTensor
-#define VKDML_BIND_OUTPUT 4   // OutputTensor
-#define VKDML_BIND_STATUS 5   // checked mode's report: VKDML_STATUS_WORDS words
-#define VKDML_BIND_MASK 6     // ScatterND: a bit per slice its scatter overwrites
-// Deterministic scatters' scratch (glsl/radix_sort.comp): two halves of U words (U update units)
-// each, the keys (target slots) and values (update units) sorted from one half into the other;
-// and the digit counts with the scan's levels.
-#define VKDML_BIND_SORT_KEYS 7
-#define VKDML_BIND_SORT_VALUES 8
-#define VKDML_BIND_SORT_COUNTS 9
-#define VKDML_BINDING_COUNT 10
-// A deterministic float MAX or MIN (glsl/ties.glsl) takes the sort's buffers instead: a tie
-// position per OutputTensor element, and the tie marks: word VKDML_TIES_ANY (whether any target
-// is marked), then a bit per OutputTensor element, zeroed before each run.
-#define VKDML_BIND_TIE_POSITIONS VKDML_BIND_SORT_KEYS
-#define VKDML_BIND_TIE_MARKS VKDML_BIND_SORT_COUNTS
-#define VKDML_TIES_ANY 0
-#define VKDML_TIES_BITS 1
+#define VKDML_BIND_OUTPUT 3   // OutputTensor
+#define VKDML_BIND_SCRATCH 4  // vkdml's scratch
+#define VKDML_BINDING_COUNT 5
 
 // Specialization constants. The index type reaches a kernel as its module variant (INDEX64,
 // 32- or 64-bit loads) plus VKDML_SPEC_SIGNED_INDEX, and nothing else.
@@ -51,7 +39,7 @@ struct uvec4 {
                                    // its sort's size)
 #define VKDML_SPEC_MASK_SKIP 5     // bool: skip elements whose mask bit is set
 #define VKDML_SPEC_LINE_LENGTH 6   // scatter_lines.comp: elements in a line
-#define VKDML_SPEC_GROUP_SIZE 7    // scatter_lines.comp, indexed_runs.comp: threads in a workgroup
+#define VKDML_SPEC_GROUP_SIZE 7    // threads in a workgroup (all but report.comp)
 #define VKDML_SPEC_REDUCE 8        // a scatter's VKDML_REDUCE_FUNCTION
 #define VKDML_SPEC_ELEMENT_KIND 9  // what the element's bits are, for arithmetic: below
 #define VKDML_SPEC_UNIT \
@@ -76,7 +64,11 @@ struct uvec4 {
 #define VKDML_REDUCE_MAX 3
 #define VKDML_REDUCE_MIN 4
 
-#define VKDML_GROUP_SIZE 256  // threads in a workgroup of indexed.comp
+// Threads in a workgroup of indexed.comp, scatter_reduce.comp, scatter_ordered.comp,
+// scatter_ties.comp and radix_sort.comp: VKDML_GROUP_SIZE, or on a device that allows fewer,
+// Vulkan's minimum maxComputeWorkGroupInvocations (lib/capabilities.h: groupSize).
+#define VKDML_GROUP_SIZE 256
+#define VKDML_MIN_GROUP_SIZE 128
 
 #define VKDML_VECTOR_BYTES 16  // a widened plan's element: uvec4 (ELEM=16 modules)
 
@@ -98,7 +90,7 @@ struct uvec4 {
        : (sortSize))
 
 // The uniform buffer holds VKDML_PLAN_SLOTS plans: each pass's plan, plain and (where it
-// widens) widened, and checked mode's report in the last slot.
+// widens) widened, and checked mode's report in the last slot; then the ScratchLayout.
 #define VKDML_MAX_DIMS 8
 #define VKDML_MAX_PASSES 4  // ScatterND, deterministic: mark, copy, keys, ordered scatter
 #define VKDML_PLAN_SLOTS (2 * VKDML_MAX_PASSES + 1)
@@ -174,23 +166,46 @@ struct SortPush {
   uint unused1;
 };
 #define VKDML_SORT_RADIX 256
-#define VKDML_SORT_GROUP 256  // threads of a sort workgroup
-#define VKDML_SORT_ROUNDS 8   // rounds of VKDML_SORT_GROUP keys per block
-#define VKDML_SORT_BLOCK (VKDML_SORT_GROUP * VKDML_SORT_ROUNDS)
-#define VKDML_SCAN_ITEMS 8  // entries per thread of a scan step
-#define VKDML_SCAN_BLOCK (VKDML_SORT_GROUP * VKDML_SCAN_ITEMS)
+#define VKDML_SORT_BLOCK 2048  // keys per workgroup of the count and scatter steps
+#define VKDML_SCAN_BLOCK 2048  // entries per workgroup of a scan step
 
-// The status buffer of checked mode: the row-major position in IndicesTensor of the first
-// out-of-range index (VKDML_NO_POSITION when none), then that index's raw value as two words.
+// The scratch binding's words. First checked mode's status: the row-major position in
+// IndicesTensor of the first out-of-range index (VKDML_NO_POSITION when none), then that index's
+// raw value as two words.
 #define VKDML_STATUS_POSITION 0
 #define VKDML_STATUS_LO 1
 #define VKDML_STATUS_HI 2
 #define VKDML_STATUS_WORDS 4
 #define VKDML_NO_POSITION 0xFFFFFFFFu
+// Then the regions an operator needs, each starting at the word ScratchLayout (in the uniform,
+// after the plans; lib/kernels.h: PlaceScratch) says:
+// - mask: ScatterND's bit per slice its scatter overwrites, zeroed before each run;
+// - keys and values: a deterministic scatter's sort (glsl/radix_sort.comp), two halves of U words
+//   each (U update units), the keys (target slots) and values (update units) sorted from one
+//   half into the other;
+// - counts: the sort's digit counts with the scan's levels.
+// A deterministic float MAX or MIN (glsl/ties.glsl) takes the sort's regions instead: a tie
+// position per OutputTensor element in keys, and the tie marks in counts: word VKDML_TIES_ANY
+// (whether any target is marked), then a bit per OutputTensor element, zeroed before each run.
+struct ScratchLayout {
+  uint mask;
+  uint keys;
+  uint values;
+  uint counts;
+};
+#define VKDML_TIES_ANY 0
+#define VKDML_TIES_BITS 1
 
 #ifdef __cplusplus
 static_assert(sizeof(PackedPlan) % 16 == 0 && sizeof(PackedPlan) == 16 + 9 * 32,
               "PackedPlan must keep std140's layout");
+static_assert(sizeof(ScratchLayout) == 16, "ScratchLayout must keep std140's layout");
+// Within Vulkan 1.1's minimum limits, on any device: the uniform buffer's range (16 KiB), and the
+// sort's shared memory (16 KiB), its offsets and masks at the largest workgroup.
+static_assert(VKDML_PLAN_SLOTS * sizeof(PackedPlan) + sizeof(ScratchLayout) <= 16384,
+              "the plans must fit Vulkan's minimum maxUniformBufferRange");
+static_assert((VKDML_SORT_RADIX + VKDML_SORT_RADIX * VKDML_GROUP_SIZE / 32) * 4 <= 16384,
+              "radix_sort.comp must fit Vulkan's minimum maxComputeSharedMemorySize");
 static_assert(sizeof(Push) == 24, "Push must keep std430's layout");
 static_assert(sizeof(SortPush) == 32, "SortPush must keep std430's layout");
 static_assert(sizeof(LargePush) == 96 && sizeof(LargePush) <= 128,

@@ -1,6 +1,6 @@
 #version 450
 // Checked mode's last step: reads the raw value of the first out-of-range index that the other
-// kernels recorded (its row-major position in IndicesTensor) into the status buffer. Its plan
+// kernels recorded (its row-major position in IndicesTensor) into the status words. Its plan
 // (VKDML_REPORT_SLOT) walks IndicesTensor: sizes and `indices` strides, kRank dimensions. LARGE
 // (interface.h: LargePush): IndicesTensor is seen through windows, one a dispatch; the dispatch
 // whose window owns the index (its 64-bit element offset in [indexedOwn, indexedEnd)) reads it.
@@ -12,7 +12,7 @@ layout(local_size_x = 1) in;
 #include "index.glsl"
 
 void main() {
-  const uint position = status[VKDML_STATUS_POSITION];
+  const uint position = STATUS(VKDML_STATUS_POSITION);
   if (position == VKDML_NO_POSITION) return;
 #if LARGE
   uint rest = position;
@@ -33,6 +33,6 @@ void main() {
 #else
   const uvec2 value = readIndex(loopOffsets(pc.plan, kRank, position).z);
 #endif
-  status[VKDML_STATUS_LO] = value.x;
-  status[VKDML_STATUS_HI] = value.y;
+  STATUS(VKDML_STATUS_LO) = value.x;
+  STATUS(VKDML_STATUS_HI) = value.y;
 }

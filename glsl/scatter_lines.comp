@@ -27,7 +27,7 @@
 // memory requests in flight. Its plan has one index component (kTuple is 1).
 layout(local_size_x_id = VKDML_SPEC_GROUP_SIZE) in;
 
-layout(std430, set = 0, binding = VKDML_BIND_UPDATES) restrict readonly buffer Updates {
+layout(std430, set = 0, binding = VKDML_BIND_SOURCE) restrict readonly buffer Updates {
   T updatesData[];
 };
 layout(std430, set = 0, binding = VKDML_BIND_OUTPUT) restrict buffer Output { T outputData[]; };

@@ -22,7 +22,7 @@ layout(constant_id = VKDML_SPEC_ITEMS) const uint kItems = 1;  // updates a thre
 #define kPerLine kUnit     // updates per line (the plan's last size)
 #define kSortSize kUnroll  // the power of two at or above kPerLine
 
-layout(std430, set = 0, binding = VKDML_BIND_UPDATES) restrict readonly buffer Updates {
+layout(std430, set = 0, binding = VKDML_BIND_SOURCE) restrict readonly buffer Updates {
   T updatesData[];
 };
 layout(std430, set = 0, binding = VKDML_BIND_OUTPUT) restrict buffer Output { T outputData[]; };

@@ -14,18 +14,12 @@
 #include "index.glsl"
 #include "arith.glsl"
 
-layout(local_size_x = VKDML_GROUP_SIZE) in;
+layout(local_size_x_id = VKDML_SPEC_GROUP_SIZE) in;  // Capabilities::groupSize
 
-layout(std430, set = 0, binding = VKDML_BIND_UPDATES) restrict readonly buffer Updates {
+layout(std430, set = 0, binding = VKDML_BIND_SOURCE) restrict readonly buffer Updates {
   T updatesData[];
 };
 layout(std430, set = 0, binding = VKDML_BIND_OUTPUT) restrict buffer Output { T outputData[]; };
-layout(std430, set = 0, binding = VKDML_BIND_SORT_KEYS) restrict readonly buffer Keys {
-  uint sortKeys[];
-};
-layout(std430, set = 0, binding = VKDML_BIND_SORT_VALUES) restrict readonly buffer Values {
-  uint sortValues[];
-};
 
 layout(constant_id = VKDML_SPEC_ITEMS) const uint kPer = 1;  // a unit's elements per thread
 const uint kThreadsPerUnit = (kUnit + kPer - 1u) / kPer;
@@ -33,21 +27,21 @@ const uint kThreadsPerUnit = (kUnit + kPer - 1u) / kPer;
 // Thread t of the sorted unit at q takes elements t, t + kThreadsPerUnit, ... of it: a run's
 // loads of each step are independent, and neighbouring threads touch neighbouring elements.
 void applyRun(uint p, uint q, uint t, uint end) {
-  const uint sorted = plans[p].sortedBase, key = sortKeys[sorted + q];
-  if (q > pc.begin && sortKeys[sorted + q - 1u] == key) return;  // not the first of its run
+  const uint sorted = plans[p].sortedBase, key = SORT_KEY(sorted + q);
+  if (q > pc.begin && SORT_KEY(sorted + q - 1u) == key) return;  // not the first of its run
   uint target[kPer];
   uvec3 at[kPer];
   for (uint j = 0u; j < kPer; ++j)
     if (t + j * kThreadsPerUnit < kUnit) {
-      at[j] = locate(p, sortValues[sorted + q] * kUnit + t + j * kThreadsPerUnit);
+      at[j] = locate(p, SORT_VALUE(sorted + q) * kUnit + t + j * kThreadsPerUnit);
       target[j] = pc.dstBase + at[j].y;
     }
   if (kReduce == VKDML_REDUCE_NONE) {  // the run's last update wins
-    if (q + 1u < end && sortKeys[sorted + q + 1u] == key) {
-      while (q + 1u < end && sortKeys[sorted + q + 1u] == key) ++q;
+    if (q + 1u < end && SORT_KEY(sorted + q + 1u) == key) {
+      while (q + 1u < end && SORT_KEY(sorted + q + 1u) == key) ++q;
       for (uint j = 0u; j < kPer; ++j)
         if (t + j * kThreadsPerUnit < kUnit)
-          at[j] = locate(p, sortValues[sorted + q] * kUnit + t + j * kThreadsPerUnit);
+          at[j] = locate(p, SORT_VALUE(sorted + q) * kUnit + t + j * kThreadsPerUnit);
     }
     for (uint j = 0u; j < kPer; ++j)
       if (t + j * kThreadsPerUnit < kUnit)
@@ -67,11 +61,11 @@ void applyRun(uint p, uint q, uint t, uint end) {
     for (uint j = 0u; j < kPer; ++j)
       if (t + j * kThreadsPerUnit < kUnit) value[j] = reduceBits(value[j], update[j]);
     ++q;
-    more = q < end && sortKeys[sorted + q] == key;
+    more = q < end && SORT_KEY(sorted + q) == key;
     if (more)
       for (uint j = 0u; j < kPer; ++j)
         if (t + j * kThreadsPerUnit < kUnit)
-          at[j] = locate(p, sortValues[sorted + q] * kUnit + t + j * kThreadsPerUnit);
+          at[j] = locate(p, SORT_VALUE(sorted + q) * kUnit + t + j * kThreadsPerUnit);
   }
   for (uint j = 0u; j < kPer; ++j)
     if (t + j * kThreadsPerUnit < kUnit) outputData[target[j]] = T(value[j]);

@@ -29,9 +29,9 @@
 #include "ties.glsl"
 #endif
 
-layout(local_size_x = VKDML_GROUP_SIZE) in;
+layout(local_size_x_id = VKDML_SPEC_GROUP_SIZE) in;  // Capabilities::groupSize
 
-layout(std430, set = 0, binding = VKDML_BIND_UPDATES) restrict readonly buffer Updates {
+layout(std430, set = 0, binding = VKDML_BIND_SOURCE) restrict readonly buffer Updates {
   T updatesData[];
 };
 // OutputTensor as 32-bit words (and, for the atomics that need them, as other types).
@@ -171,6 +171,6 @@ void main() {
   }
 #if TIES
   barrier();  // every invocation reaches it: the loop above only ends
-  if (gl_LocalInvocationIndex == 0u && workgroupTied) tieMarks[VKDML_TIES_ANY] = 1u;
+  if (gl_LocalInvocationIndex == 0u && workgroupTied) TIE_MARK(VKDML_TIES_ANY) = 1u;
 #endif
 }

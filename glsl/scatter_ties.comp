@@ -14,21 +14,21 @@
 #include "arith.glsl"
 #include "ties.glsl"
 
-layout(local_size_x = VKDML_GROUP_SIZE) in;
+layout(local_size_x_id = VKDML_SPEC_GROUP_SIZE) in;  // Capabilities::groupSize
 
-layout(std430, set = 0, binding = VKDML_BIND_UPDATES) restrict readonly buffer Updates {
+layout(std430, set = 0, binding = VKDML_BIND_SOURCE) restrict readonly buffer Updates {
   T updatesData[];
 };
 layout(std430, set = 0, binding = VKDML_BIND_OUTPUT) restrict buffer Output { T outputData[]; };
 
 void main() {
-  if (tieMarks[VKDML_TIES_ANY] == 0u) return;
+  if (TIE_MARK(VKDML_TIES_ANY) == 0u) return;
   const uint p = pc.plan, count = WRITE != 0 ? pc.end : loopCount(p);
   const uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
   for (uint i = gl_GlobalInvocationID.x; i < count;) {
 #if WRITE  // i: an OutputTensor element
     if (tieMarked(i)) {
-      const uint first = tiePositions[i];
+      const uint first = TIE_POSITION(i);
       if (first != kNoPosition)
         outputData[pc.dstBase + i] = updatesData[pc.srcBase + loopOffsets(p, kRank, first).x];
     }
@@ -38,8 +38,8 @@ void main() {
     if (kind != kNoTie) {  // only then are its indices read
       const uint target = indexedOffset(p, at);
       if (tieMarked(target) && tieKind(outputData[pc.dstBase + target]) == kind &&
-          tiePositions[target] > i)  // most often an earlier update's is there already
-        atomicMin(tiePositions[target], i);
+          TIE_POSITION(target) > i)  // most often an earlier update's is there already
+        atomicMin(TIE_POSITION(target), i);
     }
 #endif
     if (count - i <= step) break;  // no wrap-around past 2^32

@@ -7,14 +7,11 @@
 // target holds, so where the input's own element is of the result's kind it stays. The atomic
 // kernel marks each target it sets to a zero or a NaN; where one ends so, glsl/scatter_ties.comp
 // lowers its tie position to the first update of that kind aimed at it, then writes that one.
-// Needs elem.glsl (ELEM 4 or 8) and arith.glsl. The scratch: kernels.h, KernelSet.
+// Needs elem.glsl (ELEM 4 or 8) and arith.glsl. The scratch: interface.h, ScratchLayout.
 
-layout(std430, set = 0, binding = VKDML_BIND_TIE_MARKS) restrict buffer TieMarks {
-  uint tieMarks[];  // VKDML_TIES_ANY, then VKDML_TIES_BITS on: a bit per OutputTensor element
-};
-layout(std430, set = 0, binding = VKDML_BIND_TIE_POSITIONS) restrict buffer TiePositions {
-  uint tiePositions[];  // per marked OutputTensor element: its first tie's loop index
-};
+// The scratch (bindings.glsl): TIE_MARK(VKDML_TIES_ANY), then from VKDML_TIES_BITS a bit per
+// OutputTensor element; TIE_POSITION(t), per marked OutputTensor element t, its first tie's loop
+// index.
 
 const uint kNoTie = 0u, kZeroTie = 1u, kNanTie = 2u;
 const uint kNoPosition = 0xFFFFFFFFu;  // above every loop index (a loop has under 2^32 elements)
@@ -36,11 +33,11 @@ shared bool workgroupTied;
 // OutputTensor element t (from the tensor's start) now holds a zero or a NaN taken from an
 // update: no position yet.
 void markTie(uint t) {
-  atomicOr(tieMarks[VKDML_TIES_BITS + (t >> 5)], 1u << (t & 31u));
-  tiePositions[t] = kNoPosition;
+  atomicOr(TIE_MARK(VKDML_TIES_BITS + (t >> 5)), 1u << (t & 31u));
+  TIE_POSITION(t) = kNoPosition;
   workgroupTied = true;
 }
 
 bool tieMarked(uint t) {
-  return (tieMarks[VKDML_TIES_BITS + (t >> 5)] & (1u << (t & 31u))) != 0u;
+  return (TIE_MARK(VKDML_TIES_BITS + (t >> 5)) & (1u << (t & 31u))) != 0u;
 }

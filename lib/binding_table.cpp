@@ -10,7 +10,24 @@ namespace vkdml::detail {
 
 namespace {
 constexpr UINT64 kStatusBytes = VKDML_STATUS_WORDS * sizeof(uint32_t);
+
+// The tensor a pass reads at VKDML_BIND_SOURCE.
+Role SourceOf(Pass::Kind kind) {
+  return kind == Pass::Kind::Gather ? Role::Input : Role::Updates;
 }
+
+// The binding a tensor is bound at.
+UINT BindingOf(Role tensor) {
+  switch (tensor) {
+    case Role::Indices:
+      return VKDML_BIND_INDICES;
+    case Role::Output:
+      return VKDML_BIND_OUTPUT;
+    default:
+      return VKDML_BIND_SOURCE;
+  }
+}
+}  // namespace
 
 BindingTableImpl::~BindingTableImpl() {
   device_->DrainIfLost();
@@ -19,23 +36,32 @@ BindingTableImpl::~BindingTableImpl() {
 
 // The kernels of the large path, each dispatched once per LargeDispatch with its own descriptor
 // set: every step's (plain, then wide), then checked mode's report.
-std::vector<const Kernel*> BindingTableImpl::LargeKernels() const {
-  std::vector<const Kernel*> kernels;
+std::vector<BindingTableImpl::LargeKernel> BindingTableImpl::LargeKernels() const {
+  std::vector<LargeKernel> kernels;
   const KernelSet& k = op_->kernels;
   if (!k.large) return kernels;
   for (const Step& step : k.steps) {
-    kernels.push_back(&step.plain);
-    if (step.hasWide) kernels.push_back(&step.wide);
+    const Role source = SourceOf(step.kind);
+    kernels.push_back({&step.plain, source});
+    if (step.hasWide) kernels.push_back({&step.wide, source});
   }
-  if (k.checked) kernels.push_back(&k.report);
+  if (k.checked) kernels.push_back({&k.report, Role::Input});
   return kernels;
 }
 
+// A layout of VKDML_BINDING_COUNT bindings, Vulkan's minimum of four storage buffers among
+// them, fits every device: the pass's source shares a binding (so a scatter, whose copy reads
+// InputTensor and whose scatter reads UpdatesTensor, has a descriptor set for each, bound per
+// pass), and vkdml's own words share one buffer at offsets the uniform gives (ScratchLayout).
+// Both cost little: a scatter binds a second set once, a kernel adds an offset to its scratch
+// accesses; per-kernel layouts would instead bind per pass and need a layout per kernel family.
 Result BindingTableImpl::Init() {
   const auto& vk = device_->Vk();
+  const KernelSet& k = op_->kernels;
   size_t largeSets = 0;
-  for (const Kernel* k : LargeKernels()) largeSets += k->large.size();
-  const uint32_t sets = uint32_t(1 + largeSets);
+  for (const LargeKernel& lk : LargeKernels()) largeSets += lk.kernel->large.size();
+  const bool scatter = op_->op.inputs.size() > 2;
+  const uint32_t sets = uint32_t((scatter ? 2 : 1) + largeSets);
   VkDescriptorPoolSize sizes[] = {
       {VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, sets},
       {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, sets * (VKDML_BINDING_COUNT - 1)}};
@@ -51,50 +77,33 @@ Result BindingTableImpl::Init() {
   ai.descriptorSetCount = sets;
   ai.pSetLayouts = layouts.data();
   VKDML_VK(vk.vkAllocateDescriptorSets(device_->Handle(), &ai, all.data()));
-  set_ = all[0];
-  largeSets_.assign(all.begin() + 1, all.end());
+  inputSet_ = all[0];
+  updatesSet_ = all[scatter ? 1 : 0];
+  largeSets_.assign(all.begin() + (scatter ? 2 : 1), all.end());
 
-  // The table's own buffers, each bound whole: the checked-mode status (host visible), the
-  // mask, and a deterministic scatter's scratch (the sort's, or the ties': kernels.h).
-  const KernelSet& k = op_->kernels;
-  const VkBufferUsageFlags usage =
-      VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
-  struct Own {
-    UINT binding;
-    UINT64 bytes;
-    Buffer::Memory memory;
-    std::unique_ptr<BufferImpl>* buffer;
-  } own[] = {
-      {VKDML_BIND_STATUS, kStatusBytes, Buffer::Memory::HostVisible, &status_},
-      {VKDML_BIND_MASK, k.large ? 0 : op_->op.maskWords * 4, Buffer::Memory::DeviceLocal, &mask_},
-      {VKDML_BIND_SORT_KEYS, std::max(k.sortWords, k.tiePositionWords) * 4,
-       Buffer::Memory::DeviceLocal, &sortKeys_},
-      {VKDML_BIND_SORT_VALUES, k.sortWords * 4, Buffer::Memory::DeviceLocal, &sortValues_},
-      {VKDML_BIND_SORT_COUNTS, std::max(k.countWords, k.tieMarkWords) * 4,
-       Buffer::Memory::DeviceLocal, &counts_}};
-  VkDescriptorBufferInfo infos[1 + std::size(own)];
-  VkWriteDescriptorSet writes[1 + std::size(own)];
-  infos[0] = {op_->plans->Handle(), 0, op_->plans->Size()};
-  writes[0] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
-  writes[0].dstBinding = VKDML_BIND_PLANS;
-  writes[0].descriptorType = VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER;
-  uint32_t n = 1;
-  for (const Own& o : own) {
-    // Unused bindings still get a small buffer: the layout declares them.
-    VKDML_TRY(BufferImpl::Create(device_, std::max<UINT64>(o.bytes, 4), usage, o.memory, o.buffer));
-    infos[n] = {(*o.buffer)->Handle(), 0, (*o.buffer)->Size()};
-    writes[n] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
-    writes[n].dstBinding = o.binding;
-    writes[n].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-    ++n;
-  }
+  // The table's own buffers: the scratch (status words first), bound whole in every set, and
+  // the host's copy of the status words.
+  VKDML_TRY(BufferImpl::Create(device_, k.scratchWords * 4,
+                               VK_BUFFER_USAGE_STORAGE_BUFFER_BIT |
+                                   VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                                   VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                               Buffer::Memory::DeviceLocal, &scratch_));
+  VKDML_TRY(BufferImpl::Create(device_, kStatusBytes, VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                               Buffer::Memory::HostVisible, &status_));
+  const VkDescriptorBufferInfo infos[] = {{op_->plans->Handle(), 0, op_->plans->Size()},
+                                          {scratch_->Handle(), 0, scratch_->Size()}};
+  VkWriteDescriptorSet writes[2];
   for (VkDescriptorSet set : all) {  // the same in every set
-    for (uint32_t i = 0; i < n; ++i) {
+    for (uint32_t i = 0; i < 2; ++i) {
+      writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
       writes[i].dstSet = set;
+      writes[i].dstBinding = i == 0 ? VKDML_BIND_PLANS : VKDML_BIND_SCRATCH;
       writes[i].descriptorCount = 1;
+      writes[i].descriptorType =
+          i == 0 ? VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
       writes[i].pBufferInfo = &infos[i];
     }
-    vk.vkUpdateDescriptorSets(device_->Handle(), n, writes, 0, nullptr);
+    vk.vkUpdateDescriptorSets(device_->Handle(), 2, writes, 0, nullptr);
   }
   std::memset(status_->Mapped(), 0xFF, kStatusBytes);
   return {};
@@ -148,9 +157,10 @@ Result BindingTableImpl::Bind(bool outputs, UINT count, const DML_BUFFER_BINDING
   // Descriptor ranges start at multiples of 4 too: kernels may address a binding in 32-bit words.
   const UINT64 align = std::max<UINT64>(device_->Limits().minStorageBufferOffsetAlignment, 4);
   const UINT64 maxRange = device_->Limits().maxStorageBufferRange;
-  VkDescriptorBufferInfo infos[VKDML_BINDING_COUNT];
-  VkWriteDescriptorSet writes[VKDML_BINDING_COUNT];
-  UINT64 deltas[VKDML_BINDING_COUNT];
+  // Each tensor in the sets that see it: InputTensor and UpdatesTensor as their set's source,
+  // IndicesTensor and OutputTensor in both.
+  VkDescriptorBufferInfo infos[4];
+  VkWriteDescriptorSet writes[8];
   UINT n = 0;
   for (UINT i = 0; i < count; ++i) {
     const DML_BUFFER_BINDING& b = bindings[i];
@@ -161,29 +171,22 @@ Result BindingTableImpl::Bind(bool outputs, UINT count, const DML_BUFFER_BINDING
       return Fail(Status::Unsupported, what, "[", i, "]: ", t.field, " spans ",
                   delta + t.totalBytes, " bytes from the aligned offset ", base,
                   ", more than this device's maxStorageBufferRange ", maxRange);
-    const UINT binding = outputs ? VKDML_BIND_OUTPUT
-                                 : (i == 0   ? VKDML_BIND_INPUT
-                                    : i == 1 ? VKDML_BIND_INDICES
-                                             : VKDML_BIND_UPDATES);
-    infos[n] = {b.Buffer, base, std::min(delta + t.totalBytes, maxRange)};
-    writes[n] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
-    writes[n].dstSet = set_;
-    writes[n].dstBinding = binding;
-    writes[n].descriptorCount = 1;
-    writes[n].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-    deltas[n] = delta;
-    ++n;
-    if (!outputs && i == 0 && count == 2) {  // gathers have no updates: give the slot the input
-      infos[n] = infos[n - 1];
-      writes[n] = writes[n - 1];
-      writes[n].dstBinding = VKDML_BIND_UPDATES;
-      deltas[n] = delta;
+    const Role tensor = outputs ? Role::Output : Role(UINT(Role::Input) + i);
+    infos[i] = {b.Buffer, base, std::min(delta + t.totalBytes, maxRange)};
+    delta_[UINT(tensor)] = delta;
+    const UINT sets = updatesSet_ == inputSet_ ? 1 : 2;  // a gather's one set, a scatter's two
+    for (UINT which = 0; which < sets; ++which) {
+      const VkDescriptorSet set = which == 0 ? inputSet_ : updatesSet_;
+      if ((tensor == Role::Input && which != 0) || (tensor == Role::Updates && which != 1))
+        continue;
+      writes[n] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+      writes[n].dstSet = set;
+      writes[n].dstBinding = BindingOf(tensor);
+      writes[n].descriptorCount = 1;
+      writes[n].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+      writes[n].pBufferInfo = &infos[i];
       ++n;
     }
-  }
-  for (UINT i = 0; i < n; ++i) {
-    writes[i].pBufferInfo = &infos[i];
-    delta_[writes[i].dstBinding] = deltas[i];
   }
   device_->Vk().vkUpdateDescriptorSets(device_->Handle(), n, writes, 0, nullptr);
   (outputs ? outputs_ : inputs_).assign(bindings, bindings + count);
@@ -194,47 +197,29 @@ Result BindingTableImpl::Bind(bool outputs, UINT count, const DML_BUFFER_BINDING
 
 // ----- The large path -----
 
-const DML_BUFFER_BINDING* BindingTableImpl::Bound(UINT binding) const {
-  switch (binding) {
-    case VKDML_BIND_INPUT:
-      return &inputs_[0];
-    case VKDML_BIND_INDICES:
-      return &inputs_[1];
-    case VKDML_BIND_UPDATES:
-      return &inputs_[inputs_.size() > 2 ? 2 : 0];  // gathers give the slot their input
-    default:
-      return &outputs_[0];
-  }
+const DML_BUFFER_BINDING* BindingTableImpl::Bound(Role tensor) const {
+  return tensor == Role::Output ? &outputs_[0] : &inputs_[UINT(tensor) - UINT(Role::Input)];
 }
 
-const Tensor& BindingTableImpl::TensorAt(UINT binding) const {
+const Tensor& BindingTableImpl::TensorAt(Role tensor) const {
   const OperatorImpl& op = op_->op;
-  switch (binding) {
-    case VKDML_BIND_INPUT:
-      return op.inputs[0];
-    case VKDML_BIND_INDICES:
-      return op.inputs[1];
-    case VKDML_BIND_UPDATES:
-      return op.inputs[op.inputs.size() > 2 ? 2 : 0];
-    default:
-      return op.outputs[0];
-  }
+  return tensor == Role::Output ? op.outputs[0] : op.inputs[UINT(tensor) - UINT(Role::Input)];
 }
 
-// What dispatch d of kernel k touches of a binding: its direct side's chunk, IndicesTensor's, or
-// its indexed side's window; the start of a binding the kernel does not use (its descriptor must
+// What dispatch d of kernel k touches of a tensor: its direct side's chunk, IndicesTensor's, or
+// its indexed side's window; the start of a tensor the kernel does not use (its descriptor must
 // still be valid).
-Span BindingTableImpl::SpanAt(const Kernel& k, const LargeDispatch& d, UINT binding) const {
-  if (binding == k.indexedBinding) return d.indexed;
-  if (binding == k.directBinding) return d.direct;
-  if (binding == VKDML_BIND_INDICES) return d.indices;
-  const UINT64 total = TensorAt(binding).totalBytes;
+Span BindingTableImpl::SpanAt(const Kernel& k, const LargeDispatch& d, Role tensor) const {
+  if (tensor == k.indexedTensor) return d.indexed;
+  if (tensor == k.directTensor) return d.direct;
+  if (tensor == Role::Indices) return d.indices;
+  const UINT64 total = TensorAt(tensor).totalBytes;
   return {0, std::min(total, op_->kernels.maxRange - op_->kernels.rangeAlign)};
 }
 
-// A descriptor over the bytes `span` of a binding's tensor, its offset aligned down.
-VkDescriptorBufferInfo BindingTableImpl::Window(UINT binding, Span span) const {
-  const DML_BUFFER_BINDING& b = *Bound(binding);
+// A descriptor over the bytes `span` of a tensor, its offset aligned down.
+VkDescriptorBufferInfo BindingTableImpl::Window(Role tensor, Span span) const {
+  const DML_BUFFER_BINDING& b = *Bound(tensor);
   const UINT64 align = op_->kernels.rangeAlign;
   const UINT64 offset = (b.Offset + span.begin) / align * align;
   return {b.Buffer, offset, b.Offset + span.end - offset};
@@ -242,24 +227,23 @@ VkDescriptorBufferInfo BindingTableImpl::Window(UINT binding, Span span) const {
 
 // Where that descriptor starts, in `unit`-byte elements from the tensor's element 0 (negative
 // when it starts before it).
-int64_t BindingTableImpl::WindowStart(UINT binding, Span span, UINT unit) const {
-  return (int64_t(Window(binding, span).offset) - int64_t(Bound(binding)->Offset)) / unit;
+int64_t BindingTableImpl::WindowStart(Role tensor, Span span, UINT unit) const {
+  return (int64_t(Window(tensor, span).offset) - int64_t(Bound(tensor)->Offset)) / unit;
 }
 
 void BindingTableImpl::BindLarge(bool outputs) {
-  const std::vector<UINT> bindings =
-      outputs ? std::vector<UINT>{VKDML_BIND_OUTPUT}
-              : std::vector<UINT>{VKDML_BIND_INPUT, VKDML_BIND_INDICES, VKDML_BIND_UPDATES};
   std::vector<VkDescriptorBufferInfo> infos;
   std::vector<VkWriteDescriptorSet> writes;
   size_t set = 0;
-  for (const Kernel* k : LargeKernels())
-    for (const LargeDispatch& d : k->large) {
-      for (UINT binding : bindings) {
-        infos.push_back(Window(binding, SpanAt(*k, d, binding)));
+  for (const LargeKernel& lk : LargeKernels())
+    for (const LargeDispatch& d : lk.kernel->large) {
+      const std::vector<Role> tensors =
+          outputs ? std::vector<Role>{Role::Output} : std::vector<Role>{lk.source, Role::Indices};
+      for (Role tensor : tensors) {
+        infos.push_back(Window(tensor, SpanAt(*lk.kernel, d, tensor)));
         VkWriteDescriptorSet w{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
         w.dstSet = largeSets_[set];
-        w.dstBinding = binding;
+        w.dstBinding = BindingOf(tensor);
         w.descriptorCount = 1;
         w.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
         writes.push_back(w);
@@ -291,9 +275,10 @@ void BindingTableImpl::DispatchLarge(VkCommandBuffer cmd, const Kernel& k, size_
     for (UINT dim = 0; dim < VKDML_MAX_DIMS; ++dim) VKDML_AT(push.start, dim) = d.start[dim];
     push.base.plan = k.slot;
     push.count = d.count;
-    if (k.directBinding) push.directStart = UINT(WindowStart(k.directBinding, d.direct, k.unit));
-    push.indicesStart = UINT(WindowStart(VKDML_BIND_INDICES, d.indices, indexUnit));
-    const uint64_t start = uint64_t(WindowStart(k.indexedBinding, d.indexed, k.indexedUnit));
+    if (k.directTensor != Role::None)
+      push.directStart = UINT(WindowStart(k.directTensor, d.direct, k.unit));
+    push.indicesStart = UINT(WindowStart(Role::Indices, d.indices, indexUnit));
+    const uint64_t start = uint64_t(WindowStart(k.indexedTensor, d.indexed, k.indexedUnit));
     const uint64_t own = d.indexed.begin / k.indexedUnit;
     const uint64_t end = (d.indexed.end + k.indexedUnit - 1) / k.indexedUnit;
     push.indexedStart[0] = UINT(start);
@@ -366,58 +351,80 @@ Result BindingTableImpl::Record(VkCommandBuffer cmd) {
 
   const auto& vk = device_->Vk();
   const VkPipelineStageFlags compute = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT;
+  const VkPipelineStageFlags transfer = VK_PIPELINE_STAGE_TRANSFER_BIT;
   const VkAccessFlags readWrite = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
-  vk.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, device_->PipelineLayout(), 0, 1,
-                             &set_, 0, nullptr);
-  const bool clearMask = op_->op.maskWords && !inPlace && !op_->kernels.large;
   const KernelSet& kernels = op_->kernels;
+  const bool clearMask = kernels.maskWords && !inPlace;
   // vkdml's own scratch (checked mode's status, ScatterND's mask, the tie marks) may still be in
-  // use by this table's previous dispatch, recorded earlier into this or another command buffer;
-  // callers order only their own tensors, so the fills wait for it here.
-  if (kernels.checked || clearMask || kernels.tieMarkWords)
-    Barrier(cmd, compute, readWrite, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
-  if (kernels.checked) vk.vkCmdFillBuffer(cmd, status_->Handle(), 0, kStatusBytes, 0xFFFFFFFFu);
-  if (clearMask) vk.vkCmdFillBuffer(cmd, mask_->Handle(), 0, op_->op.maskWords * 4, 0);
+  // use by this table's previous dispatch, recorded earlier into this or another command buffer
+  // (its kernels, or the copy of the status words); callers order only their own tensors, so the
+  // fills wait for it here.
+  const VkBuffer scratch = scratch_->Handle();
+  const bool fill = kernels.checked || clearMask || kernels.tieMarkWords;
+  if (fill)
+    Barrier(cmd, compute | transfer, readWrite | VK_ACCESS_TRANSFER_READ_BIT, transfer,
+            VK_ACCESS_TRANSFER_WRITE_BIT);
+  if (kernels.checked) vk.vkCmdFillBuffer(cmd, scratch, 0, kStatusBytes, 0xFFFFFFFFu);
+  if (clearMask)
+    vk.vkCmdFillBuffer(cmd, scratch, UINT64(kernels.scratchAt.mask) * 4, kernels.maskWords * 4, 0);
   if (kernels.tieMarkWords)
-    vk.vkCmdFillBuffer(cmd, counts_->Handle(), 0, kernels.tieMarkWords * 4, 0);
-  if (kernels.checked || clearMask || kernels.tieMarkWords)
-    Barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, compute, readWrite);
+    vk.vkCmdFillBuffer(cmd, scratch, UINT64(kernels.scratchAt.counts) * 4, kernels.tieMarkWords * 4,
+                       0);
+  if (fill) Barrier(cmd, transfer, VK_ACCESS_TRANSFER_WRITE_BIT, compute, readWrite);
   bool first = true;
   size_t largeSet = 0;  // the first descriptor set of the next large kernel
+  VkDescriptorSet bound = VK_NULL_HANDLE;
   for (const Step& step : kernels.steps) {
-    const UINT src = step.kind == Pass::Kind::Gather ? VKDML_BIND_INPUT : VKDML_BIND_UPDATES;
+    const Role src = SourceOf(step.kind);
     // Wide kernels where both sides (and for some, IndicesTensor) start on their alignment
     // within their descriptors (on the large path, whose windows start on 16 bytes, within
     // their buffers).
     const UINT align = step.wide.align ? step.wide.align : step.wide.unit;
     const bool wide =
         step.hasWide &&
-        (kernels.large ? Bound(src)->Offset % align == 0 && outputs_[0].Offset % align == 0
-                       : delta_[src] % align == 0 && delta_[VKDML_BIND_OUTPUT] % align == 0 &&
-                             delta_[VKDML_BIND_INDICES] % step.wide.indexAlign == 0);
+        (kernels.large
+             ? Bound(src)->Offset % align == 0 && outputs_[0].Offset % align == 0
+             : delta_[UINT(src)] % align == 0 && delta_[UINT(Role::Output)] % align == 0 &&
+                   delta_[UINT(Role::Indices)] % step.wide.indexAlign == 0);
     const size_t setOfChosen = largeSet + (wide ? step.plain.large.size() : 0);
     largeSet += step.plain.large.size() + (step.hasWide ? step.wide.large.size() : 0);
     if (step.skipInPlace && inPlace) continue;
     if (!first) Barrier(cmd, compute, readWrite, compute, readWrite);
     first = false;
-    if (kernels.large)
+    if (kernels.large) {
       DispatchLarge(cmd, wide ? step.wide : step.plain, setOfChosen);
-    else
-      Dispatch(cmd, wide ? step.wide : step.plain, src);
+      continue;
+    }
+    const VkDescriptorSet set = src == Role::Input ? inputSet_ : updatesSet_;
+    if (set != bound)
+      vk.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, device_->PipelineLayout(), 0,
+                                 1, &set, 0, nullptr);
+    bound = set;
+    Dispatch(cmd, wide ? step.wide : step.plain, src);
   }
   if (kernels.checked) {
     Barrier(cmd, compute, readWrite, compute, readWrite);
-    if (kernels.large)
+    if (kernels.large) {
       DispatchLarge(cmd, kernels.report, largeSet);
-    else
-      Dispatch(cmd, kernels.report, VKDML_BIND_INPUT);
-    Barrier(cmd, compute, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
+    } else {
+      if (bound != inputSet_)
+        vk.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, device_->PipelineLayout(),
+                                   0, 1, &inputSet_, 0, nullptr);
+      Dispatch(cmd, kernels.report, Role::Input);
+    }
+    // The status words to the host's copy, which IndexStatus reads (after this table's copy
+    // before, if one was recorded earlier).
+    Barrier(cmd, compute | transfer, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+            transfer, VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
+    const VkBufferCopy region{0, 0, kStatusBytes};
+    vk.vkCmdCopyBuffer(cmd, scratch, status_->Handle(), 1, &region);
+    Barrier(cmd, transfer, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
             VK_ACCESS_HOST_READ_BIT);
   }
   return {};
 }
 
-void BindingTableImpl::Dispatch(VkCommandBuffer cmd, const Kernel& k, UINT src) const {
+void BindingTableImpl::Dispatch(VkCommandBuffer cmd, const Kernel& k, Role source) const {
   const auto& vk = device_->Vk();
   vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k.pipeline);
   if (k.sortStep) {
@@ -425,9 +432,9 @@ void BindingTableImpl::Dispatch(VkCommandBuffer cmd, const Kernel& k, UINT src) 
                           sizeof(k.sort), &k.sort);
   } else {
     const shader::Push push{k.slot,
-                            UINT(delta_[src] / k.unit),
-                            UINT(delta_[VKDML_BIND_INDICES] / op_->op.Indices().elemSize),
-                            UINT(delta_[VKDML_BIND_OUTPUT] / k.unit),
+                            UINT(delta_[UINT(source)] / k.unit),
+                            UINT(delta_[UINT(Role::Indices)] / op_->op.Indices().elemSize),
+                            UINT(delta_[UINT(Role::Output)] / k.unit),
                             k.begin,
                             k.end};
     vk.vkCmdPushConstants(cmd, device_->PipelineLayout(), VK_SHADER_STAGE_COMPUTE_BIT, 0,

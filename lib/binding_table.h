@@ -1,5 +1,6 @@
-// Binding tables: a descriptor set per table (on the large path, one per dispatch, each seeing
-// the tensors through its windows), the checks on each binding, the aliasing rule, recording an
+// Binding tables: a descriptor set per source tensor (InputTensor, and a scatter's
+// UpdatesTensor; on the large path, one per dispatch, each seeing the tensors through its
+// windows), vkdml's scratch, the checks on each binding, the aliasing rule, recording an
 // operator's dispatches, and checked mode's report.
 #pragma once
 
@@ -29,28 +30,33 @@ class BindingTableImpl final : public BindingTable {
   Result CheckAliasing(bool* inPlace) const;
   void Barrier(VkCommandBuffer cmd, VkPipelineStageFlags src, VkAccessFlags srcAccess,
                VkPipelineStageFlags dst, VkAccessFlags dstAccess) const;
-  void Dispatch(VkCommandBuffer cmd, const Kernel& k, UINT src) const;
-  // The large path (kernels.h: LargeDispatch).
-  std::vector<const Kernel*> LargeKernels() const;
+  void Dispatch(VkCommandBuffer cmd, const Kernel& k, Role source) const;
+  // The large path (kernels.h: LargeDispatch): each kernel with its source.
+  struct LargeKernel {
+    const Kernel* kernel;
+    Role source;
+  };
+  std::vector<LargeKernel> LargeKernels() const;
   void BindLarge(bool outputs);
   void DispatchLarge(VkCommandBuffer cmd, const Kernel& k, size_t firstSet) const;
-  const DML_BUFFER_BINDING* Bound(UINT binding) const;
-  const Tensor& TensorAt(UINT binding) const;
-  Span SpanAt(const Kernel& k, const LargeDispatch& d, UINT binding) const;
-  VkDescriptorBufferInfo Window(UINT binding, Span span) const;
-  int64_t WindowStart(UINT binding, Span span, UINT unit) const;
+  const DML_BUFFER_BINDING* Bound(Role tensor) const;
+  const Tensor& TensorAt(Role tensor) const;
+  Span SpanAt(const Kernel& k, const LargeDispatch& d, Role tensor) const;
+  VkDescriptorBufferInfo Window(Role tensor, Span span) const;
+  int64_t WindowStart(Role tensor, Span span, UINT unit) const;
 
   DeviceImpl* device_;
   std::shared_ptr<const CompiledState> op_;
   VkDescriptorPool pool_ = VK_NULL_HANDLE;
-  VkDescriptorSet set_ = VK_NULL_HANDLE;
+  // The descriptor sets whose source is InputTensor and (a scatter's) UpdatesTensor; a gather's
+  // second is its first.
+  VkDescriptorSet inputSet_ = VK_NULL_HANDLE, updatesSet_ = VK_NULL_HANDLE;
   std::vector<VkDescriptorSet> largeSets_;  // one per large dispatch, in LargeKernels() order
-  std::unique_ptr<BufferImpl> status_;      // checked mode: VKDML_STATUS_WORDS
-  std::unique_ptr<BufferImpl> mask_;        // ScatterND: the slices its scatter overwrites
-  std::unique_ptr<BufferImpl> sortKeys_, sortValues_, counts_;  // deterministic scratch
+  std::unique_ptr<BufferImpl> scratch_;     // KernelSet::scratchWords, device local
+  std::unique_ptr<BufferImpl> status_;      // checked mode: the status words, read by the host
   std::vector<DML_BUFFER_BINDING> inputs_, outputs_;
   bool inputsBound_ = false, outputsBound_ = false;
-  UINT64 delta_[VKDML_BINDING_COUNT] = {};  // binding offset minus the descriptor's offset
+  UINT64 delta_[UINT(Role::Count)] = {};  // binding offset minus the descriptor's offset
 };
 
 // Device::CreateBindingTable.

@@ -65,13 +65,18 @@ Result Switches::Read(Switches* out) {
   return {};
 }
 
-Capabilities Capabilities::Of(VkPhysicalDeviceType type, const VkPhysicalDeviceLimits& limits,
-                              const DeviceFeatures& enabled, const Switches& switches) {
+Capabilities Capabilities::Of(VkPhysicalDeviceType type, VkDriverId driver,
+                              const VkPhysicalDeviceLimits& limits, const DeviceFeatures& enabled,
+                              const Switches& switches) {
   Capabilities c;
   c.type = type;
   c.maxSharedMemory = limits.maxComputeSharedMemorySize;
   c.maxLinesGroupSize = std::min({VKDML_LINES_MAX_GROUP, limits.maxComputeWorkGroupInvocations,
                                   limits.maxComputeWorkGroupSize[0]});
+  c.groupSize = std::min(limits.maxComputeWorkGroupInvocations,
+                         limits.maxComputeWorkGroupSize[0]) >= VKDML_GROUP_SIZE
+                    ? VKDML_GROUP_SIZE
+                    : VKDML_MIN_GROUP_SIZE;
   c.maxGroups = std::min(kMaxGroups, limits.maxComputeWorkGroupCount[0]);
   c.maxRange = limits.maxStorageBufferRange;
   c.rangeAlign = std::max<UINT64>(VKDML_VECTOR_BYTES, limits.minStorageBufferOffsetAlignment);
@@ -82,13 +87,15 @@ Capabilities Capabilities::Of(VkPhysicalDeviceType type, const VkPhysicalDeviceL
   c.denormPreserve32 = enabled.shaderDenormPreserveFloat32;
   c.denormPreserve64 = enabled.shaderDenormPreserveFloat64;
 
-  // Driver quirks. CPU devices (lavapipe): the line scatter's barriers cost more than the random
-  // writes it saves (examples/bench/PERF_NOTES.md, v15); a run of elements per invocation beats
-  // an element per thread (v33); a shader's loops end after 65535 iterations.
+  // Driver quirks. CPU devices (lavapipe, SwiftShader): the line scatter's barriers cost more
+  // than the random writes it saves (examples/bench/PERF_NOTES.md, v15); a run of elements per
+  // invocation beats an element per thread (v33). lavapipe, whatever type it reports (the
+  // minimum-limits test device reports an integrated GPU over it): a shader's loops end after
+  // 65535 iterations.
   const bool cpu = type == VK_PHYSICAL_DEVICE_TYPE_CPU;
   c.lines = cpu ? Lines::Never : Lines::WhenBetter;
   c.kernels = cpu ? Kernels::Cpu : Kernels::Gpu;
-  if (cpu) c.maxLoop = 16384;
+  if (cpu || driver == VK_DRIVER_ID_MESA_LLVMPIPE) c.maxLoop = 16384;
 
   // The switches, within the device's limits.
   if (switches.maxBindingRange && switches.maxBindingRange < c.maxRange)

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "error.h"
+#include "interface.h"
 #include "vkdml/vkdml.h"
 
 namespace vkdml::detail {
@@ -29,7 +30,10 @@ struct Capabilities {
   VkPhysicalDeviceType type = VK_PHYSICAL_DEVICE_TYPE_OTHER;
   UINT64 maxSharedMemory = 0;  // maxComputeSharedMemorySize
   UINT maxLinesGroupSize = 1;  // threads a workgroup of glsl/scatter_lines.comp may have
-  UINT maxGroups = 1;          // workgroups per dispatch; grid-stride loops cover the rest
+  // Threads in a workgroup of the other kernels (glsl/interface.h: VKDML_GROUP_SIZE), or
+  // VKDML_MIN_GROUP_SIZE where the device allows fewer than VKDML_GROUP_SIZE.
+  UINT groupSize = VKDML_GROUP_SIZE;
+  UINT maxGroups = 1;  // workgroups per dispatch; grid-stride loops cover the rest
   enum class Lines { Never, WhenBetter, Always } lines = Lines::WhenBetter;
   bool float32AtomicAdd = false;  // shaderBufferFloat32AtomicAdd
   bool int64Atomics = false;      // shaderInt64 and shaderBufferInt64Atomics
@@ -37,7 +41,8 @@ struct Capabilities {
   bool denormPreserve32 = false;  // shaderDenormPreserveFloat32
   bool denormPreserve64 = false;  // shaderDenormPreserveFloat64
   // The most iterations one invocation's loops may take, summed: lavapipe ends a shader's loops
-  // after 65535 (vkdml keeps well below that there); unbounded elsewhere.
+  // after 65535 (vkdml keeps well below that there, and on other CPU devices); unbounded
+  // elsewhere.
   UINT64 maxLoop = UINT64(-1);
   // The indexed copy's kernels: GPUs' (glsl/indexed.comp, an element per thread) or, on CPU
   // devices, glsl/indexed_runs.comp (a run of elements per invocation).
@@ -49,11 +54,13 @@ struct Capabilities {
   UINT64 maxRange = 0xFFFFFFFFu;
   UINT64 rangeAlign = 256;
 
-  // From the device's type, limits and enabled features, with the driver quirks (CPU devices:
-  // no line scatter, bounded loops) and then the switches applied. VKDML_MAX_BINDING_RANGE keeps
-  // at least rangeAlign + 16 bytes (a window of one vector).
-  static Capabilities Of(VkPhysicalDeviceType type, const VkPhysicalDeviceLimits& limits,
-                         const DeviceFeatures& enabled, const Switches& switches);
+  // From the device's type, driver, limits and enabled features, with the driver quirks (CPU
+  // devices: no line scatter; lavapipe and CPU devices: bounded loops) and then the switches
+  // applied. VKDML_MAX_BINDING_RANGE keeps at least rangeAlign + 16 bytes (a window of one
+  // vector).
+  static Capabilities Of(VkPhysicalDeviceType type, VkDriverId driver,
+                         const VkPhysicalDeviceLimits& limits, const DeviceFeatures& enabled,
+                         const Switches& switches);
 };
 
 }  // namespace vkdml::detail

@@ -22,15 +22,6 @@ Result CompileOperator(DeviceImpl& device, const Operator& op, UINT flags,
   c->flags = flags;
   c->serial = device.NextSerial();
   VKDML_TRY(ChooseKernels(c->op, flags, device.Caps(), &c->kernels));
-  const UINT64 sortBytes = c->kernels.sortWords * 4, countBytes = c->kernels.countWords * 4;
-  const UINT64 maxRange = device.Limits().maxStorageBufferRange;
-  if (sortBytes > maxRange || countBytes > maxRange)
-    return Fail(Status::Unsupported, c->op.name, ": a deterministic execution sorts ",
-                c->kernels.sortWords / 2, " update units, which needs buffers of ",
-                std::max(sortBytes, countBytes),
-                " bytes, more than this device's "
-                "maxStorageBufferRange ",
-                maxRange);
   for (Step& step : c->kernels.steps) {
     VKDML_TRY(device.Pipeline(step.plain.module, step.plain.spec, &step.plain.pipeline));
     if (step.hasWide)
@@ -39,15 +30,18 @@ Result CompileOperator(DeviceImpl& device, const Operator& op, UINT flags,
   Kernel& report = c->kernels.report;
   if (c->kernels.checked) VKDML_TRY(device.Pipeline(report.module, report.spec, &report.pipeline));
 
-  // In device memory the host maps (gpuReads): every dispatch reads it first, and a read from
-  // host memory crosses the bus (where no such memory is left, host memory it is). Written by
-  // the host, not staged: compiling never submits, so it never touches the queue.
+  // The plans, then the scratch's layout (glsl/bindings.glsl: Plans). In device memory the host
+  // maps (gpuReads): every dispatch reads it first, and a read from host memory crosses the bus
+  // (where no such memory is left, host memory it is). Written by the host, not staged:
+  // compiling never submits, so it never touches the queue.
   const auto& plans = c->kernels.plans;
   const UINT64 planBytes = plans.size() * sizeof(plans[0]);
-  VKDML_TRY(BufferImpl::Create(&device, planBytes, VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT,
-                               Buffer::Memory::HostVisible, &c->plans,
-                               /*gpuReads=*/true));
+  const shader::ScratchLayout& scratchAt = c->kernels.scratchAt;
+  VKDML_TRY(BufferImpl::Create(&device, planBytes + sizeof scratchAt,
+                               VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT, Buffer::Memory::HostVisible,
+                               &c->plans, /*gpuReads=*/true));
   VKDML_TRY(c->plans->Write(0, plans.data(), planBytes));
+  VKDML_TRY(c->plans->Write(planBytes, &scratchAt, sizeof scratchAt));
   auto compiled = std::make_unique<CompiledOperatorImpl>();
   compiled->state = std::move(c);
   *out = std::move(compiled);

@@ -98,7 +98,7 @@ Result DeviceImpl::Init(const DeviceDesc& desc) {
     waitSemaphoresName_ = "vkWaitSemaphores";
   }
   if (!getCounter_ || !waitSemaphores_) info_.enabled.timelineSemaphore = false;
-  caps_ = Capabilities::Of(info_.type, limits_, info_.enabled, switches_);
+  caps_ = Capabilities::Of(info_.type, info_.driverID, limits_, info_.enabled, switches_);
   VKDML_TRY(CreateLayouts());
   VKDML_TRY(CreatePipelineCache(desc));
 

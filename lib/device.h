@@ -70,7 +70,7 @@ class DeviceImpl final : public Device {
   void SetSwitches(const Switches& switches) {
     std::lock_guard<std::mutex> lock(capsMutex_);
     switches_ = switches;
-    caps_ = Capabilities::Of(info_.type, limits_, info_.enabled, switches);
+    caps_ = Capabilities::Of(info_.type, info_.driverID, limits_, info_.enabled, switches);
   }
   // The compute pipeline for an embedded SPIR-V module and its specialization constants
   // (glsl/interface.h), created once per key.

@@ -27,10 +27,10 @@ Result PlanDevice(const DeviceInfo& info, const std::vector<std::string>& extens
 // vkCreateDevice's feature chain for a plan (its pNext: &chain->features).
 void ChainPlan(const DevicePlan& plan, FeatureChain* chain);
 
-// The limits vkdml's kernels need today, past Vulkan 1.1's minimums: one descriptor layout of
-// VKDML_BINDING_COUNT - 1 storage buffers, and workgroups of 256 invocations. A device below
-// them is Unsupported, the message naming the limit, the device's value and the need (rather
-// than an invalid pipeline).
+// The limits vkdml's kernels need, each Vulkan 1.1's minimum: one descriptor layout of
+// VKDML_BINDING_COUNT - 1 storage buffers, and workgroups of VKDML_MIN_GROUP_SIZE invocations.
+// A device below them (not conformant) is Unsupported, the message naming the limit, the
+// device's value and the need, rather than given an invalid pipeline.
 Result CheckLimits(const DeviceInfo& info, const VkPhysicalDeviceLimits& limits);
 
 // An adopted device: every feature its owner says it enabled (DeviceDesc.enabledFeatures) must

@@ -75,7 +75,7 @@ Result ChooseReport(Choice& c) {
   c.set.plans[VKDML_REPORT_SLOT] = Pack(walk);
   if (!c.large) return {};
   // A dispatch per window of IndicesTensor, the one owning the recorded index reading it.
-  k.indexedBinding = VKDML_BIND_INDICES;
+  k.indexedTensor = Role::Indices;
   k.indexedUnit = c.indexSize;
   for (const Span& w : Windows(c.caps, indices)) {
     LargeDispatch d;

@@ -71,7 +71,7 @@ void Split(const Capabilities& caps, const Plan& plan, const std::vector<Walked>
 void AddChunk(const Choice& c, const Plan& plan, const std::vector<Walked>& walked,
               const std::vector<Span>& windows, const UINT* start, UINT split, UINT64 n,
               UINT64 inner, Kernel* k) {
-  const UINT64 perGroup = UINT64(VKDML_GROUP_SIZE) * k->spec[VKDML_SPEC_UNROLL];
+  const UINT64 perGroup = UINT64(c.caps.groupSize) * k->spec[VKDML_SPEC_UNROLL];
   LargeDispatch d;
   d.indices = Windows(c.caps, c.op.Indices())[0];  // a copy reads no indices, but binds them
   std::copy(start, start + split + 1, d.start);
@@ -136,8 +136,8 @@ Result ChooseLargeDispatches(const Choice& c, const Plan& plan, Pass::Kind kind,
   const Tensor& direct = gather ? c.op.outputs[0] : c.op.inputs[2];
   const Tensor& indexed = gather ? c.op.inputs[0] : c.op.outputs[0];
   const Tensor& indices = c.op.Indices();
-  k->directBinding = gather ? VKDML_BIND_OUTPUT : VKDML_BIND_UPDATES;
-  k->indexedBinding = gather ? VKDML_BIND_INPUT : VKDML_BIND_OUTPUT;
+  k->directTensor = gather ? Role::Output : Role::Updates;
+  k->indexedTensor = gather ? Role::Input : Role::Output;
   k->indexedUnit = k->unit;
   std::vector<Walked> walked = {{&direct, plan.direct, k->unit, 0, &LargeDispatch::direct}};
   if (plan.tuple > 0)

@@ -30,17 +30,33 @@ Kernel LineKernel(const Choice& c, const std::string& module, const Plan& plan, 
   k.module = module;
   k.spec = c.Spec(plan);
   k.spec[VKDML_SPEC_LINE_LENGTH] = plan.tupleSize[0];
+  k.spec[VKDML_SPEC_GROUP_SIZE] = c.caps.maxLinesGroupSize;
   k.slot = slot;
   k.unit = c.elemSize;
   k.groups = c.Groups(plan.count / plan.sizes[plan.rank - 1]);
   return k;
 }
 
+// Whether each invocation's loops stay within the device's bound (Capabilities::maxLoop, summed
+// over the invocation): a workgroup takes ceil(lines / groups) lines, and a thread's loops over
+// a line are bounded by a few times its updates and targets (its loops, its 16-bit float
+// arithmetic's). lavapipe ends them past 65535 (seen as an integrated GPU, one workgroup folding
+// 72 lines of 957 updates went wrong there); unbounded on GPUs.
+bool WithinLoopBound(const Choice& c, const Plan& plan) {
+  if (c.caps.maxLoop == UINT64(-1)) return true;
+  const UINT64 perLine = plan.sizes[plan.rank - 1], length = plan.tupleSize[0];
+  if (perLine == 0) return true;
+  const UINT64 lines = plan.count / perLine;
+  const UINT64 groups = c.Groups(lines);
+  return (lines + groups - 1) / groups * (4 * (perLine + length) + 64) <= c.caps.maxLoop;
+}
+
 }  // namespace
 
 bool LinesFit(const Choice& c, const Pass& pass, const Plan& plan) {
   return pass.lines && !c.large && c.caps.lines != Capabilities::Lines::Never &&
-         plan.Lines(c.elemSize, LineBytes(c.caps), c.caps.lines == Capabilities::Lines::Always);
+         plan.Lines(c.elemSize, LineBytes(c.caps), c.caps.lines == Capabilities::Lines::Always) &&
+         WithinLoopBound(c, plan);
 }
 
 Kernel LinesCopy(const Choice& c, const Plan& plan, UINT slot) {
@@ -58,7 +74,9 @@ bool ChooseSharedLines(Choice& c, const Plan& plan) {
   const bool always = c.caps.lines == Capabilities::Lines::Always;
   const bool wanted =
       always || (c.caps.lines == Capabilities::Lines::WhenBetter && everyUpdateWrites);
-  if (!wanted || c.elemSize > 4 || !plan.Lines(c.elemSize, LineBytes(c.caps), always)) return false;
+  if (!wanted || c.elemSize > 4 || !plan.Lines(c.elemSize, LineBytes(c.caps), always) ||
+      !WithinLoopBound(c, plan))
+    return false;
   UINT slot = 0;
   if (!c.Slot(plan, &slot).ok()) return false;
   Step step;
@@ -86,7 +104,7 @@ bool ChooseOrderedLines(Choice& c, const Plan& plan) {
   const UINT64 words = VKDML_ORDERED_SHARED_WORDS(UINT64(length), UINT64(perLine), sortSize);
   // Not on CPU devices, where its barriers cost more than the sort (PERF_NOTES.md, v22).
   if (c.caps.lines == Capabilities::Lines::Never || length > 0x10000 || perLine > 0xFFFF ||
-      items > kMaxItems || words * 4 > LineBytes(c.caps))
+      items > kMaxItems || words * 4 > LineBytes(c.caps) || !WithinLoopBound(c, plan))
     return false;
   UINT slot = 0;
   if (!c.Slot(plan, &slot).ok()) return false;

@@ -40,6 +40,7 @@ void Sort(Choice& c, UINT units, UINT digits) {
     step.kind = Pass::Kind::Sort;
     step.plain.module = Str("sort_", kSortSteps[stepIndex]);
     step.plain.groups = c.Groups(groups);
+    step.plain.spec[VKDML_SPEC_GROUP_SIZE] = c.caps.groupSize;
     step.plain.sortStep = true;
     step.plain.sort = push;
     c.set.steps.push_back(step);
@@ -64,7 +65,7 @@ void Sort(Choice& c, UINT units, UINT digits) {
       back.count = UINT(size[level]);
       back.level = UINT(offset[level]);
       back.next = UINT(offset[level + 1]);
-      add(2, (size[level] + VKDML_SORT_GROUP - 1) / VKDML_SORT_GROUP, back);
+      add(2, (size[level] + c.caps.groupSize - 1) / c.caps.groupSize, back);
     }
     add(3, blocks, pass);
   }
@@ -106,7 +107,7 @@ Result Ordered(Choice& c, const Plan& scatter) {
     k.begin = UINT(begin);
     k.end = UINT(std::min<UINT64>(units, begin + chunk));
     const UINT64 threads = UINT64(k.end - k.begin) * threadsPerUnit;
-    k.groups = c.Groups((threads + VKDML_GROUP_SIZE - 1) / VKDML_GROUP_SIZE);
+    k.groups = c.Groups((threads + c.caps.groupSize - 1) / c.caps.groupSize);
     step = {};
     step.kind = Pass::Kind::Ordered;
     step.plain = k;

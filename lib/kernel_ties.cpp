@@ -33,7 +33,7 @@ bool TiesModule(UINT reduce, UINT kind, UINT elemSize, bool large, std::string* 
 // invocation's loops within the device's bound.
 UINT TieGroups(const Choice& c, UINT64 items, UINT64 cost, UINT gpu) {
   if (c.caps.type != VK_PHYSICAL_DEVICE_TYPE_CPU) return gpu;
-  const UINT64 perGroup = UINT64(VKDML_GROUP_SIZE) * std::max<UINT64>(1, c.caps.maxLoop / 2 / cost);
+  const UINT64 perGroup = UINT64(c.caps.groupSize) * std::max<UINT64>(1, c.caps.maxLoop / 2 / cost);
   return c.Groups(std::max(kCpuTieGroups, (items + perGroup - 1) / perGroup));
 }
 
@@ -58,7 +58,7 @@ bool ChooseTies(Choice& c, const Plan& plan, Result* result) {
     const UINT64 targets = c.op.outputs[0].Span();
     step.plain = c.Elementwise(TiesWriteModule(c.elemSize), plan, slot, c.elemSize);
     step.plain.end = UINT(targets);  // fewer than 2^32 off the large path
-    step.plain.groups = TieGroups(c, targets, 1, c.Groups(targets / VKDML_GROUP_SIZE + 1));
+    step.plain.groups = TieGroups(c, targets, 1, c.Groups(targets / c.caps.groupSize + 1));
     c.set.steps.push_back(step);
     c.set.tiePositionWords = targets;
     c.set.tieMarkWords = VKDML_TIES_BITS + (targets + 31) / 32;

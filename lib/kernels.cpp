@@ -9,8 +9,9 @@ namespace {
 
 // Elements each thread moves per step (indexed.comp's kUnroll): enough loads in flight to cover
 // memory latency; uvec4 elements need fewer (examples/bench/PERF_NOTES.md, v3 and v11). Work of
-// up to 256 workgroups' width goes one element per thread, spread over more multiprocessors: a
-// thread's elements are a serial chain of index arithmetic, and small work is all latency (v16).
+// up to 256 workgroups' width (of VKDML_GROUP_SIZE threads) goes one element per thread, spread
+// over more multiprocessors: a thread's elements are a serial chain of index arithmetic, and
+// small work is all latency (v16).
 UINT Unroll(UINT elemSize, UINT64 count) {
   if (count <= 256 * VKDML_GROUP_SIZE) return 1;
   return elemSize >= VKDML_VECTOR_BYTES ? 2 : 8;
@@ -33,6 +34,30 @@ static_assert(VKDML_REDUCE_FUNCTION_NONE == VKDML_REDUCE_NONE &&
                   VKDML_REDUCE_FUNCTION_MAX == VKDML_REDUCE_MAX &&
                   VKDML_REDUCE_FUNCTION_MIN == VKDML_REDUCE_MIN,
               "dml.h and glsl/interface.h disagree on VKDML_REDUCE_FUNCTION");
+
+// The scratch regions one after another, after checked mode's status words; more than one
+// descriptor can see (maxStorageBufferRange) is refused, naming what needs it.
+Result PlaceScratch(const OperatorImpl& op, const Capabilities& caps, KernelSet& set) {
+  UINT64 at = VKDML_STATUS_WORDS;
+  auto place = [&at](UINT64 words) {
+    const UINT64 start = at;
+    at += words;
+    return UINT(start);  // below 2^32: checked below, before use
+  };
+  set.scratchAt.mask = place(set.maskWords);
+  set.scratchAt.keys = place(std::max(set.sortWords, set.tiePositionWords));
+  set.scratchAt.values = place(set.sortWords);
+  set.scratchAt.counts = place(std::max(set.countWords, set.tieMarkWords));
+  set.scratchWords = at;
+  if (at * 4 <= caps.maxRange) return {};
+  const std::string what =
+      set.sortWords ? Str("a deterministic execution sorts ", set.sortWords / 2, " update units")
+      : set.tieMarkWords
+          ? Str("a deterministic execution keeps a tie position per OutputTensor element")
+          : Str("its mask of the slices it overwrites");
+  return Fail(Status::Unsupported, op.name, ": ", what, ", which needs ", at * 4,
+              " bytes of scratch, more than this device's maxStorageBufferRange ", caps.maxRange);
+}
 
 }  // namespace
 
@@ -90,7 +115,7 @@ Choice::Choice(const OperatorImpl& op_, UINT flags, const Capabilities& caps_)
   base[VKDML_SPEC_CHECKED] = set.checked;
   base[VKDML_SPEC_SIGNED_INDEX] = IsSignedIndexType(op.Indices().type);
   base[VKDML_SPEC_LINE_LENGTH] = 1;
-  base[VKDML_SPEC_GROUP_SIZE] = caps.maxLinesGroupSize;
+  base[VKDML_SPEC_GROUP_SIZE] = caps.groupSize;
   base[VKDML_SPEC_REDUCE] = op.reduce;
   base[VKDML_SPEC_ELEMENT_KIND] = Kind(op.inputs[0].type);
   base[VKDML_SPEC_UNIT] = 1;
@@ -125,7 +150,7 @@ Kernel Choice::Elementwise(std::string module, const Plan& plan, UINT slot, UINT
   k.spec[VKDML_SPEC_UNROLL] = Unroll(unit, plan.count);
   k.slot = slot;
   k.unit = unit;
-  const UINT64 perGroup = UINT64(VKDML_GROUP_SIZE) * k.spec[VKDML_SPEC_UNROLL];
+  const UINT64 perGroup = UINT64(caps.groupSize) * k.spec[VKDML_SPEC_UNROLL];
   k.groups = Groups((plan.count + perGroup - 1) / perGroup);
   return k;
 }
@@ -141,6 +166,8 @@ Result ChooseKernels(const OperatorImpl& op, UINT flags, const Capabilities& cap
       VKDML_TRY(ChooseCopy(c, pass));
   }
   if (c.set.checked) VKDML_TRY(ChooseReport(c));
+  if (!c.large) c.set.maskWords = op.maskWords;  // the large path copies everything
+  VKDML_TRY(PlaceScratch(op, caps, c.set));
   *out = std::move(c.set);
   return {};
 }

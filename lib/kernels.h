@@ -34,6 +34,10 @@ struct LargeDispatch {
   Span direct, indices, indexed;
 };
 
+// The tensors a kernel touches, as kernel choice names them. A pass's source (InputTensor or
+// UpdatesTensor) is bound at VKDML_BIND_SOURCE (binding_table.cpp).
+enum class Role : UINT { None, Input, Indices, Updates, Output, Count };
+
 // One dispatch.
 struct Kernel {
   std::string module;  // the embedded SPIR-V module (glsl/CMakeLists.txt names them)
@@ -51,10 +55,11 @@ struct Kernel {
   UINT begin = 0, end = 0;
   bool sortStep = false;
   shader::SortPush sort = {};
-  // The large path: this kernel's dispatches, and the bindings of its direct and indexed sides
+  // The large path: this kernel's dispatches, and the tensors of its direct and indexed sides
   // with the indexed side's element size (checked mode's report indexes IndicesTensor).
   std::vector<LargeDispatch> large;
-  UINT directBinding = 0, indexedBinding = 0, indexedUnit = 0;
+  Role directTensor = Role::None, indexedTensor = Role::None;
+  UINT indexedUnit = 0;
 };
 
 // One dispatch of an operator's work, after a barrier from the one before.
@@ -73,13 +78,16 @@ struct KernelSet {
   bool checked = false;
   Kernel report;                          // checked mode's last dispatch
   std::vector<shader::PackedPlan> plans;  // VKDML_PLAN_SLOTS, the uniform buffer's contents
-  // A deterministic scatter's scratch, in 32-bit words: the sort's keys and values buffers
-  // (each) and its counts buffer (glsl/interface.h: VKDML_BIND_SORT_*); 0 without a sort.
-  UINT64 sortWords = 0, countWords = 0;
-  // A deterministic float MAX or MIN's scratch (glsl/ties.glsl), in 32-bit words: its tie
-  // positions, in the sort's keys buffer, and its tie marks, in the counts buffer, which is
-  // zeroed before each run.
+  // The scratch regions (glsl/interface.h: ScratchLayout), in 32-bit words: ScatterND's mask
+  // (zeroed before each run); a deterministic scatter's sort keys and values (each), and its
+  // counts; or a deterministic float MAX or MIN's tie positions and tie marks (zeroed before
+  // each run), in the sort's keys and counts regions. 0 where unused.
+  UINT64 maskWords = 0, sortWords = 0, countWords = 0;
   UINT64 tiePositionWords = 0, tieMarkWords = 0;
+  // Where they are, after checked mode's status words (the uniform buffer's tail), and the
+  // scratch buffer's size in words.
+  shader::ScratchLayout scratchAt = {};
+  UINT64 scratchWords = VKDML_STATUS_WORDS;
   // A reduction on 1- or 2-byte elements updates the 4-byte words holding them atomically, so
   // OutputTensor's binding offset must be a multiple of 4.
   bool wordAtomics = false;

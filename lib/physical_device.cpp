@@ -53,6 +53,7 @@ Result Describe(VkPhysicalDevice pd, uint32_t queueFamily, DeviceInfo* out,
   if (has(VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME)) {
     info.driverName = driver.driverName;
     info.driverInfo = driver.driverInfo;
+    info.driverID = driver.driverID;
   }
   vkGetPhysicalDeviceFeatures2(pd, &chain.features);
   info.available = ReadFeatures(chain, has);

@@ -50,11 +50,27 @@ Device& Dev() {
       FAIL("CreateDevice failed: " << gDeviceError);
     }
     const DeviceInfo& info = gDevice->Info();
-    std::fprintf(stderr, "vkdml tests on %s (%s), 8-bit storage %d, 16-bit storage %d\n",
-                 info.name.c_str(), info.driverName.c_str(), info.enabled.storageBuffer8BitAccess,
-                 info.enabled.storageBuffer16BitAccess);
+    const char* type = info.type == VK_PHYSICAL_DEVICE_TYPE_CPU              ? "CPU"
+                       : info.type == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU ? "integrated GPU"
+                       : info.type == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU   ? "discrete GPU"
+                                                                             : "other";
+    std::fprintf(stderr,
+                 "vkdml tests on %s (%s, %s), 8-bit storage %d, 16-bit storage %d, "
+                 "maxPerStageDescriptorStorageBuffers %u\n",
+                 info.name.c_str(), info.driverName.c_str(), type,
+                 info.enabled.storageBuffer8BitAccess, info.enabled.storageBuffer16BitAccess,
+                 Limits().maxPerStageDescriptorStorageBuffers);
   }
   return *gDevice;
+}
+
+VkPhysicalDeviceLimits Limits() {
+  auto get = reinterpret_cast<PFN_vkGetPhysicalDeviceProperties>(
+      hooks::LoaderGetInstanceProcAddr()(Dev().Instance(), "vkGetPhysicalDeviceProperties"));
+  REQUIRE(get);
+  VkPhysicalDeviceProperties p;
+  get(Dev().PhysicalDevice(), &p);
+  return p.limits;
 }
 
 UINT64 MaxAllocationSize() {

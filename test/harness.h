@@ -16,6 +16,8 @@ namespace vt {
 // The device every test shares, created on first use with validation on. Validation messages
 // are collected; Fixture fails a test that produced any.
 Device& Dev();
+// The shared device's limits, as Vulkan reports them.
+VkPhysicalDeviceLimits Limits();
 // The device's maxMemoryAllocationSize (VkPhysicalDeviceMaintenance3Properties).
 UINT64 MaxAllocationSize();
 bool HaveDevice();

@@ -133,6 +133,25 @@ TEST_CASE("Interface: the kernels lay out plans and push constants as C++ does",
     REQUIRE(l.offsets[pushId].size() == push.size());
     for (uint32_t i = 0; i < push.size(); ++i) CHECK(l.offsets[pushId][i] == push[i]);
   }
+  // The uniform block: the plans, then the scratch's layout (lib/compiled.cpp writes them so), in
+  // every kernel but the report (which has no scratch regions) and the sort's.
+  for (const char* name : {"gather_e4_i32", "keys_i64", "sort_scatter", "ordered_e8_i32_f64",
+                           "ties_first_e4_i32", "mark_i32", "runs_scatter_e4_i32"}) {
+    INFO("module " << name);
+    const auto* m = FindSpirv(name);
+    REQUIRE(m);
+    Layouts l(*m);
+    const uint32_t plansId = l.Id("Plans"), scratchId = l.Id("ScratchLayout");
+    REQUIRE(plansId);
+    REQUIRE(scratchId);
+    REQUIRE(l.offsets[plansId].size() == 2);
+    CHECK(l.offsets[plansId][1] == VKDML_PLAN_SLOTS * sizeof(shader::PackedPlan));
+    const std::vector<size_t> scratch = {
+        offsetof(shader::ScratchLayout, mask), offsetof(shader::ScratchLayout, keys),
+        offsetof(shader::ScratchLayout, values), offsetof(shader::ScratchLayout, counts)};
+    REQUIRE(l.offsets[scratchId].size() == scratch.size());
+    for (uint32_t i = 0; i < scratch.size(); ++i) CHECK(l.offsets[scratchId][i] == scratch[i]);
+  }
   // The large path's push constants, in its modules.
   const std::vector<size_t> large = {
       offsetof(shader::LargePush, start),        offsetof(shader::LargePush, base),
@@ -195,6 +214,7 @@ TEST_CASE("Kernels: every kernel that kernel choice names is embedded", "[kernel
           const bool large = variant >= 8;
           Capabilities device = GpuDevice();
           if (large) device.maxRange = device.rangeAlign + 256;
+          if (features % 2) device.groupSize = device.maxLinesGroupSize = VKDML_MIN_GROUP_SIZE;
           device.type =
               features < 2 ? VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU : VK_PHYSICAL_DEVICE_TYPE_CPU;
           device.lines = variant % 8 < 4 ? Capabilities::Lines::Never : Capabilities::Lines::Always;
@@ -226,6 +246,13 @@ TEST_CASE("Kernels: every kernel that kernel choice names is embedded", "[kernel
             REQUIRE(chosen.ok());
             CHECK(set.large == large);
             CHECK(set.plans.size() == VKDML_PLAN_SLOTS);
+            // The scratch regions one after another, after the status words.
+            const auto& at = set.scratchAt;
+            CHECK(at.mask == VKDML_STATUS_WORDS);
+            CHECK(at.mask + set.maskWords == at.keys);
+            CHECK(at.keys + std::max(set.sortWords, set.tiePositionWords) == at.values);
+            CHECK(at.values + set.sortWords == at.counts);
+            CHECK(at.counts + std::max(set.countWords, set.tieMarkWords) == set.scratchWords);
             std::vector<const Kernel*> kernels;
             for (const auto& step : set.steps) {
               kernels.push_back(&step.plain);
@@ -248,6 +275,15 @@ TEST_CASE("Kernels: every kernel that kernel choice names is embedded", "[kernel
               if (largeModule) ++largeModules;
               CHECK(k->slot < VKDML_PLAN_SLOTS);
               CHECK(k->groups >= 1);
+              // Workgroups within the device's limits: the line kernels' up to theirs, the CPU
+              // runs' of 64, the others' of groupSize (the report's is 1, in its source).
+              const UINT group = k->spec[VKDML_SPEC_GROUP_SIZE];
+              if (k->module.rfind("lines_", 0) == 0)
+                CHECK((group >= 32 && group <= device.maxLinesGroupSize));
+              else if (k->module.rfind("runs_", 0) == 0)
+                CHECK(group == 64);
+              else if (k != &set.report)
+                CHECK(group == device.groupSize);
               // Checked mode in every kernel that reads indices (not the sort's steps).
               CHECK(k->spec[VKDML_SPEC_CHECKED] ==
                     uint32_t(checked && k != &set.report && !k->sortStep));
@@ -437,6 +473,33 @@ TEST_CASE("Kernels: the ordered line kernel up to the shared-memory limit", "[ke
     REQUIRE(!set.steps.empty());
     CHECK((set.steps.back().plain.module == "lines_ordered_e4_i32") == (length == fits));
   }
+}
+
+// Where loops are bounded (lavapipe, whatever type it reports), a line kernel's workgroup takes
+// only as many lines as keep each invocation's loops within the bound: the minimum-limits device
+// (an integrated GPU over lavapipe) folded 72 lines of 957 updates in one workgroup wrongly. With
+// fewer workgroups than that needs, the scatter is sorted instead; unbounded, the lines stay.
+TEST_CASE("Kernels: the line kernels keep each invocation's loops within the device's bound",
+          "[kernels]") {
+  const DML_TENSOR_DATA_TYPE f16 = DML_TENSOR_DATA_TYPE_FLOAT16, i32 = DML_TENSOR_DATA_TYPE_INT32;
+  OpSpec spec = OpSpec::ScatterElements(TensorDesc(f16, {72, 529}), TensorDesc(i32, {72, 957}),
+                                        TensorDesc(f16, {72, 957}), TensorDesc(f16, {72, 529}), 1);
+  spec.WithReduce(VKDML_REDUCE_FUNCTION_ADD);
+  Capabilities device = GpuDevice();
+  device.lines = Capabilities::Lines::Always;
+  for (UINT64 maxLoop : {UINT64(-1), UINT64(16384)})
+    for (UINT groups : {1u, 36u, 72u}) {
+      device.maxLoop = maxLoop;
+      device.maxGroups = groups;
+      // Each line costs 4 * (957 + 529) + 64 = 6008 iterations at most: two lines fit 16384.
+      const bool fits = maxLoop == UINT64(-1) || groups >= 36;
+      INFO("maxLoop " << maxLoop << ", " << groups << " workgroups");
+      const KernelSet ordered = Choose(spec, device, VKDML_EXECUTION_FLAG_DETERMINISTIC);
+      CHECK((ordered.steps.back().plain.module == "lines_ordered_e2_i32") == fits);
+      CHECK((ordered.sortWords > 0) == !fits);
+      const KernelSet shared = Choose(spec, device);
+      CHECK((shared.steps.back().plain.module == "lines_reduce_e2_i32") == fits);
+    }
 }
 
 // CPU devices take glsl/indexed_runs.comp: slices moved in u64vec4s (uvec4s without shaderInt64),
@@ -805,7 +868,7 @@ TEST_CASE("Kernels: the large path's chunks and windows", "[kernels]") {
 }
 
 // Capabilities::Of (lib/capabilities.h) from made-up devices: the limits, the driver quirks of
-// CPU devices, then each switch within the device's limits.
+// CPU devices and lavapipe, then each switch within the device's limits.
 TEST_CASE("Capabilities: limits, quirks and switches", "[kernels]") {
   using vkdml::detail::Switches;
   VkPhysicalDeviceLimits limits{};
@@ -823,9 +886,10 @@ TEST_CASE("Capabilities: limits, quirks and switches", "[kernels]") {
     all.*f = true;
   const Switches none;
   const Capabilities gpu =
-      Capabilities::Of(VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU, limits, all, none);
+      Capabilities::Of(VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU, VkDriverId(0), limits, all, none);
   CHECK(gpu.maxSharedMemory == 16384);
   CHECK(gpu.maxLinesGroupSize == 128);
+  CHECK(gpu.groupSize == VKDML_MIN_GROUP_SIZE);
   CHECK(gpu.maxGroups == 65535);
   CHECK(gpu.maxRange == (1u << 27));
   CHECK(gpu.rangeAlign == 256);
@@ -835,15 +899,30 @@ TEST_CASE("Capabilities: limits, quirks and switches", "[kernels]") {
   CHECK((gpu.int64 && gpu.int64Atomics && gpu.float32AtomicAdd && gpu.float64 &&
          gpu.denormPreserve32 && gpu.denormPreserve64));
   limits.minStorageBufferOffsetAlignment = 4;  // at least a vector
-  const Capabilities cpu = Capabilities::Of(VK_PHYSICAL_DEVICE_TYPE_CPU, limits, {}, none);
+  const Capabilities cpu =
+      Capabilities::Of(VK_PHYSICAL_DEVICE_TYPE_CPU, VkDriverId(0), limits, {}, none);
   CHECK(cpu.rangeAlign == VKDML_VECTOR_BYTES);
   CHECK(cpu.lines == Capabilities::Lines::Never);
   CHECK(cpu.kernels == Capabilities::Kernels::Cpu);
   CHECK(cpu.maxLoop == 16384);
   CHECK(!(cpu.int64 || cpu.int64Atomics || cpu.float32AtomicAdd || cpu.float64));
+  // lavapipe's loop bound goes with the driver, whatever type it reports (the minimum-limits
+  // device's integrated GPU over it); a GPU's own workgroups of 256 where it allows them.
+  const Capabilities lavapipeAsGpu = Capabilities::Of(VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU,
+                                                      VK_DRIVER_ID_MESA_LLVMPIPE, limits, {}, none);
+  CHECK(lavapipeAsGpu.maxLoop == 16384);
+  CHECK(lavapipeAsGpu.kernels == Capabilities::Kernels::Gpu);
+  limits.maxComputeWorkGroupInvocations = limits.maxComputeWorkGroupSize[0] = 1024;
+  CHECK(Capabilities::Of(VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU, VkDriverId(0), limits, all, none)
+            .groupSize == VKDML_GROUP_SIZE);
+  limits.maxComputeWorkGroupSize[0] = 255;  // both limits count
+  CHECK(Capabilities::Of(VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU, VkDriverId(0), limits, all, none)
+            .groupSize == VKDML_MIN_GROUP_SIZE);
+  limits.maxComputeWorkGroupInvocations = limits.maxComputeWorkGroupSize[0] = 128;
   DeviceFeatures atomicsWithoutInt64 = all;
   atomicsWithoutInt64.shaderInt64 = false;
-  CHECK(!Capabilities::Of(VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU, limits, atomicsWithoutInt64, none)
+  CHECK(!Capabilities::Of(VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU, VkDriverId(0), limits,
+                          atomicsWithoutInt64, none)
              .int64Atomics);
 
   Switches s;
@@ -854,7 +933,8 @@ TEST_CASE("Capabilities: limits, quirks and switches", "[kernels]") {
   s.only32BitAtomics = true;
   s.nativeFloat32 = true;
   limits.minStorageBufferOffsetAlignment = 256;
-  const Capabilities t = Capabilities::Of(VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU, limits, all, s);
+  const Capabilities t =
+      Capabilities::Of(VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU, VkDriverId(0), limits, all, s);
   CHECK(t.maxRange == 256 + VKDML_VECTOR_BYTES);
   CHECK(t.maxGroups == 3);
   CHECK(t.lines == Capabilities::Lines::Always);
@@ -866,7 +946,8 @@ TEST_CASE("Capabilities: limits, quirks and switches", "[kernels]") {
   s.maxGroups = 1u << 20;
   s.lines = Switches::Lines::Never;
   s.kernels = Switches::Kernels::Gpu;
-  const Capabilities c = Capabilities::Of(VK_PHYSICAL_DEVICE_TYPE_CPU, limits, {}, s);
+  const Capabilities c =
+      Capabilities::Of(VK_PHYSICAL_DEVICE_TYPE_CPU, VkDriverId(0), limits, {}, s);
   CHECK(c.maxRange == (1u << 27));
   CHECK(c.maxGroups == 65535);
   CHECK(c.lines == Capabilities::Lines::Never);

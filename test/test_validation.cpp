@@ -1300,13 +1300,13 @@ TEST_CASE_METHOD(Fixture, "Rule 34: the reduce operators check what their Direct
   }
 }
 
-// A deterministic execution sorts its update units in scratch buffers of 8 bytes a unit, each
-// bound whole: more than maxStorageBufferRange is refused when compiling. (Nothing is allocated:
-// the tensors are described, never bound.)
+// A deterministic execution sorts its update units in its scratch buffer, 16 bytes a unit (two
+// halves of keys and of values) and bound whole: more than maxStorageBufferRange is refused when
+// compiling. (Nothing is allocated: the tensors are described, never bound.)
 TEST_CASE_METHOD(Fixture, "Rule 35: a deterministic sort larger than maxStorageBufferRange",
                  "[validation][reduce]") {
   const UINT64 range = Dev().Info().maxStorageBufferRange;
-  const UINT64 units = range / 8 + 1;
+  const UINT64 units = range / 16 + 1;
   if (units > 0xFFFFFFFFull || units * 4 > range) {
     // Only a range of 32 GiB or more leaves no describable tensor of that many units.
     CHECK(range >= (UINT64(1) << 35));
@@ -1323,8 +1323,11 @@ TEST_CASE_METHOD(Fixture, "Rule 35: a deterministic sort larger than maxStorageB
   std::unique_ptr<CompiledOperator> compiled;
   Result r = Dev().CompileOperator(*op, VKDML_EXECUTION_FLAG_DETERMINISTIC, &compiled);
   Expect(r, Status::Unsupported, "SCATTER_ELEMENTS",
-         {"a deterministic execution sorts " + std::to_string(units) + " update units",
-          "maxStorageBufferRange " + std::to_string(range)});
+         {"a deterministic execution sorts " + std::to_string(units) +
+              " update units, which "
+              "needs ",
+          " bytes of scratch, more than this device's maxStorageBufferRange " +
+              std::to_string(range)});
   CHECK(Dev().CompileOperator(*op, 0, &compiled).ok());
 }
 

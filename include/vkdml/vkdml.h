@@ -131,6 +131,7 @@ struct DeviceInfo {
   VkPhysicalDeviceType type = VK_PHYSICAL_DEVICE_TYPE_OTHER;
   std::string driverName;  // from VkPhysicalDeviceDriverProperties where available
   std::string driverInfo;
+  VkDriverId driverID = VkDriverId(0);  // likewise (0: not reported)
   uint32_t apiVersion = 0;
   uint32_t driverVersion = 0;
   uint64_t maxStorageBufferRange = 0;
@@ -232,8 +233,8 @@ class Device {
   virtual Result GetPipelineCacheData(std::vector<uint8_t>* out) = 0;
 };
 
-// Unsupported, naming the limit, for a device below what vkdml's kernels need today: 9 storage
-// buffers per shader stage and workgroups of 256 invocations (Vulkan 1.1 guarantees 4 and 128).
+// vkdml's kernels fit Vulkan 1.1's minimum limits (4 storage buffers per shader stage,
+// workgroups of 128 invocations); a device below them is Unsupported, naming the limit.
 Result CreateDevice(const DeviceDesc& desc, std::unique_ptr<Device>* out);
 
 // A validated operator: what DirectML calls an IDMLOperator.

@@ -1,0 +1,15 @@
+// The bindings every kernel has: the plans with the scratch's layout (uniform), and vkdml's
+// scratch words (interface.h: ScratchLayout), read through the macros below.
+layout(std140, set = 0, binding = VKDML_BIND_PLANS) uniform Plans {
+  PackedPlan plans[VKDML_PLAN_SLOTS];
+  ScratchLayout scratchAt;
+};
+layout(std430, set = 0, binding = VKDML_BIND_SCRATCH) restrict buffer Scratch { uint scratch[]; };
+
+#define STATUS(w) scratch[(w)]
+#define MASK_WORD(w) scratch[scratchAt.mask + (w)]
+#define SORT_KEY(i) scratch[scratchAt.keys + (i)]
+#define SORT_VALUE(i) scratch[scratchAt.values + (i)]
+#define SORT_COUNT(i) scratch[scratchAt.counts + (i)]
+#define TIE_MARK(w) scratch[scratchAt.counts + (w)]
+#define TIE_POSITION(t) scratch[scratchAt.keys + (t)]
