@@ -31,7 +31,9 @@ trap restore EXIT
 cmake -DVKDML_TEST_DRIVER_FILES="$icd" "$build" >/dev/null
 cmake --build "$build" -j2
 VK_DRIVER_FILES="$icd" VK_ICD_FILENAMES="$icd" "$build/examples/vkdml" devices
-ctest --test-dir "$build" --output-on-failure --no-tests=error -j2
+# Not the minimum-limits device's reruns: that device forwards to the tests' driver, and its
+# point (every layout and pipeline within Vulkan's minimums) is made on lavapipe.
+ctest --test-dir "$build" --output-on-failure --no-tests=error -j2 -LE min_limits
 # What each test skipped, and why (its own words, from ctest's log).
 awk '/^[0-9]+\/[0-9]+ Testing: / { sub(/^[^:]*: /, ""); test = $0; next }
      / skipped/ && test { gsub(/  +/, " "); print test ":" $0 }' "$build/Testing/Temporary/LastTest.log"

@@ -1,6 +1,7 @@
 /* Checks the minimum-limits driver (min_limits_icd.c) itself: through the loader, with
  * VK_DRIVER_FILES naming it, the one device reports Vulkan 1.1's minimum limits in both
- * property queries and, with VKDML_MIN_LIMITS_TYPE=integrated, an integrated GPU.
+ * property queries and, in its integrated build (or with VKDML_MIN_LIMITS_TYPE=integrated), an
+ * integrated GPU.
  * Usage: check_min_limits [integrated]. Exit status 0 when every limit is as expected. */
 #include <dlfcn.h>
 #include <stdio.h>

@@ -3,10 +3,13 @@
  * invocations, 16 KiB of shared memory, 128 bytes of push constants, 128 MiB storage buffers.
  * The validation layer above it then checks every layout and pipeline vkdml makes against them.
  *
- *   VKDML_MIN_LIMITS_NEXT=/path/libvulkan_lvp.so   the driver it forwards to (default lavapipe's)
- *   VKDML_MIN_LIMITS_TYPE=integrated               report an integrated GPU (so that vkdml
- *                                                   chooses its GPU kernels) instead of the
- *                                                   driver's own type
+ *   VKDML_MIN_LIMITS_NEXT=/path/libvulkan_lvp.so   the driver it forwards to (default: the
+ *                                                   build's VKDML_MIN_LIMITS_DEFAULT_NEXT, else
+ *                                                   lavapipe's)
+ *   VKDML_MIN_LIMITS_TYPE=integrated|own           report an integrated GPU (so that vkdml
+ *                                                   chooses its GPU kernels) or the driver's
+ *                                                   own type (default: the build's
+ *                                                   VKDML_MIN_LIMITS_INTEGRATED, else own)
  *
  * Handles pass through untouched: the loader writes its dispatch pointer into the first word of
  * the next driver's dispatchable objects, as it would for that driver alone. */
@@ -16,6 +19,13 @@
 
 #include <vulkan/vk_icd.h>
 #include <vulkan/vulkan.h>
+
+#ifndef VKDML_MIN_LIMITS_DEFAULT_NEXT
+#define VKDML_MIN_LIMITS_DEFAULT_NEXT "libvulkan_lvp.so"
+#endif
+#ifndef VKDML_MIN_LIMITS_INTEGRATED
+#define VKDML_MIN_LIMITS_INTEGRATED 0
+#endif
 
 #define EXPORT __attribute__((visibility("default")))
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
@@ -32,7 +42,7 @@ static PFN_vkGetPhysicalDeviceProperties2 nextProperties2;
 static int Load(void) {
   if (nextGetInstanceProcAddr) return 1;
   const char* path = getenv("VKDML_MIN_LIMITS_NEXT");
-  void* next = dlopen(path && *path ? path : "libvulkan_lvp.so", RTLD_NOW | RTLD_LOCAL);
+  void* next = dlopen(path && *path ? path : VKDML_MIN_LIMITS_DEFAULT_NEXT, RTLD_NOW | RTLD_LOCAL);
   if (!next) return 0;
   nextNegotiate = (PFN_Negotiate)dlsym(next, "vk_icdNegotiateLoaderICDInterfaceVersion");
   nextGetPhysicalDeviceProcAddr =
@@ -65,8 +75,9 @@ static void Lower(VkPhysicalDeviceProperties* p) {
   l->minStorageBufferOffsetAlignment = MAX(l->minStorageBufferOffsetAlignment, 256);
   l->minUniformBufferOffsetAlignment = MAX(l->minUniformBufferOffsetAlignment, 256);
   const char* type = getenv("VKDML_MIN_LIMITS_TYPE");
-  if (type && strcmp(type, "integrated") == 0)
-    p->deviceType = VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU;
+  const int integrated =
+      type && *type ? strcmp(type, "integrated") == 0 : VKDML_MIN_LIMITS_INTEGRATED;
+  if (integrated) p->deviceType = VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU;
 }
 
 static VKAPI_ATTR void VKAPI_CALL Properties(VkPhysicalDevice pd, VkPhysicalDeviceProperties* p) {
