@@ -340,6 +340,29 @@ void BindingTableImpl::Barrier(VkCommandBuffer cmd, VkPipelineStageFlags src,
   device_->Vk().vkCmdPipelineBarrier(cmd, src, dst, 0, 1, &barrier, 0, nullptr, 0, nullptr);
 }
 
+// vkdml's own scratch (checked mode's status, ScatterND's mask, the tie marks) may still be in
+// use by this table's previous dispatch, recorded earlier into this or another command buffer
+// (its kernels, or the copy of the status words); callers order only their own tensors, so the
+// fills wait for it here.
+void BindingTableImpl::ClearScratch(VkCommandBuffer cmd, bool inPlace) const {
+  const auto& vk = device_->Vk();
+  const KernelSet& kernels = op_->kernels;
+  const bool clearMask = kernels.maskWords && !inPlace;  // in place, nothing reads the mask
+  if (!kernels.checked && !clearMask && !kernels.tieMarkWords) return;
+  const VkPipelineStageFlags compute = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT;
+  const VkAccessFlags readWrite = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+  const VkBuffer scratch = scratch_->Handle();
+  Barrier(cmd, compute | VK_PIPELINE_STAGE_TRANSFER_BIT, readWrite | VK_ACCESS_TRANSFER_READ_BIT,
+          VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
+  if (kernels.checked) vk.vkCmdFillBuffer(cmd, scratch, 0, kStatusBytes, 0xFFFFFFFFu);
+  if (clearMask)
+    vk.vkCmdFillBuffer(cmd, scratch, UINT64(kernels.scratchAt.mask) * 4, kernels.maskWords * 4, 0);
+  if (kernels.tieMarkWords)
+    vk.vkCmdFillBuffer(cmd, scratch, UINT64(kernels.scratchAt.counts) * 4, kernels.tieMarkWords * 4,
+                       0);
+  Barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, compute, readWrite);
+}
+
 Result BindingTableImpl::Record(VkCommandBuffer cmd) {
   if (!inputsBound_ || !outputsBound_)
     return Fail(Status::InvalidArgument, "RecordDispatch: ", !inputsBound_ ? "inputs" : "outputs",
@@ -354,23 +377,8 @@ Result BindingTableImpl::Record(VkCommandBuffer cmd) {
   const VkPipelineStageFlags transfer = VK_PIPELINE_STAGE_TRANSFER_BIT;
   const VkAccessFlags readWrite = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
   const KernelSet& kernels = op_->kernels;
-  const bool clearMask = kernels.maskWords && !inPlace;
-  // vkdml's own scratch (checked mode's status, ScatterND's mask, the tie marks) may still be in
-  // use by this table's previous dispatch, recorded earlier into this or another command buffer
-  // (its kernels, or the copy of the status words); callers order only their own tensors, so the
-  // fills wait for it here.
   const VkBuffer scratch = scratch_->Handle();
-  const bool fill = kernels.checked || clearMask || kernels.tieMarkWords;
-  if (fill)
-    Barrier(cmd, compute | transfer, readWrite | VK_ACCESS_TRANSFER_READ_BIT, transfer,
-            VK_ACCESS_TRANSFER_WRITE_BIT);
-  if (kernels.checked) vk.vkCmdFillBuffer(cmd, scratch, 0, kStatusBytes, 0xFFFFFFFFu);
-  if (clearMask)
-    vk.vkCmdFillBuffer(cmd, scratch, UINT64(kernels.scratchAt.mask) * 4, kernels.maskWords * 4, 0);
-  if (kernels.tieMarkWords)
-    vk.vkCmdFillBuffer(cmd, scratch, UINT64(kernels.scratchAt.counts) * 4, kernels.tieMarkWords * 4,
-                       0);
-  if (fill) Barrier(cmd, transfer, VK_ACCESS_TRANSFER_WRITE_BIT, compute, readWrite);
+  ClearScratch(cmd, inPlace);
   bool first = true;
   size_t largeSet = 0;  // the first descriptor set of the next large kernel
   VkDescriptorSet bound = VK_NULL_HANDLE;
