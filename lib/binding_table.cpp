@@ -403,23 +403,14 @@ Result BindingTableImpl::Record(VkCommandBuffer cmd) {
       DispatchLarge(cmd, wide ? step.wide : step.plain, setOfChosen);
       continue;
     }
-    const VkDescriptorSet set = src == Role::Input ? inputSet_ : updatesSet_;
-    if (set != bound)
-      vk.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, device_->PipelineLayout(), 0,
-                                 1, &set, 0, nullptr);
-    bound = set;
-    Dispatch(cmd, wide ? step.wide : step.plain, src);
+    Dispatch(cmd, wide ? step.wide : step.plain, src, &bound);
   }
   if (kernels.checked) {
     Barrier(cmd, compute, readWrite, compute, readWrite);
-    if (kernels.large) {
+    if (kernels.large)
       DispatchLarge(cmd, kernels.report, largeSet);
-    } else {
-      if (bound != inputSet_)
-        vk.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, device_->PipelineLayout(),
-                                   0, 1, &inputSet_, 0, nullptr);
-      Dispatch(cmd, kernels.report, Role::Input);
-    }
+    else
+      Dispatch(cmd, kernels.report, Role::Input, &bound);
     // The status words to the host's copy, which IndexStatus reads (after this table's copy
     // before, if one was recorded earlier).
     Barrier(cmd, compute | transfer, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
@@ -432,8 +423,15 @@ Result BindingTableImpl::Record(VkCommandBuffer cmd) {
   return {};
 }
 
-void BindingTableImpl::Dispatch(VkCommandBuffer cmd, const Kernel& k, Role source) const {
+// One dispatch, with the descriptor set whose source it reads (bound unless *bound is it).
+void BindingTableImpl::Dispatch(VkCommandBuffer cmd, const Kernel& k, Role source,
+                                VkDescriptorSet* bound) const {
   const auto& vk = device_->Vk();
+  const VkDescriptorSet set = source == Role::Input ? inputSet_ : updatesSet_;
+  if (set != *bound)
+    vk.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, device_->PipelineLayout(), 0, 1,
+                               &set, 0, nullptr);
+  *bound = set;
   vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k.pipeline);
   if (k.sortStep) {
     vk.vkCmdPushConstants(cmd, device_->PipelineLayout(), VK_SHADER_STAGE_COMPUTE_BIT, 0,

@@ -31,7 +31,7 @@ class BindingTableImpl final : public BindingTable {
   void Barrier(VkCommandBuffer cmd, VkPipelineStageFlags src, VkAccessFlags srcAccess,
                VkPipelineStageFlags dst, VkAccessFlags dstAccess) const;
   void ClearScratch(VkCommandBuffer cmd, bool inPlace) const;
-  void Dispatch(VkCommandBuffer cmd, const Kernel& k, Role source) const;
+  void Dispatch(VkCommandBuffer cmd, const Kernel& k, Role source, VkDescriptorSet* bound) const;
   // The large path (kernels.h: LargeDispatch): each kernel with its source.
   struct LargeKernel {
     const Kernel* kernel;
