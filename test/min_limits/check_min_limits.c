@@ -1,6 +1,7 @@
 /* Checks the minimum-limits driver (min_limits_icd.c) itself: through the loader, with
  * VK_DRIVER_FILES naming it, the one device reports Vulkan 1.1's minimum limits in both
- * property queries and, in its integrated build (or with VKDML_MIN_LIMITS_TYPE=integrated), an
+ * property queries, none of the optional features vkdml can use in both feature queries, and,
+ * in its integrated build (or with VKDML_MIN_LIMITS_TYPE=integrated), an
  * integrated GPU.
  * Usage: check_min_limits [integrated]. Exit status 0 when every limit is as expected. */
 #include <dlfcn.h>
@@ -65,7 +66,35 @@ int main(int argc, char** argv) {
            integrated ? VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU : VK_PHYSICAL_DEVICE_TYPE_CPU);
   }
   EXPECT("maxMemoryAllocationSize", m3.maxMemoryAllocationSize, 1u << 30);
+  VkPhysicalDeviceFeatures f;
+  ((PFN_vkGetPhysicalDeviceFeatures)gipa(instance, "vkGetPhysicalDeviceFeatures"))(pd, &f);
+  VkPhysicalDevice8BitStorageFeatures s8 = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES};
+  VkPhysicalDevice16BitStorageFeatures s16 = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES, .pNext = &s8};
+  VkPhysicalDeviceShaderAtomicInt64Features a64 = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_INT64_FEATURES, .pNext = &s16};
+  VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+                                  .pNext = &a64};
+  ((PFN_vkGetPhysicalDeviceFeatures2)gipa(instance, "vkGetPhysicalDeviceFeatures2"))(pd, &f2);
+  for (int q = 0; q < 2; ++q) {
+    const VkPhysicalDeviceFeatures* x = q ? &f2.features : &f;
+    EXPECT("shaderFloat64", x->shaderFloat64, 0);
+    EXPECT("shaderInt64", x->shaderInt64, 0);
+    EXPECT("shaderInt16", x->shaderInt16, 0);
+  }
+  EXPECT("storageBuffer8BitAccess", s8.storageBuffer8BitAccess, 0);
+  EXPECT("storageBuffer16BitAccess", s16.storageBuffer16BitAccess, 0);
+  EXPECT("shaderBufferInt64Atomics", a64.shaderBufferInt64Atomics, 0);
+  VkPhysicalDeviceFloatControlsProperties fc = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES};
+  p2.pNext = &fc;
+  props2(pd, &p2);
+  EXPECT("shaderDenormPreserveFloat32", fc.shaderDenormPreserveFloat32, 0);
+  EXPECT("shaderDenormPreserveFloat64", fc.shaderDenormPreserveFloat64, 0);
   ((PFN_vkDestroyInstance)gipa(instance, "vkDestroyInstance"))(instance, NULL);
-  if (!failures) printf("the minimum-limits device reports Vulkan 1.1's minimum limits\n");
+  if (!failures)
+    printf(
+        "the minimum-limits device reports Vulkan 1.1's minimum limits and no optional feature\n");
   return failures ? 1 : 0;
 }

@@ -1,7 +1,10 @@
 /* A Vulkan driver for the tests that forwards every call to another driver (lavapipe) but
  * reports Vulkan 1.1's minimum limits: 4 storage buffers per stage, workgroups of 128
- * invocations, 16 KiB of shared memory, 128 bytes of push constants, 128 MiB storage buffers.
- * The validation layer above it then checks every layout and pipeline vkdml makes against them.
+ * invocations, 16 KiB of shared memory, 128 bytes of push constants, 128 MiB storage buffers;
+ * and none of the optional features vkdml can use: no 8/16-bit storage, no float64, int64 or
+ * int16, no 64-bit or float atomics, no denormal preservation (as SwiftShader, or Apple and
+ * Adreno GPUs in part). The validation layer above it then checks every layout and pipeline
+ * vkdml makes against them.
  *
  *   VKDML_MIN_LIMITS_NEXT=/path/libvulkan_lvp.so   the driver it forwards to (default: the
  *                                                   build's VKDML_MIN_LIMITS_DEFAULT_NEXT, else
@@ -38,6 +41,8 @@ static PFN_GetPhysicalDeviceProcAddr nextGetPhysicalDeviceProcAddr;
 static PFN_Negotiate nextNegotiate;
 static PFN_vkGetPhysicalDeviceProperties nextProperties;
 static PFN_vkGetPhysicalDeviceProperties2 nextProperties2;
+static PFN_vkGetPhysicalDeviceFeatures nextFeatures;
+static PFN_vkGetPhysicalDeviceFeatures2 nextFeatures2;
 
 static int Load(void) {
   if (nextGetInstanceProcAddr) return 1;
@@ -80,6 +85,89 @@ static void Lower(VkPhysicalDeviceProperties* p) {
   if (integrated) p->deviceType = VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU;
 }
 
+/* Vulkan 1.1 requires no feature but robustBufferAccess: the optional ones vkdml asks for
+ * (lib/device_features.h), and their neighbours in the same structures, read as absent. */
+static void LowerFeatures(VkPhysicalDeviceFeatures* f) {
+  f->shaderFloat64 = f->shaderInt64 = f->shaderInt16 = VK_FALSE;
+}
+
+static void LowerChain(void* next) {
+  for (VkBaseOutStructure* s = (VkBaseOutStructure*)next; s; s = s->pNext) {
+    switch (s->sType) {
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES: {
+        VkPhysicalDevice8BitStorageFeatures* x = (VkPhysicalDevice8BitStorageFeatures*)s;
+        x->storageBuffer8BitAccess = x->uniformAndStorageBuffer8BitAccess = VK_FALSE;
+        x->storagePushConstant8 = VK_FALSE;
+        break;
+      }
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES: {
+        VkPhysicalDevice16BitStorageFeatures* x = (VkPhysicalDevice16BitStorageFeatures*)s;
+        x->storageBuffer16BitAccess = x->uniformAndStorageBuffer16BitAccess = VK_FALSE;
+        x->storagePushConstant16 = x->storageInputOutput16 = VK_FALSE;
+        break;
+      }
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_INT64_FEATURES: {
+        VkPhysicalDeviceShaderAtomicInt64Features* x =
+            (VkPhysicalDeviceShaderAtomicInt64Features*)s;
+        x->shaderBufferInt64Atomics = x->shaderSharedInt64Atomics = VK_FALSE;
+        break;
+      }
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT: {
+        VkBaseOutStructure* keep = s->pNext;
+        VkStructureType type = s->sType;
+        memset(s, 0, sizeof(VkPhysicalDeviceShaderAtomicFloatFeaturesEXT));
+        s->sType = type;
+        s->pNext = keep;
+        break;
+      }
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES: {
+        VkPhysicalDeviceShaderFloat16Int8Features* x =
+            (VkPhysicalDeviceShaderFloat16Int8Features*)s;
+        x->shaderFloat16 = x->shaderInt8 = VK_FALSE;
+        break;
+      }
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES: {
+        VkPhysicalDeviceVulkan11Features* x = (VkPhysicalDeviceVulkan11Features*)s;
+        x->storageBuffer16BitAccess = x->uniformAndStorageBuffer16BitAccess = VK_FALSE;
+        x->storagePushConstant16 = x->storageInputOutput16 = VK_FALSE;
+        break;
+      }
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES: {
+        VkPhysicalDeviceVulkan12Features* x = (VkPhysicalDeviceVulkan12Features*)s;
+        x->storageBuffer8BitAccess = x->uniformAndStorageBuffer8BitAccess = VK_FALSE;
+        x->storagePushConstant8 = x->shaderBufferInt64Atomics = VK_FALSE;
+        x->shaderSharedInt64Atomics = x->shaderFloat16 = x->shaderInt8 = VK_FALSE;
+        break;
+      }
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES: {
+        VkPhysicalDeviceFloatControlsProperties* x = (VkPhysicalDeviceFloatControlsProperties*)s;
+        x->shaderDenormPreserveFloat16 = x->shaderDenormPreserveFloat32 = VK_FALSE;
+        x->shaderDenormPreserveFloat64 = VK_FALSE;
+        break;
+      }
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_PROPERTIES: {
+        VkPhysicalDeviceVulkan12Properties* x = (VkPhysicalDeviceVulkan12Properties*)s;
+        x->shaderDenormPreserveFloat16 = x->shaderDenormPreserveFloat32 = VK_FALSE;
+        x->shaderDenormPreserveFloat64 = VK_FALSE;
+        break;
+      }
+      default:
+        break;
+    }
+  }
+}
+
+static VKAPI_ATTR void VKAPI_CALL Features(VkPhysicalDevice pd, VkPhysicalDeviceFeatures* f) {
+  nextFeatures(pd, f);
+  LowerFeatures(f);
+}
+
+static VKAPI_ATTR void VKAPI_CALL Features2(VkPhysicalDevice pd, VkPhysicalDeviceFeatures2* f) {
+  nextFeatures2(pd, f);
+  LowerFeatures(&f->features);
+  LowerChain(f->pNext);
+}
+
 static VKAPI_ATTR void VKAPI_CALL Properties(VkPhysicalDevice pd, VkPhysicalDeviceProperties* p) {
   nextProperties(pd, p);
   Lower(p);
@@ -88,6 +176,7 @@ static VKAPI_ATTR void VKAPI_CALL Properties(VkPhysicalDevice pd, VkPhysicalDevi
 static VKAPI_ATTR void VKAPI_CALL Properties2(VkPhysicalDevice pd, VkPhysicalDeviceProperties2* p) {
   nextProperties2(pd, p);
   Lower(&p->properties);
+  LowerChain(p->pNext);
   for (VkBaseOutStructure* s = (VkBaseOutStructure*)p->pNext; s; s = s->pNext)
     if (s->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES) {
       VkPhysicalDeviceMaintenance3Properties* m = (VkPhysicalDeviceMaintenance3Properties*)s;
@@ -108,6 +197,15 @@ static PFN_vkVoidFunction Replaced(VkInstance instance, const char* name, PFN_vk
       strcmp(name, "vkGetPhysicalDeviceProperties2KHR") == 0) {
     nextProperties2 = (PFN_vkGetPhysicalDeviceProperties2)next;
     return (PFN_vkVoidFunction)Properties2;
+  }
+  if (strcmp(name, "vkGetPhysicalDeviceFeatures") == 0) {
+    nextFeatures = (PFN_vkGetPhysicalDeviceFeatures)next;
+    return (PFN_vkVoidFunction)Features;
+  }
+  if (strcmp(name, "vkGetPhysicalDeviceFeatures2") == 0 ||
+      strcmp(name, "vkGetPhysicalDeviceFeatures2KHR") == 0) {
+    nextFeatures2 = (PFN_vkGetPhysicalDeviceFeatures2)next;
+    return (PFN_vkVoidFunction)Features2;
   }
   return next;
 }
