@@ -104,6 +104,11 @@ std::vector<Spec> MakeSpecs(bool small) {
   el1i.name = "elements-axis1-i32idx";
   el1i.itype = i32;
   add(el1i);
+  // float16 elements one at a time: a device without 16-bit storage moves them in 32-bit words.
+  Spec el1h = el1;
+  el1h.name = "elements-axis1-f16";
+  el1h.dtype = f16;
+  add(el1h);
   Spec sc = MakeSpec("scatter-rows-f32", OpKind::ScatterND, f32, i64, {rows, 256}, {picks, 1});
   sc.updates = {picks, 256};
   sc.uniqueRows = true;

@@ -28,7 +28,7 @@ MAX_ROTATION = 16
 
 CASE_NAMES = [
     "rows-f32", "rows-f16", "rows-f16-6gib", "tuples-f32", "elements-axis1-f32", "elements-axis0-f32",
-    "elements-axis1-i32idx", "scatter-rows-f32", "scatter-rows-inplace",
+    "elements-axis1-i32idx", "elements-axis1-f16", "scatter-rows-f32", "scatter-rows-inplace",
     "scatter-elements-axis1-f32", "scatter-add-rows-f32", "scatter-add-rows-f32-det",
     "scatter-elements-add-axis1-f32", "scatter-elements-add-axis1-f32-det",
     "scatter-elements-amax-axis1-f32", "scatter-elements-amax-axis1-f32-det", "latency",
@@ -58,6 +58,7 @@ def specs(small):
     s.append(el)
     s.append(dict(el, case="elements-axis0-f32", axis=0, peer="torch.gather(x, 0, i)"))
     s.append(dict(el, case="elements-axis1-i32idx", index_dtype="int32"))
+    s.append(dict(el, case="elements-axis1-f16", dtype="float16"))
     sc = dict(case="scatter-rows-f32", op="ScatterND", dtype="float32", index_dtype="int64",
               input_shape=[rows, 256], indices_shape=[picks, 1], updates_shape=[picks, 256],
               axis=None, in_place=False, peer="x.clone().index_copy_(0, i, u)")
