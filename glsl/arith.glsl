@@ -4,7 +4,8 @@
 // MIN are NumPy's maximum and minimum (f(x, u) = x if x is NaN or x >= u (x <= u), else u; so a
 // NaN propagates, and of two equal values the accumulated one stays). float16 is computed in
 // float32 and rounded once: exact, since float32 carries more than 2 * 11 + 2 significand bits.
-// Needs ELEM, kReduce and kKind; FLOAT64 for 8-byte floats (shaderFloat64). Float denormals are
+// Needs ELEM, kReduce and kKind; FLOAT64 for 8-byte floats in float64 (shaderFloat64), or
+// SOFT_FLOAT64 in 32-bit integer arithmetic (glsl/soft_float64.glsl). Float denormals are
 // kept, as a sequential CPU computation keeps them, by one of: DENORM_PRESERVE (32 or 64) asks
 // the device for it (SPIR-V's DenormPreserve, shaderDenormPreserveFloat32/64); WIDE_FLOAT32
 // computes float32 in float64, converting in integer code (float32's denormals are normal
@@ -175,6 +176,9 @@ uint reduceBits(uint x, uint u) {
 }
 
 #else  // ELEM == 8
+#if SOFT_FLOAT64
+#include "soft_float64.glsl"
+#endif
 
 uvec2 add64(uvec2 a, uvec2 b) {
   const uint low = a.x + b.x;
@@ -206,8 +210,14 @@ uvec2 reduceBits(uvec2 x, uvec2 u) {
     if (isNanBits(x)) return x;
     if (isNanBits(u)) return u;
     return (kReduce == VKDML_REDUCE_MAX ? a >= b : a <= b) ? x : u;
+#elif SOFT_FLOAT64
+    if (kReduce == VKDML_REDUCE_ADD) return softAdd64(x, u);
+    if (kReduce == VKDML_REDUCE_MULTIPLY) return softMultiply64(x, u);
+    if (isNanBits(x)) return x;
+    if (isNanBits(u)) return u;
+    return softKeeps64(x, u, kReduce == VKDML_REDUCE_MAX) ? x : u;
 #else
-    return x;  // not reached: 8-byte floats take the FLOAT64 modules
+    return x;  // not reached: 8-byte floats take the FLOAT64 or SOFT_FLOAT64 modules
 #endif
   }
   if (kReduce == VKDML_REDUCE_ADD) return add64(x, u);

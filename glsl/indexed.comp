@@ -24,7 +24,7 @@ layout(local_size_x_id = VKDML_SPEC_GROUP_SIZE) in;  // Capabilities::groupSize
 layout(std430, set = 0, binding = VKDML_BIND_SOURCE) restrict readonly buffer Source {
   T sourceData[];  // gather: InputTensor; scatter: UpdatesTensor
 };
-layout(std430, set = 0, binding = VKDML_BIND_OUTPUT) restrict writeonly buffer Output {
+layout(std430, set = 0, binding = VKDML_BIND_OUTPUT) restrict OUTPUT_ACCESS buffer Output {
   T outputData[];
 };
 
@@ -70,17 +70,17 @@ void main() {
     for (uint u = 0u; u < kUnroll; ++u)  // every load before any store: loads overlap
       if (!skip[u]) {
 #if SCATTER
-        v[u] = V(sourceData[pc.srcBase + at[u].x]);
+        v[u] = LOAD(sourceData, pc.srcBase + at[u].x);
 #else
-        v[u] = V(sourceData[pc.srcBase + at[u].y]);
+        v[u] = LOAD(sourceData, pc.srcBase + at[u].y);
 #endif
       }
     for (uint u = 0u; u < kUnroll; ++u)
       if (!skip[u]) {
 #if SCATTER
-        outputData[pc.dstBase + at[u].y] = T(v[u]);
+        STORE_SHARED(outputData, pc.dstBase + at[u].y, v[u]);
 #else
-        outputData[pc.dstBase + at[u].x] = T(v[u]);
+        STORE(outputData, pc.dstBase + at[u].x, v[u]);
 #endif
       }
 #endif

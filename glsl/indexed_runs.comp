@@ -27,7 +27,7 @@ layout(local_size_x_id = VKDML_SPEC_GROUP_SIZE) in;
 layout(std430, set = 0, binding = VKDML_BIND_SOURCE) restrict readonly buffer Source {
   T sourceData[];  // gather: InputTensor; scatter: UpdatesTensor
 };
-layout(std430, set = 0, binding = VKDML_BIND_OUTPUT) restrict writeonly buffer Output {
+layout(std430, set = 0, binding = VKDML_BIND_OUTPUT) restrict OUTPUT_ACCESS buffer Output {
   T outputData[];
 };
 
@@ -48,17 +48,17 @@ uint components(uint p, uint e, uint position) {
 // The element at offsets (direct, indexed): read from the source, written to the destination.
 V fetch(uint direct, uint indexed) {
 #if SCATTER
-  return V(sourceData[pc.srcBase + direct]);
+  return LOAD(sourceData, pc.srcBase + direct);
 #else
-  return V(sourceData[pc.srcBase + indexed]);
+  return LOAD(sourceData, pc.srcBase + indexed);
 #endif
 }
 
 void put(uint direct, uint indexed, V v) {
 #if SCATTER
-  outputData[pc.dstBase + indexed] = T(v);
+  STORE_SHARED(outputData, pc.dstBase + indexed, v);
 #else
-  outputData[pc.dstBase + direct] = T(v);
+  STORE(outputData, pc.dstBase + direct, v);
 #endif
 }
 
@@ -166,11 +166,11 @@ void vectorStep(uint p, uvec4 at, uvec4 step) {
     [[unroll]] for (uint w = 0u; w < 8u; ++w) direct[8u * v + w] = wordOf(x, w);
   }
   [[unroll]] for (uint c = 0u; c < kStep; ++c)
-    outputData[pc.dstBase + indexed[c]] = T(getElement(direct, c));
+    STORE_SHARED(outputData, pc.dstBase + indexed[c], getElement(direct, c));
 #else
   const uint base = (pc.dstBase + at.x) / (32u / ELEM);
   [[unroll]] for (uint c = 0u; c < kStep; ++c)
-    setElement(direct, c, V(sourceData[pc.srcBase + indexed[c]]));
+    setElement(direct, c, LOAD(sourceData, pc.srcBase + indexed[c]));
   [[unroll]] for (uint v = 0u; v < kDirectWords / 8u; ++v) {
     u64vec4 x;
     [[unroll]] for (uint w = 0u; w < 4u; ++w)

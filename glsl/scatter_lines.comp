@@ -49,7 +49,7 @@ void main() {
     for (uint j = tid; j < kLineLength; j += kUnroll * group) {
       V v[kUnroll];
       for (uint u = 0u; u < kUnroll; ++u)
-        if (j + u * group < kLineLength) v[u] = V(outputData[out0 + (j + u * group) * along]);
+        if (j + u * group < kLineLength) v[u] = LOAD(outputData, out0 + (j + u * group) * along);
       for (uint u = 0u; u < kUnroll; ++u)
         if (j + u * group < kLineLength) line[j + u * group] = v[u];
     }
@@ -63,7 +63,7 @@ void main() {
           const uint index = at.z + e * VKDML_AT(plans[p].indices, last);
           target[u] = clampIndex(readIndex(index), kLineLength,
                                  at.w + e * VKDML_AT(plans[p].position, last));
-          v[u] = V(updatesData[pc.srcBase + at.x + e * VKDML_AT(plans[p].direct, last)]);
+          v[u] = LOAD(updatesData, pc.srcBase + at.x + e * VKDML_AT(plans[p].direct, last));
         }
       }
       for (uint u = 0u; u < kUnroll; ++u)
@@ -83,7 +83,7 @@ void main() {
         }
     }
     barrier();
-    for (uint j = tid; j < kLineLength; j += group) outputData[out0 + j * along] = T(line[j]);
+    for (uint j = tid; j < kLineLength; j += group) STORE(outputData, out0 + j * along, line[j]);
     barrier();  // the next line reuses `line`
   }
 }

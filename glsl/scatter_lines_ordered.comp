@@ -44,7 +44,7 @@ uint entry(uint position) {
 }
 
 V updateValue(uvec4 at, uint e) {
-  return V(updatesData[pc.srcBase + at.x + e * VKDML_AT(plans[pc.plan].direct, kRank - 1u)]);
+  return LOAD(updatesData, pc.srcBase + at.x + e * VKDML_AT(plans[pc.plan].direct, kRank - 1u));
 }
 
 uint outputAt(uvec4 at, uint t) {
@@ -149,12 +149,12 @@ void main() {
         }
         const uint target = outputAt(at, t);
         if (kReduce == VKDML_REDUCE_NONE) {  // the last update wins
-          outputData[target] = T(updateValue(at, order[n - 1u]));
+          STORE(outputData, target, updateValue(at, order[n - 1u]));
           continue;
         }
-        V value = V(outputData[target]);
+        V value = LOAD(outputData, target);
         for (uint i = 0u; i < n; ++i) value = reduceBits(value, updateValue(at, order[i]));
-        outputData[target] = T(value);
+        STORE(outputData, target, value);
       }
     } else {
       // The whole line's keys, sorted in shared memory; each run folded by its first thread.
@@ -184,13 +184,13 @@ void main() {
         uint r = q;
         if (kReduce == VKDML_REDUCE_NONE) {  // the run's last update wins
           while (r + 1u < kPerLine && keys(r + 1u) >> 16 == t) ++r;
-          outputData[target] = T(updateValue(at, keys(r) & 0xFFFFu));
+          STORE(outputData, target, updateValue(at, keys(r) & 0xFFFFu));
           continue;
         }
-        V value = V(outputData[target]);
+        V value = LOAD(outputData, target);
         for (; r < kPerLine && keys(r) >> 16 == t; ++r)
           value = reduceBits(value, updateValue(at, keys(r) & 0xFFFFu));
-        outputData[target] = T(value);
+        STORE(outputData, target, value);
       }
     }
     barrier();  // the next line reuses the shared memory

@@ -45,19 +45,19 @@ void applyRun(uint p, uint q, uint t, uint end) {
     }
     for (uint j = 0u; j < kPer; ++j)
       if (t + j * kThreadsPerUnit < kUnit)
-        outputData[target[j]] = updatesData[pc.srcBase + at[j].x];
+        STORE(outputData, target[j], LOAD(updatesData, pc.srcBase + at[j].x));
     return;
   }
   V value[kPer];
   for (uint j = 0u; j < kPer; ++j)
-    if (t + j * kThreadsPerUnit < kUnit) value[j] = V(outputData[target[j]]);
+    if (t + j * kThreadsPerUnit < kUnit) value[j] = LOAD(outputData, target[j]);
   // A loop with its exit at the top: lavapipe (Mesa 22.3) miscompiled the same steps written as
   // for (;;) with a break between the loads and the next locate() calls.
   bool more = true;
   while (more) {
     V update[kPer];  // every load of the step before any arithmetic: the loads overlap
     for (uint j = 0u; j < kPer; ++j)
-      if (t + j * kThreadsPerUnit < kUnit) update[j] = V(updatesData[pc.srcBase + at[j].x]);
+      if (t + j * kThreadsPerUnit < kUnit) update[j] = LOAD(updatesData, pc.srcBase + at[j].x);
     for (uint j = 0u; j < kPer; ++j)
       if (t + j * kThreadsPerUnit < kUnit) value[j] = reduceBits(value[j], update[j]);
     ++q;
@@ -68,7 +68,7 @@ void applyRun(uint p, uint q, uint t, uint end) {
           at[j] = locate(p, SORT_VALUE(sorted + q) * kUnit + t + j * kThreadsPerUnit);
   }
   for (uint j = 0u; j < kPer; ++j)
-    if (t + j * kThreadsPerUnit < kUnit) outputData[target[j]] = T(value[j]);
+    if (t + j * kThreadsPerUnit < kUnit) STORE(outputData, target[j], value[j]);
 }
 
 void main() {

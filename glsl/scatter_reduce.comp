@@ -159,7 +159,7 @@ void main() {
       if (i < count) {
         const uvec3 at = locate(p, i);
         target[u] = LARGE != 0 && at.y == VKDML_NOT_OWNED ? VKDML_NOT_OWNED : pc.dstBase + at.y;
-        v[u] = V(updatesData[pc.srcBase + at.x]);
+        v[u] = LOAD(updatesData, pc.srcBase + at.x);
         n = u + 1u;
       }
       i = count - i <= inc ? count : i + inc;  // no wrap-around past 2^32

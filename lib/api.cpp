@@ -10,31 +10,86 @@
 
 namespace vkdml::detail {
 
+namespace {
+
+// A query's and its answer's sizes, as the feature's structs have them.
+template <class Query, class Data>
+Result CheckSizes(const char* feature, UINT querySize, const void* query, UINT supportSize,
+                  const void* support) {
+  if (!query || querySize != sizeof(Query))
+    return Fail(Status::InvalidArgument, "CheckFeatureSupport(", feature, "): query is ",
+                query ? Str(querySize, " bytes") : std::string("null"), ", expected ",
+                sizeof(Query), " bytes");
+  if (!support || supportSize != sizeof(Data))
+    return Fail(Status::InvalidArgument, "CheckFeatureSupport(", feature, "): support is ",
+                support ? Str(supportSize, " bytes") : std::string("null"), ", expected ",
+                sizeof(Data), " bytes");
+  return {};
+}
+
+Result CheckDataType(const char* feature, DML_TENSOR_DATA_TYPE type) {
+  if (DataTypeSize(type) == 0)
+    return Fail(Status::InvalidArgument, "CheckFeatureSupport(", feature, "): DataType is ",
+                UINT(type), ", not a DML_TENSOR_DATA_TYPE");
+  return {};
+}
+
+}  // namespace
+
+Result DeviceImpl::CheckFeatureSupport(DML_FEATURE feature, UINT querySize, const void* query,
+                                       UINT supportSize, void* support) const {
+  switch (feature) {
+    case DML_FEATURE_TENSOR_DATA_TYPE_SUPPORT: {
+      const char* name = "DML_FEATURE_TENSOR_DATA_TYPE_SUPPORT";
+      VKDML_TRY((CheckSizes<DML_FEATURE_QUERY_TENSOR_DATA_TYPE_SUPPORT,
+                            DML_FEATURE_DATA_TENSOR_DATA_TYPE_SUPPORT>(name, querySize, query,
+                                                                       supportSize, support)));
+      const auto& q = *static_cast<const DML_FEATURE_QUERY_TENSOR_DATA_TYPE_SUPPORT*>(query);
+      VKDML_TRY(CheckDataType(name, q.DataType));
+      static_cast<DML_FEATURE_DATA_TENSOR_DATA_TYPE_SUPPORT*>(support)->IsSupported = 1;
+      return {};
+    }
+    case VKDML_FEATURE_REDUCTION_SUPPORT: {
+      const char* name = "VKDML_FEATURE_REDUCTION_SUPPORT";
+      VKDML_TRY(
+          (CheckSizes<VKDML_FEATURE_QUERY_REDUCTION_SUPPORT, VKDML_FEATURE_DATA_REDUCTION_SUPPORT>(
+              name, querySize, query, supportSize, support)));
+      const auto& q = *static_cast<const VKDML_FEATURE_QUERY_REDUCTION_SUPPORT*>(query);
+      VKDML_TRY(CheckDataType(name, q.DataType));
+      if (q.ReduceFunction > VKDML_REDUCE_FUNCTION_MIN)
+        return Fail(Status::InvalidArgument, "CheckFeatureSupport(", name, "): ReduceFunction is ",
+                    UINT(q.ReduceFunction), ", expected a VKDML_REDUCE_FUNCTION (0 to 4)");
+      // Every one: FLOAT64 arithmetic without shaderFloat64 in integer arithmetic.
+      static_cast<VKDML_FEATURE_DATA_REDUCTION_SUPPORT*>(support)->IsSupported = 1;
+      return {};
+    }
+    case VKDML_FEATURE_BINDING_ALIGNMENT: {
+      const char* name = "VKDML_FEATURE_BINDING_ALIGNMENT";
+      VKDML_TRY(
+          (CheckSizes<VKDML_FEATURE_QUERY_BINDING_ALIGNMENT, VKDML_FEATURE_DATA_BINDING_ALIGNMENT>(
+              name, querySize, query, supportSize, support)));
+      const auto& q = *static_cast<const VKDML_FEATURE_QUERY_BINDING_ALIGNMENT*>(query);
+      VKDML_TRY(CheckDataType(name, q.DataType));
+      const UINT size = DataTypeSize(q.DataType);
+      static_cast<VKDML_FEATURE_DATA_BINDING_ALIGNMENT*>(support)->OffsetAlignment =
+          Caps().Packed(size) ? 4 : size;
+      return {};
+    }
+  }
+  return Fail(Status::InvalidArgument, "CheckFeatureSupport: feature is ", UINT(feature),
+              ", expected DML_FEATURE_TENSOR_DATA_TYPE_SUPPORT (0), "
+              "VKDML_FEATURE_REDUCTION_SUPPORT (0x10001) or VKDML_FEATURE_BINDING_ALIGNMENT "
+              "(0x10002)");
+}
+
 Result DeviceImpl::CreateOperator(const DML_OPERATOR_DESC& desc, std::unique_ptr<Operator>* out) {
   VKDML_TRY(CheckNotLost());
   if (!out) return Fail(Status::InvalidArgument, "CreateOperator: out is null");
   auto op = std::make_unique<OperatorImpl>();
   VKDML_TRY(BuildOperator(desc, op.get()));
-  // What this device can run: each tensor's storage feature. (Tensors past one descriptor's
-  // range take the large path: kernels.h.)
-  std::vector<const Tensor*> all;
-  for (const Tensor& t : op->inputs) all.push_back(&t);
-  for (const Tensor& t : op->outputs) all.push_back(&t);
-  for (const Tensor* t : all) {
-    bool missing8 = t->elemSize == 1 && !info_.enabled.storageBuffer8BitAccess;
-    bool missing16 = t->elemSize == 2 && !info_.enabled.storageBuffer16BitAccess;
-    if (missing8 || missing16)
-      return Fail(Status::Unsupported, op->name, ": ", t->field, ".DataType is ",
-                  DataTypeName(t->type), ", which needs ",
-                  missing8 ? "storageBuffer8BitAccess" : "storageBuffer16BitAccess",
-                  ", not enabled on device ", info_.name);
-  }
-  const bool float64Arithmetic = op->reduce != VKDML_REDUCE_FUNCTION_NONE &&
-                                 op->inputs[0].type == DML_TENSOR_DATA_TYPE_FLOAT64;
-  if (float64Arithmetic && !info_.enabled.shaderFloat64)
-    return Fail(Status::Unsupported, op->name,
-                ": a reduction on FLOAT64 elements needs shaderFloat64, not enabled on device ",
-                info_.name);
+  // Every device runs every operator on every data type (kernels.h: 1- and 2-byte elements
+  // without 8/16-bit storage move in 32-bit words; FLOAT64 arithmetic without shaderFloat64 is
+  // integer arithmetic).
   *out = std::move(op);
   return {};
 }

@@ -141,6 +141,12 @@ Result BindingTableImpl::CheckBinding(bool outputs, UINT i, const DML_BUFFER_BIN
     return Fail(Status::InvalidArgument, what, "[", i, "].Offset is ", b.Offset,
                 ", expected a multiple of 4: ", op_->op.name, " on ", DataTypeName(t.type),
                 " elements updates the 4-byte words that hold them (", t.field, ")");
+  if (op_->kernels.packed && t.elemSize < 4 && b.Offset % 4)
+    return Fail(Status::InvalidArgument, what, "[", i, "].Offset is ", b.Offset,
+                ", expected a multiple of 4: device ", device_->Info().name, " lacks ",
+                t.elemSize == 1 ? "storageBuffer8BitAccess" : "storageBuffer16BitAccess",
+                ", so its kernels move ", DataTypeName(t.type),
+                " elements in the 4-byte words that hold them (", t.field, ")");
   return {};
 }
 

@@ -81,9 +81,11 @@ Capabilities Capabilities::Of(VkPhysicalDeviceType type, VkDriverId driver,
   c.maxRange = limits.maxStorageBufferRange;
   c.rangeAlign = std::max<UINT64>(VKDML_VECTOR_BYTES, limits.minStorageBufferOffsetAlignment);
   c.int64 = enabled.shaderInt64;
+  c.storage8 = enabled.storageBuffer8BitAccess;
+  c.storage16 = enabled.storageBuffer16BitAccess;
   c.float32AtomicAdd = enabled.shaderBufferFloat32AtomicAdd;
   c.int64Atomics = enabled.shaderInt64 && enabled.shaderBufferInt64Atomics;
-  c.float64 = enabled.shaderFloat64;
+  c.float64 = c.float64Elements = enabled.shaderFloat64;
   c.denormPreserve32 = enabled.shaderDenormPreserveFloat32;
   c.denormPreserve64 = enabled.shaderDenormPreserveFloat64;
 

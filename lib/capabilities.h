@@ -37,7 +37,10 @@ struct Capabilities {
   enum class Lines { Never, WhenBetter, Always } lines = Lines::WhenBetter;
   bool float32AtomicAdd = false;  // shaderBufferFloat32AtomicAdd
   bool int64Atomics = false;      // shaderInt64 and shaderBufferInt64Atomics
-  bool float64 = false;           // shaderFloat64, for float32 arithmetic (FLOAT64 checks its own)
+  bool float64 = false;           // shaderFloat64, for float32 arithmetic
+  // shaderFloat64, for FLOAT64 arithmetic (no switch lowers it); without it, FLOAT64 reductions
+  // compute in 32-bit integer arithmetic (glsl/soft_float64.glsl).
+  bool float64Elements = false;
   bool denormPreserve32 = false;  // shaderDenormPreserveFloat32
   bool denormPreserve64 = false;  // shaderDenormPreserveFloat64
   // The most iterations one invocation's loops may take, summed: lavapipe ends a shader's loops
@@ -48,6 +51,12 @@ struct Capabilities {
   // devices, glsl/indexed_runs.comp (a run of elements per invocation).
   enum class Kernels { Gpu, Cpu } kernels = Kernels::Gpu;
   bool int64 = false;  // shaderInt64: the CPU kernels may move 32-byte u64vec4 elements
+  // storageBuffer8BitAccess and storageBuffer16BitAccess. Without them, kernels hold 1- and
+  // 2-byte elements packed in 32-bit words (glsl/elem.glsl: WORDS).
+  bool storage8 = false, storage16 = false;
+  bool Packed(UINT elemSize) const {
+    return (elemSize == 1 && !storage8) || (elemSize == 2 && !storage16);
+  }
   // The bytes one descriptor may cover (maxStorageBufferRange) and the alignment of its offset
   // (minStorageBufferOffsetAlignment, at least 16): a tensor that may not fit one descriptor
   // takes the large path.

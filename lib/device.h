@@ -44,6 +44,8 @@ class DeviceImpl final : public Device {
   Result Run(const CompiledOperator& op, const std::vector<const void*>& inputs,
              const std::vector<void*>& outputs) override;
   Result GetPipelineCacheData(std::vector<uint8_t>* out) override;
+  Result CheckFeatureSupport(DML_FEATURE feature, UINT querySize, const void* query,
+                             UINT supportSize, void* support) const override;
 
   // For the other parts of the library.
   const VolkDeviceTable& Vk() const { return vk_; }

@@ -30,6 +30,13 @@ inline std::string IndexSuffix(UINT indexSize) {
 inline std::string LargeSuffix(bool large) {
   return large ? "_large" : "";
 }
+// A module name's element: "e4", or "e1p" and "e2p" for 1- and 2-byte elements packed in 32-bit
+// words on a device without 8/16-bit storage (Capabilities::Packed; glsl/elem.glsl: WORDS).
+inline std::string ElemToken(UINT elemSize, const Capabilities& caps) {
+  return Str("e", elemSize, caps.Packed(elemSize) ? "p" : "");
+}
+// For the ListModules: the tokens of each size, packed and not.
+std::vector<std::string> ElemTokens(std::initializer_list<UINT> sizes);
 // Every reduction function, NONE (a deterministic scatter's) included: for the ListModules.
 inline constexpr UINT kReduceFunctions[] = {VKDML_REDUCE_FUNCTION_NONE, VKDML_REDUCE_FUNCTION_ADD,
                                             VKDML_REDUCE_FUNCTION_MULTIPLY,
@@ -65,6 +72,7 @@ class Choice {
   UINT Groups(UINT64 work) const { return detail::Groups(work, caps.maxGroups); }
   std::string IndexSuffix() const { return detail::IndexSuffix(indexSize); }
   std::string LargeSuffix() const { return detail::LargeSuffix(large); }
+  std::string Elem(UINT size) const { return ElemToken(size, caps); }
 
  private:
   UINT next_ = 0;
@@ -113,7 +121,7 @@ std::vector<Span> Windows(const Capabilities& caps, const Tensor& t);
 Result ChooseLargeDispatches(const Choice& c, const Plan& plan, Pass::Kind kind, Kernel* k);
 
 // For the ListModules: every combination of the capabilities that change a module's name (the
-// atomics, float64, denormal preservation, shaderInt64), each on and off.
+// atomics, float64, denormal preservation, shaderInt64, 8/16-bit storage), each on and off.
 void ForEachCapabilities(const std::function<void(const Capabilities&)>& f);
 
 }  // namespace vkdml::detail

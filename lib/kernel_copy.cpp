@@ -6,12 +6,12 @@ namespace vkdml::detail {
 
 namespace {
 
-// "gather_e4_i32", "scatter_e16_i64_large", "mark_i32": the pass's kind, its elements' bytes
-// (not a mark's: it marks 4-byte words), the indices' size and the large path.
-std::string CopyModule(Pass::Kind kind, UINT elemSize, UINT indexSize, bool large) {
+// "gather_e4_i32", "scatter_e16_i64_large", "mark_i32": the pass's kind, its element token
+// (ElemToken; not a mark's: it marks 4-byte words), the indices' size and the large path.
+std::string CopyModule(Pass::Kind kind, const std::string& elem, UINT indexSize, bool large) {
   const std::string name = kind == Pass::Kind::Mark     ? "mark"
-                           : kind == Pass::Kind::Gather ? Str("gather_e", elemSize)
-                                                        : Str("scatter_e", elemSize);
+                           : kind == Pass::Kind::Gather ? Str("gather_", elem)
+                                                        : Str("scatter_", elem);
   return name + IndexSuffix(indexSize) + LargeSuffix(large);
 }
 
@@ -41,8 +41,8 @@ Result ChooseCopy(Choice& c, const Pass& pass) {
     c.set.steps.push_back(step);
     return {};
   }
-  step.plain = c.Elementwise(CopyModule(pass.kind, c.elemSize, c.indexSize, c.large), plan, slot,
-                             c.elemSize);
+  step.plain = c.Elementwise(CopyModule(pass.kind, c.Elem(c.elemSize), c.indexSize, c.large), plan,
+                             slot, c.elemSize);
   step.plain.spec[VKDML_SPEC_MASK_SKIP] = pass.maskSkip && !c.large;
   VKDML_TRY(ChooseLargeDispatches(c, plan, pass.kind, &step.plain));
   // The same pass moving uvec4s where the plan widens (usable where the bindings align).
@@ -51,8 +51,9 @@ Result ChooseCopy(Choice& c, const Pass& pass) {
     UINT wideSlot = 0;
     VKDML_TRY(c.Slot(wide, &wideSlot));
     step.hasWide = true;
-    step.wide = c.Elementwise(CopyModule(pass.kind, VKDML_VECTOR_BYTES, c.indexSize, c.large), wide,
-                              wideSlot, VKDML_VECTOR_BYTES);
+    step.wide =
+        c.Elementwise(CopyModule(pass.kind, c.Elem(VKDML_VECTOR_BYTES), c.indexSize, c.large), wide,
+                      wideSlot, VKDML_VECTOR_BYTES);
     step.wide.spec[VKDML_SPEC_MASK_SKIP] = pass.maskSkip && !c.large;
     VKDML_TRY(ChooseLargeDispatches(c, wide, pass.kind, &step.wide));
   }
@@ -90,12 +91,12 @@ Result ChooseReport(Choice& c) {
 void ListCopyModules(const ModuleSink& sink) {
   for (UINT index : {4u, 8u}) {
     for (bool large : {false, true}) {
-      for (UINT elem : {1u, 2u, 4u, 8u, UINT(VKDML_VECTOR_BYTES)})
+      for (const std::string& elem : ElemTokens({1, 2, 4, 8, VKDML_VECTOR_BYTES}))
         for (Pass::Kind kind : {Pass::Kind::Gather, Pass::Kind::Scatter})
           sink(CopyModule(kind, elem, index, large));
       sink(ReportModule(index, large));
     }
-    sink(CopyModule(Pass::Kind::Mark, 4, index, false));  // the large path copies everything
+    sink(CopyModule(Pass::Kind::Mark, "", index, false));  // the large path copies everything
   }
 }
 

@@ -27,7 +27,8 @@ Result TupleTooWide(const Choice& c) {
 }
 
 // A tensor the loop walks: its strides in the plan, in `unit`-byte elements; `extra` bytes past
-// an element that it also reads (the rest of an index tuple); the span of a dispatch it fills.
+// an element that it also reads (the rest of an index tuple, or of the 32-bit word that holds a
+// packed element: Capabilities::Packed); the span of a dispatch it fills.
 struct Walked {
   const Tensor* tensor;
   const UINT* strides;
@@ -87,6 +88,8 @@ void AddChunk(const Choice& c, const Plan& plan, const std::vector<Walked>& walk
     for (UINT e = 0; e < plan.rank; ++e) at += UINT64(d.start[e]) * w.strides[e];
     s.begin = at * w.unit;
     s.end = s.begin + Spanned(plan, w, split, n);
+    // Packed elements: up to the end of the last one's word (the binding starts on a word).
+    if (c.caps.Packed(UINT(w.unit))) s.end = s.end / 4 * 4;
   }
   for (const Span& window : windows) {
     if (plan.tuple > 0) d.indexed = window;
@@ -139,13 +142,14 @@ Result ChooseLargeDispatches(const Choice& c, const Plan& plan, Pass::Kind kind,
   k->directTensor = gather ? Role::Output : Role::Updates;
   k->indexedTensor = gather ? Role::Input : Role::Output;
   k->indexedUnit = k->unit;
-  std::vector<Walked> walked = {{&direct, plan.direct, k->unit, 0, &LargeDispatch::direct}};
+  const UINT64 wordRest = c.caps.Packed(k->unit) ? 3 : 0;  // the rest of a packed element's word
+  std::vector<Walked> walked = {{&direct, plan.direct, k->unit, wordRest, &LargeDispatch::direct}};
   if (plan.tuple > 0)
     walked.push_back({&indices, plan.indices, c.indexSize,
                       UINT64(plan.tuple - 1) * plan.componentStride * c.indexSize,
                       &LargeDispatch::indices});
   else  // a copy: its source is walked too
-    walked.push_back({&indexed, plan.indexed, k->unit, 0, &LargeDispatch::indexed});
+    walked.push_back({&indexed, plan.indexed, k->unit, wordRest, &LargeDispatch::indexed});
   const std::vector<Span> windows =
       plan.tuple > 0 ? Windows(c.caps, indexed) : std::vector<Span>{Span{0, indexed.totalBytes}};
   if (plan.rank == 0) {  // one element, with its index tuple, in each tensor's first window

@@ -19,9 +19,9 @@ UINT64 LineBytes(const Capabilities& caps) {
 
 // "lines_e4_i32" (a copy), "lines_reduce_e4_i32_dp" (through shared memory),
 // "lines_ordered_e8_i64_f64" (in order): floatSuffix as FloatSuffix gives it.
-std::string LinesModule(const char* what, UINT elemSize, UINT indexSize,
+std::string LinesModule(const char* what, const std::string& elem, UINT indexSize,
                         const std::string& floatSuffix) {
-  return Str("lines_", what, "e", elemSize, IndexSuffix(indexSize), floatSuffix);
+  return Str("lines_", what, elem, IndexSuffix(indexSize), floatSuffix);
 }
 
 // What the line kernels share.
@@ -60,7 +60,7 @@ bool LinesFit(const Choice& c, const Pass& pass, const Plan& plan) {
 }
 
 Kernel LinesCopy(const Choice& c, const Plan& plan, UINT slot) {
-  Kernel k = LineKernel(c, LinesModule("", c.elemSize, c.indexSize, ""), plan, slot);
+  Kernel k = LineKernel(c, LinesModule("", c.Elem(c.elemSize), c.indexSize, ""), plan, slot);
   k.spec[VKDML_SPEC_UNROLL] = kLinesUnroll;
   return k;
 }
@@ -81,8 +81,8 @@ bool ChooseSharedLines(Choice& c, const Plan& plan) {
   if (!c.Slot(plan, &slot).ok()) return false;
   Step step;
   step.kind = Pass::Kind::Reduce;
-  step.plain =
-      LineKernel(c, LinesModule("reduce_", c.elemSize, c.indexSize, FloatSuffix(c)), plan, slot);
+  step.plain = LineKernel(
+      c, LinesModule("reduce_", c.Elem(c.elemSize), c.indexSize, FloatSuffix(c)), plan, slot);
   step.plain.spec[VKDML_SPEC_UNROLL] = kLinesUnroll;
   c.set.steps.push_back(step);
   return true;
@@ -110,8 +110,8 @@ bool ChooseOrderedLines(Choice& c, const Plan& plan) {
   if (!c.Slot(plan, &slot).ok()) return false;
   Step step;
   step.kind = Pass::Kind::Ordered;
-  step.plain =
-      LineKernel(c, LinesModule("ordered_", c.elemSize, c.indexSize, FloatSuffix(c)), plan, slot);
+  step.plain = LineKernel(
+      c, LinesModule("ordered_", c.Elem(c.elemSize), c.indexSize, FloatSuffix(c)), plan, slot);
   step.plain.spec[VKDML_SPEC_UNIT] = perLine;
   step.plain.spec[VKDML_SPEC_UNROLL] = sortSize;
   step.plain.spec[VKDML_SPEC_GROUP_SIZE] = group;
@@ -124,12 +124,13 @@ void ListLinesModules(const ModuleSink& sink) {
   ForEachCapabilities([&](const Capabilities& caps) {
     for (UINT index : {4u, 8u})
       for (UINT elem : {1u, 2u, 4u, 8u}) {
-        sink(LinesModule("", elem, index, ""));
+        const std::string token = ElemToken(elem, caps);
+        sink(LinesModule("", token, index, ""));
         for (UINT reduce : kReduceFunctions)
           for (UINT kind : kElementKinds) {
             const std::string suffix = FloatSuffix(reduce, kind, elem, caps);
-            if (elem <= 4) sink(LinesModule("reduce_", elem, index, suffix));
-            sink(LinesModule("ordered_", elem, index, suffix));
+            if (elem <= 4) sink(LinesModule("reduce_", token, index, suffix));
+            sink(LinesModule("ordered_", token, index, suffix));
           }
       }
   });

@@ -17,8 +17,8 @@ namespace {
 constexpr UINT kWideUnit = 128, kOrderedPerThread = 4;
 constexpr const char* kSortSteps[] = {"count", "scan", "scan_add", "scatter"};
 
-std::string OrderedModule(UINT elemSize, UINT indexSize, const std::string& floatSuffix) {
-  return Str("ordered_e", elemSize, IndexSuffix(indexSize), floatSuffix);
+std::string OrderedModule(const std::string& elem, UINT indexSize, const std::string& floatSuffix) {
+  return Str("ordered_", elem, IndexSuffix(indexSize), floatSuffix);
 }
 std::string KeysModule(UINT indexSize) {
   return Str("keys", IndexSuffix(indexSize));
@@ -89,7 +89,7 @@ Result Ordered(Choice& c, const Plan& scatter) {
   Sort(c, units, digits);
 
   Kernel k;
-  k.module = OrderedModule(c.elemSize, c.indexSize, FloatSuffix(c));
+  k.module = OrderedModule(c.Elem(c.elemSize), c.indexSize, FloatSuffix(c));
   k.spec = c.Spec(scatter);
   k.spec[VKDML_SPEC_UNIT] = c.op.unit;
   // Wide units (ScatterND's rows) take kOrderedPerThread elements a thread, so a run's loads
@@ -119,7 +119,8 @@ Result Ordered(Choice& c, const Plan& scatter) {
 
 }  // namespace
 
-// 8-byte floats compute in float64 (_f64, shaderFloat64); float32 and float64 keep denormals
+// 8-byte floats compute in float64 (_f64, shaderFloat64) or, without it, in 32-bit integer
+// arithmetic (_sf64: glsl/soft_float64.glsl); float32 and float64 keep denormals
 // where the device promises to when asked (_dp: SPIR-V's DenormPreserve), else float32 is
 // computed in float64 where the device has it (_w: NVIDIA flushes float32 denormals, not
 // float64's). float16 is computed in float32, where its denormals are normal numbers. float32
@@ -127,7 +128,8 @@ Result Ordered(Choice& c, const Plan& scatter) {
 // suffix.
 std::string FloatSuffix(UINT reduce, UINT kind, UINT elemSize, const Capabilities& caps) {
   if (!reduce || kind != VKDML_KIND_FLOAT) return "";
-  if (elemSize == 8) return caps.denormPreserve64 ? "_f64_dp" : "_f64";
+  if (elemSize == 8)
+    return !caps.float64Elements ? "_sf64" : caps.denormPreserve64 ? "_f64_dp" : "_f64";
   const bool arithmetic =
       reduce == VKDML_REDUCE_FUNCTION_ADD || reduce == VKDML_REDUCE_FUNCTION_MULTIPLY;
   if (elemSize != 4 || !arithmetic) return "";
@@ -143,7 +145,7 @@ std::string FloatSuffix(const Choice& c) {
 bool AtomicModule(UINT elemSize, UINT indexSize, UINT kind, UINT reduce, const Capabilities& caps,
                   std::string* module) {
   const bool isFloat = kind == VKDML_KIND_FLOAT;
-  const std::string name = Str("reduce_e", elemSize, IndexSuffix(indexSize));
+  const std::string name = Str("reduce_", ElemToken(elemSize, caps), IndexSuffix(indexSize));
   const std::string suffix = FloatSuffix(reduce, kind, elemSize, caps);
   if (elemSize <= 4) {
     // The float atomic add only where denormals cannot be kept anyway: NVIDIA's flushes them.
@@ -213,7 +215,8 @@ void ListReduceModules(const ModuleSink& sink) {
               sink(atomic);
               sink(atomic + LargeSuffix(true));
             }
-            sink(OrderedModule(elem, index, FloatSuffix(reduce, kind, elem, caps)));
+            sink(
+                OrderedModule(ElemToken(elem, caps), index, FloatSuffix(reduce, kind, elem, caps)));
           }
   });
   for (UINT index : {4u, 8u}) sink(KeysModule(index));

@@ -21,10 +21,10 @@ constexpr UINT kRunVectorBytes = 32;  // its VECTOR steps' accesses: u64vec4
 constexpr UINT kShortLine = 8, kRunLines = 8;
 
 // "runs_gather_e4_i32", "runs_vec_scatter_e2_i64": VECTOR moves a u64vec4 of indices and direct
-// side at a time; `unit` is the bytes of the elements it moves (32: u64vec4s).
-std::string RunsModule(bool vector, Pass::Kind kind, UINT unit, UINT indexSize) {
-  return Str(vector ? "runs_vec_" : "runs_", kind == Pass::Kind::Gather ? "gather" : "scatter",
-             "_e", unit, IndexSuffix(indexSize));
+// side at a time; `elem` is the token (ElemToken) of the elements it moves (e32: u64vec4s).
+std::string RunsModule(bool vector, Pass::Kind kind, const std::string& elem, UINT indexSize) {
+  return Str(vector ? "runs_vec_" : "runs_", kind == Pass::Kind::Gather ? "gather" : "scatter", "_",
+             elem, IndexSuffix(indexSize));
 }
 
 // glsl/indexed_runs.comp's VECTOR steps: elements a step moves (its kStep).
@@ -99,7 +99,7 @@ Result ChooseRuns(Choice& c, const Pass& pass, Plan plan) {
   const UINT perInvocation =  // runs
       !s.vector && !indexed && s.run == s.length && s.length <= kShortLine ? kRunLines : 1;
   const auto make = [&](bool vector, const Plan& p, UINT unit, UINT elements, Kernel* k) -> Result {
-    k->module = RunsModule(vector, pass.kind, unit, c.indexSize);
+    k->module = RunsModule(vector, pass.kind, c.Elem(unit), c.indexSize);
     k->spec = c.Spec(p);
     k->spec[VKDML_SPEC_GROUP_SIZE] = kRunsGroup;
     k->spec[VKDML_SPEC_RUN] = elements;
@@ -144,9 +144,10 @@ Result ChooseRuns(Choice& c, const Pass& pass, Plan plan) {
 void ListRunsModules(const ModuleSink& sink) {
   for (UINT index : {4u, 8u})
     for (Pass::Kind kind : {Pass::Kind::Gather, Pass::Kind::Scatter}) {
-      for (UINT unit : {1u, 2u, 4u, 8u, UINT(VKDML_VECTOR_BYTES), kRunVectorBytes})
-        sink(RunsModule(false, kind, unit, index));
-      for (UINT elem : {1u, 2u, 4u, 8u}) sink(RunsModule(true, kind, elem, index));
+      for (const std::string& elem : ElemTokens({1, 2, 4, 8, VKDML_VECTOR_BYTES, kRunVectorBytes}))
+        sink(RunsModule(false, kind, elem, index));
+      for (const std::string& elem : ElemTokens({1, 2, 4, 8}))
+        sink(RunsModule(true, kind, elem, index));
     }
 }
 

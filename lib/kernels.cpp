@@ -124,6 +124,7 @@ Choice::Choice(const OperatorImpl& op_, UINT flags, const Capabilities& caps_)
     for (const Tensor& t : *tensors) large = large || Windowed(caps, t);
   for (const Pass& pass : op.passes) large = large || pass.plan.count > 0xFFFFFFFFu;
   set.large = large;
+  set.packed = caps.Packed(elemSize);
   set.maxRange = caps.maxRange;
   set.rangeAlign = caps.rangeAlign;
 }
@@ -174,14 +175,28 @@ Result ChooseKernels(const OperatorImpl& op, UINT flags, const Capabilities& cap
 
 void ForEachCapabilities(const std::function<void(const Capabilities&)>& f) {
   bool Capabilities::*const bits[] = {
-      &Capabilities::float32AtomicAdd, &Capabilities::int64Atomics,     &Capabilities::float64,
-      &Capabilities::denormPreserve32, &Capabilities::denormPreserve64, &Capabilities::int64};
+      &Capabilities::float32AtomicAdd, &Capabilities::int64Atomics,
+      &Capabilities::float64,          &Capabilities::denormPreserve32,
+      &Capabilities::denormPreserve64, &Capabilities::int64,
+      &Capabilities::storage8,         &Capabilities::storage16,
+      &Capabilities::float64Elements};
   constexpr UINT n = sizeof(bits) / sizeof(bits[0]);
   for (UINT mask = 0; mask < (1u << n); ++mask) {
     Capabilities caps;
     for (UINT i = 0; i < n; ++i) caps.*bits[i] = (mask >> i) & 1;
     f(caps);
   }
+}
+
+std::vector<std::string> ElemTokens(std::initializer_list<UINT> sizes) {
+  std::vector<std::string> tokens;
+  Capabilities packed, plain;
+  plain.storage8 = plain.storage16 = true;
+  for (UINT size : sizes) {
+    tokens.push_back(ElemToken(size, plain));
+    if (packed.Packed(size)) tokens.push_back(ElemToken(size, packed));
+  }
+  return tokens;
 }
 
 void ListModules(const std::function<void(const std::string&)>& sink) {

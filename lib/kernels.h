@@ -91,6 +91,10 @@ struct KernelSet {
   // A reduction on 1- or 2-byte elements updates the 4-byte words holding them atomically, so
   // OutputTensor's binding offset must be a multiple of 4.
   bool wordAtomics = false;
+  // 1- and 2-byte elements packed in 32-bit words (Capabilities::Packed): every binding of a
+  // tensor of them starts on a multiple of 4 bytes, so that the words the kernels touch are the
+  // tensor's own (DML's required size rounds up to 4 bytes).
+  bool packed = false;
   // The large path: every kernel dispatched through Kernel::large; maxRange and rangeAlign as
   // kernel choice assumed them (Capabilities).
   bool large = false;

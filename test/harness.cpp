@@ -372,8 +372,9 @@ ExecResult Execute(OpSpec& spec, const std::vector<Bytes>& inputs,
     }
     if (opts.oneBuffer) {
       if (bufferSizes.empty()) bufferSizes.push_back(0);
-      // Each binding starts at a multiple of its element size (and alignment) + its offset.
-      const UINT64 align = std::max<UINT64>(ref::ElementSize(spec.tensors[i].Type()),
+      // Each binding starts at a multiple of what the device asks of its offset (the element
+      // size, or 4 for packed elements) and of its alignment, + its offset.
+      const UINT64 align = std::max<UINT64>(BindingAlignment(spec.tensors[i].Type()),
                                             spec.tensors[i].buf.GuaranteedBaseOffsetAlignment);
       const UINT64 start = (bufferSizes[0] + align - 1) / align * align;
       regions[i] = {0, start + off, size};

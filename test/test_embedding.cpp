@@ -42,6 +42,9 @@ TEST_CASE_METHOD(Fixture, "Embedding: a Device over the caller's VkDevice runs o
   CHECK(GatherOn(Dev()) == std::vector<float>{30, 10, 20});
 }
 
+// Without 8/16-bit storage, 1- and 2-byte elements move in 32-bit words: every type still runs,
+// exactly, each element written without touching its neighbours in the word, and the bindings'
+// offsets must be multiples of 4 (CheckFeatureSupport says so, and binding says why).
 TEST_CASE_METHOD(Fixture, "Embedding: types whose storage feature the caller did not enable",
                  "[embedding]") {
   std::unique_ptr<Device> borrowed;
@@ -56,15 +59,47 @@ TEST_CASE_METHOD(Fixture, "Embedding: types whose storage feature the caller did
                {DML_TENSOR_DATA_TYPE_FLOAT16, "storageBuffer16BitAccess"},
                {DML_TENSOR_DATA_TYPE_UINT16, "storageBuffer16BitAccess"}};
   for (const auto& n : needs) {
+    INFO(DataTypeName(n.type));
+    DML_FEATURE_QUERY_TENSOR_DATA_TYPE_SUPPORT q = {n.type};
+    DML_FEATURE_DATA_TENSOR_DATA_TYPE_SUPPORT d = {0};
+    REQUIRE(borrowed->CheckFeatureSupport(DML_FEATURE_TENSOR_DATA_TYPE_SUPPORT, sizeof q, &q,
+                                          sizeof d, &d));
+    CHECK(d.IsSupported == 1);
+    VKDML_FEATURE_QUERY_BINDING_ALIGNMENT aq = {n.type};
+    VKDML_FEATURE_DATA_BINDING_ALIGNMENT ad = {0};
+    REQUIRE(borrowed->CheckFeatureSupport(VKDML_FEATURE_BINDING_ALIGNMENT, sizeof aq, &aq,
+                                          sizeof ad, &ad));
+    CHECK(ad.OffsetAlignment == 4);
+    // Seven elements (a word and a part): each output element from another word's lane.
+    const UINT es = DataTypeSize(n.type);
     OpSpec spec =
-        OpSpec::GatherElements(TensorDesc(n.type, {4}), TensorDesc(DML_TENSOR_DATA_TYPE_INT32, {4}),
-                               TensorDesc(n.type, {4}), 0);
+        OpSpec::GatherElements(TensorDesc(n.type, {7}), TensorDesc(DML_TENSOR_DATA_TYPE_INT32, {7}),
+                               TensorDesc(n.type, {7}), 0);
     std::unique_ptr<Operator> op;
-    Result r = borrowed->CreateOperator(spec.Desc(), &op);
-    INFO(DataTypeName(n.type) << ": " << Str(r));
-    CHECK(r.status == Status::Unsupported);
-    CHECK_THAT(r.message, Catch::Matchers::Contains(n.feature));
-    CHECK_THAT(r.message, Catch::Matchers::Contains("InputTensor.DataType"));
+    std::unique_ptr<CompiledOperator> compiled;
+    REQUIRE(borrowed->CreateOperator(spec.Desc(), &op).ok());
+    REQUIRE(borrowed->CompileOperator(*op, DML_EXECUTION_FLAG_NONE, &compiled).ok());
+    std::vector<uint8_t> in(op->InputSize(0)), out(op->OutputSize(0), 0xEE), expected = out;
+    for (size_t i = 0; i < in.size(); ++i) in[i] = uint8_t(0x11 * (i + 1));
+    const int32_t idx[7] = {6, 0, 5, 1, 4, 2, 3};
+    for (UINT i = 0; i < 7; ++i) std::memcpy(&expected[i * es], &in[idx[i] * es], es);
+    Result r = borrowed->Run(*compiled, {in.data(), idx}, {out.data()});
+    INFO(Str(r));
+    REQUIRE(r.ok());
+    CHECK(out == expected);
+    // A binding at an offset of one element: refused, naming the feature.
+    std::unique_ptr<BindingTable> table;
+    REQUIRE(borrowed->CreateBindingTable(*compiled, &table).ok());
+    std::unique_ptr<Buffer> buffer;
+    REQUIRE(borrowed->CreateBuffer(256, Buffer::Memory::DeviceLocal, &buffer).ok());
+    const DML_BUFFER_BINDING inputs[2] = {buffer->Binding(es, op->InputSize(0)),
+                                          buffer->Binding(128, op->InputSize(1))};
+    r = table->BindInputs(2, inputs);
+    CHECK(r.status == Status::InvalidArgument);
+    CHECK(r.message == "inputs[0].Offset is " + std::to_string(es) +
+                           ", expected a multiple of 4: device " + Dev().Info().name + " lacks " +
+                           n.feature + ", so its kernels move " + DataTypeName(n.type) +
+                           " elements in the 4-byte words that hold them (InputTensor)");
   }
   // 4- and 8-byte types need nothing optional.
   CHECK(GatherOn(*borrowed) == std::vector<float>{30, 10, 20});
@@ -75,8 +110,40 @@ TEST_CASE_METHOD(Fixture, "Embedding: types whose storage feature the caller did
   CHECK(borrowed->CreateOperator(wide.Desc(), &op).ok());
 }
 
-// A reduction computes in the element type: FLOAT64 needs shaderFloat64, which a caller may not
-// have enabled. Moving FLOAT64 bits (no reduction) needs nothing.
+// A float64 value's bits that stress soft float64: zeros, denormals (tiny, mid, largest),
+// normals near 1, near the overflow and underflow edges and anywhere, the largest finite,
+// infinities, quiet and signalling NaNs with payloads; either sign.
+uint64_t HardDouble(std::mt19937_64& rng) {
+  const uint64_t sign = rng() & 1 ? uint64_t(1) << 63 : 0, mantissa = rng() >> 12;
+  auto bits = [&](uint64_t exponent, uint64_t m) { return sign | exponent << 52 | m; };
+  switch (rng() % 12) {
+    case 0:
+      return bits(0, 0);
+    case 1:
+      return bits(0, mantissa >> (rng() % 52));  // a denormal (or zero)
+    case 2:
+      return bits(0, (uint64_t(1) << 52) - 1 - (rng() % 4));  // near the smallest normal
+    case 3:
+      return bits(1 + rng() % 60, mantissa);  // tiny normals: products underflow
+    case 4:
+      return bits(2046 - rng() % 60, mantissa);  // huge: sums and products overflow
+    case 5:
+      return bits(2046, (uint64_t(1) << 52) - 1);  // the largest finite
+    case 6:
+      return bits(2047, 0);  // infinity
+    case 7:
+      return bits(2047, mantissa | 1);  // a NaN, quiet or signalling
+    case 8:
+      return bits(1023 + rng() % 3 - 1, rng() % 2 ? mantissa : mantissa & ~uint64_t(0xFFF));
+    default:
+      return bits(1023 - 40 + rng() % 80, mantissa);  // near 1: sums that cancel, or round
+  }
+}
+
+// Without shaderFloat64, FLOAT64 reductions compute in 32-bit integer arithmetic: bit for bit
+// what an x86-64 CPU computes (denormals, rounding ties, overflow, NaNs and x86-64's default
+// NaN), through the atomic kernel and through a deterministic execution's sorted one. 16384
+// pairs of hard operands, each pair one target's two values.
 TEST_CASE_METHOD(Fixture, "Embedding: a FLOAT64 reduction without shaderFloat64",
                  "[embedding][reduce]") {
   DeviceFeatures features = Dev().Info().enabled;  // all but float64
@@ -85,21 +152,52 @@ TEST_CASE_METHOD(Fixture, "Embedding: a FLOAT64 reduction without shaderFloat64"
   REQUIRE(CreateDevice(Borrowed(Dev(), features), &borrowed).ok());
   CHECK(!borrowed->Info().enabled.shaderFloat64);
   const DML_TENSOR_DATA_TYPE f64 = DML_TENSOR_DATA_TYPE_FLOAT64, i32 = DML_TENSOR_DATA_TYPE_INT32;
-  for (VKDML_REDUCE_FUNCTION f :
-       {VKDML_REDUCE_FUNCTION_NONE, VKDML_REDUCE_FUNCTION_ADD, VKDML_REDUCE_FUNCTION_MAX}) {
-    OpSpec spec = OpSpec::ScatterElements(TensorDesc(f64, {4}), TensorDesc(i32, {2}),
-                                          TensorDesc(f64, {2}), TensorDesc(f64, {4}), 0);
+  constexpr UINT n = 1 << 14;  // pairs (x, u): output[i] = f(x[i], u[i])
+  std::mt19937_64 rng(BaseSeed() ^ 0xF64);
+  std::vector<uint64_t> x(n), u(n);
+  for (UINT i = 0; i < n; ++i) {
+    x[i] = HardDouble(rng);
+    u[i] = i % 4 == 0 ? x[i] ^ (uint64_t(1) << 63) : HardDouble(rng);  // x - x too
+  }
+  std::vector<int32_t> identity(n);
+  for (UINT i = 0; i < n; ++i) identity[i] = int32_t(i);
+  for (VKDML_REDUCE_FUNCTION f : {VKDML_REDUCE_FUNCTION_ADD, VKDML_REDUCE_FUNCTION_MULTIPLY,
+                                  VKDML_REDUCE_FUNCTION_MAX, VKDML_REDUCE_FUNCTION_MIN}) {
+    VKDML_FEATURE_QUERY_REDUCTION_SUPPORT q = {f64, f};
+    VKDML_FEATURE_DATA_REDUCTION_SUPPORT d = {0};
+    REQUIRE(
+        borrowed->CheckFeatureSupport(VKDML_FEATURE_REDUCTION_SUPPORT, sizeof q, &q, sizeof d, &d));
+    CHECK(d.IsSupported == 1);
+    OpSpec spec = OpSpec::ScatterElements(TensorDesc(f64, {n}), TensorDesc(i32, {n}),
+                                          TensorDesc(f64, {n}), TensorDesc(f64, {n}), 0);
     spec.WithReduce(f);
-    std::unique_ptr<Operator> op;
-    Result r = borrowed->CreateOperator(spec.Desc(), &op);
-    INFO("ReduceFunction " << f << ": " << Str(r));
-    if (f == VKDML_REDUCE_FUNCTION_NONE) {
-      CHECK(r.ok());
-      continue;
+    std::vector<uint64_t> expected(n);
+    for (UINT i = 0; i < n; ++i)
+      ref::Reduce(f64, f, reinterpret_cast<uint8_t*>(&(expected[i] = x[i])),
+                  reinterpret_cast<const uint8_t*>(&u[i]));
+    const bool arithmetic = f == VKDML_REDUCE_FUNCTION_ADD || f == VKDML_REDUCE_FUNCTION_MULTIPLY;
+    for (UINT flags : {0u, UINT(VKDML_EXECUTION_FLAG_DETERMINISTIC)}) {
+      INFO("ReduceFunction " << f << (flags ? ", deterministic" : ""));
+      std::unique_ptr<Operator> op;
+      std::unique_ptr<CompiledOperator> compiled;
+      REQUIRE(borrowed->CreateOperator(spec.Desc(), &op).ok());
+      REQUIRE(borrowed->CompileOperator(*op, flags, &compiled).ok());
+      std::vector<uint64_t> out(n);
+      REQUIRE(borrowed->Run(*compiled, {x.data(), identity.data(), u.data()}, {out.data()}).ok());
+      // Of two NaNs, IEEE 754 and x86-64 give one of them made quiet, and which one depends on
+      // the order the compiler gave the operands (vkdml gives the first): either is right.
+      const uint64_t quiet = uint64_t(1) << 51;
+      auto isNan = [](uint64_t v) { return (v << 1) > (uint64_t(0x7FF) << 53); };
+      UINT wrong = 0;
+      for (UINT i = 0; i < n; ++i)
+        if (out[i] != expected[i] &&
+            !(arithmetic && isNan(x[i]) && isNan(u[i]) &&
+              (out[i] == (x[i] | quiet) || out[i] == (u[i] | quiet))) &&
+            ++wrong <= 5)
+          FAIL_CHECK(std::hex << "f(0x" << x[i] << ", 0x" << u[i] << ") is 0x" << out[i]
+                              << ", expected 0x" << expected[i]);
+      CHECK(wrong == 0);
     }
-    CHECK(r.status == Status::Unsupported);
-    CHECK_THAT(r.message, Catch::Matchers::StartsWith("SCATTER_ELEMENTS_REDUCE: "));
-    CHECK_THAT(r.message, Catch::Matchers::Contains("needs shaderFloat64"));
   }
   // Integer reductions on 8-byte elements need no optional feature: without 64-bit atomics,
   // ADD takes two 32-bit atomics and the others the sorted path.

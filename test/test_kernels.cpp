@@ -72,9 +72,10 @@ using vkdml::detail::Capabilities;
 using vkdml::detail::KernelSet;
 
 // A GPU as these tests assume one: 48 KiB of shared memory, line kernels of up to 256 threads,
-// 65535 workgroups a dispatch, no optional feature.
+// 65535 workgroups a dispatch, 8/16-bit storage and no other optional feature.
 Capabilities GpuDevice() {
   Capabilities device;
+  device.storage8 = device.storage16 = true;
   device.maxSharedMemory = 48 << 10;
   device.maxLinesGroupSize = 256;
   device.maxGroups = 65535;
@@ -84,6 +85,7 @@ Capabilities GpuDevice() {
 Capabilities CpuDevice() {
   Capabilities device;
   device.type = VK_PHYSICAL_DEVICE_TYPE_CPU;
+  device.storage8 = device.storage16 = true;
   device.maxSharedMemory = 32 << 10;
   device.maxLinesGroupSize = 1024;
   device.maxGroups = 65535;
@@ -752,7 +754,7 @@ TEST_CASE("Kernels: deterministic float MAX and MIN resolve ties after the atomi
     for (bool cpu : {false, true}) {
       INFO("ReduceFunction " << f << (cpu ? ", CPU device" : ", GPU"));
       Capabilities device = cpu ? CpuDevice() : GpuDevice();
-      device.int64Atomics = device.float64 = true;
+      device.int64Atomics = device.float64 = device.float64Elements = true;
       // Long lines (the line kernels' shape), the output strided: 64 x 4096 elements spanning
       // 63 * 5000 + 4096.
       const TensorDesc out(f32, {64, 4096}, {5000, 1});
@@ -777,6 +779,10 @@ TEST_CASE("Kernels: deterministic float MAX and MIN resolve ties after the atomi
       set = Choose(elements, device, deterministic);
       CHECK(set.steps.back().kind == K::Ties);
       CHECK(set.steps[1].plain.module == "reduce_e8_i64_a64_f64_ties");
+      device.float64Elements = false;  // float64 in integer arithmetic
+      CHECK(Choose(elements, device, deterministic).steps[1].plain.module ==
+            "reduce_e8_i64_a64_sf64_ties");
+      device.float64Elements = true;
       device.int64Atomics = false;
       set = Choose(elements, device, deterministic);
       CHECK(set.steps.back().kind == K::Ordered);

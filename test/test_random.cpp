@@ -177,7 +177,7 @@ ExecOptions RandomOptions(Rng& rng, OpSpec& spec, bool allowRun) {
   o.oneBuffer = rng.P(0.35);
   o.guard = rng.P(0.3) ? 0 : rng.U(1, 64);
   for (TensorDesc& t : spec.tensors) {
-    const UINT64 es = ref::ElementSize(t.Type());
+    const UINT64 es = BindingAlignment(t.Type());  // the element size, or 4: packed elements
     const UINT align = rng.P(0.2) ? rng.Pick(std::vector<UINT>{1, 4, 16, 64, 256}) : 0;
     t.buf.GuaranteedBaseOffsetAlignment = align;
     const UINT64 a = std::max<UINT64>(es, align);
@@ -812,7 +812,8 @@ TEST_CASE_METHOD(Fixture, "Large GatherND on UINT8 (5M elements)", "[large][gath
               [&](const ref::Coord&) { return enc.Encode(rng, enc.Target(rng, 4096), 4096); });
   c.inputs = {RandomBytes(rng, in.Total()), indices};
   c.opts.memory = Buffer::Memory::HostVisible;
-  c.opts.offsets = {3, 12, 5};
+  const UINT64 a = BindingAlignment(DML_TENSOR_DATA_TYPE_UINT8);  // 1, or 4: packed elements
+  c.opts.offsets = {3 * a, 12, 5 * a};
   c.opts.flags = VKDML_EXECUTION_FLAG_CHECK_INDICES;
   RunCase(c);
 }
@@ -1205,6 +1206,8 @@ TEST_CASE_METHOD(Fixture, "Bindings at offsets inside larger buffers leave the r
   TypeSweep sweep;  // fails if no type ran, or any was skipped on lavapipe
   // Offsets that are multiples of the element size but not of 16 or 256 (and odd ones for
   // 1-byte elements), all bindings in one buffer with no gap between them, or separate ones.
+  // Where the device moves 1- and 2-byte elements in 32-bit words, multiples of 4 (the
+  // embedding tests check the refusal of others).
   const DML_TENSOR_DATA_TYPE dt =
       GENERATE(DML_TENSOR_DATA_TYPE_UINT8, DML_TENSOR_DATA_TYPE_FLOAT16,
                DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_FLOAT64);
@@ -1212,7 +1215,7 @@ TEST_CASE_METHOD(Fixture, "Bindings at offsets inside larger buffers leave the r
   INFO(DataTypeName(dt) << (oneBuffer ? ", one buffer" : ", separate buffers"));
   if (!sweep.Runs(dt)) return;
   Rng rng(BaseSeed() ^ 0x3001);
-  const UINT64 es = ref::ElementSize(dt);
+  const UINT64 es = BindingAlignment(dt);  // the element size, or 4 (packed elements)
   const DML_TENSOR_DATA_TYPE it = DML_TENSOR_DATA_TYPE_INT64;
   for (const std::vector<UINT64>& offsets : std::vector<std::vector<UINT64>>{
            {20, 40, 36}, {260, 264, 4 * 67}, {es * 3, 8 * 5, es * 7}, {es, 8, es * 257}}) {

@@ -127,40 +127,51 @@ inline DeviceDesc Borrowed(Device& owner, DeviceFeatures enabled) {
   return d;
 }
 
-// Whether this device can run tensors of the type (1-/2-byte types need 8-/16-bit storage) and,
-// with a reduction, its arithmetic (FLOAT64 needs shaderFloat64).
+// Whether this device runs tensors of the type and, with a reduction, its arithmetic, as
+// Device::CheckFeatureSupport says.
 inline bool DeviceSupports(DML_TENSOR_DATA_TYPE type,
                            VKDML_REDUCE_FUNCTION reduce = VKDML_REDUCE_FUNCTION_NONE) {
-  const DeviceFeatures& f = Dev().Info().enabled;
-  if (reduce != VKDML_REDUCE_FUNCTION_NONE && type == DML_TENSOR_DATA_TYPE_FLOAT64 &&
-      !f.shaderFloat64)
-    return false;
-  switch (ref::ElementSize(type)) {
-    case 1:
-      return f.storageBuffer8BitAccess;
-    case 2:
-      return f.storageBuffer16BitAccess;
-    default:
-      return true;
-  }
+  DML_FEATURE_QUERY_TENSOR_DATA_TYPE_SUPPORT q = {type};
+  DML_FEATURE_DATA_TENSOR_DATA_TYPE_SUPPORT d = {};
+  REQUIRE(
+      Dev().CheckFeatureSupport(DML_FEATURE_TENSOR_DATA_TYPE_SUPPORT, sizeof q, &q, sizeof d, &d));
+  if (!d.IsSupported || reduce == VKDML_REDUCE_FUNCTION_NONE) return d.IsSupported;
+  VKDML_FEATURE_QUERY_REDUCTION_SUPPORT rq = {type, reduce};
+  VKDML_FEATURE_DATA_REDUCTION_SUPPORT rd = {};
+  REQUIRE(
+      Dev().CheckFeatureSupport(VKDML_FEATURE_REDUCTION_SUPPORT, sizeof rq, &rq, sizeof rd, &rd));
+  return rd.IsSupported;
 }
 
-// Whether the device has every feature whose absence DeviceSupports refuses: on such a device
-// (lavapipe, the GPUs the suite has run on) a skip is a bug, not the device's.
+// What the offsets of a tensor of the type's bindings must be multiples of on this device
+// (Device::CheckFeatureSupport).
+inline UINT64 BindingAlignment(DML_TENSOR_DATA_TYPE type) {
+  VKDML_FEATURE_QUERY_BINDING_ALIGNMENT q = {type};
+  VKDML_FEATURE_DATA_BINDING_ALIGNMENT d = {};
+  REQUIRE(Dev().CheckFeatureSupport(VKDML_FEATURE_BINDING_ALIGNMENT, sizeof q, &q, sizeof d, &d));
+  return d.OffsetAlignment;
+}
+
+// Whether the device runs every data type with every reduction (DeviceSupports): on such a
+// device (lavapipe, the GPUs the suite has run on) a skip is a bug, not the device's.
 inline bool DeviceHasEveryType() {
-  const DeviceFeatures& f = Dev().Info().enabled;
-  return f.storageBuffer8BitAccess && f.storageBuffer16BitAccess && f.shaderFloat64;
+  for (DML_TENSOR_DATA_TYPE type : DataTypes())
+    for (VKDML_REDUCE_FUNCTION f :
+         {VKDML_REDUCE_FUNCTION_NONE, VKDML_REDUCE_FUNCTION_ADD, VKDML_REDUCE_FUNCTION_MULTIPLY,
+          VKDML_REDUCE_FUNCTION_MAX, VKDML_REDUCE_FUNCTION_MIN})
+      if (!DeviceSupports(type, f)) return false;
+  return true;
 }
 
 // Cases (or whole tests) a device refused as DeviceSupports says it may: none where
 // DeviceHasEveryType, elsewhere reported (never silently).
 inline void CheckSkips(int skipped, const char* what) {
-  INFO(skipped << " " << what << " skipped (the device lacks 8- or 16-bit storage, or "
-               << "shaderFloat64 for FLOAT64 arithmetic)");
+  INFO(skipped << " " << what << " skipped (Device::CheckFeatureSupport says the device does "
+               << "not run them)");
   if (DeviceHasEveryType()) CHECK(skipped == 0);
   if (skipped > 0)
     WARN(skipped << " " << what << " skipped: " << Dev().Info().name
-                 << " lacks 8/16-bit storage or shaderFloat64");
+                 << " does not run them (Device::CheckFeatureSupport)");
 }
 
 // Skips the rest of a test, saying why, where the device cannot hold the type (DeviceSupports);
@@ -211,7 +222,7 @@ inline void CheckAllPaths(OpSpec& spec, const std::vector<Bytes>& inputs, const 
   variants[1].opts.memory = Buffer::Memory::HostVisible;
   variants[1].opts.oneBuffer = true;
   for (size_t i = 0; i < spec.tensors.size(); ++i) {
-    const UINT64 es = ref::ElementSize(spec.tensors[i].Type());
+    const UINT64 es = BindingAlignment(spec.tensors[i].Type());
     variants[1].opts.offsets.push_back((20 + 16 * i + es - 1) / es * es);
   }
   variants[2].name = "Device::Run";

@@ -1,5 +1,6 @@
 // vkdml: the command-line tool. `vkdml devices`, `vkdml demo`, `vkdml run`, `vkdml bench`.
 #include <cstdio>
+#include <memory>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -30,9 +31,12 @@ const char kDevicesUsage[] =
     "\n"
     "Lists every Vulkan physical device: index, name, type, driver name and version, Vulkan\n"
     "API version, maxStorageBufferRange and the optional features vkdml uses (8- and 16-bit\n"
-    "storage buffer access, needed for 1- and 2-byte data types; the timeline semaphore;\n"
-    "float64 arithmetic and the 64-bit and float atomics the scatter reductions use). '*'\n"
-    "marks the device used when --device is not given.\n";
+    "storage buffer access for 1- and 2-byte data types, which otherwise move in 32-bit words;\n"
+    "the timeline semaphore; float64 arithmetic and the 64-bit and float atomics the scatter\n"
+    "reductions use). Then what Device::CheckFeatureSupport says of it: the data types it\n"
+    "runs, those whose scatter reductions (ADD, MULTIPLY, MAX, MIN) it runs, and the types\n"
+    "whose binding offsets must be multiples of 4 bytes. '*' marks the device used when\n"
+    "--device is not given.\n";
 
 const char* DeviceTypeName(VkPhysicalDeviceType t) {
   switch (t) {
@@ -52,6 +56,53 @@ const char* DeviceTypeName(VkPhysicalDeviceType t) {
 std::string Version(uint32_t v) {
   return std::to_string(VK_API_VERSION_MAJOR(v)) + "." + std::to_string(VK_API_VERSION_MINOR(v)) +
          "." + std::to_string(VK_API_VERSION_PATCH(v));
+}
+
+// What Device::CheckFeatureSupport says of physical device `index`, a line each: the data types
+// it runs, those with every reduction (and any it does not), and the binding alignments past
+// the element size.
+void PrintSupport(size_t index) {
+  using namespace vkdml;
+  DeviceDesc desc;
+  desc.physicalDeviceIndex = int(index);
+  std::unique_ptr<Device> device;
+  Result r = CreateDevice(desc, &device);
+  if (!r) {
+    std::printf("     not usable by vkdml: %s\n", r.message.c_str());
+    return;
+  }
+  std::string types, reduced, unreduced, aligned;
+  for (UINT t = DML_TENSOR_DATA_TYPE_FLOAT32; t <= DML_TENSOR_DATA_TYPE_INT64; ++t) {
+    const auto type = DML_TENSOR_DATA_TYPE(t);
+    const std::string name = std::string(" ") + DataTypeName(type);
+    DML_FEATURE_QUERY_TENSOR_DATA_TYPE_SUPPORT q = {type};
+    DML_FEATURE_DATA_TENSOR_DATA_TYPE_SUPPORT d = {};
+    if (device->CheckFeatureSupport(DML_FEATURE_TENSOR_DATA_TYPE_SUPPORT, sizeof q, &q, sizeof d,
+                                    &d) &&
+        d.IsSupported)
+      types += name;
+    bool every = true;
+    for (UINT f = VKDML_REDUCE_FUNCTION_ADD; f <= VKDML_REDUCE_FUNCTION_MIN; ++f) {
+      VKDML_FEATURE_QUERY_REDUCTION_SUPPORT rq = {type, VKDML_REDUCE_FUNCTION(f)};
+      VKDML_FEATURE_DATA_REDUCTION_SUPPORT rd = {};
+      every = every &&
+              device->CheckFeatureSupport(VKDML_FEATURE_REDUCTION_SUPPORT, sizeof rq, &rq,
+                                          sizeof rd, &rd) &&
+              rd.IsSupported;
+    }
+    (every ? reduced : unreduced) += name;
+    VKDML_FEATURE_QUERY_BINDING_ALIGNMENT aq = {type};
+    VKDML_FEATURE_DATA_BINDING_ALIGNMENT ad = {};
+    if (device->CheckFeatureSupport(VKDML_FEATURE_BINDING_ALIGNMENT, sizeof aq, &aq, sizeof ad,
+                                    &ad) &&
+        ad.OffsetAlignment > DataTypeSize(type))
+      aligned += name;
+  }
+  std::printf("     data types:%s\n", types.empty() ? " none" : types.c_str());
+  std::printf("     reductions on:%s\n", reduced.empty() ? " none" : reduced.c_str());
+  if (!unreduced.empty()) std::printf("     no reductions on:%s\n", unreduced.c_str());
+  if (!aligned.empty())
+    std::printf("     binding offsets in multiples of 4 bytes:%s\n", aligned.c_str());
 }
 
 int DevicesMain(int argc, char** argv) {
@@ -103,6 +154,7 @@ int DevicesMain(int argc, char** argv) {
     std::printf("     shaderDenormPreserveFloat32: %s, shaderDenormPreserveFloat64: %s\n",
                 d.available.shaderDenormPreserveFloat32 ? "yes" : "no",
                 d.available.shaderDenormPreserveFloat64 ? "yes" : "no");
+    PrintSupport(i);
   }
   std::printf("(* = the default device, used when --device is not given)\n");
   return 0;

@@ -12,6 +12,7 @@ namespace vkdml {
 
 typedef uint32_t UINT;
 typedef uint64_t UINT64;
+typedef int BOOL;  // Windows' BOOL: vkdml writes 0 or 1
 
 // Every enum that is a field of a struct has a fixed underlying type (UINT, vkdml's addition:
 // DirectML's enums leave it to the compiler), so any 32-bit value a caller stores in a field is a
@@ -202,6 +203,43 @@ enum DML_EXECUTION_FLAGS {
   // and then settle ties (+0 and -0, NaN payloads) in two more passes. Accepted and without
   // effect for gathers, which are deterministic.
   VKDML_EXECUTION_FLAG_DETERMINISTIC = 0x200,
+};
+
+// What Device::CheckFeatureSupport answers (DirectML's IDMLDevice::CheckFeatureSupport): each
+// feature takes a query struct and fills a data struct.
+enum DML_FEATURE : UINT {
+  // DML_FEATURE_QUERY_TENSOR_DATA_TYPE_SUPPORT -> DML_FEATURE_DATA_TENSOR_DATA_TYPE_SUPPORT:
+  // whether this device runs the operators on tensors of DataType.
+  DML_FEATURE_TENSOR_DATA_TYPE_SUPPORT = 0,
+  // vkdml's own. VKDML_FEATURE_QUERY_REDUCTION_SUPPORT -> VKDML_FEATURE_DATA_REDUCTION_SUPPORT:
+  // whether this device runs the scatters with ReduceFunction on DataType.
+  VKDML_FEATURE_REDUCTION_SUPPORT = 0x10001,
+  // vkdml's own. VKDML_FEATURE_QUERY_BINDING_ALIGNMENT -> VKDML_FEATURE_DATA_BINDING_ALIGNMENT:
+  // what every DML_BUFFER_BINDING::Offset of a tensor of DataType must be a multiple of.
+  VKDML_FEATURE_BINDING_ALIGNMENT = 0x10002,
+};
+
+struct DML_FEATURE_QUERY_TENSOR_DATA_TYPE_SUPPORT {
+  DML_TENSOR_DATA_TYPE DataType;
+};
+struct DML_FEATURE_DATA_TENSOR_DATA_TYPE_SUPPORT {
+  BOOL IsSupported;
+};
+struct VKDML_FEATURE_QUERY_REDUCTION_SUPPORT {
+  DML_TENSOR_DATA_TYPE DataType;
+  VKDML_REDUCE_FUNCTION ReduceFunction;
+};
+struct VKDML_FEATURE_DATA_REDUCTION_SUPPORT {
+  BOOL IsSupported;
+};
+struct VKDML_FEATURE_QUERY_BINDING_ALIGNMENT {
+  DML_TENSOR_DATA_TYPE DataType;
+};
+// The element size; 4 for 1- and 2-byte types on a device without 8/16-bit storage, whose
+// kernels move them in the 4-byte words that hold them. (The reduce operators on 1- and 2-byte
+// types also need OutputTensor's offset to be a multiple of 4, on every device.)
+struct VKDML_FEATURE_DATA_BINDING_ALIGNMENT {
+  UINT OffsetAlignment;
 };
 
 // DirectML binds an ID3D12Resource; vkdml binds a VkBuffer. Offset and SizeInBytes are bytes.

@@ -54,8 +54,10 @@ UINT64 CalcBufferTensorSize(DML_TENSOR_DATA_TYPE type, UINT dimensionCount, cons
 UINT64 CalcLargeBufferTensorSize(DML_TENSOR_DATA_TYPE type, UINT dimensionCount, const UINT* sizes,
                                  const UINT* strides);
 
-// Optional device features vkdml uses. 1- and 2-byte tensors need 8-/16-bit storage buffer
-// access; 4- and 8-byte tensors and every index type need nothing beyond Vulkan 1.1.
+// Optional device features vkdml uses; Device::CheckFeatureSupport says what a device runs.
+// 1- and 2-byte tensors use 8-/16-bit storage buffer access where enabled; without it they move
+// in 32-bit words, and their bindings' offsets must be multiples of 4. 4- and 8-byte tensors and
+// every index type need nothing beyond Vulkan 1.1.
 // With timelineSemaphore (VK_KHR_timeline_semaphore, or Vulkan 1.2's feature) Submit and Run
 // wait on a timeline semaphore instead of a fence, about 1 us less per call on some drivers.
 // The scatters with a reduction (dml.h: VKDML_REDUCE_FUNCTION) need shaderFloat64 for FLOAT64
@@ -231,6 +233,15 @@ class Device {
   // The pipeline cache's contents (vkGetPipelineCacheData), to save and hand to a later
   // Device through DeviceDesc::pipelineCacheData. With an adopted cache, that cache's.
   virtual Result GetPipelineCacheData(std::vector<uint8_t>* out) = 0;
+
+  // DirectML's IDMLDevice::CheckFeatureSupport: answers `query` (querySize bytes, the query
+  // struct dml.h names for `feature`) in `support` (supportSize bytes, its data struct). Every
+  // data type runs on every device (1- and 2-byte ones in 32-bit words where the device lacks
+  // 8/16-bit storage: see VKDML_FEATURE_BINDING_ALIGNMENT); a reduction is unsupported where its
+  // arithmetic needs what the device lacks (FLOAT64 without shaderFloat64). An unknown feature or
+  // data type, or a size that is not the struct's: InvalidArgument.
+  virtual Result CheckFeatureSupport(DML_FEATURE feature, UINT querySize, const void* query,
+                                     UINT supportSize, void* support) const = 0;
 };
 
 // vkdml's kernels fit Vulkan 1.1's minimum limits (4 storage buffers per shader stage,
@@ -262,7 +273,8 @@ class BindingTable {
  public:
   virtual ~BindingTable() = default;
   // Checks each binding: a buffer that is not null, SizeInBytes that holds the tensor's
-  // TotalTensorSizeInBytes, an offset that is a multiple of the element size and of
+  // TotalTensorSizeInBytes, an offset that is a multiple of the element size (of 4 where
+  // Device::CheckFeatureSupport's VKDML_FEATURE_BINDING_ALIGNMENT says so) and of
   // GuaranteedBaseOffsetAlignment, and for a vkdml::Buffer a range inside it. vkdml cannot see
   // the size or lifetime of the caller's own VkBuffers: keeping those valid is the caller's.
   virtual Result BindInputs(UINT count, const DML_BUFFER_BINDING* bindings) = 0;

@@ -44,10 +44,12 @@ skips = {}  # the device features whose absence made cases skip, and how many
 
 
 def features():
-    """The default device's optional features and driver, as `vkdml devices` lists them."""
+    """The default device's optional features and driver, as `vkdml devices` lists them, and what
+    it says Device::CheckFeatureSupport answers: "types" (the data types it runs) and "reduced"
+    (those whose reductions it runs), as sets of DML names."""
     global _features
     if _features is None:
-        _features = {}
+        _features = {"types": set(), "reduced": set()}
         p = vkdml("devices")
         mine = False
         for line in p.stdout.splitlines():
@@ -56,23 +58,24 @@ def features():
             elif mine:
                 for name, value in re.findall(r"(\w+): (yes|no)\b", line):
                     _features[name] = value == "yes"
-                if line.strip().startswith("driver:"):
-                    _features["driver"] = line.split(":", 1)[1].strip()
+                key, _, value = line.strip().partition(":")
+                if key == "driver":
+                    _features["driver"] = value.strip()
+                elif key in ("data types", "reductions on"):
+                    _features["types" if key == "data types" else "reduced"] = set(value.split())
     return _features
 
 
-REFUSAL = re.compile(r"which needs (storageBuffer8BitAccess|storageBuffer16BitAccess), not enabled "
-                     r"on device|needs (shaderFloat64), not enabled on device")
+REFUSAL = re.compile(r"a reduction on (\w+) elements needs (\w+), not enabled on device")
 
 
 def refused_for_lack(text):
-    """Whether text is the device's documented refusal of what needs a feature it lacks; counted
-    as a skip. A refusal that names a feature the device has is not one."""
+    """Whether text is the device's documented refusal of a reduction that `vkdml devices` says
+    it does not run; counted as a skip. Any other refusal is not one."""
     m = REFUSAL.search(text)
-    feature = m and (m.group(1) or m.group(2))
-    if not feature or features().get(feature, True):
+    if not m or m.group(1) in features()["reduced"]:
         return False
-    skips[feature] = skips.get(feature, 0) + 1
+    skips[m.group(2)] = skips.get(m.group(2), 0) + 1
     return True
 
 
@@ -81,11 +84,15 @@ def device_refused(p):
     return p.returncode == 1 and p.stderr.count("\n") == 1 and refused_for_lack(p.stderr)
 
 
+ALL_TYPES = {"FLOAT32", "FLOAT16", "UINT32", "UINT16", "UINT8", "INT32", "INT16", "INT8",
+             "FLOAT64", "UINT64", "INT64"}
+
+
 def has_every_type():
-    """8- and 16-bit storage and shaderFloat64: a device where no case may be skipped."""
+    """Every data type with every reduction, as `vkdml devices` says: a device where no case may
+    be skipped."""
     f = features()
-    return all(f.get(n) for n in ("storageBuffer8BitAccess", "storageBuffer16BitAccess",
-                                  "shaderFloat64"))
+    return f["types"] >= ALL_TYPES and f["reduced"] >= ALL_TYPES
 
 
 def path(name):
@@ -255,6 +262,8 @@ def group_help():
     p = vkdml("devices")
     check(p.returncode == 0 and "maxStorageBufferRange" in p.stdout and "0:" in p.stdout and
           "storageBuffer8BitAccess" in p.stdout, f"vkdml devices: {p.stdout} {p.stderr}")
+    # Every data type runs on every device (CheckFeatureSupport), packed in words or not.
+    check(features()["types"] == ALL_TYPES, f"vkdml devices: data types {features()['types']}")
 
 
 def group_roundtrip():
@@ -290,7 +299,7 @@ def group_roundtrip():
         p, got = run_op("scatter-elements", data, eidx, upd, extra=["--axis", "1"])
         expect_ok(f"scatter-elements indices {np.dtype(it).name}", p, got,
                   ref_scatter_elements(data, eidx, upd, 1))
-    short = np.int16 if features().get("storageBuffer16BitAccess") else np.int32
+    short = np.int16
     for version in [(1, 0), (2, 0), (3, 0)]:
         data = sample(short, (2, 5))
         idx = np.array([[1], [0]], np.int64)
@@ -952,8 +961,9 @@ def group_bench():
               "updates_shape", "axis", "batch_dims", "median_ms", "gbps", "copy_gbps", "device"]
     cases = {r.get("case") for r in rows}
     for c in ("rows-f32", "rows-f16", "tuples-f32", "elements-axis1-f32", "elements-axis0-f32",
-              "elements-axis1-i32idx", "scatter-rows-f32", "scatter-rows-inplace",
-              "scatter-elements-axis1-f32", "latency-run", "latency-replay"):
+              "elements-axis1-i32idx", "elements-axis1-f16", "scatter-rows-f32",
+              "scatter-rows-inplace", "scatter-elements-axis1-f32", "latency-run",
+              "latency-replay"):
         check(c in cases, f"bench: no row for {c}")
     for r in rows:
         if "skipped" in r:  # refused by the device: only for a feature it lacks
