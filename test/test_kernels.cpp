@@ -66,7 +66,10 @@ bool HasCapability(const vkdml::detail::SpirvModule& m, uint32_t capability) {
   });
   return found;
 }
-constexpr uint32_t kInt64Atomics = 12;  // SpvCapabilityInt64Atomics
+constexpr uint32_t kInt64Atomics = 12;          // SpvCapabilityInt64Atomics
+constexpr uint32_t kFloat64 = 10, kInt64 = 11;  // SpvCapabilityFloat64, SpvCapabilityInt64
+constexpr uint32_t kStorage16 = 4433,
+                   kStorage8 = 4448;  // SpvCapabilityStorageBuffer{16,8}BitAccess
 
 using vkdml::detail::Capabilities;
 using vkdml::detail::KernelSet;
@@ -208,9 +211,10 @@ TEST_CASE("Kernels: every kernel that kernel choice names is embedded", "[kernel
         INFO(Str(built));
         REQUIRE(built.ok());
         // Line kernels or not; a GPU with every optional feature, one like NVIDIA's (float64,
-        // atomics, no promise to keep denormals), a CPU device with none, or one with shaderInt64
-        // (its runs kernels move u64vec4s); each with a binding range of 4 GiB or of windows of 256
-        // bytes, so that the large path's modules (`_large`) are named too.
+        // atomics, no promise to keep denormals), a CPU device with none (1- and 2-byte elements
+        // packed in words, float64 in integer arithmetic), or one with shaderInt64 (its runs
+        // kernels move u64vec4s); each with a binding range of 4 GiB or of windows of 256 bytes,
+        // so that the large path's modules (`_large`) are named too.
         for (int variant = 0; variant < 16; ++variant) {
           const int features = variant % 4;
           const bool large = variant >= 8;
@@ -221,6 +225,7 @@ TEST_CASE("Kernels: every kernel that kernel choice names is embedded", "[kernel
               features < 2 ? VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU : VK_PHYSICAL_DEVICE_TYPE_CPU;
           device.lines = variant % 8 < 4 ? Capabilities::Lines::Never : Capabilities::Lines::Always;
           device.float32AtomicAdd = device.int64Atomics = device.float64 = features < 2;
+          device.storage8 = device.storage16 = device.float64Elements = features < 2;
           device.denormPreserve32 = device.denormPreserve64 = features == 0;
           if (features >= 2) {
             device.kernels = Capabilities::Kernels::Cpu;
@@ -271,6 +276,14 @@ TEST_CASE("Kernels: every kernel that kernel choice names is embedded", "[kernel
               // a module that needs them (lib.msl_translation: those do not translate to Metal).
               if (spirv && !device.int64Atomics) CHECK(!HasCapability(*spirv, kInt64Atomics));
               if (spirv && HasCapability(*spirv, kInt64Atomics)) ++int64Modules;
+              // Nor is any device given a module that declares a feature it lacks.
+              if (spirv && !device.storage8) CHECK(!HasCapability(*spirv, kStorage8));
+              if (spirv && !device.storage16) CHECK(!HasCapability(*spirv, kStorage16));
+              if (spirv && !device.float64 && !device.float64Elements)
+                CHECK(!HasCapability(*spirv, kFloat64));
+              if (spirv && !device.int64 && !device.int64Atomics)
+                CHECK(!HasCapability(*spirv, kInt64));
+              CHECK(set.packed == (op.ElemSize() < 4 && !device.storage8));
               const bool largeModule =
                   k->module.size() > 6 && k->module.compare(k->module.size() - 6, 6, "_large") == 0;
               CHECK(largeModule == large);
@@ -1022,4 +1035,51 @@ TEST_CASE("Device: the switches are read when the device is created", "[kernels]
   CHECK(!refused);
   fresh.reset();
   CHECK(messages.empty());
+}
+
+// Without 8/16-bit storage every family moves 1- and 2-byte elements in 32-bit words (e1p, e2p)
+// and its bindings start on words (KernelSet::packed); without shaderFloat64, FLOAT64
+// reductions compute in integer arithmetic (_sf64). With the features, the same choices keep
+// their modules.
+TEST_CASE("Kernels: 1- and 2-byte elements in words, float64 in integers", "[kernels]") {
+  const DML_TENSOR_DATA_TYPE u8 = DML_TENSOR_DATA_TYPE_UINT8, f16 = DML_TENSOR_DATA_TYPE_FLOAT16,
+                             f64 = DML_TENSOR_DATA_TYPE_FLOAT64, i32 = DML_TENSOR_DATA_TYPE_INT32;
+  const UINT deterministic = VKDML_EXECUTION_FLAG_DETERMINISTIC;
+  for (bool features : {false, true}) {
+    INFO((features ? "8/16-bit storage, float64" : "no optional feature"));
+    Capabilities gpu = GpuDevice(), cpu = CpuDevice();
+    for (Capabilities* d : {&gpu, &cpu}) d->storage8 = d->storage16 = d->float64Elements = features;
+    gpu.lines = Capabilities::Lines::Always;
+    const std::string p = features ? "" : "p";
+    // GatherElements on UINT8 along an inner axis: nothing to widen.
+    OpSpec gather = OpSpec::GatherElements(TensorDesc(u8, {64, 333}), TensorDesc(i32, {64, 333}),
+                                           TensorDesc(u8, {64, 333}), 1);
+    KernelSet set = Choose(gather, gpu);
+    CHECK(set.steps.back().plain.module == "gather_e1" + p + "_i32");
+    CHECK(set.packed == !features);
+    set = Choose(gather, cpu);
+    CHECK(set.steps.back().plain.module == "runs_gather_e1" + p + "_i32");
+    // ScatterElements on FLOAT16 along its innermost axis: lines on the GPU, with or without a
+    // reduction, in order when deterministic; atomics and the sort on the CPU device.
+    OpSpec scatter =
+        OpSpec::ScatterElements(TensorDesc(f16, {64, 333}), TensorDesc(i32, {64, 100}),
+                                TensorDesc(f16, {64, 100}), TensorDesc(f16, {64, 333}), 1);
+    CHECK(Choose(scatter, gpu).steps.back().plain.module == "lines_e2" + p + "_i32");
+    scatter.WithReduce(VKDML_REDUCE_FUNCTION_ADD);
+    CHECK(Choose(scatter, gpu).steps.back().plain.module == "lines_reduce_e2" + p + "_i32");
+    CHECK(Choose(scatter, gpu, deterministic).steps.back().plain.module ==
+          "lines_ordered_e2" + p + "_i32");
+    CHECK(Choose(scatter, cpu).steps.back().plain.module == "reduce_e2" + p + "_i32");
+    CHECK(Choose(scatter, cpu, deterministic).steps.back().plain.module ==
+          "ordered_e2" + p + "_i32");
+    // FLOAT64 ADD: the atomic kernel (64-bit atomics) and the sorted one.
+    OpSpec add64 = OpSpec::ScatterElements(TensorDesc(f64, {64}), TensorDesc(i32, {16}),
+                                           TensorDesc(f64, {16}), TensorDesc(f64, {64}), 0);
+    add64.WithReduce(VKDML_REDUCE_FUNCTION_ADD);
+    const std::string f = features ? "_f64" : "_sf64";
+    cpu.int64Atomics = true;
+    CHECK(Choose(add64, cpu).steps.back().plain.module == "reduce_e8_i32_a64" + f);
+    cpu.int64Atomics = false;
+    CHECK(Choose(add64, cpu).steps.back().plain.module == "ordered_e8_i32" + f);
+  }
 }
