@@ -150,7 +150,13 @@ std::vector<Spec> MakeSpecs(bool small) {
   ties.ties = true;
   ties.inPlace = false;
   ties.diagnostic = true;
-  for (Spec* r : {&sadd, &seadd, &semax, &ties}) {
+  // Diagnostic: float64 ADD, which a device without shaderFloat64 computes in integer
+  // arithmetic (glsl/soft_float64.glsl).
+  Spec seadd64 = seadd;
+  seadd64.name = "scatter-elements-add-axis1-f64";
+  seadd64.dtype = vkdml::DML_TENSOR_DATA_TYPE_FLOAT64;
+  seadd64.diagnostic = true;
+  for (Spec* r : {&sadd, &seadd, &semax, &ties, &seadd64}) {
     add(*r);
     r->name += "-det";
     r->deterministic = true;
@@ -256,17 +262,19 @@ constexpr size_t kChunk = size_t(1) << 20;  // elements per generator chunk
 
 }  // namespace
 
-// float32 integers in +-[1, 4]: sums of them are exact whatever the order of the additions, so
-// a reduction's output can be checked bit for bit without knowing the order.
-void FillIntegers(Bytes& b, uint64_t seed) {
-  size_t count = b.n / 4;
+// float32 (float64 where elemSize is 8) integers in +-[1, 4]: sums of them are exact whatever
+// the order of the additions, so a reduction's output can be checked bit for bit without knowing
+// the order.
+void FillIntegers(Bytes& b, size_t elemSize, uint64_t seed) {
+  size_t count = b.n / elemSize;
   ParallelFor((count + kChunk - 1) / kChunk, [&](size_t c) {
     Rng rng(seed ^ (c * 0x51ED2705ull));
     size_t begin = c * kChunk, end = std::min(count, begin + kChunk);
     for (size_t i = begin; i < end; ++i) {
       uint64_t r = rng.Next();
-      float v = static_cast<float>(1 + (r & 3)) * (r >> 63 ? -1.0f : 1.0f);
-      std::memcpy(b.data() + i * 4, &v, 4);
+      double v = static_cast<double>(1 + (r & 3)) * (r >> 63 ? -1.0 : 1.0);
+      float f = static_cast<float>(v);
+      std::memcpy(b.data() + i * elemSize, elemSize == 8 ? static_cast<void*>(&v) : &f, elemSize);
     }
   });
 }
@@ -387,7 +395,7 @@ void MakeHostData(const Spec& s, const OpDesc& d, HostData* h, uint64_t seed) {
   const bool integers = s.reduce == vkdml::VKDML_REDUCE_FUNCTION_ADD;
   h->input.Allocate(d.input.buffer.TotalTensorSizeInBytes);
   if (integers)
-    FillIntegers(h->input, seed * 3 + 1);
+    FillIntegers(h->input, es, seed * 3 + 1);
   else
     FillData(h->input, es, seed * 3 + 1);
   h->indices.Allocate(Product(s.indices) * vkdml::DataTypeSize(s.itype));
@@ -403,7 +411,7 @@ void MakeHostData(const Spec& s, const OpDesc& d, HostData* h, uint64_t seed) {
   if (s.IsScatter()) {
     h->updates.Allocate(d.updates.buffer.TotalTensorSizeInBytes);
     if (integers)
-      FillIntegers(h->updates, seed * 3 + 3);
+      FillIntegers(h->updates, es, seed * 3 + 3);
     else
       FillData(h->updates, es, seed * 3 + 3);
   }
@@ -464,26 +472,40 @@ struct Reference {
       }
     }
   }
-  // A reduction's output element o (float32, as the bench's reduction cases are): the input
-  // folded with each update that targets it, in IndicesTensor's order, NumPy's way.
-  float Folded(uint64_t o) const {
-    float v, u;
-    std::memcpy(&v, h.input.data() + o * 4, 4);
+  // A reduction's output element o (float32 or float64, as the bench's reduction cases are): the
+  // input folded with each update that targets it, in IndicesTensor's order, NumPy's way; its
+  // bits.
+  uint64_t Folded(uint64_t o) const {
+    uint64_t bits = 0;
+    if (vkdml::DataTypeSize(s.dtype) == 8) {
+      const double v = Fold<double>(o);
+      std::memcpy(&bits, &v, 8);
+    } else {
+      const float v = Fold<float>(o);
+      std::memcpy(&bits, &v, 4);
+    }
+    return bits;
+  }
+  template <typename T>
+  T Fold(uint64_t o) const {
+    constexpr size_t es = sizeof(T);
+    T v, u;
+    std::memcpy(&v, h.input.data() + o * es, es);
     auto fold = [&](const uint8_t* update) {
-      std::memcpy(&u, update, 4);
+      std::memcpy(&u, update, es);
       if (s.reduce == vkdml::VKDML_REDUCE_FUNCTION_ADD) v = v + u;
       if (s.reduce == vkdml::VKDML_REDUCE_FUNCTION_MAX) v = std::isnan(v) || v >= u ? v : u;
     };
     if (s.kind == OpKind::ScatterND) {
       for (uint32_t r = head[o / slice]; r != UINT32_MAX; r = next[r])
-        fold(h.updates.data() + (r * slice + o % slice) * 4);
+        fold(h.updates.data() + (r * slice + o % slice) * es);
       return v;
     }
     const uint64_t n = axisN, m = axisM, inner = axisInner;
     uint64_t outer = o / (n * inner), c = (o / inner) % n, in = o % inner;
     for (uint64_t j = 0; j < m; ++j) {
       uint64_t e = (outer * m + j) * inner + in;
-      if (LoadIndex(h.indices.data(), s.itype, e, n) == c) fold(h.updates.data() + e * 4);
+      if (LoadIndex(h.indices.data(), s.itype, e, n) == c) fold(h.updates.data() + e * es);
     }
     return v;
   }
@@ -576,7 +598,7 @@ uint64_t Verify(const Spec& s, const HostData& h, const uint8_t* out, uint64_t* 
   uint64_t bad = 0;
   std::vector<const uint8_t*> want;
   for (uint64_t o : pos) {
-    float folded;
+    uint64_t folded = 0;
     if (s.reduce) {
       folded = ref.Folded(o);
       want.assign(1, reinterpret_cast<const uint8_t*>(&folded));
@@ -587,9 +609,18 @@ uint64_t Verify(const Spec& s, const HostData& h, const uint8_t* out, uint64_t* 
     for (const uint8_t* w : want) ok = ok || std::memcmp(out + o * es, w, es) == 0;
     if (s.reduce == vkdml::VKDML_REDUCE_FUNCTION_MAX && !s.deterministic && !ok) {
       // The default mode keeps any of equal values: +0 or -0, any NaN.
-      float got;
-      std::memcpy(&got, out + o * es, 4);
-      ok = (got == folded) || (std::isnan(got) && std::isnan(folded));
+      auto value = [es](const void* p) -> double {
+        if (es == 8) {
+          double d;
+          std::memcpy(&d, p, 8);
+          return d;
+        }
+        float f;
+        std::memcpy(&f, p, 4);
+        return f;
+      };
+      const double got = value(out + o * es), expected = value(&folded);
+      ok = (got == expected) || (std::isnan(got) && std::isnan(expected));
     }
     if (!ok && !bad++) {
       uint64_t g = 0, w = 0;
