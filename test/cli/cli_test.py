@@ -1077,11 +1077,13 @@ def group_limits():
     os.remove(path("l_x.npy"))
     # More than 2^32 elements, and 4 GiB of data that matches its header: mapped, not read,
     # valid (VKDML_TENSOR_FLAG_LARGE), and refused by lavapipe's vkCreateBuffer (buffers of at
-    # most 2^32 bytes) before any output is written.
+    # most 2^32 bytes), or where the buffer is made (SwiftShader) by vkdml for want of a heap
+    # that large, before any output is written.
     n = 2 * 2147483649
     huge = sparse("l_huge.npy", npy_header("|u1", "(2, 2147483649)"), 128 + n)
     refused("4 GiB, more than 2^32 elements", gather(huge), 3,
-            "vkCreateBuffer failed: VK_ERROR_OUT_OF_DEVICE_MEMORY (a buffer of 4294967300 bytes)")
+            ("vkCreateBuffer failed: VK_ERROR_OUT_OF_DEVICE_MEMORY (a buffer of 4294967300 bytes)",
+             "bytes are more than the whole memory heap the buffer needs ("))
     # A stride past DirectML's 32 bits, where the view would be small enough.
     wide = sparse("l_wide.npy", npy_header("|u1", "(2, 2, 2147483648)"), 128 + (8 << 30))
     refused("a stride past 2^32 elements",
