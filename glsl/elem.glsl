@@ -1,5 +1,6 @@
 // The element type of a kernel keyed on element size ELEM (bytes): T in buffers, V in registers.
-// Every access to a buffer of elements goes through LOAD and STORE (or STORE_SHARED). WORDS (1-
+// Every access to a buffer of elements goes through LOAD and STORE (or STORE_SHARED, or COPY
+// from one buffer to another). WORDS (1-
 // and 2-byte elements on a device without 8/16-bit storage): buffers hold 32-bit words and an
 // element is a bitfield of one; its binding starts on a word (lib/kernels.h: KernelSet::words).
 #ifndef WORDS
@@ -62,10 +63,12 @@
       old_ = seen_;                                                                      \
     }                                                                                    \
   }
+#define COPY(dst, i, src, j) STORE(dst, i, LOAD(src, j))
 #define OUTPUT_ACCESS
 #else
 #define LOAD(b, i) V(b[i])
 #define STORE(b, i, v) b[i] = T(v)
 #define STORE_SHARED(b, i, v) b[i] = T(v)
+#define COPY(dst, i, src, j) dst[i] = src[j]
 #define OUTPUT_ACCESS writeonly
 #endif

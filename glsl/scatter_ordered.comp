@@ -45,7 +45,7 @@ void applyRun(uint p, uint q, uint t, uint end) {
     }
     for (uint j = 0u; j < kPer; ++j)
       if (t + j * kThreadsPerUnit < kUnit)
-        STORE(outputData, target[j], LOAD(updatesData, pc.srcBase + at[j].x));
+        COPY(outputData, target[j], updatesData, pc.srcBase + at[j].x);
     return;
   }
   V value[kPer];

@@ -60,8 +60,9 @@ UINT64 CalcLargeBufferTensorSize(DML_TENSOR_DATA_TYPE type, UINT dimensionCount,
 // every index type need nothing beyond Vulkan 1.1.
 // With timelineSemaphore (VK_KHR_timeline_semaphore, or Vulkan 1.2's feature) Submit and Run
 // wait on a timeline semaphore instead of a fence, about 1 us less per call on some drivers.
-// The scatters with a reduction (dml.h: VKDML_REDUCE_FUNCTION) need shaderFloat64 for FLOAT64
-// arithmetic and use the others where they are enabled: shaderBufferFloat32AtomicAdd
+// The scatters with a reduction (dml.h: VKDML_REDUCE_FUNCTION) compute FLOAT64 in float64 with
+// shaderFloat64 (else in 32-bit integer arithmetic, as exactly) and use the others where they
+// are enabled: shaderBufferFloat32AtomicAdd
 // (VK_EXT_shader_atomic_float) for FLOAT32 ADD, and shaderInt64 with shaderBufferInt64Atomics
 // (VK_KHR_shader_atomic_int64) for 8-byte elements (a deterministic float64 MAX or MIN too),
 // which otherwise take the sorted path of a deterministic execution (except integer ADD). The
