@@ -30,7 +30,7 @@ Result CheckSizes(const char* feature, UINT querySize, const void* query, UINT s
 Result CheckDataType(const char* feature, DML_TENSOR_DATA_TYPE type) {
   if (DataTypeSize(type) == 0)
     return Fail(Status::InvalidArgument, "CheckFeatureSupport(", feature, "): DataType is ",
-                UINT(type), ", not a DML_TENSOR_DATA_TYPE");
+                UINT(type), ", expected a DML_TENSOR_DATA_TYPE from FLOAT32 (1) to INT64 (11)");
   return {};
 }
 

@@ -161,8 +161,8 @@ TEST_CASE_METHOD(Fixture, "CheckFeatureSupport", "[validation][device]") {
   q.DataType = DML_TENSOR_DATA_TYPE(12);
   expect(
       Dev().CheckFeatureSupport(DML_FEATURE_TENSOR_DATA_TYPE_SUPPORT, sizeof q, &q, sizeof d, &d),
-      "CheckFeatureSupport(DML_FEATURE_TENSOR_DATA_TYPE_SUPPORT): DataType is 12, not a "
-      "DML_TENSOR_DATA_TYPE");
+      "CheckFeatureSupport(DML_FEATURE_TENSOR_DATA_TYPE_SUPPORT): DataType is 12, expected a "
+      "DML_TENSOR_DATA_TYPE from FLOAT32 (1) to INT64 (11)");
   VKDML_FEATURE_QUERY_REDUCTION_SUPPORT rq = {F32, VKDML_REDUCE_FUNCTION(5)};
   VKDML_FEATURE_DATA_REDUCTION_SUPPORT rd = {};
   expect(Dev().CheckFeatureSupport(VKDML_FEATURE_REDUCTION_SUPPORT, sizeof rq, &rq, sizeof rd, &rd),
@@ -170,16 +170,16 @@ TEST_CASE_METHOD(Fixture, "CheckFeatureSupport", "[validation][device]") {
          "VKDML_REDUCE_FUNCTION (0 to 4)");
   rq = {DML_TENSOR_DATA_TYPE_UNKNOWN, VKDML_REDUCE_FUNCTION_ADD};
   expect(Dev().CheckFeatureSupport(VKDML_FEATURE_REDUCTION_SUPPORT, sizeof rq, &rq, sizeof rd, &rd),
-         "CheckFeatureSupport(VKDML_FEATURE_REDUCTION_SUPPORT): DataType is 0, not a "
-         "DML_TENSOR_DATA_TYPE");
+         "CheckFeatureSupport(VKDML_FEATURE_REDUCTION_SUPPORT): DataType is 0, expected a "
+         "DML_TENSOR_DATA_TYPE from FLOAT32 (1) to INT64 (11)");
   VKDML_FEATURE_QUERY_BINDING_ALIGNMENT aq = {DML_TENSOR_DATA_TYPE(99)};
   VKDML_FEATURE_DATA_BINDING_ALIGNMENT ad = {};
   expect(Dev().CheckFeatureSupport(VKDML_FEATURE_BINDING_ALIGNMENT, sizeof aq, &aq, 2, &ad),
          "CheckFeatureSupport(VKDML_FEATURE_BINDING_ALIGNMENT): support is 2 bytes, expected 4 "
          "bytes");
   expect(Dev().CheckFeatureSupport(VKDML_FEATURE_BINDING_ALIGNMENT, sizeof aq, &aq, sizeof ad, &ad),
-         "CheckFeatureSupport(VKDML_FEATURE_BINDING_ALIGNMENT): DataType is 99, not a "
-         "DML_TENSOR_DATA_TYPE");
+         "CheckFeatureSupport(VKDML_FEATURE_BINDING_ALIGNMENT): DataType is 99, expected a "
+         "DML_TENSOR_DATA_TYPE from FLOAT32 (1) to INT64 (11)");
 }
 
 // EnumerateDevices creates and destroys an instance of its own; the live Device must survive it
