@@ -176,9 +176,6 @@ uint reduceBits(uint x, uint u) {
 }
 
 #else  // ELEM == 8
-#if SOFT_FLOAT64
-#include "soft_float64.glsl"
-#endif
 
 uvec2 add64(uvec2 a, uvec2 b) {
   const uint low = a.x + b.x;
@@ -199,6 +196,10 @@ bool greater64(uvec2 a, uvec2 b) {
 bool isNanBits(uvec2 v) {
   return (v.y & 0x7FFFFFFFu) > 0x7FF00000u || ((v.y & 0x7FFFFFFFu) == 0x7FF00000u && v.x != 0u);
 }
+
+#if SOFT_FLOAT64
+#include "soft_float64.glsl"
+#endif
 
 uvec2 reduceBits(uvec2 x, uvec2 u) {
   if (kReduce == VKDML_REDUCE_NONE) return u;

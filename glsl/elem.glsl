@@ -1,8 +1,8 @@
 // The element type of a kernel keyed on element size ELEM (bytes): T in buffers, V in registers.
 // Every access to a buffer of elements goes through LOAD and STORE (or STORE_SHARED, or COPY
-// from one buffer to another). WORDS (1-
-// and 2-byte elements on a device without 8/16-bit storage): buffers hold 32-bit words and an
-// element is a bitfield of one; its binding starts on a word (lib/kernels.h: KernelSet::words).
+// from one buffer to another). WORDS (1- and 2-byte elements on a device without 8/16-bit
+// storage): buffers hold 32-bit words and an element is a bitfield of one; its binding starts on
+// a word (lib/kernels.h: KernelSet::packed).
 #ifndef WORDS
 #define WORDS 0
 #endif
@@ -36,7 +36,7 @@
 #endif
 
 #if WORDS
-// Element i is bits [kShift, kShift + 8 * ELEM) of word i / (4 / ELEM). Neighbours in a word may
+// Element i is bits [ELEM_SHIFT(i), + 8 * ELEM) of word ELEM_WORD(i). Neighbours in a word may
 // be stored at the same time by other invocations, so stores change only their own bits,
 // atomically: STORE where no other invocation stores this element in the same dispatch (an AND
 // clearing it, then an OR setting it); STORE_SHARED where others may (a compare-and-swap loop:

@@ -5,13 +5,11 @@
 // an invalid operation (inf - inf, 0 * inf) x86-64's default NaN, 0xFFF8000000000000: the bits a
 // sequential computation on an x86-64 CPU (NumPy's) gives. A value is a uvec2 of its
 // bits (low word, high word). Significands are worked on as uvec2 too, with their leading bit at
-// bit 62 and 10 bits below the 52 kept ones for rounding (the lowest one sticky).
+// bit 62 and 10 bits below the 52 kept ones for rounding (the lowest one sticky). Included by
+// glsl/arith.glsl, after its isNanBits.
 
 const uvec2 kDefaultNan64 = uvec2(0u, 0xFFF80000u);
 
-bool isNan64(uvec2 v) {
-  return (v.y & 0x7FFFFFFFu) > 0x7FF00000u || ((v.y & 0x7FFFFFFFu) == 0x7FF00000u && v.x != 0u);
-}
 bool isInf64(uvec2 v) {
   return (v.y & 0x7FFFFFFFu) == 0x7FF00000u && v.x == 0u;
 }
@@ -100,8 +98,8 @@ uvec2 quiet64(uvec2 v) {
 }
 
 uvec2 softAdd64(uvec2 a, uvec2 b) {
-  if (isNan64(a)) return quiet64(a);
-  if (isNan64(b)) return quiet64(b);
+  if (isNanBits(a)) return quiet64(a);
+  if (isNanBits(b)) return quiet64(b);
   if (isInf64(a)) return isInf64(b) && (a.y ^ b.y) >= 0x80000000u ? kDefaultNan64 : a;
   if (isInf64(b)) return b;
   const bool aZero = isZero64(a), bZero = isZero64(b);
@@ -136,8 +134,8 @@ uvec2 softAdd64(uvec2 a, uvec2 b) {
 }
 
 uvec2 softMultiply64(uvec2 a, uvec2 b) {
-  if (isNan64(a)) return quiet64(a);
-  if (isNan64(b)) return quiet64(b);
+  if (isNanBits(a)) return quiet64(a);
+  if (isNanBits(b)) return quiet64(b);
   const uint sign = (a.y ^ b.y) & 0x80000000u;
   if (isInf64(a) || isInf64(b))
     return isZero64(a) || isZero64(b) ? kDefaultNan64 : uvec2(0u, sign | 0x7FF00000u);
