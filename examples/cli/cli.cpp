@@ -6,23 +6,6 @@ namespace cli {
 
 using namespace vkdml;
 
-const DML_TENSOR_DESC* HostTensor::Desc() {
-  // Past DirectML's 2^32 - 1 elements, vkdml's VKDML_TENSOR_FLAG_LARGE and the size it gives. 0
-  // where the library refuses the tensor: CreateOperator then says why. No memory is taken
-  // here: an output's comes after validation.
-  const UINT count = static_cast<UINT>(sizes.size());
-  const UINT* given = strides.empty() ? nullptr : strides.data();
-  UINT64 total = CalcBufferTensorSize(type, count, sizes.data(), given);
-  DML_TENSOR_FLAGS flags = DML_TENSOR_FLAG_NONE;
-  if (total == 0 && CalcLargeBufferTensorSize(type, count, sizes.data(), given) != 0) {
-    total = CalcLargeBufferTensorSize(type, count, sizes.data(), given);
-    flags = VKDML_TENSOR_FLAG_LARGE;
-  }
-  buffer_ = {type, flags, count, sizes.data(), given, total, 0};
-  desc_ = {DML_TENSOR_TYPE_BUFFER, &buffer_};
-  return &desc_;
-}
-
 Result CheckDeviceIndex(int index) {
   if (index < 0) return {};
   std::vector<DeviceInfo> devices;

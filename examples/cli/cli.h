@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "onnx_map.h"  // HostTensor
 #include "vkdml/vkdml.h"
 
 namespace cli {
@@ -16,26 +17,6 @@ namespace cli {
 constexpr int kExitBadInput = 2;
 constexpr int kExitDevice = 1;
 constexpr int kExitOutOfMemory = 3;
-
-// A DirectML buffer tensor in host memory, in the form Device::Run takes.
-class HostTensor {
- public:
-  vkdml::DML_TENSOR_DATA_TYPE type = vkdml::DML_TENSOR_DATA_TYPE_FLOAT32;
-  std::vector<vkdml::UINT> sizes;
-  std::vector<vkdml::UINT> strides;  // elements; empty: packed
-  // The tensor's bytes: `data` where set (memory that outlives the run, such as a mapped .npy
-  // file, readable for TotalTensorSizeInBytes), else `bytes`, padded to that size by RunPrepared.
-  const void* data = nullptr;
-  std::vector<uint8_t> bytes;
-
-  // Fills and returns the tensor's desc (valid while this object lives and is not changed).
-  const vkdml::DML_TENSOR_DESC* Desc();
-  const void* Data() const { return data ? data : bytes.data(); }
-
- private:
-  vkdml::DML_BUFFER_TENSOR_DESC buffer_{};
-  vkdml::DML_TENSOR_DESC desc_{};
-};
 
 // --device N: Ok for -1 (the default) or the index of a Vulkan device, else
 // Status::InvalidArgument naming the valid range.

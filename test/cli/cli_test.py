@@ -848,6 +848,23 @@ def group_output():
         except (OSError, ValueError):
             return None
 
+    # Success says one line on stdout (operator, shapes, dtypes, output, device, time), nothing
+    # with --quiet; a run without device work names the host.
+    plain = path("o_plain.npy")
+    p = run_to(plain)
+    check(p.returncode == 0 and re.fullmatch(
+        r"vkdml run: gather-nd: input \(3, 2\) float32, indices \(2, 1\) int64 -> "
+        + re.escape(plain) + r" \(2, 2\) on .+ in \d+\.\d ms\n", p.stdout) is not None
+          and p.stderr == "", f"the success line: {p.stdout!r} {p.stderr!r}")
+    p = vkdml("run", "gather-nd", *base, "--output", plain, "--quiet")
+    check(p.returncode == 0 and p.stdout == "" and p.stderr == "" and same(loads(plain), want),
+          f"--quiet: {p.stdout!r} {p.stderr!r}")
+    p = vkdml("run", "scatter-nd", *base[:3], save("o_none.npy", np.zeros((0, 1), np.int64)),
+              "--updates", save("o_upd.npy", np.zeros((0, 2), np.float32)), "--output", plain)
+    check(p.returncode == 0 and " on the host (no device work) in " in p.stdout,
+          f"the success line without device work: {p.stdout!r} {p.stderr!r}")
+    os.remove(plain)
+
     # A symbolic link is followed (as np.save does): the link stays, its target gets the array.
     link, target = path("o_link.npy"), path("o_target.npy")
     os.symlink("o_target.npy", link)

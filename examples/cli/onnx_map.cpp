@@ -1,0 +1,427 @@
+#include "onnx_map.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace cli {
+
+using namespace vkdml;
+
+const DML_TENSOR_DESC* HostTensor::Desc() {
+  // Past DirectML's 2^32 - 1 elements, vkdml's VKDML_TENSOR_FLAG_LARGE and the size it gives. 0
+  // where the library refuses the tensor: CreateOperator then says why. No memory is taken
+  // here: an output's comes after validation.
+  const UINT count = static_cast<UINT>(sizes.size());
+  const UINT* given = strides.empty() ? nullptr : strides.data();
+  UINT64 total = CalcBufferTensorSize(type, count, sizes.data(), given);
+  DML_TENSOR_FLAGS flags = DML_TENSOR_FLAG_NONE;
+  if (total == 0 && CalcLargeBufferTensorSize(type, count, sizes.data(), given) != 0) {
+    total = CalcLargeBufferTensorSize(type, count, sizes.data(), given);
+    flags = VKDML_TENSOR_FLAG_LARGE;
+  }
+  buffer_ = {type, flags, count, sizes.data(), given, total, 0};
+  desc_ = {DML_TENSOR_TYPE_BUFFER, &buffer_};
+  return &desc_;
+}
+
+DML_TENSOR_DATA_TYPE DataType(npy::DType t) {
+  switch (t) {
+    case npy::DType::Bool:
+    case npy::DType::UInt8:
+      return DML_TENSOR_DATA_TYPE_UINT8;
+    case npy::DType::Int8:
+      return DML_TENSOR_DATA_TYPE_INT8;
+    case npy::DType::Int16:
+      return DML_TENSOR_DATA_TYPE_INT16;
+    case npy::DType::Int32:
+      return DML_TENSOR_DATA_TYPE_INT32;
+    case npy::DType::Int64:
+      return DML_TENSOR_DATA_TYPE_INT64;
+    case npy::DType::UInt16:
+      return DML_TENSOR_DATA_TYPE_UINT16;
+    case npy::DType::UInt32:
+      return DML_TENSOR_DATA_TYPE_UINT32;
+    case npy::DType::UInt64:
+      return DML_TENSOR_DATA_TYPE_UINT64;
+    case npy::DType::Float16:
+      return DML_TENSOR_DATA_TYPE_FLOAT16;
+    case npy::DType::Float32:
+      return DML_TENSOR_DATA_TYPE_FLOAT32;
+    case npy::DType::Float64:
+      return DML_TENSOR_DATA_TYPE_FLOAT64;
+  }
+  return DML_TENSOR_DATA_TYPE_UNKNOWN;
+}
+
+uint64_t ArrayRef::ElementCount() const {
+  uint64_t n = 1;
+  for (uint64_t d : shape) n *= d;
+  return n;
+}
+
+Shape RowMajorStrides(const Shape& shape) {
+  Shape strides(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
+  return strides;
+}
+
+bool ArrayRef::Packed() const {
+  const Shape packed = RowMajorStrides(shape);
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (shape[d] > 1 && strides[d] != packed[d]) return false;
+  return true;
+}
+
+void CopyToCOrder(const ArrayRef& a, uint8_t* dst) {
+  const size_t size = npy::ItemSize(a.dtype), rank = a.shape.size();
+  const uint64_t count = a.ElementCount();
+  Shape pos(rank, 0);
+  uint64_t at = 0;  // the element's offset in a, in elements
+  for (uint64_t e = 0; e < count; ++e, dst += size) {
+    std::memcpy(dst, a.data + at * size, size);
+    for (size_t d = rank; d-- > 0;) {
+      at += a.strides[d];
+      if (++pos[d] < a.shape[d]) break;
+      at -= a.strides[d] * pos[d];
+      pos[d] = 0;
+    }
+  }
+}
+
+namespace {
+
+Shape Slice(const Shape& s, size_t begin, size_t end) {
+  return Shape(s.begin() + static_cast<std::ptrdiff_t>(std::min(begin, s.size())),
+               s.begin() + static_cast<std::ptrdiff_t>(std::min(end, s.size())));
+}
+
+Shape Concat(Shape a, const Shape& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// DirectML's sizes and strides are 32-bit: v as a UINT, or false.
+bool Fits(uint64_t v, UINT* out) {
+  *out = static_cast<UINT>(v);
+  return v <= UINT32_MAX;
+}
+
+// The tensor for an array seen with `view` sizes (the array's own shape unless a GatherElements
+// view) and the array's strides, right-aligned into D dimensions; its bytes are the array's
+// (mapped, not copied), unless fewer than TotalTensorSizeInBytes are readable there. "" or the
+// error: a stride DirectML's 32 bits cannot hold.
+std::string ToTensor(const ArrayRef& a, const Shape& view, size_t D, HostTensor* t) {
+  t->type = DataType(a.dtype);
+  size_t lead = D - view.size();
+  t->sizes.assign(lead, 1);
+  // Any stride will do for a dimension of size 1.
+  t->strides.assign(lead, static_cast<UINT>(std::min<uint64_t>(a.ElementCount(), UINT32_MAX)));
+  for (size_t i = 0; i < view.size(); ++i) {
+    UINT size, stride;
+    if (!Fits(view[i], &size) || (!Fits(a.strides[i], &stride) && view[i] > 1))
+      return a.name + ": the stride of dimension " + std::to_string(i) + " (shape " +
+             a.ShapeString() + (a.fortranOrder ? ", Fortran order" : "") + ") is " +
+             std::to_string(a.strides[i]) +
+             " elements, more than DirectML's strides hold (4294967295)";
+    t->sizes.push_back(size);
+    t->strides.push_back(view[i] > 1 ? stride : 1);
+  }
+  if (view == a.shape && a.Packed()) t->strides.clear();
+  if (!a.data) return "";
+  const UINT64 total =
+      t->Desc()->Desc
+          ? static_cast<const DML_BUFFER_TENSOR_DESC*>(t->Desc()->Desc)->TotalTensorSizeInBytes
+          : 0;
+  if (total <= a.readable) {
+    t->data = a.data;
+  } else {  // e.g. 3 bytes of UINT8, which DirectML's size rounds up to 4
+    t->bytes.assign(a.data, a.data + a.readable);
+    t->bytes.resize(total, 0);
+  }
+  return "";
+}
+
+// The byte size of `count` elements of `shape` of itemSize bytes, or false past 2^64.
+bool ByteSize(const Shape& shape, uint64_t itemSize, uint64_t* bytes) {
+  *bytes = itemSize;
+  for (uint64_t d : shape)
+    if (d == 0) {
+      *bytes = 0;
+      return true;
+    }
+  for (uint64_t d : shape) {
+    if (*bytes > UINT64_MAX / d) return false;
+    *bytes *= d;
+  }
+  return true;
+}
+
+}  // namespace
+
+// "GATHER_ND1: IndicesTensor[0,0,3,1] is 7, ..." over D padded dims -> "<path>: indices[3,1] is
+// 7, ..." over the array's own dims ("indices[()]" for a 0-d array, NumPy's way to index it).
+std::string IndexMessage(const std::string& message, size_t D, size_t q, const std::string& path) {
+  const std::string key = "IndicesTensor[";
+  size_t at = message.find(key), close = message.find(']', at);
+  if (at == std::string::npos || close == std::string::npos) return path + ": " + message;
+  if (q == 0) return path + ": indices[()" + message.substr(close);
+  std::string coords = message.substr(at + key.size(), close - at - key.size());
+  size_t drop = D - q;
+  for (size_t i = 0; i < drop; ++i) {
+    size_t comma = coords.find(',');
+    if (comma == std::string::npos) return path + ": " + message;
+    coords.erase(0, comma + 1);
+  }
+  return path + ": indices[" + coords + message.substr(close);
+}
+
+std::string MapOnnxOperator(const OnnxOptions& a, const ArrayRef& in, const ArrayRef& idx,
+                            const ArrayRef* upd, OnnxMapping* m) {
+  for (const ArrayRef* n : {&in, &idx, upd}) {
+    if (!n) continue;
+    if (n->shape.size() > 8)
+      return n->name + ": rank is " + std::to_string(n->shape.size()) + " (shape " +
+             n->ShapeString() +
+             "), expected at most 8 (DirectML tensors have at most 8 dimensions)";
+    // More than 2^32-1 elements is for the library to refuse (or, one day, run).
+    for (size_t i = 0; i < n->shape.size(); ++i)
+      if (n->shape[i] > UINT32_MAX)
+        return n->name + ": shape[" + std::to_string(i) + "] is " + std::to_string(n->shape[i]) +
+               ", expected at most 4294967295";
+  }
+  npy::DType it = idx.dtype;
+  if (it != npy::DType::Int32 && it != npy::DType::Int64 && it != npy::DType::UInt32 &&
+      it != npy::DType::UInt64)
+    return idx.name + ": dtype is " + npy::DTypeName(it) +
+           ", expected an index type: int32, int64, uint32 or uint64";
+  if (upd && upd->dtype != in.dtype)
+    return upd->name + ": dtype is " + npy::DTypeName(upd->dtype) + ", expected " +
+           npy::DTypeName(in.dtype) + " (the dtype of " + in.name + ")";
+
+  size_t r = in.shape.size(), q = idx.shape.size();
+  const Shape& is = in.shape;
+  const Shape& xs = idx.shape;
+  Shape inView = is;
+  if (a.op == "gather") {
+    // DML_OPERATOR_GATHER with IndexDimensions q: input.shape[:axis] + indices.shape +
+    // input.shape[axis+1:], rank r - 1 + q; the input is padded to D dimensions with leading 1s
+    // (which DirectML drops again), so Axis moves by D - r.
+    if (r < 1) return in.name + ": rank is 0, expected at least 1 for " + a.Label();
+    int64_t axis = a.axis < 0 ? a.axis + int64_t(r) : a.axis;
+    if (axis < 0 || axis >= int64_t(r))
+      return a.axisLabel + " is " + std::to_string(a.axis) + ", expected " +
+             std::to_string(-int64_t(r)) + " to " + std::to_string(r - 1) + " (" + in.name +
+             " has rank " + std::to_string(r) + ")";
+    const size_t A = static_cast<size_t>(axis);
+    m->outputShape = Concat(Concat(Slice(is, 0, A), xs), Slice(is, A + 1, r));
+    if (m->outputShape.size() > 8)
+      return "the output would have rank " + std::to_string(m->outputShape.size()) + " (shape " +
+             npy::ShapeString(m->outputShape) + "), expected at most 8 (DirectML's limit)";
+    m->D = std::max({r, q, m->outputShape.size(), size_t(1)});
+    m->gather.Axis = static_cast<UINT>(A + (m->D - r));
+    m->gather.IndexDimensions = static_cast<UINT>(q);
+    m->desc = {DML_OPERATOR_GATHER, &m->gather};
+  } else if (a.op == "gather-elements" || a.op == "scatter-elements") {
+    if (r < 1) return in.name + ": rank is 0, expected at least 1 for " + a.Label();
+    if (q != r)
+      return idx.name + ": rank is " + std::to_string(q) + " (shape " + idx.ShapeString() +
+             "), expected " + std::to_string(r) + " (the rank of " + in.name + ")";
+    int64_t axis = a.axis < 0 ? a.axis + int64_t(r) : a.axis;
+    if (axis < 0 || axis >= int64_t(r))
+      return a.axisLabel + " is " + std::to_string(a.axis) + ", expected " +
+             std::to_string(-int64_t(r)) + " to " + std::to_string(r - 1) + " (" + in.name +
+             " has rank " + std::to_string(r) + ")";
+    for (size_t d = 0; d < r; ++d) {
+      if (int64_t(d) != axis && xs[d] > is[d])
+        return idx.name + ": shape[" + std::to_string(d) + "] is " + std::to_string(xs[d]) +
+               ", expected at most " + std::to_string(is[d]) + " (shape[" + std::to_string(d) +
+               "] of " + in.name + ")";
+      if (int64_t(d) != axis) inView[d] = xs[d];  // ONNX allows smaller: a strided view
+    }
+    m->D = r;
+    if (upd) {
+      if (upd->shape != xs)
+        return upd->name + ": shape is " + upd->ShapeString() + ", expected " + idx.ShapeString() +
+               " (the shape of " + idx.name + ")";
+      // DirectML's output has the input's sizes: with smaller indices both are the view of the
+      // input that the indices cover, and the output starts as a copy of the whole input (set
+      // below), whose elements outside the view Device::Run keeps.
+      m->outputShape = is;
+      m->outputView = inView;
+      m->scatterElements.Axis = static_cast<UINT>(axis);
+      m->desc = {DML_OPERATOR_SCATTER_ELEMENTS, &m->scatterElements};
+    } else {
+      m->outputShape = xs;
+      m->gatherElements.Axis = static_cast<UINT>(axis);
+      m->desc = {DML_OPERATOR_GATHER_ELEMENTS, &m->gatherElements};
+    }
+  } else {
+    bool scatter = upd != nullptr;
+    int64_t b = scatter ? 0 : a.batchDims;
+    if (r < 1) return in.name + ": rank is 0, expected at least 1 for " + a.Label();
+    if (q < 1)
+      return idx.name +
+             ": rank is 0, expected at least 1 (index tuples lie along the "
+             "last axis)";
+    uint64_t k = xs[q - 1];
+    if (b < 0 || b >= int64_t(std::min(q, r)))
+      return a.batchDimsLabel + " is " + std::to_string(b) + ", expected 0 to " +
+             std::to_string(int64_t(std::min(q, r)) - 1) + " (less than the ranks of " + in.name +
+             " and " + idx.name + ")";
+    size_t B = static_cast<size_t>(b);
+    if (k < 1 || k > r - B)
+      return idx.name + ": shape[-1] (the index tuple size) is " + std::to_string(k) +
+             ", expected 1 to " + std::to_string(r - B) + " (the rank of " + in.name +
+             (B ? " minus " + a.batchDimsLabel + ")" : ")");
+    for (size_t d = 0; d < B; ++d)
+      if (xs[d] != is[d])
+        return idx.name + ": shape[" + std::to_string(d) + "] is " + std::to_string(xs[d]) +
+               ", expected " + std::to_string(is[d]) + " (a batch dimension: shape[" +
+               std::to_string(d) + "] of " + in.name + ")";
+    Shape slices = Concat(Slice(xs, 0, q - 1), Slice(is, B + k, r));
+    m->D = std::max({r, q, slices.size(), size_t(1)});
+    if (scatter) {
+      if (upd->shape != slices)
+        return upd->name + ": shape is " + upd->ShapeString() + ", expected " +
+               npy::ShapeString(slices) + " (indices.shape[:-1] + input.shape[indices.shape[-1]:])";
+      m->outputShape = is;
+      m->scatterNd.InputDimensionCount = static_cast<UINT>(r);
+      m->scatterNd.IndicesDimensionCount = static_cast<UINT>(q);
+      m->desc = {DML_OPERATOR_SCATTER_ND, &m->scatterNd};
+    } else {
+      if (slices.size() > 8)
+        return "the output would have rank " + std::to_string(slices.size()) + " (shape " +
+               npy::ShapeString(slices) + "), expected at most 8 (DirectML's limit)";
+      m->outputShape = slices;
+      m->gatherNd.InputDimensionCount = static_cast<UINT>(r);
+      m->gatherNd.IndicesDimensionCount = static_cast<UINT>(q);
+      m->gatherNd.BatchDimensionCount = static_cast<UINT>(B);
+      m->desc = {DML_OPERATOR_GATHER_ND1, &m->gatherNd};
+    }
+  }
+  if (m->D > 8)
+    return "the operator needs " + std::to_string(m->D) +
+           " dimensions, expected at most 8 (DirectML's limit)";
+
+  // DirectML has no empty tensors: a gather with an empty output needs no device, and neither
+  // does a scatter without updates. Otherwise an empty input means that no index can be valid.
+  if (!ByteSize(m->outputShape, npy::ItemSize(in.dtype), &m->outputBytes))
+    return "the output would have shape " + npy::ShapeString(m->outputShape) + " of " +
+           npy::DTypeName(in.dtype) + ", more than 2^64 bytes";
+  const uint64_t outCount = m->outputBytes / npy::ItemSize(in.dtype);
+  if (upd ? upd->ElementCount() == 0 : outCount == 0) {
+    m->skipDevice = true;
+    return "";
+  }
+  for (const ArrayRef* n : {&in, &idx})
+    if (n->ElementCount() == 0)
+      return n->name + ": has no elements (shape " + n->ShapeString() +
+             "), so no index into it is valid";
+
+  m->inputs.resize(upd ? 3 : 2);
+  std::string error = ToTensor(in, inView, m->D, &m->inputs[0]);
+  if (error.empty()) error = ToTensor(idx, xs, m->D, &m->inputs[1]);
+  if (error.empty() && upd) error = ToTensor(*upd, upd->shape, m->D, &m->inputs[2]);
+  if (!error.empty()) return error;
+  m->output.type = m->inputs[0].type;
+  m->output.sizes.assign(m->D - m->outputShape.size(), 1);
+  if (m->outputView.empty() || m->outputView == m->outputShape) {
+    for (uint64_t d : m->outputShape) m->output.sizes.push_back(static_cast<UINT>(d));
+  } else {
+    // A view of the row-major output: the view's sizes, the whole output's strides. The output
+    // starts as a copy of the input (RunMain writes it).
+    m->output.strides.assign(m->D - m->outputShape.size(),
+                             static_cast<UINT>(std::min<uint64_t>(outCount, UINT32_MAX)));
+    uint64_t stride = outCount;
+    for (size_t d = 0; d < m->outputShape.size(); ++d) {
+      stride /= m->outputShape[d];
+      UINT s32 = 1;
+      if (m->outputView[d] > 1 && !Fits(stride, &s32))
+        return "the output's stride of dimension " + std::to_string(d) + " (shape " +
+               npy::ShapeString(m->outputShape) + ") is " + std::to_string(stride) +
+               " elements, more than DirectML's strides hold (4294967295)";
+      m->output.sizes.push_back(static_cast<UINT>(m->outputView[d]));
+      m->output.strides.push_back(s32);
+    }
+    m->outputStartsAsInput = true;
+  }
+  const DML_TENSOR_DESC* descs[4];
+  for (size_t i = 0; i < m->inputs.size(); ++i) descs[i] = m->inputs[i].Desc();
+  const DML_TENSOR_DESC* out = m->output.Desc();
+  m->gather.InputTensor = m->gatherNd.InputTensor = m->gatherElements.InputTensor =
+      m->scatterNd.InputTensor = m->scatterElements.InputTensor = descs[0];
+  m->gather.IndicesTensor = m->gatherNd.IndicesTensor = m->gatherElements.IndicesTensor =
+      m->scatterNd.IndicesTensor = m->scatterElements.IndicesTensor = descs[1];
+  if (upd) m->scatterNd.UpdatesTensor = m->scatterElements.UpdatesTensor = descs[2];
+  m->gather.OutputTensor = m->gatherNd.OutputTensor = m->gatherElements.OutputTensor =
+      m->scatterNd.OutputTensor = m->scatterElements.OutputTensor = out;
+  if (a.reduction != "none") {  // vkdml's reduce operators, with the same tensors
+    VKDML_REDUCE_FUNCTION f = a.reduction == "add"   ? VKDML_REDUCE_FUNCTION_ADD
+                              : a.reduction == "mul" ? VKDML_REDUCE_FUNCTION_MULTIPLY
+                              : a.reduction == "max" ? VKDML_REDUCE_FUNCTION_MAX
+                                                     : VKDML_REDUCE_FUNCTION_MIN;
+    // bool moves as UINT8: NumPy's bool add is or (max), its mul and (min).
+    if (in.dtype == npy::DType::Bool && f == VKDML_REDUCE_FUNCTION_ADD)
+      f = VKDML_REDUCE_FUNCTION_MAX;
+    if (in.dtype == npy::DType::Bool && f == VKDML_REDUCE_FUNCTION_MULTIPLY)
+      f = VKDML_REDUCE_FUNCTION_MIN;
+    const auto& nd = m->scatterNd;
+    const auto& se = m->scatterElements;
+    m->scatterNdReduce = {nd.InputTensor,
+                          nd.IndicesTensor,
+                          nd.UpdatesTensor,
+                          nd.OutputTensor,
+                          nd.InputDimensionCount,
+                          nd.IndicesDimensionCount,
+                          f};
+    m->scatterElementsReduce = {se.InputTensor,  se.IndicesTensor, se.UpdatesTensor,
+                                se.OutputTensor, se.Axis,          f};
+    m->desc =
+        m->desc.Type == DML_OPERATOR_SCATTER_ND
+            ? DML_OPERATOR_DESC{VKDML_OPERATOR_SCATTER_ND_REDUCE, &m->scatterNdReduce}
+            : DML_OPERATOR_DESC{VKDML_OPERATOR_SCATTER_ELEMENTS_REDUCE, &m->scatterElementsReduce};
+  }
+  return "";
+}
+
+std::string CheckIndicesOnHost(const OnnxOptions& a, const ArrayRef& in, const ArrayRef& idx) {
+  const ArrayRef& c = idx;  // read in place, in C order through its strides
+  const Shape& is = in.shape;
+  const Shape& xs = c.shape;
+  const Shape& strides = c.strides;
+  const bool nd = a.op == "gather-nd" || a.op == "scatter-nd";
+  const size_t B = a.op == "gather-nd" ? static_cast<size_t>(a.batchDims) : 0;
+  const int64_t axis =
+      a.axis < 0 ? a.axis + int64_t(is.size()) : a.axis;  // checked by MapOnnxOperator
+  const uint64_t k = nd ? xs.back() : 1;
+  const bool isSigned = c.dtype == npy::DType::Int32 || c.dtype == npy::DType::Int64;
+  const size_t size = npy::ItemSize(c.dtype);
+  const uint64_t count = c.ElementCount();
+  Shape pos(xs.size(), 0);  // e's coordinates
+  for (uint64_t e = 0; e < count; ++e) {
+    if (e)
+      for (size_t d = xs.size(); d-- > 0;) {
+        if (++pos[d] < xs[d]) break;
+        pos[d] = 0;
+      }
+    uint64_t at = 0;
+    for (size_t d = 0; d < xs.size(); ++d) at += pos[d] * strides[d];
+    const uint64_t n = nd ? is[B + e % k] : is[static_cast<size_t>(axis)];
+    uint64_t u = 0;
+    std::memcpy(&u, c.data + at * size, size);
+    int64_t v = size == 4 ? int64_t(int32_t(uint32_t(u))) : int64_t(u);
+    bool bad = isSigned ? (v < -int64_t(n) || v >= int64_t(n)) : u >= n;
+    if (!bad) continue;
+    std::string coords;
+    for (size_t d = 0; d < xs.size(); ++d) coords += (d ? "," : "") + std::to_string(pos[d]);
+    std::string range = n == 0     ? "(none: that dimension of " + in.name + " is 0)"
+                        : isSigned ? "[-" + std::to_string(n) + ", " + std::to_string(n - 1) + "]"
+                                   : "[0, " + std::to_string(n - 1) + "]";
+    return idx.name + ": indices[" + (xs.empty() ? "()" : coords) + "] is " +
+           (isSigned ? std::to_string(v) : std::to_string(u)) + ", outside the valid range " +
+           range;
+  }
+  return "";
+}
+
+}  // namespace cli

@@ -1,0 +1,107 @@
+// The ONNX operators (Gather, GatherND, GatherElements, ScatterElements, ScatterND, with NumPy
+// shapes, negative indices and ONNX's reductions) on strided host arrays, mapped onto DirectML
+// descriptors: what `vkdml run` (run.cpp) and the Python module (examples/python) share, so the
+// two give the same results and the same messages.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "npy.h"
+#include "vkdml/vkdml.h"
+
+namespace cli {
+
+// A DirectML buffer tensor in host memory, in the form Device::Run takes.
+class HostTensor {
+ public:
+  vkdml::DML_TENSOR_DATA_TYPE type = vkdml::DML_TENSOR_DATA_TYPE_FLOAT32;
+  std::vector<vkdml::UINT> sizes;
+  std::vector<vkdml::UINT> strides;  // elements; empty: packed
+  // The tensor's bytes: `data` where set (memory that outlives the run, such as a mapped .npy
+  // file, readable for TotalTensorSizeInBytes), else `bytes`, padded to that size by RunPrepared.
+  const void* data = nullptr;
+  std::vector<uint8_t> bytes;
+
+  // Fills and returns the tensor's desc (valid while this object lives and is not changed).
+  const vkdml::DML_TENSOR_DESC* Desc();
+  const void* Data() const { return data ? data : bytes.data(); }
+
+ private:
+  vkdml::DML_BUFFER_TENSOR_DESC buffer_{};
+  vkdml::DML_TENSOR_DESC desc_{};
+};
+
+// The data type an array of NumPy dtype t moves as (bool as UINT8).
+vkdml::DML_TENSOR_DATA_TYPE DataType(npy::DType t);
+
+using Shape = std::vector<uint64_t>;
+
+// A strided host array, as the mapping reads it.
+struct ArrayRef {
+  std::string name;  // what messages call it: a path, or an argument's name
+  npy::DType dtype = npy::DType::Float32;
+  Shape shape;                // empty for a 0-d array
+  Shape strides;              // in elements, one per dimension
+  bool fortranOrder = false;  // column-major (said in messages)
+  // The first element; readable for `readable` bytes. Null: descriptors only (device tensors).
+  const uint8_t* data = nullptr;
+  uint64_t readable = 0;
+
+  uint64_t ElementCount() const;
+  bool Packed() const;  // strides are row-major (C order) for shape
+  std::string ShapeString() const { return npy::ShapeString(shape); }
+};
+
+// The array's strides for row-major (C) order.
+Shape RowMajorStrides(const Shape& shape);
+// Copies a's elements into dst in row-major order.
+void CopyToCOrder(const ArrayRef& a, uint8_t* dst);
+
+// The operator and its options, as `vkdml run` takes them.
+struct OnnxOptions {
+  std::string op;  // gather, gather-nd, gather-elements, scatter-elements, scatter-nd
+  int64_t axis = 0, batchDims = 0;
+  std::string reduction = "none";  // none, add, mul, max, min
+  // How messages name things: the operator, and its axis and batch-dims options.
+  std::string opLabel, axisLabel = "--axis", batchDimsLabel = "--batch-dims";
+  const std::string& Label() const { return opLabel.empty() ? op : opLabel; }
+};
+
+// The ONNX operator, mapped onto DirectML: tensors in binding order and the output's ONNX shape.
+struct OnnxMapping {
+  std::vector<HostTensor> inputs;
+  HostTensor output;
+  Shape outputShape;
+  Shape outputView;  // a scatter's OutputTensor sizes, the input's view (empty: outputShape)
+  size_t D = 1;
+  vkdml::DML_GATHER_OPERATOR_DESC gather{};
+  vkdml::DML_GATHER_ND1_OPERATOR_DESC gatherNd{};
+  vkdml::DML_GATHER_ELEMENTS_OPERATOR_DESC gatherElements{};
+  vkdml::DML_SCATTER_ND_OPERATOR_DESC scatterNd{};
+  vkdml::DML_SCATTER_OPERATOR_DESC scatterElements{};
+  vkdml::VKDML_SCATTER_ND_REDUCE_OPERATOR_DESC scatterNdReduce{};
+  vkdml::VKDML_SCATTER_ELEMENTS_REDUCE_OPERATOR_DESC scatterElementsReduce{};
+  vkdml::DML_OPERATOR_DESC desc{};
+  bool skipDevice = false;           // the output is empty or a copy of the input
+  bool outputStartsAsInput = false;  // a view: the output is the input outside it
+  uint64_t outputBytes = 0;          // the output array's
+};
+
+// Checks the arrays against the ONNX operator and fills the mapping (o.op must be one of the
+// five). Returns "" or the error. An input whose bytes are fewer than its tensor's
+// TotalTensorSizeInBytes (which rounds up to 4) is copied into its HostTensor's `bytes`.
+std::string MapOnnxOperator(const OnnxOptions& o, const ArrayRef& in, const ArrayRef& idx,
+                            const ArrayRef* upd, OnnxMapping* m);
+
+// For work that needs no device (an empty output or no updates), with checked indices: the
+// first index in C order outside its range, in the words of the device's check. "" if none.
+std::string CheckIndicesOnHost(const OnnxOptions& o, const ArrayRef& in, const ArrayRef& idx);
+
+// A checked execution's message over D padded dimensions ("...: IndicesTensor[0,0,3,1] is 7,
+// ..."), said of the q-dimensional indices array `name` ("name: indices[3,1] is 7, ...";
+// "indices[()]" for a 0-d array, NumPy's way to index it).
+std::string IndexMessage(const std::string& message, size_t D, size_t q, const std::string& name);
+
+}  // namespace cli
