@@ -1,0 +1,545 @@
+// vkdml._vkdml: the Python module's native part (pybind11). vkdml/__init__.py turns any host
+// array into a NumPy array this part takes (native byte order, non-negative strides that are
+// whole elements) and gives the functions their NumPy/ONNX signatures; here the operator is
+// mapped onto DirectML exactly as `vkdml run` maps it (examples/cli/onnx_map.h), compiled once
+// per device and descriptor, and run with the GIL released.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "cli.h"
+#include "onnx_map.h"
+
+namespace py = pybind11;
+using namespace vkdml;
+
+namespace {
+
+// Python's exceptions for a Result: ValueError for bad input, IndexError for a checked index,
+// MemoryError, and vkdml.UnsupportedError / vkdml.Error (a RuntimeError) for the rest.
+PyObject* gError = nullptr;
+PyObject* gUnsupported = nullptr;
+
+[[noreturn]] void Throw(const Result& r) {
+  switch (r.status) {
+    case Status::InvalidArgument:
+      throw py::value_error(r.message);
+    case Status::IndexOutOfRange:
+      throw py::index_error(r.message);
+    case Status::OutOfMemory:
+      PyErr_SetString(PyExc_MemoryError, r.message.c_str());
+      throw py::error_already_set();
+    case Status::Unsupported:
+      PyErr_SetString(gUnsupported, r.message.c_str());
+      throw py::error_already_set();
+    default:
+      PyErr_SetString(gError, r.message.c_str());
+      throw py::error_already_set();
+  }
+}
+
+void Check(const Result& r) {
+  if (!r) Throw(r);
+}
+
+// NumPy's dtype names for the types vkdml moves.
+const npy::DType kDTypes[] = {npy::DType::Bool,    npy::DType::Int8,    npy::DType::Int16,
+                              npy::DType::Int32,   npy::DType::Int64,   npy::DType::UInt8,
+                              npy::DType::UInt16,  npy::DType::UInt32,  npy::DType::UInt64,
+                              npy::DType::Float16, npy::DType::Float32, npy::DType::Float64};
+
+npy::DType ParseDType(const std::string& name, const std::string& what) {
+  for (npy::DType t : kDTypes)
+    if (name == npy::DTypeName(t)) return t;
+  std::string names;
+  for (npy::DType t : kDTypes) names += std::string(names.empty() ? "" : ", ") + npy::DTypeName(t);
+  throw py::type_error(what + ": dtype is " + name + ", expected one of " + names);
+}
+
+// A Device and what the module keeps with it: compiled operators by descriptor, and the
+// validation layer's messages when asked for.
+struct DeviceState {
+  std::unique_ptr<Device> device;
+  std::mutex mutex;  // guards the two below
+  std::unordered_map<std::string, std::shared_ptr<CompiledOperator>> compiled;
+  std::vector<std::string> messages;
+  PFN_vkCmdCopyBuffer cmdCopyBuffer = nullptr;
+  PFN_vkCmdPipelineBarrier cmdPipelineBarrier = nullptr;
+
+  ~DeviceState() {  // compiled operators go before their device, the mutex after it
+    compiled.clear();
+    device.reset();
+  }
+
+  // The compiled operator for desc and flags, from the cache when `key` has been seen.
+  std::shared_ptr<CompiledOperator> Compile(const std::string& key, const DML_OPERATOR_DESC& desc,
+                                            UINT flags) {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      auto it = compiled.find(key);
+      if (it != compiled.end()) return it->second;
+    }
+    std::unique_ptr<CompiledOperator> op;
+    Result r;
+    {
+      py::gil_scoped_release release;
+      r = cli::Prepare(*device, desc, flags, &op);
+    }
+    Check(r);
+    std::lock_guard<std::mutex> lock(mutex);
+    if (compiled.size() >= 256) compiled.clear();  // a bound on what shapes seen once keep
+    return compiled.emplace(key, std::move(op)).first->second;
+  }
+};
+
+class PyDevice {
+ public:
+  PyDevice(int index, bool validation) : state_(std::make_shared<DeviceState>()) {
+    Result r = cli::CheckDeviceIndex(index);
+    if (!r) {
+      r.message.replace(0, r.message.find(' '), "index");  // "--device is 7, ..." -> "index is"
+      Throw(r);
+    }
+    DeviceDesc desc;
+    desc.physicalDeviceIndex = index;
+    desc.enableValidation = validation;
+    DeviceState* state = state_.get();
+    desc.onValidationMessage = [state](const char* message) {
+      std::lock_guard<std::mutex> lock(state->mutex);
+      state->messages.emplace_back(message);
+    };
+    {
+      py::gil_scoped_release release;
+      r = CreateDevice(desc, &state_->device);
+    }
+    Check(r);
+    Device& d = *state_->device;
+    state_->cmdCopyBuffer =
+        reinterpret_cast<PFN_vkCmdCopyBuffer>(d.GetDeviceProcAddr()(d.Handle(), "vkCmdCopyBuffer"));
+    state_->cmdPipelineBarrier = reinterpret_cast<PFN_vkCmdPipelineBarrier>(
+        d.GetDeviceProcAddr()(d.Handle(), "vkCmdPipelineBarrier"));
+  }
+
+  const std::shared_ptr<DeviceState>& State() const { return state_; }
+  const DeviceInfo& Info() const { return state_->device->Info(); }
+
+  bool Supports(const std::string& dtype) const {
+    DML_FEATURE_QUERY_TENSOR_DATA_TYPE_SUPPORT q = {cli::DataType(ParseDType(dtype, "dtype"))};
+    DML_FEATURE_DATA_TENSOR_DATA_TYPE_SUPPORT d = {};
+    Check(state_->device->CheckFeatureSupport(DML_FEATURE_TENSOR_DATA_TYPE_SUPPORT, sizeof q, &q,
+                                              sizeof d, &d));
+    return d.IsSupported != 0;
+  }
+
+  bool SupportsReduction(const std::string& dtype, const std::string& reduction) const {
+    const npy::DType t = ParseDType(dtype, "dtype");
+    VKDML_REDUCE_FUNCTION f = reduction == "add"   ? VKDML_REDUCE_FUNCTION_ADD
+                              : reduction == "mul" ? VKDML_REDUCE_FUNCTION_MULTIPLY
+                              : reduction == "max" ? VKDML_REDUCE_FUNCTION_MAX
+                              : reduction == "min" ? VKDML_REDUCE_FUNCTION_MIN
+                                                   : VKDML_REDUCE_FUNCTION(~0u);
+    if (f == VKDML_REDUCE_FUNCTION(~0u))
+      throw py::value_error("reduction is '" + reduction + "', expected add, mul, max or min");
+    VKDML_FEATURE_QUERY_REDUCTION_SUPPORT q = {cli::DataType(t), f};
+    VKDML_FEATURE_DATA_REDUCTION_SUPPORT d = {};
+    Check(state_->device->CheckFeatureSupport(VKDML_FEATURE_REDUCTION_SUPPORT, sizeof q, &q,
+                                              sizeof d, &d));
+    return d.IsSupported != 0;
+  }
+
+  std::vector<std::string> TakeMessages() {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    std::vector<std::string> out;
+    out.swap(state_->messages);
+    return out;
+  }
+
+ private:
+  std::shared_ptr<DeviceState> state_;
+};
+
+// An array in a device buffer, row-major. The buffer holds at least 4 bytes and a multiple of
+// 4: DirectML's TotalTensorSizeInBytes of the array.
+class PyTensor {
+ public:
+  PyTensor(py::object device, std::shared_ptr<DeviceState> state, npy::DType dtype,
+           cli::Shape shape)
+      : device_(std::move(device)),
+        state_(std::move(state)),
+        dtype_(dtype),
+        shape_(std::move(shape)) {
+    const UINT64 size = std::max<UINT64>((Bytes() + 3) / 4 * 4, 4);
+    Result r;
+    {
+      py::gil_scoped_release release;
+      r = state_->device->CreateBuffer(size, Buffer::Memory::DeviceLocal, &buffer_);
+    }
+    Check(r);
+  }
+
+  uint64_t Count() const {
+    uint64_t n = 1;
+    for (uint64_t d : shape_) n *= d;
+    return n;
+  }
+  uint64_t Bytes() const { return Count() * npy::ItemSize(dtype_); }
+  npy::DType DType() const { return dtype_; }
+  const cli::Shape& Shape() const { return shape_; }
+  const std::shared_ptr<DeviceState>& State() const { return state_; }
+  const py::object& DeviceObject() const { return device_; }  // the vkdml.Device
+  Buffer& Buf() { return *buffer_; }
+
+  void Write(const void* data) {
+    Result r;
+    {
+      py::gil_scoped_release release;
+      if (Bytes()) r = buffer_->Write(0, data, Bytes());
+    }
+    Check(r);
+  }
+  void Read(void* data) {
+    Result r;
+    {
+      py::gil_scoped_release release;
+      if (Bytes()) r = buffer_->Read(0, data, Bytes());
+    }
+    Check(r);
+  }
+
+  // The array as the mapping sees it: no host data.
+  cli::ArrayRef Ref(const std::string& name) const {
+    return {name, dtype_, shape_, cli::RowMajorStrides(shape_), false, nullptr, 0};
+  }
+
+ private:
+  py::object device_;
+  std::shared_ptr<DeviceState> state_;  // outlives buffer_ (members go in reverse order)
+  npy::DType dtype_;
+  cli::Shape shape_;
+  std::unique_ptr<Buffer> buffer_;
+};
+
+py::tuple ShapeTuple(const cli::Shape& shape) {
+  py::tuple t(shape.size());
+  for (size_t i = 0; i < shape.size(); ++i) t[i] = py::int_(shape[i]);
+  return t;
+}
+
+// A new NumPy array of dtype and shape over the first bytes of `raw` (which may be longer).
+py::array ViewAs(const py::array& raw, npy::DType dtype, const cli::Shape& shape) {
+  std::vector<py::ssize_t> dims(shape.begin(), shape.end());
+  py::dtype dt = py::dtype::from_args(py::str(npy::DTypeName(dtype)));
+  return py::array(dt, dims, {}, raw.data(), raw);
+}
+
+py::array Uninitialised(uint64_t bytes) {
+  return py::array_t<uint8_t>(static_cast<py::ssize_t>(std::max<uint64_t>(bytes, 1)));
+}
+
+// A host NumPy array as the mapping sees it (its strides already whole, non-negative elements).
+cli::ArrayRef HostRef(const py::array& a, const std::string& name) {
+  cli::ArrayRef ref;
+  ref.name = name;
+  ref.dtype = ParseDType(py::str(a.dtype().attr("name")), name);
+  const size_t item = npy::ItemSize(ref.dtype);
+  uint64_t extent = item;  // bytes from the first element to the end of the last
+  for (py::ssize_t d = 0; d < a.ndim(); ++d) {
+    ref.shape.push_back(static_cast<uint64_t>(a.shape(d)));
+    ref.strides.push_back(static_cast<uint64_t>(a.strides(d)) / item);
+    extent += (ref.shape.back() ? ref.shape.back() - 1 : 0) * static_cast<uint64_t>(a.strides(d));
+  }
+  ref.fortranOrder =
+      a.ndim() > 1 && (a.flags() & py::array::f_style) && !(a.flags() & py::array::c_style);
+  ref.data = static_cast<const uint8_t*>(a.data());
+  ref.readable = a.size() ? extent : 0;
+  return ref;
+}
+
+// One of the operator's arguments: a device tensor, or a host array.
+struct Arg {
+  PyTensor* tensor = nullptr;
+  py::array host;
+  cli::ArrayRef ref;
+};
+
+Arg ToArg(const py::object& o, const std::string& name) {
+  Arg a;
+  if (py::isinstance<PyTensor>(o)) {
+    a.tensor = o.cast<PyTensor*>();
+    a.ref = a.tensor->Ref(name);
+  } else {
+    a.host = o.cast<py::array>();
+    a.ref = HostRef(a.host, name);
+  }
+  return a;
+}
+
+// What tells compiled operators apart: everything MapOnnxOperator reads but the data.
+std::string Key(const cli::OnnxOptions& o, UINT flags, const std::vector<const Arg*>& args) {
+  std::string key = o.op + "/" + o.reduction + "/" + std::to_string(o.axis) + "/" +
+                    std::to_string(o.batchDims) + "/" + std::to_string(flags);
+  for (const Arg* a : args) {
+    key += "|" + std::to_string(int(a->ref.dtype));
+    for (size_t d = 0; d < a->ref.shape.size(); ++d)
+      key += ":" + std::to_string(a->ref.shape[d]) + "*" + std::to_string(a->ref.strides[d]);
+  }
+  return key;
+}
+
+// A checked execution's failure, said of the indices argument.
+[[noreturn]] void ThrowIndex(const Result& r, const cli::OnnxMapping& m, const Arg& idx) {
+  if (r.status != Status::IndexOutOfRange) Throw(r);
+  throw py::index_error(cli::IndexMessage(r.message, m.D, idx.ref.shape.size(), idx.ref.name));
+}
+
+// Runs op on x, indices (and updates). Host arrays in: a new NumPy array out. Any device tensor
+// in: the others are uploaded to its device, and the result is a device tensor (`out` if given,
+// which may be x itself: in place).
+py::object RunOp(const std::string& op, const std::string& label, py::object device, py::object x,
+                 py::object indices, py::object updates, int64_t axis, int64_t batchDims,
+                 const std::string& reduction, bool deterministic, bool checkIndices,
+                 py::object out) {
+  cli::OnnxOptions o;
+  o.op = op;
+  o.opLabel = label;
+  o.axis = axis;
+  o.batchDims = batchDims;
+  o.reduction = reduction;
+  o.axisLabel = "axis";
+  o.batchDimsLabel = "batch_dims";
+  Arg in = ToArg(x, "x"), idx = ToArg(indices, "indices"), upd;
+  const bool scatter = !updates.is_none();
+  if (scatter) upd = ToArg(updates, "updates");
+  const npy::DType it = idx.ref.dtype;
+  if (it != npy::DType::Int32 && it != npy::DType::Int64 && it != npy::DType::UInt32 &&
+      it != npy::DType::UInt64)
+    throw py::type_error(std::string("indices: dtype is ") + npy::DTypeName(it) +
+                         ", expected an integer type (int32, int64, uint32 or uint64; other "
+                         "integer types are widened to int32)");
+  if (scatter && upd.ref.dtype != in.ref.dtype)
+    throw py::type_error(std::string("updates: dtype is ") + npy::DTypeName(upd.ref.dtype) +
+                         ", expected " + npy::DTypeName(in.ref.dtype) + " (the dtype of x)");
+
+  // The device: a tensor argument's, else the one given.
+  std::vector<Arg*> args = {&in, &idx};
+  if (scatter) args.push_back(&upd);
+  std::shared_ptr<DeviceState> state;
+  for (Arg* a : args) {
+    if (!a->tensor) continue;
+    if (state && a->tensor->State() != state)
+      throw py::value_error(a->ref.name +
+                            " is a tensor on another device than the first tensor "
+                            "argument; move it with Device.tensor(t.numpy())");
+    state = a->tensor->State();
+    device = a->tensor->DeviceObject();
+  }
+  const bool onDevice = state != nullptr;
+  if (!state) state = device.cast<PyDevice&>().State();
+  PyTensor* outTensor = nullptr;
+  if (!out.is_none()) {
+    if (!onDevice || !py::isinstance<PyTensor>(out))
+      throw py::type_error("out: expected a vkdml.Tensor on the device of the tensor arguments");
+    outTensor = out.cast<PyTensor*>();
+    if (outTensor->State() != state)
+      throw py::value_error("out: a tensor on another device than the tensor arguments");
+  }
+  // Host arrays beside a tensor go to its device first.
+  std::vector<std::unique_ptr<PyTensor>> uploads;
+  if (onDevice)
+    for (Arg* a : args) {
+      if (a->tensor) continue;
+      py::array c = py::array::ensure(a->host, py::array::c_style);
+      uploads.push_back(std::make_unique<PyTensor>(device, state, a->ref.dtype, a->ref.shape));
+      uploads.back()->Write(c.data());
+      a->tensor = uploads.back().get();
+      a->ref = a->tensor->Ref(a->ref.name);
+    }
+
+  cli::OnnxMapping m;
+  const std::string error =
+      cli::MapOnnxOperator(o, in.ref, idx.ref, scatter ? &upd.ref : nullptr, &m);
+  if (!error.empty()) throw py::value_error(error);
+  const UINT flags = (checkIndices ? VKDML_EXECUTION_FLAG_CHECK_INDICES : 0) |
+                     (deterministic ? VKDML_EXECUTION_FLAG_DETERMINISTIC : 0);
+  if (outTensor && (outTensor->DType() != in.ref.dtype || outTensor->Shape() != m.outputShape))
+    throw py::value_error("out: shape " + npy::ShapeString(outTensor->Shape()) + " " +
+                          npy::DTypeName(outTensor->DType()) + ", expected " +
+                          npy::ShapeString(m.outputShape) + " " + npy::DTypeName(in.ref.dtype));
+
+  std::shared_ptr<CompiledOperator> compiled;
+  if (!m.skipDevice) compiled = state->Compile(Key(o, flags, {&in, &idx, &upd}), m.desc, flags);
+  Result r;
+
+  if (!onDevice) {  // host arrays: Device::Run straight from and into NumPy's memory
+    const uint64_t total =
+        std::max<uint64_t>(compiled ? compiled->Op().OutputSize(0) : 0, m.outputBytes);
+    py::array raw = Uninitialised(total);
+    uint8_t* dst = static_cast<uint8_t*>(raw.mutable_data());
+    if (m.skipDevice) {
+      if (checkIndices) {
+        const std::string bad = cli::CheckIndicesOnHost(o, in.ref, idx.ref);
+        if (!bad.empty()) throw py::index_error(bad);
+      }
+      if (m.outputBytes) cli::CopyToCOrder(in.ref, dst);  // a scatter without updates
+      return ViewAs(raw, in.ref.dtype, m.outputShape);
+    }
+    if (m.outputStartsAsInput) cli::CopyToCOrder(in.ref, dst);
+    std::vector<cli::HostTensor*> inputs;
+    for (cli::HostTensor& t : m.inputs) inputs.push_back(&t);
+    {
+      py::gil_scoped_release release;
+      r = cli::RunPrepared(*state->device, *compiled, inputs, dst);
+    }
+    if (!r) ThrowIndex(r, m, idx);
+    return ViewAs(raw, in.ref.dtype, m.outputShape);
+  }
+
+  // Device tensors: one submission, the output never leaves the device.
+  std::unique_ptr<PyTensor> made;
+  PyTensor* result = outTensor;
+  if (!result) {
+    made = std::make_unique<PyTensor>(device, state, in.ref.dtype, m.outputShape);
+    result = made.get();
+  }
+  const bool inPlace = result == in.tensor;
+  if (m.skipDevice && checkIndices) {
+    std::vector<uint8_t> host(idx.tensor->Bytes() + 8);
+    idx.tensor->Read(host.data());
+    cli::ArrayRef ref = idx.ref;
+    ref.data = host.data();
+    ref.readable = host.size();
+    const std::string bad = cli::CheckIndicesOnHost(o, in.ref, ref);
+    if (!bad.empty()) throw py::index_error(bad);
+  }
+  const bool copyInput = !inPlace && (m.skipDevice ? m.outputBytes != 0 : m.outputStartsAsInput);
+  std::unique_ptr<BindingTable> table;
+  if (!m.skipDevice) {
+    Check(state->device->CreateBindingTable(*compiled, &table));
+    std::vector<DML_BUFFER_BINDING> bindings;
+    for (size_t i = 0; i < m.inputs.size(); ++i)
+      bindings.push_back(args[i]->tensor->Buf().Binding(0, compiled->Op().InputSize(UINT(i))));
+    Check(table->BindInputs(UINT(bindings.size()), bindings.data()));
+    DML_BUFFER_BINDING output = result->Buf().Binding(0, compiled->Op().OutputSize(0));
+    Check(table->BindOutputs(1, &output));
+  }
+  if (copyInput || table) {
+    DeviceState* s = state.get();
+    VkBuffer src = in.tensor->Buf().Handle(), dst = result->Buf().Handle();
+    const VkDeviceSize bytes = in.tensor->Bytes();
+    Device& dev = *state->device;
+    BindingTable* t = table.get();
+    Result recorded;
+    {
+      py::gil_scoped_release release;
+      r = dev.Submit([&](VkCommandBuffer cmd) {
+        if (copyInput) {
+          const VkBufferCopy region = {0, 0, bytes};
+          s->cmdCopyBuffer(cmd, src, dst, 1, &region);
+          VkMemoryBarrier barrier = {VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+          barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+          barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+          s->cmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                                VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &barrier, 0, nullptr, 0,
+                                nullptr);
+        }
+        if (t) recorded = dev.RecordDispatch(cmd, *t);
+      });
+    }
+    Check(r);
+    Check(recorded);
+    if (t) {
+      r = t->IndexStatus();
+      if (!r) ThrowIndex(r, m, idx);
+    }
+  }
+  if (made) return py::cast(std::move(made));
+  return out;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_vkdml, mod) {
+  mod.doc() = "vkdml's native part; use the vkdml package";
+  static py::exception<std::runtime_error> error(mod, "Error", PyExc_RuntimeError);
+  static py::exception<std::runtime_error> unsupported(mod, "UnsupportedError", error.ptr());
+  gError = error.ptr();
+  gUnsupported = unsupported.ptr();
+
+  py::class_<PyDevice>(mod, "Device")
+      .def(py::init<int, bool>(), py::arg("index"), py::arg("validation"))
+      .def_property_readonly("name", [](const PyDevice& d) { return d.Info().name; })
+      .def_property_readonly("driver",
+                             [](const PyDevice& d) {
+                               const DeviceInfo& i = d.Info();
+                               return i.driverName + (i.driverInfo.empty() ? "" : " ") +
+                                      i.driverInfo;
+                             })
+      .def_property_readonly("limits",
+                             [](const PyDevice& d) {
+                               const DeviceInfo& i = d.Info();
+                               py::dict l;
+                               l["api_version"] =
+                                   py::make_tuple(VK_API_VERSION_MAJOR(i.apiVersion),
+                                                  VK_API_VERSION_MINOR(i.apiVersion),
+                                                  VK_API_VERSION_PATCH(i.apiVersion));
+                               l["max_storage_buffer_range"] = i.maxStorageBufferRange;
+                               return l;
+                             })
+      .def_property_readonly("features",
+                             [](const PyDevice& d) {
+                               const DeviceFeatures& f = d.Info().enabled;
+                               py::dict out;
+                               out["storageBuffer8BitAccess"] = f.storageBuffer8BitAccess;
+                               out["storageBuffer16BitAccess"] = f.storageBuffer16BitAccess;
+                               out["timelineSemaphore"] = f.timelineSemaphore;
+                               out["shaderFloat64"] = f.shaderFloat64;
+                               out["shaderInt64"] = f.shaderInt64;
+                               out["shaderBufferInt64Atomics"] = f.shaderBufferInt64Atomics;
+                               out["shaderBufferFloat32AtomicAdd"] = f.shaderBufferFloat32AtomicAdd;
+                               out["shaderDenormPreserveFloat32"] = f.shaderDenormPreserveFloat32;
+                               out["shaderDenormPreserveFloat64"] = f.shaderDenormPreserveFloat64;
+                               return out;
+                             })
+      .def("supports", &PyDevice::Supports, py::arg("dtype"))
+      .def("supports_reduction", &PyDevice::SupportsReduction, py::arg("dtype"),
+           py::arg("reduction"))
+      .def("take_validation_messages", &PyDevice::TakeMessages)
+      .def("tensor",
+           [](py::object self, const py::array& a) {
+             cli::ArrayRef ref = HostRef(a, "array");
+             py::array c = py::array::ensure(a, py::array::c_style);
+             auto t = std::make_unique<PyTensor>(self, self.cast<PyDevice&>().State(), ref.dtype,
+                                                 ref.shape);
+             t->Write(c.data());
+             return t;
+           })
+      .def("empty",
+           [](py::object self, const std::string& dtype, const std::vector<uint64_t>& shape) {
+             return std::make_unique<PyTensor>(self, self.cast<PyDevice&>().State(),
+                                               ParseDType(dtype, "dtype"), shape);
+           });
+
+  py::class_<PyTensor>(mod, "Tensor")
+      .def_property_readonly("shape", [](const PyTensor& t) { return ShapeTuple(t.Shape()); })
+      .def_property_readonly("dtype_name",
+                             [](const PyTensor& t) { return npy::DTypeName(t.DType()); })
+      .def_property_readonly("nbytes", &PyTensor::Bytes)
+      .def_property_readonly("device", &PyTensor::DeviceObject)
+      .def("numpy", [](PyTensor& t) {
+        py::array raw = Uninitialised(t.Bytes());
+        t.Read(raw.mutable_data());
+        return ViewAs(raw, t.DType(), t.Shape());
+      });
+
+  mod.def("run", &RunOp, py::arg("op"), py::arg("label"), py::arg("device"), py::arg("x"),
+          py::arg("indices"), py::arg("updates"), py::arg("axis"), py::arg("batch_dims"),
+          py::arg("reduction"), py::arg("deterministic"), py::arg("check_indices"), py::arg("out"));
+}

@@ -1,0 +1,211 @@
+"""vkdml: DirectML's gather and scatter operators on any Vulkan device, from NumPy.
+
+The functions take NumPy/ONNX semantics, as `vkdml run` does: negative indices count from the
+end, out-of-range indices are clamped (or raise IndexError with check_indices=True), shapes are
+NumPy's. Inputs are host arrays (NumPy arrays, anything with the buffer protocol, objects with
+__dlpack__ such as PyTorch CPU tensors) and give a new NumPy array; or device tensors
+(Device.tensor), which give a device tensor and never leave the device.
+
+    import numpy as np, vkdml
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    vkdml.gather(x, np.array([2, 0]), axis=0)          # x[[2, 0]]
+    d = vkdml.Device()
+    t = vkdml.scatter_nd(d.tensor(x), np.array([[1]]), np.ones((1, 4), np.float32))
+    t.numpy()                                            # row 1 is ones
+"""
+
+import threading
+
+import numpy as np
+
+from ._vkdml import Error, Tensor, UnsupportedError
+from ._vkdml import Device as _NativeDevice
+from ._vkdml import run as _run
+
+__all__ = ["Device", "Tensor", "Error", "UnsupportedError", "gather", "gather_elements",
+           "gather_nd", "scatter_elements", "scatter_nd", "default_device"]
+
+_REDUCTIONS = ("none", "add", "mul", "max", "min")
+
+
+class Device(_NativeDevice):
+    """A Vulkan device. index: as `vkdml devices` lists them (None: the first discrete GPU,
+    else the first device). validation: enable the Vulkan validation layer, whose messages
+    take_validation_messages() returns.
+
+    name, driver, limits (a dict), features (the optional Vulkan features vkdml enabled),
+    supports(dtype) and supports_reduction(dtype, reduction) (Device::CheckFeatureSupport),
+    tensor(array) (an array copied to the device), empty(dtype, shape)."""
+
+    def __init__(self, index=None, validation=False):
+        if index is not None and (isinstance(index, bool) or not isinstance(index, int)):
+            raise TypeError(f"index is {index!r}, expected an int or None")
+        _NativeDevice.__init__(self, -1 if index is None else index, bool(validation))
+
+    def tensor(self, array):
+        """The array (any host array) in a new device buffer."""
+        return _NativeDevice.tensor(self, _host(array, "array"))
+
+    def empty(self, shape, dtype=np.float32):
+        """An uninitialised device tensor."""
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        return _NativeDevice.empty(self, _dtype_name(dtype), [int(d) for d in shape])
+
+    def supports(self, dtype):
+        return _NativeDevice.supports(self, _dtype_name(dtype))
+
+    def supports_reduction(self, dtype, reduction):
+        return _NativeDevice.supports_reduction(self, _dtype_name(dtype), reduction)
+
+    def __repr__(self):
+        return f"vkdml.Device({self.name!r})"
+
+
+def _tensor_repr(t):
+    return f"vkdml.Tensor(shape={t.shape}, dtype={t.dtype_name}, device={t.device.name!r})"
+
+
+Tensor.dtype = property(lambda t: np.dtype(t.dtype_name))
+Tensor.ndim = property(lambda t: len(t.shape))
+Tensor.__repr__ = _tensor_repr
+
+_default = None
+_default_lock = threading.Lock()
+
+
+def default_device():
+    """The Device the functions use for host arrays when device=None (made on first use)."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = Device()
+        return _default
+
+
+def _dtype_name(dtype):
+    try:
+        return np.dtype(dtype).name
+    except TypeError as e:
+        raise TypeError(f"dtype is {dtype!r}: {e}") from None
+
+
+def _host(obj, name):
+    """obj as a NumPy array vkdml reads in place: native byte order, strides that are
+    non-negative whole elements (a copy otherwise; a view needs none)."""
+    if isinstance(obj, np.ndarray):
+        a = obj
+    elif hasattr(obj, "__dlpack__"):
+        try:
+            a = np.from_dlpack(obj)  # no copy (PyTorch CPU tensors)
+        except (TypeError, RuntimeError, BufferError, ValueError):
+            a = np.asarray(obj)  # a device PyTorch has, or a dtype DLPack's NumPy lacks
+    else:
+        a = np.asarray(obj)
+    if a.dtype.hasobject or a.dtype.fields is not None:
+        raise TypeError(f"{name}: dtype is {a.dtype}, expected a numeric or bool dtype")
+    if not a.dtype.isnative:
+        a = a.astype(a.dtype.newbyteorder("="))
+    if any(s < 0 or s % a.itemsize for s in a.strides):
+        a = np.ascontiguousarray(a)
+    return a
+
+
+def _arg(obj, name):
+    return obj if isinstance(obj, Tensor) else _host(obj, name)
+
+
+def _indices(obj):
+    a = _arg(obj, "indices")
+    if isinstance(a, np.ndarray):
+        if a.dtype.kind == "b" or a.dtype.kind not in "iu":
+            raise TypeError(f"indices: dtype is {a.dtype}, expected an integer type")
+        if a.itemsize < 4:  # int8/16 and uint8/16: the library's index types are 32/64-bit
+            a = a.astype(np.int32)
+    return a
+
+
+def _one(a):
+    return a.reshape(1) if isinstance(a, np.ndarray) and a.ndim == 0 else a
+
+
+def _device(device):
+    if device is None:
+        return default_device()
+    if not isinstance(device, _NativeDevice):
+        raise TypeError(f"device is {device!r}, expected a vkdml.Device or None")
+    return device
+
+
+def _int(value, name):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} is {value!r}, expected an int")
+    return int(value)
+
+
+def _call(op, label, x, indices, updates=None, axis=0, batch_dims=0, reduction="none",
+          deterministic=False, check_indices=False, device=None, out=None, promote=False):
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"reduction is {reduction!r}, expected one of {', '.join(_REDUCTIONS)}")
+    x, idx = _arg(x, "x"), _indices(indices)
+    upd = None if updates is None else _arg(updates, "updates")
+    host_out = out if isinstance(out, np.ndarray) else None
+    if host_out is not None and not isinstance(x, Tensor):
+        out = None
+    # PyTorch's 0-d tensors in gather/scatter: one-element tensors; the result takes the shape
+    # of indices (gather_elements) or of x (scatter_elements).
+    shape = None
+    if promote:
+        if op != "gather":
+            shape = x.shape if upd is not None else idx.shape
+            idx, upd = _one(idx), _one(upd)
+        x = _one(x)
+    result = _run(op, label, _device(device), x, idx, upd, _int(axis, "axis"),
+                  _int(batch_dims, "batch_dims"), reduction, bool(deterministic),
+                  bool(check_indices), out)
+    if shape is not None and isinstance(result, np.ndarray) and result.shape != shape:
+        result = result.reshape(shape)
+    if host_out is not None and isinstance(result, np.ndarray):
+        if host_out.shape != result.shape:
+            raise ValueError(f"out: shape is {host_out.shape}, expected {result.shape}")
+        np.copyto(host_out, result, casting="no")
+        return host_out
+    return result
+
+
+def gather(x, indices, axis=0, *, check_indices=False, device=None):
+    """ONNX Gather (np.take along axis): x.shape[:axis] + indices.shape + x.shape[axis+1:]."""
+    return _call("gather", "gather", x, indices, axis=axis, check_indices=check_indices,
+                 device=device, promote=True)
+
+
+def gather_elements(x, indices, axis=0, *, check_indices=False, device=None):
+    """ONNX GatherElements (np.take_along_axis, torch.gather): the shape of indices."""
+    return _call("gather-elements", "gather_elements", x, indices, axis=axis,
+                 check_indices=check_indices, device=device, promote=True)
+
+
+def gather_nd(x, indices, batch_dims=0, *, check_indices=False, device=None):
+    """ONNX GatherND: index tuples along indices' last axis;
+    indices.shape[:-1] + x.shape[batch_dims + indices.shape[-1]:]."""
+    return _call("gather-nd", "gather_nd", x, indices, batch_dims=batch_dims,
+                 check_indices=check_indices, device=device)
+
+
+def scatter_elements(x, indices, updates, axis=0, reduction="none", deterministic=False, *,
+                     check_indices=False, device=None, out=None):
+    """ONNX ScatterElements (torch.scatter / scatter_reduce): x with updates written at
+    indices along axis, or combined with reduction add, mul, max or min. deterministic: the
+    updates applied in indices' row-major order, the same bits every run. out: where the
+    result goes (a device tensor, x itself for in place; or a NumPy array)."""
+    return _call("scatter-elements", "scatter_elements", x, indices, updates, axis=axis,
+                 reduction=reduction, deterministic=deterministic, check_indices=check_indices,
+                 device=device, out=out, promote=True)
+
+
+def scatter_nd(x, indices, updates, reduction="none", deterministic=False, *,
+               check_indices=False, device=None, out=None):
+    """ONNX ScatterND: x with updates written at the index tuples along indices' last axis
+    (or combined with reduction), as scatter_elements."""
+    return _call("scatter-nd", "scatter_nd", x, indices, updates, reduction=reduction,
+                 deterministic=deterministic, check_indices=check_indices, device=device,
+                 out=out)
