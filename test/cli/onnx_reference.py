@@ -1,0 +1,144 @@
+"""NumPy references for the ONNX operators with vkdml's index semantics (clamped, then
+negative indices wrapped), and the values the tests feed them: shared by the CLI's tests
+(cli_test.py) and the Python module's (test/python)."""
+import numpy as np
+
+def same(a, b):
+    """Exactly equal: dtype, shape and bytes (NaN payloads included)."""
+    return (a is not None and a.dtype == b.dtype and a.shape == b.shape and
+            np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes())
+
+
+def fix(idx, n):
+    """The library's index semantics: clamp into [-n, n-1] (signed) or [0, n-1], then wrap."""
+    i = np.asarray(idx).astype(np.float64)
+    lo = -n if np.issubdtype(np.asarray(idx).dtype, np.signedinteger) else 0
+    i = np.clip(i, lo, n - 1).astype(np.int64)
+    return np.where(i < 0, i + n, i)
+
+
+def ref_gather_nd(data, indices, b=0):
+    k = indices.shape[-1]
+    batch = indices.shape[:b]
+    out = np.empty(indices.shape[:-1] + data.shape[b + k:], data.dtype)
+    for pos in np.ndindex(*indices.shape[:-1]):
+        tup = tuple(int(fix(v, data.shape[b + j])) for j, v in enumerate(indices[pos]))
+        out[pos] = data[pos[:b] + tup]
+    del batch
+    return out
+
+
+def ref_gather(data, indices, axis):
+    """ONNX Gather with the library's clamping: data.shape[:axis] + indices.shape +
+    data.shape[axis+1:]."""
+    return np.take(data, fix(indices, data.shape[axis]), axis=axis)
+
+
+def ref_gather_elements(data, indices, axis):
+    out = np.empty(indices.shape, data.dtype)
+    for pos in np.ndindex(*indices.shape):
+        src = list(pos)
+        src[axis] = int(fix(indices[pos], data.shape[axis]))
+        out[pos] = data[tuple(src)]
+    return out
+
+
+def ref_scatter_nd(data, indices, updates):
+    out = np.array(data, order="C")
+    for pos in np.ndindex(*indices.shape[:-1]):
+        tup = tuple(int(fix(v, data.shape[j])) for j, v in enumerate(indices[pos]))
+        out[tup] = updates[pos]
+    return out
+
+
+def ref_scatter_elements(data, indices, updates, axis):
+    """Exact when no two updates hit one element (otherwise the last one wins here)."""
+    out = np.array(data, order="C")
+    for pos in np.ndindex(*indices.shape):
+        dst = list(pos)
+        dst[axis] = int(fix(indices[pos], data.shape[axis]))
+        out[tuple(dst)] = updates[pos]
+    return out
+
+
+def scatter_elements_writers(data, indices, updates, axis):
+    """For every output element, the values it may hold: the input's, or those of the updates
+    that hit it (DirectML leaves open which of several writers wins)."""
+    allowed = {pos: [data[pos]] for pos in np.ndindex(*data.shape)}
+    hit = set()
+    for pos in np.ndindex(*indices.shape):
+        dst = list(pos)
+        dst[axis] = int(fix(indices[pos], data.shape[axis]))
+        dst = tuple(dst)
+        if dst not in hit:
+            hit.add(dst)
+            allowed[dst] = []
+        allowed[dst].append(updates[pos])
+    return allowed
+
+
+def unique_indices(rng, shape, axis, n, dtype, negative=False):
+    """Indices of `shape` into a dimension of size n >= shape[axis] along axis, no two equal on
+    one line along axis (so every output element has at most one writer)."""
+    shape = list(shape)
+    lines = np.moveaxis(np.zeros(shape, np.int64), axis, -1)
+    for pos in np.ndindex(*lines.shape[:-1]):
+        lines[pos] = rng.permutation(n)[:shape[axis]]
+    idx = np.moveaxis(lines, -1, axis)
+    if negative:  # the same targets, half of them counted from the end
+        idx = np.where(rng.integers(0, 2, idx.shape) == 1, idx - n, idx)
+    return np.ascontiguousarray(idx).astype(dtype)
+
+
+def sample(dtype, shape, seed=1):
+    rng = np.random.default_rng(seed)
+    n = int(np.prod(shape))
+    if dtype == np.bool_:
+        return rng.integers(0, 2, n).astype(np.bool_).reshape(shape)
+    if np.issubdtype(dtype, np.floating):
+        a = rng.standard_normal(n).astype(dtype)
+        special = np.array([np.nan, -np.inf, np.inf, -0.0], dtype)
+        a[:min(4, n)] = special[:min(4, n)]
+        return a.reshape(shape)
+    info = np.iinfo(dtype)
+    a = rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
+    a[:2] = [info.min, info.max][:min(2, n)]
+    return a.reshape(shape)
+
+
+UFUNC = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
+
+
+def ref_scatter_reduce(data, indices, updates, red, axis=None):
+    """ONNX's ScatterND (axis None) or ScatterElements with a reduction: NumPy's ufunc.at, which
+    applies the updates one at a time in C order (clamped indices, as the library's)."""
+    out = np.array(data, order="C")
+    targets, values = [], []
+    for pos in np.ndindex(*(indices.shape if axis is not None else indices.shape[:-1])):
+        if axis is None:
+            dst = tuple(int(fix(v, data.shape[j])) for j, v in enumerate(indices[pos]))
+        else:
+            dst = list(pos)
+            dst[axis] = int(fix(indices[pos], data.shape[axis]))
+            dst = tuple(dst)
+        targets.append(dst)
+        values.append(updates[pos])
+    for dst, v in zip(targets, values):
+        UFUNC[red].at(out, dst, v)
+    return out
+
+
+def reduce_values(dtype, shape, red, order_free, seed):
+    """Values for a reduction test: any in deterministic mode (finite for add and mul, whose NaN
+    payloads depend on the CPU); in the default mode ones whose result cannot depend on the
+    order: small integers for float add and mul, no -0 or NaN for max and min."""
+    rng = np.random.default_rng(seed)
+    if np.issubdtype(dtype, np.floating):
+        if red in ("add", "mul") and order_free:
+            choices = [-1, 1] if dtype == np.float16 or red == "mul" else [-2, -1, 1, 2, 3]
+            return rng.choice(np.array(choices, dtype), shape)
+        a = sample(dtype, shape, seed)
+        if red in ("add", "mul") or order_free:
+            a = np.where(np.isfinite(a) & (a != 0), a, np.array(1.5, dtype))
+        return a
+    return sample(dtype, shape, seed)
