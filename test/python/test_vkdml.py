@@ -1,0 +1,470 @@
+"""vkdml's Python module against NumPy references (test/cli/onnx_reference.py, the library's
+index semantics: clamped, negative counted from the end): every function, every dtype, random
+shapes, array layouts, device tensors, errors, and PyTorch's CPU ops where python3-torch is
+installed."""
+import array
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import vkdml
+from onnx_reference import (ref_gather, ref_gather_elements, ref_gather_nd,
+                            ref_scatter_elements, ref_scatter_nd, ref_scatter_reduce,
+                            reduce_values, same, sample, unique_indices)
+
+DATA_TYPES = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
+              np.uint64, np.float16, np.float32, np.float64]
+INDEX_TYPES = [np.int32, np.int64, np.uint32, np.uint64, np.int8, np.int16, np.uint8,
+               np.uint16]
+REDUCTIONS = ["add", "mul", "max", "min"]
+
+
+def name(t):
+    return np.dtype(t).name
+
+
+def random_shape(rng, rank, low=1, high=5):
+    return tuple(int(d) for d in rng.integers(low, high + 1, rank))
+
+
+def random_indices(rng, shape, n, dtype, spill=0):
+    """Indices into a dimension of n: in [-n, n) for signed types, [0, n) for unsigned, and
+    `spill` more on each side (clamped by the library)."""
+    signed = np.issubdtype(dtype, np.signedinteger)
+    lo = -n - spill if signed else 0
+    hi = min(n + spill, np.iinfo(dtype).max + 1)
+    return rng.integers(max(lo, np.iinfo(dtype).min), hi, shape).astype(dtype)
+
+
+# --- every function, every dtype, random shapes -------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", DATA_TYPES, ids=name)
+def test_gather(device, dtype):
+    rng = np.random.default_rng(1)
+    for case in range(6):
+        x = sample(dtype, random_shape(rng, int(rng.integers(1, 5))), seed=case)
+        axis = int(rng.integers(-x.ndim, x.ndim))
+        itype = INDEX_TYPES[case % len(INDEX_TYPES)]
+        idx = random_indices(rng, random_shape(rng, int(rng.integers(0, 3))), x.shape[axis],
+                             itype, spill=2)
+        got = vkdml.gather(x, idx, axis=axis)
+        assert same(got, ref_gather(x, idx, axis)), (x.shape, idx, axis)
+
+
+@pytest.mark.parametrize("dtype", DATA_TYPES, ids=name)
+def test_gather_elements(device, dtype):
+    rng = np.random.default_rng(2)
+    for case in range(6):
+        x = sample(dtype, random_shape(rng, int(rng.integers(1, 5))), seed=case)
+        axis = int(rng.integers(-x.ndim, x.ndim))
+        # ONNX allows indices smaller than x off the axis, and any length along it.
+        shape = tuple(int(rng.integers(1, d + 1)) for d in x.shape)
+        shape = shape[:axis % x.ndim] + (int(rng.integers(1, 6)),) + shape[axis % x.ndim + 1:]
+        idx = random_indices(rng, shape, x.shape[axis], INDEX_TYPES[case % 4], spill=1)
+        got = vkdml.gather_elements(x, idx, axis=axis)
+        assert same(got, ref_gather_elements(x, idx, axis % x.ndim)), (x.shape, idx, axis)
+
+
+@pytest.mark.parametrize("dtype", DATA_TYPES, ids=name)
+def test_gather_nd(device, dtype):
+    rng = np.random.default_rng(3)
+    for case in range(6):
+        x = sample(dtype, random_shape(rng, int(rng.integers(1, 5))), seed=case)
+        b = int(rng.integers(0, x.ndim))  # batch dims
+        k = int(rng.integers(1, x.ndim - b + 1))
+        lead = x.shape[:b] + random_shape(rng, int(rng.integers(0, 2)))
+        itype = INDEX_TYPES[case % 4]
+        idx = np.stack([random_indices(rng, lead, x.shape[b + j], itype, spill=1)
+                        for j in range(k)], axis=-1)
+        got = vkdml.gather_nd(x, idx, batch_dims=b)
+        assert same(got, ref_gather_nd(x, idx, b)), (x.shape, idx, b)
+
+
+@pytest.mark.parametrize("dtype", DATA_TYPES, ids=name)
+def test_scatter_elements(device, dtype):
+    rng = np.random.default_rng(4)
+    for case in range(6):
+        x = sample(dtype, random_shape(rng, int(rng.integers(1, 5))), seed=case)
+        axis = int(rng.integers(-x.ndim, x.ndim))
+        a = axis % x.ndim
+        shape = tuple(int(rng.integers(1, d + 1)) for d in x.shape)
+        idx = unique_indices(rng, shape, a, x.shape[a], INDEX_TYPES[case % 4],
+                             negative=case % 2 == 0 and case % 4 in (0, 1))
+        upd = sample(dtype, shape, seed=case + 100)
+        got = vkdml.scatter_elements(x, idx, upd, axis=axis)
+        assert same(got, ref_scatter_elements(x, idx, upd, a)), (x.shape, idx, axis)
+
+
+@pytest.mark.parametrize("dtype", DATA_TYPES, ids=name)
+def test_scatter_nd(device, dtype):
+    rng = np.random.default_rng(5)
+    for case in range(6):
+        x = sample(dtype, random_shape(rng, int(rng.integers(1, 5))), seed=case)
+        k = int(rng.integers(1, x.ndim + 1))
+        # Distinct tuples, so that every target has one writer.
+        count = int(rng.integers(1, int(np.prod(x.shape[:k])) + 1))
+        flat = rng.permutation(int(np.prod(x.shape[:k])))[:count]
+        idx = np.stack(np.unravel_index(flat, x.shape[:k]), axis=-1).astype(INDEX_TYPES[case % 4])
+        upd = sample(dtype, (count,) + x.shape[k:], seed=case + 200)
+        got = vkdml.scatter_nd(x, idx, upd)
+        assert same(got, ref_scatter_nd(x, idx, upd)), (x.shape, idx)
+
+
+@pytest.mark.parametrize("deterministic", [False, True], ids=["default", "deterministic"])
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("dtype", DATA_TYPES, ids=name)
+def test_scatter_reductions(device, dtype, reduction, deterministic):
+    """Duplicate targets, against NumPy's ufunc.at (the updates one at a time in C order): bit
+    for bit in deterministic mode; in the default mode with values whose result cannot depend
+    on the order."""
+    if not device.supports_reduction(dtype, reduction):
+        pytest.skip(f"{device.name} runs no {reduction} on {name(dtype)}")
+    rng = np.random.default_rng(6)
+    x = reduce_values(dtype, (5, 4), reduction, not deterministic, seed=1)
+    idx = rng.integers(-5, 5, (7, 4))
+    upd = reduce_values(dtype, (7, 4), reduction, not deterministic, seed=2)
+    got = vkdml.scatter_elements(x, idx, upd, axis=0, reduction=reduction,
+                                 deterministic=deterministic)
+    assert same(got, ref_scatter_reduce(x, idx, upd, reduction, axis=0))
+    nd_idx = rng.integers(0, 5, (6, 1))
+    nd_upd = reduce_values(dtype, (6, 4), reduction, not deterministic, seed=3)
+    got = vkdml.scatter_nd(x, nd_idx, nd_upd, reduction=reduction, deterministic=deterministic)
+    assert same(got, ref_scatter_reduce(x, nd_idx, nd_upd, reduction))
+
+
+def test_deterministic_bit_for_bit(device):
+    """Float sums in deterministic mode: the sequential sum, the same bits every run, from host
+    arrays and from device tensors."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((16, 33)).astype(np.float32)
+    idx = rng.integers(0, 16, (2000, 33))
+    upd = (rng.standard_normal((2000, 33)) * 1e4).astype(np.float32)
+    want = ref_scatter_reduce(x, idx, upd, "add", axis=0)
+    for _ in range(3):
+        assert same(vkdml.scatter_elements(x, idx, upd, reduction="add", deterministic=True),
+                    want)
+    t = vkdml.scatter_elements(device.tensor(x), device.tensor(idx), device.tensor(upd),
+                               reduction="add", deterministic=True)
+    assert same(t.numpy(), want)
+
+
+# --- layouts: NumPy's result whatever the array's memory looks like -----------------------
+
+
+def layouts(a):
+    """a, and arrays equal to it in other layouts."""
+    yield "C", a
+    yield "Fortran", np.asfortranarray(a)
+    ro = a.copy()
+    ro.setflags(write=False)
+    yield "read-only", ro
+    if a.dtype.itemsize > 1:
+        yield "big-endian", a.astype(a.dtype.newbyteorder(">"))
+    yield "reversed", np.ascontiguousarray(a[::-1])[::-1]
+    wide = np.zeros((a.shape[0] * 3,) + a.shape[1:], a.dtype)
+    wide[::3] = a
+    yield "stepped", wide[::3]
+    if a.ndim > 1:
+        yield "transposed view", np.ascontiguousarray(a.T).T
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.float16, np.int32, np.float64], ids=name)
+def test_layouts(device, dtype):
+    x = sample(dtype, (4, 6), seed=3)
+    idx = np.array([[3, -1, 0, 2, 1, 0], [0, 1, 2, 3, -4, 1]], np.int64)
+    upd = sample(dtype, (2, 6), seed=4)
+    want = {
+        "gather": ref_gather(x, idx, 1),
+        "gather_elements": ref_gather_elements(x, idx, 0),
+        "gather_nd": ref_gather_nd(x, idx[:, :1]),
+        "scatter_elements": ref_scatter_elements(x, np.array([[0, 1, 2, 3, 0, 1],
+                                                              [1, 0, 3, 2, 2, 3]]), upd, 0),
+    }
+    for xl, xa in layouts(x):
+        for il, ia in layouts(idx):
+            assert same(vkdml.gather(xa, ia, axis=1), want["gather"]), (xl, il)
+            assert same(vkdml.gather_elements(xa, ia), want["gather_elements"]), (xl, il)
+            assert same(vkdml.gather_nd(xa, ia[:, :1]), want["gather_nd"]), (xl, il)
+        for ul, ua in layouts(upd):
+            got = vkdml.scatter_elements(xa, np.array([[0, 1, 2, 3, 0, 1], [1, 0, 3, 2, 2, 3]]),
+                                         ua)
+            assert same(got, want["scatter_elements"]), (xl, ul)
+
+
+def test_odd_byte_counts(device):
+    """3 bytes of uint8 and 3 float16s: DirectML's sizes round up to 4 bytes; nothing past the
+    arrays is read (the module copies such inputs), and the results are the arrays' size."""
+    for dtype in (np.uint8, np.int8, np.bool_, np.float16, np.int16):
+        x = sample(dtype, (3,), seed=5)
+        got = vkdml.gather(x, np.array([2, 1, 0]))
+        assert same(got, x[::-1].copy())
+        got = vkdml.scatter_elements(x, np.array([1]), x[:1].copy())
+        want = x.copy()
+        want[1] = x[0]
+        assert same(got, want)
+        assert same(device.tensor(x).numpy(), x)
+
+
+def test_empty_and_0d(device):
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    empty = np.zeros((0,), np.int64)
+    assert same(vkdml.gather(x, empty, axis=1), np.take(x, empty, axis=1))
+    assert same(vkdml.gather(x, np.zeros((2, 0), np.int64)), np.take(x, np.zeros((2, 0), int), 0))
+    assert same(vkdml.gather_elements(x, np.zeros((0, 3), np.int64)), np.zeros((0, 3), np.float32))
+    assert same(vkdml.gather_nd(x, np.zeros((0, 1), np.int64)), np.zeros((0, 3), np.float32))
+    assert same(vkdml.scatter_nd(x, np.zeros((0, 1), np.int64), np.zeros((0, 3), np.float32)), x)
+    assert same(vkdml.scatter_elements(x, np.zeros((0, 3), np.int64),
+                                       np.zeros((0, 3), np.float32)), x)
+    # A gather with an empty result checks its indices only when asked, as the device does.
+    assert same(vkdml.gather(np.zeros((0, 2)), np.array([5]), axis=1), np.zeros((0, 1)))
+    with pytest.raises(IndexError, match=r"indices\[0\] is 5, outside the valid range \[-2, 1\]"):
+        vkdml.gather(np.zeros((0, 2)), np.array([5]), axis=1, check_indices=True)
+    # 0-d arrays act as one-element arrays (PyTorch's 0-d tensors in gather and scatter).
+    five = np.array(5.0, np.float32)
+    assert same(vkdml.gather_elements(five, np.array(0)), five)
+    assert same(vkdml.gather_elements(five, np.array([0, -1])), np.array([5.0, 5.0], np.float32))
+    assert same(vkdml.scatter_elements(five, np.array(0), np.array(7.0, np.float32)),
+                np.array(7.0, np.float32))
+    assert same(vkdml.gather(five, np.array([0, 0])), np.array([5.0, 5.0], np.float32))
+    assert same(vkdml.gather(x, np.array(1), axis=1), x[:, 1].copy())
+
+
+def test_host_objects(device):
+    """The buffer protocol and lists: anything np.asarray takes."""
+    data = bytearray(range(10))
+    assert same(vkdml.gather(data, [9, 0, -1]), np.array([9, 0, 9], np.uint8))
+    assert same(vkdml.gather(memoryview(data)[2:], [0]), np.array([2], np.uint8))
+    floats = array.array("f", [1.5, 2.5, 3.5])
+    assert same(vkdml.gather(floats, array.array("i", [2, 0])), np.array([3.5, 1.5], np.float32))
+    assert same(vkdml.gather([[1, 2], [3, 4]], [1], axis=1), np.array([[2], [4]]))
+
+
+# --- device tensors -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", DATA_TYPES, ids=name)
+def test_tensor_round_trip(device, dtype):
+    for shape in [(), (1,), (3,), (5, 7), (2, 3, 4)]:
+        a = sample(dtype, shape, seed=9)
+        t = device.tensor(a)
+        assert t.shape == shape and t.dtype == np.dtype(dtype) and t.device is device
+        assert same(t.numpy(), a)
+    assert device.empty((2, 3), dtype).numpy().shape == (2, 3)
+
+
+def test_tensor_chain(device):
+    """A chain of operators on device tensors: no host round trip between them, and the same
+    result as the host route."""
+    rng = np.random.default_rng(10)
+    x = rng.standard_normal((8, 5)).astype(np.float32)
+    idx = rng.integers(-8, 8, (12,))
+    rows = np.array([[3, 1, 0, 2, 4]] * 2)
+    upd = rng.standard_normal((2, 5)).astype(np.float32)
+    host = vkdml.scatter_elements(vkdml.gather(x, idx), rows, upd)
+    t = vkdml.gather(device.tensor(x), device.tensor(idx))
+    assert isinstance(t, vkdml.Tensor) and t.shape == (12, 5)
+    t = vkdml.scatter_elements(t, rows, upd)  # host arrays beside a tensor go to its device
+    assert isinstance(t, vkdml.Tensor)
+    assert same(t.numpy(), host)
+    assert same(host, ref_scatter_elements(ref_gather(x, idx, 0), rows, upd, 0))
+    # Every function on tensors.
+    tx = device.tensor(x)
+    assert same(vkdml.gather_elements(tx, rows).numpy(), ref_gather_elements(x, rows, 0))
+    assert same(vkdml.gather_nd(tx, device.tensor(idx[:, None])).numpy(),
+                ref_gather_nd(x, idx[:, None]))
+    assert same(vkdml.scatter_nd(tx, np.array([[7], [0]]), upd).numpy(),
+                ref_scatter_nd(x, np.array([[7], [0]]), upd))
+
+
+def test_tensor_out_and_in_place(device):
+    x = np.arange(20, dtype=np.int32).reshape(4, 5)
+    idx = np.array([[2], [0]])
+    upd = np.full((2, 5), -1, np.int32)
+    want = ref_scatter_nd(x, idx, upd)
+    t = device.tensor(x)
+    assert vkdml.scatter_nd(t, idx, upd, out=t) is t  # in place
+    assert same(t.numpy(), want)
+    assert vkdml.scatter_nd(t, idx, upd, reduction="add", out=t) is t
+    assert same(t.numpy(), ref_scatter_reduce(want, idx, upd, "add"))
+    other = device.empty((4, 5), np.int32)
+    src = device.tensor(x)
+    assert vkdml.scatter_nd(src, idx, upd, out=other) is other
+    assert same(other.numpy(), want) and same(src.numpy(), x)
+    # Indices smaller than x off the axis: the output starts as a copy of x.
+    small = np.array([[1, 0]])
+    got = vkdml.scatter_elements(device.tensor(x), small, np.array([[7, 8]], np.int32))
+    assert same(got.numpy(), ref_scatter_elements(x, small, np.array([[7, 8]], np.int32), 0))
+    t = device.tensor(x)
+    vkdml.scatter_elements(t, small, np.array([[7, 8]], np.int32), out=t)
+    assert same(t.numpy(), got.numpy())
+    # Host arrays: out= receives the result.
+    host_out = np.empty((4, 5), np.int32)
+    assert vkdml.scatter_nd(x, idx, upd, out=host_out) is host_out
+    assert same(host_out, want)
+    with pytest.raises(ValueError, match=r"out: shape \(4, 5\) int32, expected \(4, 5\) float32"):
+        vkdml.scatter_nd(device.tensor(x.astype(np.float32)), idx, upd.astype(np.float32),
+                         out=other)
+    with pytest.raises(TypeError, match="out: expected a vkdml.Tensor"):
+        vkdml.scatter_nd(device.tensor(x), idx, upd, out=host_out)
+
+
+def test_tensor_errors(device):
+    x = np.arange(6, dtype=np.float32)
+    with pytest.raises(IndexError, match=r"indices: indices\[1\] is 6, outside the valid range"):
+        vkdml.gather(device.tensor(x), np.array([0, 6]), check_indices=True)
+    # No update to apply (none needs the device), yet the indices are checked when asked.
+    empty = device.tensor(np.zeros((3, 0), np.float32))
+    with pytest.raises(IndexError, match=r"indices\[0,0\] is 9, outside the valid range \[-3, 2\]"):
+        vkdml.scatter_nd(empty, np.array([[9]]), np.zeros((1, 0), np.float32), check_indices=True)
+    assert vkdml.scatter_nd(empty, np.array([[9]]), np.zeros((1, 0), np.float32)).shape == (3, 0)
+    other = vkdml.Device()
+    with pytest.raises(ValueError, match="indices is a tensor on another device"):
+        vkdml.gather(device.tensor(x), other.tensor(np.array([0])))
+
+
+# --- errors: Python's exceptions with the library's message; nothing crashes ---------------
+
+
+def test_errors(device):
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    i = np.array([[0, 1, 2]])
+    cases = [
+        (TypeError, "x: dtype is object, expected a numeric or bool dtype",
+         lambda: vkdml.gather(np.array([1, "a"], object), [0])),
+        (TypeError, "x: dtype is object", lambda: vkdml.gather(None, [0])),
+        (TypeError, "x: dtype is complex64, expected one of bool, int8",
+         lambda: vkdml.gather(np.zeros(2, np.complex64), [0])),
+        (TypeError, "indices: dtype is float64, expected an integer type",
+         lambda: vkdml.gather(x, np.array([1.0]))),
+        (TypeError, "indices: dtype is bool, expected an integer type",
+         lambda: vkdml.gather(x, np.array([True]))),
+        (TypeError, "updates: dtype is float64, expected float32 \\(the dtype of x\\)",
+         lambda: vkdml.scatter_elements(x, i, np.zeros((1, 3)))),
+        (ValueError, "axis is 2, expected -2 to 1 \\(x has rank 2\\)",
+         lambda: vkdml.gather(x, [0], axis=2)),
+        (ValueError, "axis is -3, expected -2 to 1",
+         lambda: vkdml.gather_elements(x, i, axis=-3)),
+        (TypeError, "axis is 1.0, expected an int", lambda: vkdml.gather(x, [0], axis=1.0)),
+        (ValueError, "batch_dims is 2, expected 0 to 1",
+         lambda: vkdml.gather_nd(x, np.zeros((2, 1), np.int64), batch_dims=2)),
+        (ValueError, "indices: rank is 1 \\(shape \\(3,\\)\\), expected 2 \\(the rank of x\\)",
+         lambda: vkdml.gather_elements(x, np.array([0, 1, 2]))),
+        (ValueError, "updates: shape is \\(1, 2\\), expected \\(1, 3\\) \\(the shape of indices\\)",
+         lambda: vkdml.scatter_elements(x, i, np.zeros((1, 2), np.float32))),
+        (ValueError, "updates: shape is \\(2,\\), expected \\(3,\\)",
+         lambda: vkdml.scatter_nd(x, np.array([1]), np.zeros(2, np.float32))),
+        (ValueError, "indices: shape\\[-1\\] \\(the index tuple size\\) is 3, expected 1 to 2",
+         lambda: vkdml.gather_nd(x, np.zeros((1, 3), np.int64))),
+        (ValueError, "x: rank is 0, expected at least 1 for gather_nd",
+         lambda: vkdml.gather_nd(np.array(1.0), np.zeros((1, 1), np.int64))),
+        (ValueError, "reduction is 'sum', expected one of none, add, mul, max, min",
+         lambda: vkdml.scatter_nd(x, np.array([[0]]), x[:1], reduction="sum")),
+        (IndexError, "indices: indices\\[0,2\\] is 3, outside the valid range \\[-3, 2\\]",
+         lambda: vkdml.gather_elements(x, np.array([[0, 1, 3]]), axis=1, check_indices=True)),
+        (IndexError, "indices: indices\\[1,0\\] is 4294967295, outside the valid range \\[0, 1\\]",
+         lambda: vkdml.scatter_nd(x, np.array([[1], [2**32 - 1]], np.uint32), np.zeros((2, 3),
+                                  np.float32), check_indices=True)),
+        (TypeError, "device is 'gpu', expected a vkdml.Device or None",
+         lambda: vkdml.gather(x, [0], device="gpu")),
+        (ValueError, "index is 1000, expected 0 to", lambda: vkdml.Device(1000)),
+        (TypeError, "index is '0', expected an int or None", lambda: vkdml.Device("0")),
+        (ValueError, "out: shape is \\(3,\\), expected \\(2, 3\\)",
+         lambda: vkdml.scatter_nd(x, np.array([[0]]), x[:1], out=np.zeros(3, np.float32))),
+    ]
+    for exception, message, call in cases:
+        with pytest.raises(exception, match=message):
+            call()
+
+
+def test_device_queries(device):
+    assert device.name and device.driver
+    assert device.limits["max_storage_buffer_range"] >= 2**27
+    assert device.limits["api_version"] >= (1, 1, 0)
+    assert set(device.features) >= {"storageBuffer8BitAccess", "shaderFloat64"}
+    for dtype in DATA_TYPES:
+        assert device.supports(dtype)  # every type on every device
+    assert device.supports_reduction(np.int32, "add")
+    with pytest.raises(TypeError, match="dtype is complex128, expected one of"):
+        device.supports(np.complex128)
+    with pytest.raises(ValueError, match="reduction is 'none', expected add, mul, max or min"):
+        device.supports_reduction(np.float32, "none")
+    assert vkdml.default_device() is device
+    assert repr(device.tensor(np.zeros(2))).startswith("vkdml.Tensor(shape=(2,), dtype=float64")
+
+
+def test_threads_overlap(device):
+    """A call releases the GIL while the device works: another Python thread runs meanwhile."""
+    x = np.random.default_rng(11).standard_normal((1 << 22,)).astype(np.float32)
+    idx = np.random.default_rng(12).integers(0, 1 << 22, (1 << 22,))
+    vkdml.gather(x, idx)  # compiled and staged once
+    state = {"running": False, "done": False}
+
+    def work():
+        state["running"] = True
+        for _ in range(3):
+            vkdml.gather(x, idx)
+        state["done"] = True
+
+    worker = threading.Thread(target=work)
+    ticks = 0
+    worker.start()
+    while not state["running"]:
+        time.sleep(0)
+    while not state["done"]:
+        ticks += 1
+        time.sleep(0.0005)
+    worker.join()
+    # Holding the GIL, the calls would let this loop run a few times in all (Python switches
+    # threads every 5 ms); released, it runs all along.
+    assert ticks >= 50, ticks
+
+
+# --- PyTorch's CPU ops, where python3-torch is installed ------------------------------------
+
+
+@pytest.mark.filterwarnings(r"ignore:scatter_reduce\(\) is in beta")
+def test_torch(device):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(13)
+    x = rng.standard_normal((6, 5)).astype(np.float32)
+    tx = torch.from_numpy(x)
+    idx = rng.integers(0, 6, (4, 5))
+    tidx = torch.from_numpy(idx)
+    # Host arrays straight from tensors (DLPack), views included, without a copy.
+    assert np.shares_memory(vkdml._host(tx.t(), "x"), x)
+    assert same(vkdml.gather_elements(tx, tidx), torch.gather(tx, 0, tidx).numpy())
+    assert same(vkdml.gather_elements(tx.t(), tidx.t()[:, :4], axis=1),
+                torch.gather(tx.t(), 1, tidx.t()[:, :4]).numpy())
+    assert same(vkdml.gather(tx, torch.tensor([4, 0, 3]), axis=1),
+                torch.index_select(tx, 1, torch.tensor([4, 0, 3])).numpy())
+    # 0-d tensors.
+    five = torch.tensor(5.0)
+    assert same(vkdml.gather_elements(five, torch.tensor(0)),
+                torch.gather(five, 0, torch.tensor(0)).numpy())
+    assert same(vkdml.scatter_elements(five, torch.tensor(0), torch.tensor(7.0)),
+                torch.scatter(five, 0, torch.tensor(0), torch.tensor(7.0)).numpy())
+    # torch.scatter with distinct targets, and scatter_reduce with include_self (ONNX's).
+    perm = torch.from_numpy(np.stack([rng.permutation(6)[:4] for _ in range(5)], axis=1))
+    src = torch.from_numpy(rng.standard_normal((4, 5)).astype(np.float32))
+    assert same(vkdml.scatter_elements(tx, perm, src), torch.scatter(tx, 0, perm, src).numpy())
+    names = {"add": "sum", "mul": "prod", "max": "amax", "min": "amin"}
+    for dtype, tdtype in [(np.float32, torch.float32), (np.int64, torch.int64),
+                          (np.float64, torch.float64), (np.int32, torch.int32)]:
+        for red in REDUCTIONS:
+            if not device.supports_reduction(dtype, red):
+                continue
+            base = reduce_values(dtype, (6, 5), red, True, seed=14)
+            upd = reduce_values(dtype, (4, 5), red, True, seed=15)
+            want = torch.scatter_reduce(torch.from_numpy(base), 0, tidx, torch.from_numpy(upd),
+                                        reduce=names[red], include_self=True)
+            assert want.dtype == tdtype
+            assert same(vkdml.scatter_elements(base, idx, upd, reduction=red), want.numpy()), red
+    # Out-of-range indices: PyTorch refuses them; vkdml clamps them, or refuses when asked.
+    with pytest.raises(RuntimeError):
+        torch.gather(tx, 0, torch.tensor([[6]]))
+    with pytest.raises(IndexError):
+        vkdml.gather_elements(tx, torch.tensor([[6]]), check_indices=True)
+    assert same(vkdml.gather_elements(tx, torch.tensor([[6]])), x[5:6, :1].copy())
