@@ -53,6 +53,19 @@ cmake --build "$work/build-static" -j2 --target vkdml vkdml_embed >/dev/null
 # (lib/'s install rules alone: the tool, which the folder would install too, is not built)
 cmake --install "$work/build-static/lib" --prefix "$work/stage-static" >/dev/null
 for kind in shared static; do mv "$work/stage-$kind" "$work/$kind"; done
+# Installs are stripped (VKDML_INSTALL_STRIP): no symbol table in the library, the tool or the
+# Python module.
+for f in $(find "$work/shared" -name 'libvkdml.so*' -type f) "$work/shared/bin/vkdml" \
+  $(find "$work/shared" -name '_vkdml*.so'); do
+  if readelf -S "$f" | grep -q '\.symtab'; then fail "$f is not stripped"; fi
+done
+# The installed Python module, where the build has one: Debian's python3 imports it from the
+# package's dist-packages (moved with the prefix: it finds libvkdml through its RPATH).
+pydir=$(find "$work/shared" -name _vkdml*.so -exec dirname {} \; | head -n 1)
+if [ -n "$pydir" ]; then
+  run "the Python module, installed" env PYTHONPATH="$(dirname "$pydir")" /usr/bin/python3 -c \
+    "import numpy as np, vkdml; r = vkdml.gather(np.arange(4.0), [3, -4]); assert r.tolist() == [3.0, 0.0], r; print('gather', r)"
+fi
 archive=$(find "$work/static" -name libvkdml.a)
 test -n "$archive" || fail "no libvkdml.a in the static package"
 if [ -n "$(find "$work/static" -name 'libvkdml.so*')" ]; then fail "a static package with a .so"; fi
@@ -95,6 +108,9 @@ cmake -S test/consumer -B "$work/subdir" -DVKDML_SOURCE_DIR="$src" >/dev/null
 if cmake --build "$work/subdir" --target help | grep -Eq 'vkdml_tests|vkdml_cli'; then
   fail "add_subdirectory builds vkdml's tests or tools"
 fi
+# A parent that sets no build type gets vkdml's directories optimised (Release), its own as it was.
+grep -q -- '-O3 -DNDEBUG' "$work/subdir/vkdml/lib/CMakeFiles/vkdml.dir/flags.make" ||
+  fail "add_subdirectory without a build type: vkdml is not built as Release"
 cmake --build "$work/subdir" -j2 >/dev/null
 run "add_subdirectory" "$work/subdir/consumer"
 echo "consumers: every route works ($(($(date +%s) - start)) s)"

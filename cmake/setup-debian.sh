@@ -15,6 +15,9 @@ test="$test spirv-cross"
 test="$test clang libclang-rt-dev"
 # brotli: SwiftShader's prebuilt driver comes brotli-compressed (.ci/swiftshader.sh).
 test="$test brotli"
+# The Python module (-DVKDML_BUILD_PYTHON=ON) and its tests: pybind11 and Python's headers, pytest,
+# and PyTorch, whose CPU ops the tests compare with.
+test="$test pybind11-dev python3-dev python3-pytest python3-torch"
 case "${1:-test}" in
   demo) packages="$demo" ;;
   test) packages="$demo $test" ;;
@@ -24,11 +27,31 @@ case "${1:-test}" in
     ;;
 esac
 missing=""
+count=0
 for p in $packages; do
+  count=$((count + 1))
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
 done
-if [ -n "$missing" ]; then
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends $missing >/dev/null
+if [ -z "$missing" ]; then
+  echo "vkdml setup (${1:-test}): all $count packages already installed"
+  exit 0
 fi
-echo "vkdml setup (${1:-test}): all packages present"
+echo "vkdml setup (${1:-test}): installing$missing (with what they need), from Debian's archive"
+echo "vkdml setup: apt-get update"
+apt-get update -qq
+# apt-get's "Setting up" lines, one a package, as they come; its full output if it fails.
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+echo "vkdml setup: apt-get install (downloading, then setting up each package)"
+status=0
+apt-get install -y --no-install-recommends $missing >"$log" 2>&1 &
+pid=$!
+tail -n +1 -f --pid=$pid "$log" | grep --line-buffered '^Setting up ' |
+  sed -u 's/^Setting up \([^ ]*\).*/vkdml setup:   set up \1/'
+wait $pid || status=$?
+if [ "$status" != 0 ]; then
+  cat "$log" >&2
+  echo "vkdml setup: apt-get install failed (exit $status)" >&2
+  exit "$status"
+fi
+echo "vkdml setup (${1:-test}): installed$missing"
