@@ -10,6 +10,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <new>
 
 namespace npy {
@@ -574,6 +575,40 @@ int CreateTracked(std::vector<char>* pattern) {
   return fd;
 }
 
+// Gives the unnamed (O_TMPFILE) file fd a temporary name in dir (ending in '/' or empty),
+// recorded like CreateTracked's. Through /proc/self/fd, which needs no privilege; false (errno
+// set) if that fails for another reason than a name in use.
+bool LinkTracked(int fd, const std::string& dir, std::string* name) {
+  sigset_t block, old;
+  sigemptyset(&block);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&block, sig);
+  const std::string self = "/proc/self/fd/" + std::to_string(fd);
+  for (unsigned attempt = 0; attempt < 100; ++attempt) {
+    char suffix[32];
+    std::snprintf(
+        suffix, sizeof suffix, ".vkdml-%06x",
+        unsigned(getpid() * 7919u + attempt * 104729u + unsigned(time(nullptr))) & 0xffffffu);
+    *name = dir + suffix;
+    if (name->size() >= sizeof(gTemp)) {
+      errno = ENAMETOOLONG;
+      return false;
+    }
+    sigprocmask(SIG_BLOCK, &block, &old);
+    const bool linked =
+        linkat(AT_FDCWD, self.c_str(), AT_FDCWD, name->c_str(), AT_SYMLINK_FOLLOW) == 0;
+    const int saved = errno;
+    if (linked) {
+      std::memcpy(gTemp, name->c_str(), name->size() + 1);
+      gHaveTemp = 1;
+    }
+    sigprocmask(SIG_SETMASK, &old, nullptr);
+    if (linked) return true;
+    errno = saved;
+    if (errno != EEXIST) return false;
+  }
+  return false;
+}
+
 bool WriteAll(int fd, const uint8_t* bytes, uint64_t size) {
   uint64_t done = 0;
   while (done < size) {
@@ -624,15 +659,24 @@ bool PendingFile::Open(std::string* error) {
 
   size_t slash = path_.rfind('/');
   std::string dir = slash == std::string::npos ? "." : path_.substr(0, slash + 1);
-  std::string name = (slash == std::string::npos ? "" : dir) + ".vkdml-XXXXXX";
-  std::vector<char> buf(name.begin(), name.end());
-  buf.push_back('\0');
-  fd_ = CreateTracked(&buf);
-  if (fd_ < 0) {
-    *error = path_ + ": cannot create a temporary file in " + dir + ": " + std::strerror(errno);
-    return false;
+  dir_ = slash == std::string::npos ? "" : dir;
+  // An unnamed file where the file system has them (else EOPNOTSUPP, EISDIR or EINVAL): then a
+  // named one, removed on failure and on the signals that end the program.
+  // Commit names it through /proc/self/fd.
+  if (access("/proc/self/fd", X_OK) == 0)
+    fd_ = open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  unnamed_ = fd_ >= 0;
+  if (!unnamed_) {
+    std::string name = dir_ + ".vkdml-XXXXXX";
+    std::vector<char> buf(name.begin(), name.end());
+    buf.push_back('\0');
+    fd_ = CreateTracked(&buf);
+    if (fd_ < 0) {
+      *error = path_ + ": cannot create a temporary file in " + dir + ": " + std::strerror(errno);
+      return false;
+    }
+    temp_ = buf.data();
   }
-  temp_ = buf.data();
   if (exists) {  // keep the replaced file's permissions and, where allowed, its owner
     fchmod(fd_, st.st_mode & 07777);
     if (fchown(fd_, st.st_uid, st.st_gid) != 0) {
@@ -661,7 +705,7 @@ uint8_t* PendingFile::Map(uint64_t size, std::string* error) {
   // Reserve the blocks first: a write through the mapping to a full disk would be a SIGBUS.
   if (ftruncate(fd_, 0) != 0 || (errno = posix_fallocate(fd_, 0, off_t(size))) != 0) {
     *error = path_ + ": cannot reserve " + std::to_string(size) + " bytes for it in " +
-             temp_.substr(0, temp_.rfind('/') + 1) + ": " + std::strerror(errno);
+             (dir_.empty() ? "./" : dir_) + ": " + std::strerror(errno);
     return nullptr;
   }
   void* p = mmap(nullptr, static_cast<size_t>(size), PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
@@ -704,6 +748,14 @@ bool PendingFile::Commit(uint64_t size, std::string* error) {
   if (ok && ftruncate(fd_, off_t(size)) != 0) {
     ok = false;
     saved = errno;
+  }
+  if (ok && unnamed_ && !LinkTracked(fd_, dir_, &temp_)) {
+    *error = path_ + ": cannot give its temporary file a name in " + (dir_.empty() ? "./" : dir_) +
+             ": " + std::strerror(errno);
+    temp_.clear();
+    close(fd_);
+    fd_ = -1;
+    return false;
   }
   int rc = close(fd_);
   fd_ = -1;

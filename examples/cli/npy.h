@@ -109,7 +109,9 @@ bool Write(const std::string& path, const Array& a, std::string* error);
 // The output file of a command, checked before the work and written after it. A new file or a
 // plain file of one name is written as a temporary file in the same directory that Commit
 // renames over path (keeping the old file's permissions): on failure or a signal, path is
-// untouched and no temporary is left. A symbolic link (followed), a device, a FIFO or a file
+// untouched and no temporary is left. Where the file system has O_TMPFILE the temporary file
+// has no name until Commit links it in, so not even a process killed outright (SIGKILL, or a
+// crash inside a driver) leaves one behind. A symbolic link (followed), a device, a FIFO or a file
 // with other hard links is written in place by Commit instead, so that it stays what it is.
 class PendingFile {
  public:
@@ -129,7 +131,9 @@ class PendingFile {
  private:
   void Unmap();
 
-  std::string path_, temp_;
+  std::string path_, temp_;  // temp_: the temporary file's name (none yet if unnamed_)
+  std::string dir_;          // where it is made: path's directory, with its '/'
+  bool unnamed_ = false;     // an O_TMPFILE file, linked to a name by Commit
   int fd_ = -1;
   bool inPlace_ = false;
   uint8_t* map_ = nullptr;

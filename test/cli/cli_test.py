@@ -800,30 +800,57 @@ def group_output():
                  2, "cannot read: Is a directory")
     expect_error("a directory as the output", run_to(TMP), 2, ": is a directory")
 
-    # SIGINT while the temporary file exists: it is removed, the output never appears.
+    # A signal while the output's temporary file is open (seen through /proc/PID/fd: unnamed,
+    # O_TMPFILE's "#inode (deleted)", where the file system has it): SIGINT removes a named one;
+    # an unnamed one is gone even after SIGKILL, which no handler sees (as a crash inside a
+    # driver). The output never appears, nothing is left behind.
     big = save("o_big.npy", np.ones((512, 512), np.float32))
     bidx = save("o_bidx.npy", np.zeros((512, 512), np.int64))
     out = path("o_sig.npy")
-    seen, before = False, set(os.listdir(TMP))
-    for _ in range(3):
-        proc = subprocess.Popen([VKDML, "run", "gather-elements", "--input", big, "--indices",
-                                 bidx, "--output", out], stderr=subprocess.DEVNULL)
-        deadline = time.time() + 60
-        while proc.poll() is None and time.time() < deadline and not seen:
-            seen = bool(set(temps(before)) - {os.path.basename(out)})
-            if not seen:
-                time.sleep(0.001)
-        if seen:
-            proc.send_signal(signal.SIGINT)
-        proc.wait()
-        if seen:
-            check(proc.returncode == -signal.SIGINT,
-                  f"interrupted run: exit {proc.returncode}, expected {-signal.SIGINT}")
-            break
-        if os.path.exists(out):
-            os.remove(out)
-    check(seen, "the temporary file of a running command was never seen")
-    check(temps(before) == [], f"an interrupted run leaves {temps(before)}")
+
+    def temp_fd(pid):
+        """The target of pid's descriptor of a temporary file in TMP, or None."""
+        try:
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+                if target.startswith(TMP + "/") and ("/.vkdml-" in target or
+                                                      target.endswith("(deleted)")):
+                    return target
+        except OSError:
+            pass
+        return None
+
+    for sig in (signal.SIGINT, signal.SIGKILL):
+        before, target = set(os.listdir(TMP)), None
+        for _ in range(3):
+            proc = subprocess.Popen([VKDML, "run", "gather-elements", "--input", big,
+                                     "--indices", bidx, "--output", out],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            deadline = time.time() + 60
+            while proc.poll() is None and time.time() < deadline and not target:
+                target = temp_fd(proc.pid)
+                if not target:
+                    time.sleep(0.001)
+            if target:
+                proc.send_signal(sig)
+            proc.wait()
+            if target:
+                check(proc.returncode == -sig,
+                      f"run ended by {sig.name}: exit {proc.returncode}, expected {-sig}")
+                break
+            if os.path.exists(out):
+                os.remove(out)
+        check(target, f"{sig.name}: the temporary file of a running command was never seen")
+        if sig == signal.SIGKILL and target and "/.vkdml-" in target:
+            try:  # a file system without O_TMPFILE: a named file, which SIGKILL leaves
+                os.close(os.open(TMP, os.O_TMPFILE | os.O_RDWR))
+                check(False, f"{TMP} has O_TMPFILE, yet the temporary file is named: {target}")
+            except OSError:
+                print(f"cli.output: {TMP} has no O_TMPFILE: SIGKILL leaves the temporary file")
+            for name in temps(before):
+                os.remove(path(name))
+            continue
+        check(temps(before) == [], f"a run ended by {sig.name} leaves {temps(before)}")
 
 
 def group_bench():
