@@ -3,6 +3,9 @@ index semantics: clamped, negative counted from the end): every function, every 
 shapes, array layouts, device tensors, errors, and PyTorch's CPU ops where python3-torch is
 installed."""
 import array
+import contextlib
+import io
+import os
 import threading
 import time
 
@@ -468,3 +471,18 @@ def test_torch(device):
     with pytest.raises(IndexError):
         vkdml.gather_elements(tx, torch.tensor([[6]]), check_indices=True)
     assert same(vkdml.gather_elements(tx, torch.tensor([[6]])), x[5:6, :1].copy())
+
+
+def test_readme_example(device):
+    """README.md's Python example runs as printed: its output is the block that follows it."""
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                           "README.md")) as f:
+        readme = f.read()
+    section = readme[readme.index("\n## Python\n"):]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    printed = section.split("```python\n", 1)[1].split("```\n```\n", 1)[1].split("```", 1)[0]
+    assert len(code.strip().splitlines()) == 5
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, "README.md", "exec"), {})
+    assert out.getvalue() == printed
