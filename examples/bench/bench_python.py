@@ -4,7 +4,7 @@ int64 indices, axis 1) against Device::Run on the same case (`vkdml bench --case
 C++) and torch.gather on the CPU, measured side by side: each round runs the three in turn, and
 the figures are medians over the rounds' medians. Target: Python at most 1.5x Device::Run.
 
-usage: PYTHONPATH=build/python /usr/bin/python3 examples/python/bench_overhead.py
+usage: PYTHONPATH=build/python /usr/bin/python3 examples/bench/bench_python.py
            [--vkdml build/examples/vkdml] [--rounds 5] [--calls 2000] [--device N]
 """
 import argparse
