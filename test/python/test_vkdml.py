@@ -505,6 +505,9 @@ def test_torch(device):
                                         reduce=names[red], include_self=True)
             assert want.dtype == tdtype
             assert same(vkdml.scatter_elements(base, idx, upd, reduction=red), want.numpy()), red
+    # What NumPy cannot read (a tensor that requires grad) is a TypeError naming the argument.
+    with pytest.raises(TypeError, match="x: Tensor is not a host array vkdml can read"):
+        vkdml.gather(torch.zeros(2, requires_grad=True), [0])
     # Out-of-range indices: PyTorch refuses them; vkdml clamps them, or refuses when asked.
     with pytest.raises(RuntimeError):
         torch.gather(tx, 0, torch.tensor([[6]]))

@@ -94,13 +94,18 @@ def _host(obj, name):
     non-negative whole elements (a copy otherwise; a view needs none)."""
     if isinstance(obj, np.ndarray):
         a = obj
-    elif hasattr(obj, "__dlpack__"):
-        try:
-            a = np.from_dlpack(obj)  # no copy (PyTorch CPU tensors)
-        except (TypeError, RuntimeError, BufferError, ValueError):
-            a = np.asarray(obj)  # a device PyTorch has, or a dtype DLPack's NumPy lacks
     else:
-        a = np.asarray(obj)
+        try:
+            if hasattr(obj, "__dlpack__"):
+                try:
+                    a = np.from_dlpack(obj)  # no copy (PyTorch CPU tensors)
+                except (TypeError, RuntimeError, BufferError, ValueError):
+                    a = np.asarray(obj)  # e.g. a dtype DLPack's NumPy lacks
+            else:
+                a = np.asarray(obj)
+        except (TypeError, RuntimeError, ValueError, BufferError) as e:
+            raise TypeError(f"{name}: {type(obj).__name__} is not a host array vkdml can read "
+                            f"({e})") from None
     if a.dtype.hasobject or a.dtype.fields is not None:
         raise TypeError(f"{name}: dtype is {a.dtype}, expected a numeric or bool dtype")
     if not a.dtype.isnative:
