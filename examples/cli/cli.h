@@ -1,5 +1,6 @@
-// What the command-line tool's commands share: exit statuses, host tensors, device selection
-// and running one operator (cli.cpp), and each command's entry point.
+// What the command-line tool's commands share: exit statuses, host tensors (onnx_map.h), device
+// selection and running one operator (cli.cpp, which the Python module links too, through
+// vkdml_cli_core), and each command's entry point.
 #pragma once
 
 #include <cstdint>
