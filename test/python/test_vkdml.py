@@ -312,6 +312,8 @@ def test_tensor_out_and_in_place(device):
                          out=other)
     with pytest.raises(TypeError, match="out: expected a vkdml.Tensor"):
         vkdml.scatter_nd(device.tensor(x), idx, upd, out=host_out)
+    with pytest.raises(TypeError, match="out: expected a vkdml.Tensor"):  # any tensor argument
+        vkdml.scatter_nd(x, device.tensor(idx), upd, out=host_out)
 
 
 def test_tensor_errors(device):

@@ -153,8 +153,11 @@ def _call(op, label, x, indices, updates=None, axis=0, batch_dims=0, reduction="
         raise ValueError(f"reduction is {reduction!r}, expected one of {', '.join(_REDUCTIONS)}")
     x, idx = _arg(x, "x"), _indices(indices)
     upd = None if updates is None else _arg(updates, "updates")
-    host_out = out if isinstance(out, np.ndarray) else None
-    if host_out is not None and not isinstance(x, Tensor):
+    # Host arrays only: a NumPy out= receives the result (with a tensor argument, out= must be
+    # a tensor, which the native part checks).
+    on_device = any(isinstance(a, Tensor) for a in (x, idx, upd))
+    host_out = out if isinstance(out, np.ndarray) and not on_device else None
+    if host_out is not None:
         out = None
     # PyTorch's 0-d tensors in gather/scatter: one-element tensors; the result takes the shape
     # of indices (gather_elements) or of x (scatter_elements).
@@ -169,7 +172,7 @@ def _call(op, label, x, indices, updates=None, axis=0, batch_dims=0, reduction="
                   bool(check_indices), out)
     if shape is not None and isinstance(result, np.ndarray) and result.shape != shape:
         result = result.reshape(shape)
-    if host_out is not None and isinstance(result, np.ndarray):
+    if host_out is not None:
         if host_out.shape != result.shape:
             raise ValueError(f"out: shape is {host_out.shape}, expected {result.shape}")
         np.copyto(host_out, result, casting="no")
