@@ -88,6 +88,22 @@ void CopyToCOrder(const ArrayRef& a, uint8_t* dst) {
   }
 }
 
+bool ReduceFunction(const std::string& reduction, npy::DType t, VKDML_REDUCE_FUNCTION* out) {
+  // bool moves as UINT8: NumPy's bool add is or (max), its mul and (min).
+  const bool b = t == npy::DType::Bool;
+  if (reduction == "add")
+    *out = b ? VKDML_REDUCE_FUNCTION_MAX : VKDML_REDUCE_FUNCTION_ADD;
+  else if (reduction == "mul")
+    *out = b ? VKDML_REDUCE_FUNCTION_MIN : VKDML_REDUCE_FUNCTION_MULTIPLY;
+  else if (reduction == "max")
+    *out = VKDML_REDUCE_FUNCTION_MAX;
+  else if (reduction == "min")
+    *out = VKDML_REDUCE_FUNCTION_MIN;
+  else
+    return false;
+  return true;
+}
+
 namespace {
 
 Shape Slice(const Shape& s, size_t begin, size_t end) {
@@ -356,15 +372,9 @@ std::string MapOnnxOperator(const OnnxOptions& a, const ArrayRef& in, const Arra
   m->gather.OutputTensor = m->gatherNd.OutputTensor = m->gatherElements.OutputTensor =
       m->scatterNd.OutputTensor = m->scatterElements.OutputTensor = out;
   if (a.reduction != "none") {  // vkdml's reduce operators, with the same tensors
-    VKDML_REDUCE_FUNCTION f = a.reduction == "add"   ? VKDML_REDUCE_FUNCTION_ADD
-                              : a.reduction == "mul" ? VKDML_REDUCE_FUNCTION_MULTIPLY
-                              : a.reduction == "max" ? VKDML_REDUCE_FUNCTION_MAX
-                                                     : VKDML_REDUCE_FUNCTION_MIN;
-    // bool moves as UINT8: NumPy's bool add is or (max), its mul and (min).
-    if (in.dtype == npy::DType::Bool && f == VKDML_REDUCE_FUNCTION_ADD)
-      f = VKDML_REDUCE_FUNCTION_MAX;
-    if (in.dtype == npy::DType::Bool && f == VKDML_REDUCE_FUNCTION_MULTIPLY)
-      f = VKDML_REDUCE_FUNCTION_MIN;
+    VKDML_REDUCE_FUNCTION f = VKDML_REDUCE_FUNCTION_MIN;
+    if (!ReduceFunction(a.reduction, in.dtype, &f))
+      return "reduction is '" + a.reduction + "', expected none, add, mul, max or min";
     const auto& nd = m->scatterNd;
     const auto& se = m->scatterElements;
     m->scatterNdReduce = {nd.InputTensor,

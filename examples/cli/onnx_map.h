@@ -69,6 +69,10 @@ struct OnnxOptions {
   const std::string& Label() const { return opLabel.empty() ? op : opLabel; }
 };
 
+// The reduce function ONNX's reduction ("add", "mul", "max", "min") is on elements of dtype t:
+// bool's add and mul are NumPy's or and and (MAX and MIN). False for any other name.
+bool ReduceFunction(const std::string& reduction, npy::DType t, vkdml::VKDML_REDUCE_FUNCTION* out);
+
 // The ONNX operator, mapped onto DirectML: tensors in binding order and the output's ONNX shape.
 struct OnnxMapping {
   std::vector<HostTensor> inputs;

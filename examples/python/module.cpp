@@ -141,12 +141,8 @@ class PyDevice {
 
   bool SupportsReduction(const std::string& dtype, const std::string& reduction) const {
     const npy::DType t = ParseDType(dtype, "dtype");
-    VKDML_REDUCE_FUNCTION f = reduction == "add"   ? VKDML_REDUCE_FUNCTION_ADD
-                              : reduction == "mul" ? VKDML_REDUCE_FUNCTION_MULTIPLY
-                              : reduction == "max" ? VKDML_REDUCE_FUNCTION_MAX
-                              : reduction == "min" ? VKDML_REDUCE_FUNCTION_MIN
-                                                   : VKDML_REDUCE_FUNCTION(~0u);
-    if (f == VKDML_REDUCE_FUNCTION(~0u))
+    VKDML_REDUCE_FUNCTION f = VKDML_REDUCE_FUNCTION_MIN;
+    if (!cli::ReduceFunction(reduction, t, &f))
       throw py::value_error("reduction is '" + reduction + "', expected add, mul, max or min");
     VKDML_FEATURE_QUERY_REDUCTION_SUPPORT q = {cli::DataType(t), f};
     VKDML_FEATURE_DATA_REDUCTION_SUPPORT d = {};
@@ -172,10 +168,10 @@ class PyTensor {
  public:
   PyTensor(py::object device, std::shared_ptr<DeviceState> state, npy::DType dtype,
            cli::Shape shape)
-      : device_(std::move(device)),
-        state_(std::move(state)),
-        dtype_(dtype),
-        shape_(std::move(shape)) {
+      : device_(std::move(device)), state_(std::move(state)) {
+    ref_.dtype = dtype;
+    ref_.strides = cli::RowMajorStrides(shape);
+    ref_.shape = std::move(shape);
     const UINT64 size = std::max<UINT64>((Bytes() + 3) / 4 * 4, 4);
     Result r;
     {
@@ -185,14 +181,9 @@ class PyTensor {
     Check(r);
   }
 
-  uint64_t Count() const {
-    uint64_t n = 1;
-    for (uint64_t d : shape_) n *= d;
-    return n;
-  }
-  uint64_t Bytes() const { return Count() * npy::ItemSize(dtype_); }
-  npy::DType DType() const { return dtype_; }
-  const cli::Shape& Shape() const { return shape_; }
+  uint64_t Bytes() const { return ref_.ElementCount() * npy::ItemSize(ref_.dtype); }
+  npy::DType DType() const { return ref_.dtype; }
+  const cli::Shape& Shape() const { return ref_.shape; }
   const std::shared_ptr<DeviceState>& State() const { return state_; }
   const py::object& DeviceObject() const { return device_; }  // the vkdml.Device
   Buffer& Buf() { return *buffer_; }
@@ -214,16 +205,17 @@ class PyTensor {
     Check(r);
   }
 
-  // The array as the mapping sees it: no host data.
+  // The array as the mapping sees it (row-major, no host data), called `name`.
   cli::ArrayRef Ref(const std::string& name) const {
-    return {name, dtype_, shape_, cli::RowMajorStrides(shape_), false, nullptr, 0};
+    cli::ArrayRef ref = ref_;
+    ref.name = name;
+    return ref;
   }
 
  private:
   py::object device_;
   std::shared_ptr<DeviceState> state_;  // outlives buffer_ (members go in reverse order)
-  npy::DType dtype_;
-  cli::Shape shape_;
+  cli::ArrayRef ref_;                   // dtype, shape and row-major strides; no name or host data
   std::unique_ptr<Buffer> buffer_;
 };
 
