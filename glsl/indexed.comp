@@ -2,7 +2,8 @@
 // The indexed copy every operator lowers to (lib/plan.h): gather when SCATTER is 0, scatter
 // when 1; MARK sets a bit per element's indexed offset instead of copying (ScatterND's mask of
 // slices it overwrites, which its copy pass then skips); KEYS writes each element's indexed
-// offset (its target slot) and its loop index for the sort of a deterministic scatter. ELEM is the element size in bytes (1,
+// offset (its target slot) and its loop index for the sort of a deterministic scatter (LARGE:
+// over the scatter's own plan, the target's element in the window). ELEM is the element size in bytes (1,
 // 2, 4, 8, or 16 for widened plans): the kernel moves bytes and never looks at data types.
 // INDEX64 selects 64-bit index loads. LARGE: the large path (interface.h: LargePush), where a
 // dispatch moves only the elements whose indexed side it owns.
@@ -56,7 +57,12 @@ void main() {
     for (uint u = 0u; u < kUnroll; ++u)
       if (u < n) {
         const uint element = base + gl_LocalInvocationID.x + u * inc;
+#if LARGE  // a target another window holds sorts after this window's (lib/kernel_reduce.cpp)
+        const uint past = lpc.indexedEnd[0] - lpc.indexedStart[0];
+        SORT_KEY(element) = at[u].y == VKDML_NOT_OWNED ? past : at[u].y;
+#else
         SORT_KEY(element) = at[u].y;
+#endif
         SORT_VALUE(element) = element;
       }
 #elif MARK

@@ -142,7 +142,7 @@ struct Push {
 // which this dispatch takes only those in [indexedOwn, indexedEnd). 64-bit values are (low, high).
 struct LargePush {
   uvec4 start[VKDML_DIM_VECS];  // the chunk's first loop coordinates
-  Push base;                    // its plan (the bases are 0, begin and end unused)
+  Push base;                    // its plan (the bases are 0; begin and end as Push's)
   uint count;                   // loop elements of this dispatch's chunk
   uint directStart;             // the direct side's window start, in its elements, modulo 2^32
   uint indicesStart;            // IndicesTensor's

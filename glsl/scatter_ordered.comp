@@ -6,7 +6,9 @@
 // where q starts a run of equal keys within [pc.begin, pc.end): each folds the run's updates of
 // its kPer elements into their targets in order (without a reduction, the last one wins). A
 // dispatch that begins inside a run carries on from what the previous one left in the target.
-// FLOAT64 computes 8-byte floats (shaderFloat64).
+// FLOAT64 computes 8-byte floats (shaderFloat64). LARGE: the large path (interface.h:
+// LargePush), one chunk of the loop and one window of OutputTensor per dispatch, a unit one
+// element, folding only the runs of targets in its window.
 #extension GL_GOOGLE_include_directive : require
 #include "elem.glsl"
 
@@ -36,6 +38,9 @@ void applyRun(uint p, uint q, uint t, uint end) {
       at[j] = locate(p, SORT_VALUE(sorted + q) * kUnit + t + j * kThreadsPerUnit);
       target[j] = pc.dstBase + at[j].y;
     }
+#if LARGE  // a unit is one element (kUnit 1); its target in another window: the run is not ours
+  if (at[0].y == VKDML_NOT_OWNED) return;
+#endif
   if (kReduce == VKDML_REDUCE_NONE) {  // the run's last update wins
     if (q + 1u < end && SORT_KEY(sorted + q + 1u) == key) {
       while (q + 1u < end && SORT_KEY(sorted + q + 1u) == key) ++q;

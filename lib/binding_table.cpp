@@ -280,12 +280,17 @@ void BindingTableImpl::DispatchLarge(VkCommandBuffer cmd, const Kernel& k, size_
     shader::LargePush push = {};
     for (UINT dim = 0; dim < VKDML_MAX_DIMS; ++dim) VKDML_AT(push.start, dim) = d.start[dim];
     push.base.plan = k.slot;
+    push.base.begin = k.begin;  // an ordered fold's sorted positions
+    push.base.end = k.end;
     push.count = d.count;
     if (k.directTensor != Role::None)
       push.directStart = UINT(WindowStart(k.directTensor, d.direct, k.unit));
     push.indicesStart = UINT(WindowStart(Role::Indices, d.indices, indexUnit));
-    const uint64_t start = uint64_t(WindowStart(k.indexedTensor, d.indexed, k.indexedUnit));
+    // A kernel that reads no indexed side (a sort's keys) only compares offsets with its range.
     const uint64_t own = d.indexed.begin / k.indexedUnit;
+    const uint64_t start = k.indexedTensor == Role::None
+                               ? own
+                               : uint64_t(WindowStart(k.indexedTensor, d.indexed, k.indexedUnit));
     const uint64_t end = (d.indexed.end + k.indexedUnit - 1) / k.indexedUnit;
     push.indexedStart[0] = UINT(start);
     push.indexedStart[1] = UINT(start >> 32);
@@ -405,8 +410,9 @@ Result BindingTableImpl::Record(VkCommandBuffer cmd) {
     if (step.skipInPlace && inPlace) continue;
     if (!first) Barrier(cmd, compute, readWrite, compute, readWrite);
     first = false;
-    if (kernels.large) {
+    if (kernels.large && !step.plain.sortStep) {  // a sort's steps touch only the scratch
       DispatchLarge(cmd, wide ? step.wide : step.plain, setOfChosen);
+      bound = VK_NULL_HANDLE;  // DispatchLarge bound its own sets
       continue;
     }
     Dispatch(cmd, wide ? step.wide : step.plain, src, &bound);

@@ -78,7 +78,7 @@ Capabilities Capabilities::Of(VkPhysicalDeviceType type, VkDriverId driver,
                     ? VKDML_GROUP_SIZE
                     : VKDML_MIN_GROUP_SIZE;
   c.maxGroups = std::min(kMaxGroups, limits.maxComputeWorkGroupCount[0]);
-  c.maxRange = limits.maxStorageBufferRange;
+  c.maxRange = c.scratchRange = limits.maxStorageBufferRange;
   c.rangeAlign = std::max<UINT64>(VKDML_VECTOR_BYTES, limits.minStorageBufferOffsetAlignment);
   c.int64 = enabled.shaderInt64;
   c.storage8 = enabled.storageBuffer8BitAccess;

@@ -62,6 +62,10 @@ struct Capabilities {
   // takes the large path.
   UINT64 maxRange = 0xFFFFFFFFu;
   UINT64 rangeAlign = 256;
+  // The bytes vkdml's own scratch buffer may span (the device's maxStorageBufferRange: the
+  // switch VKDML_MAX_BINDING_RANGE lowers only maxRange, the tensors' windows). A deterministic
+  // sort too large for it goes in chunks (kernel_reduce.cpp).
+  UINT64 scratchRange = 0xFFFFFFFFu;
 
   // From the device's type, driver, limits and enabled features, with the driver quirks (CPU
   // devices: no line scatter; lavapipe and CPU devices: bounded loops) and then the switches

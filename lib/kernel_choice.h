@@ -98,6 +98,10 @@ void ListLinesModules(const ModuleSink& sink);
 
 // kernel_reduce.cpp: a scatter with a reduction, or a deterministic one.
 Result ChooseReduction(Choice& c, const Pass& pass);
+// Whether a deterministic execution's scratch (its sort of every update unit at once, or the
+// ties' positions and marks) fits one descriptor; if not, it takes the large path, which sorts
+// in chunks.
+bool DeterministicScratchFits(const OperatorImpl& op, const Capabilities& caps);
 // The module suffix a reduction's float arithmetic needs (glsl/arith.glsl).
 std::string FloatSuffix(const Choice& c);
 std::string FloatSuffix(UINT reduce, UINT kind, UINT elemSize, const Capabilities& caps);
@@ -114,11 +118,12 @@ void ListTiesModules(const ModuleSink& sink);
 
 // kernel_large.cpp: what the large path cannot run (refused before any family is asked);
 // whether a tensor may not fit one descriptor; its windows; a kernel's dispatches on the large
-// path (nothing off it).
+// path (nothing off it), in chunks of at most maxCount loop elements.
 Result CheckLargePath(const Choice& c);
 bool Windowed(const Capabilities& caps, const Tensor& t);
 std::vector<Span> Windows(const Capabilities& caps, const Tensor& t);
-Result ChooseLargeDispatches(const Choice& c, const Plan& plan, Pass::Kind kind, Kernel* k);
+Result ChooseLargeDispatches(const Choice& c, const Plan& plan, Pass::Kind kind, Kernel* k,
+                             UINT64 maxCount = 0xFFFFFFFFu);
 
 // For the ListModules: every combination of the capabilities that change a module's name (the
 // atomics, float64, denormal preservation, shaderInt64, 8/16-bit storage), each on and off.

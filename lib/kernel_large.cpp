@@ -43,22 +43,22 @@ UINT64 Spanned(const Plan& plan, const Walked& w, UINT dim, UINT64 length) {
   return last * w.unit + w.unit + w.extra;
 }
 
-// Where the loop splits into chunks: the outermost dimension whose single coordinate fits a
-// window in every windowed walked tensor (plan.rank if none does), and how many of its
-// coordinates a chunk takes.
+// Where the loop splits into chunks of at most maxCount elements: the outermost dimension whose
+// single coordinate fits a window in every windowed walked tensor (plan.rank if none does), and
+// how many of its coordinates a chunk takes.
 void Split(const Capabilities& caps, const Plan& plan, const std::vector<Walked>& walked,
-           UINT* split, UINT64* inner, UINT64* length) {
+           UINT64 maxCount, UINT* split, UINT64* inner, UINT64* length) {
   const UINT64 cap = WindowBytes(caps);
   *split = plan.rank;
   for (UINT dim = 0; dim < plan.rank; ++dim) {
     *inner = 1;
     for (UINT d = dim + 1; d < plan.rank; ++d) *inner *= plan.sizes[d];
-    bool fits = *inner <= 0xFFFFFFFFu;
+    bool fits = *inner <= maxCount;
     for (const Walked& w : walked)
       fits = fits && (!Windowed(caps, *w.tensor) || Spanned(plan, w, dim, 1) <= cap);
     if (!fits) continue;
     *split = dim;
-    *length = std::min<UINT64>(plan.sizes[dim], 0xFFFFFFFFu / *inner);
+    *length = std::min<UINT64>(plan.sizes[dim], maxCount / *inner);
     for (const Walked& w : walked)
       if (Windowed(caps, *w.tensor) && w.strides[dim] > 0)
         *length = std::min(
@@ -117,11 +117,6 @@ Result CheckLargePath(const Choice& c) {
     return Fail(Status::Unsupported, c.op.name, ": this device's binding range (", c.caps.maxRange,
                 " bytes) leaves no window after its offset alignment (", c.caps.rangeAlign,
                 " bytes): the large path needs at least ", c.caps.rangeAlign + VKDML_VECTOR_BYTES);
-  if (c.deterministic)
-    return Fail(Status::Unsupported, c.op.name,
-                ": VKDML_EXECUTION_FLAG_DETERMINISTIC on tensors past this device's binding "
-                "range (maxStorageBufferRange ",
-                c.caps.maxRange, " bytes) or of 2^32 or more elements is not supported");
   if (c.set.checked && c.op.Indices().Count() > 0xFFFFFFFFu)
     return Fail(Status::Unsupported, c.op.name,
                 ": VKDML_EXECUTION_FLAG_CHECK_INDICES on an IndicesTensor of 2^32 or more "
@@ -133,7 +128,9 @@ Result CheckLargePath(const Choice& c) {
 // tensor that the loop walks (the direct side, IndicesTensor, and a copy's source) spans at most
 // a window; each chunk once per window of the indexed side where that side is indexed (a
 // gather's InputTensor, a scatter's OutputTensor), the dispatch taking only the elements there.
-Result ChooseLargeDispatches(const Choice& c, const Plan& plan, Pass::Kind kind, Kernel* k) {
+// The chunks go in the loop's order (a deterministic scatter's sort takes them one by one).
+Result ChooseLargeDispatches(const Choice& c, const Plan& plan, Pass::Kind kind, Kernel* k,
+                             UINT64 maxCount) {
   if (!c.large) return {};
   const bool gather = kind == Pass::Kind::Gather;
   const Tensor& direct = gather ? c.op.outputs[0] : c.op.inputs[2];
@@ -168,7 +165,7 @@ Result ChooseLargeDispatches(const Choice& c, const Plan& plan, Pass::Kind kind,
   }
   UINT split = 0;
   UINT64 inner = 1, length = 1;
-  Split(c.caps, plan, walked, &split, &inner, &length);
+  Split(c.caps, plan, walked, std::min<UINT64>(maxCount, 0xFFFFFFFFu), &split, &inner, &length);
   if (split == plan.rank) return TupleTooWide(c);
   UINT64 outer = 1;
   for (UINT d = 0; d < split; ++d) outer *= plan.sizes[d];

@@ -24,17 +24,25 @@ std::string KeysModule(UINT indexSize) {
   return Str("keys", IndexSuffix(indexSize));
 }
 
-// glsl/radix_sort.comp's steps for `digits` passes over `units` keys.
+// The digit counts' words, with the scan's levels, of a sort of `units` keys: offset[level] and
+// size[level] (the digit counts, then each level's workgroup totals, up to one workgroup's worth).
+UINT64 CountLevels(UINT64 units, std::vector<UINT64>* offset, std::vector<UINT64>* size) {
+  const UINT64 blocks = (units + VKDML_SORT_BLOCK - 1) / VKDML_SORT_BLOCK;
+  *offset = {0};
+  *size = {UINT64(VKDML_SORT_RADIX) * blocks};
+  while (size->back() > VKDML_SCAN_BLOCK) {
+    offset->push_back(offset->back() + size->back());
+    size->push_back((size->back() + VKDML_SCAN_BLOCK - 1) / VKDML_SCAN_BLOCK);
+  }
+  return offset->back() + size->back();
+}
+
+// glsl/radix_sort.comp's steps for `digits` passes over `units` keys, from the first half of
+// the keys and values; the counts region grows to what they need.
 void Sort(Choice& c, UINT units, UINT digits) {
   const UINT blocks = UINT((UINT64(units) + VKDML_SORT_BLOCK - 1) / VKDML_SORT_BLOCK);
-  // The scan's levels: the digit counts, then each level's workgroup totals, up to one
-  // workgroup's worth.
-  std::vector<UINT64> offset = {0}, size = {UINT64(VKDML_SORT_RADIX) * blocks};
-  while (size.back() > VKDML_SCAN_BLOCK) {
-    offset.push_back(offset.back() + size.back());
-    size.push_back((size.back() + VKDML_SCAN_BLOCK - 1) / VKDML_SCAN_BLOCK);
-  }
-  c.set.countWords = offset.back() + size.back();
+  std::vector<UINT64> offset, size;
+  c.set.countWords = std::max(c.set.countWords, CountLevels(units, &offset, &size));
   auto add = [&](UINT stepIndex, UINT64 groups, shader::SortPush push) {
     Step step;
     step.kind = Pass::Kind::Sort;
@@ -71,6 +79,28 @@ void Sort(Choice& c, UINT units, UINT digits) {
   }
 }
 
+// The ordered fold's dispatches over sorted positions [0, units) of kernel k (its slot and
+// specialization set): where loops are bounded, at most maxLoop positions each, each dispatch
+// continuing the runs the last left. On the large path each carries `large` (one chunk of the
+// loop and window of OutputTensor).
+void AddOrdered(Choice& c, Kernel k, UINT units, UINT threadsPerUnit, const LargeDispatch* large) {
+  const UINT64 chunk = std::min<UINT64>(units, c.caps.maxLoop);
+  for (UINT64 begin = 0; begin < units; begin += chunk) {
+    k.begin = UINT(begin);
+    k.end = UINT(std::min<UINT64>(units, begin + chunk));
+    const UINT64 threads = UINT64(k.end - k.begin) * threadsPerUnit;
+    k.groups = c.Groups((threads + c.caps.groupSize - 1) / c.caps.groupSize);
+    if (large) {
+      k.large = {*large};
+      k.large[0].groups = k.groups;
+    }
+    Step step;
+    step.kind = Pass::Kind::Ordered;
+    step.plain = k;
+    c.set.steps.push_back(step);
+  }
+}
+
 // Deterministic: each update unit's target slot (keys), a stable sort of the units by slot, then
 // each slot's updates applied in order.
 Result Ordered(Choice& c, const Plan& scatter) {
@@ -100,24 +130,95 @@ Result Ordered(Choice& c, const Plan& scatter) {
   k.unit = c.elemSize;
   VKDML_TRY(c.Slot(scatter, &k.slot));
   c.set.plans[k.slot].sortedBase = digits % 2 ? units : 0;
-  // A run of one target's updates is folded by one invocation: where loops are bounded, in
-  // dispatches of at most maxLoop sorted positions, each continuing the runs the last left.
-  const UINT64 chunk = std::min<UINT64>(units, c.caps.maxLoop);
-  for (UINT64 begin = 0; begin < units; begin += chunk) {
-    k.begin = UINT(begin);
-    k.end = UINT(std::min<UINT64>(units, begin + chunk));
-    const UINT64 threads = UINT64(k.end - k.begin) * threadsPerUnit;
-    k.groups = c.Groups((threads + c.caps.groupSize - 1) / c.caps.groupSize);
-    step = {};
-    step.kind = Pass::Kind::Ordered;
-    step.plain = k;
-    c.set.steps.push_back(step);
-  }
+  AddOrdered(c, k, units, threadsPerUnit, nullptr);
   c.set.sortWords = 2 * UINT64(units);
   return {};
 }
 
+// The update elements one chunk of a sort on the large path may take: its keys and values
+// twice each and its digit counts, after the status words, within the scratch range (0: none).
+UINT64 LargeSortChunk(const Capabilities& caps) {
+  const UINT64 words = std::min<UINT64>(caps.scratchRange, UINT64(1) << 36) / 4;
+  if (words <= VKDML_STATUS_WORDS + 4) return 0;
+  const UINT64 most = (words - VKDML_STATUS_WORDS) / 4;  // no room for counts: an upper bound
+  std::vector<UINT64> offset, size;
+  const UINT64 counts = CountLevels(most, &offset, &size);  // at least what fewer keys need
+  if (VKDML_STATUS_WORDS + counts >= words) return 0;
+  return std::min<UINT64>(0xFFFFFFFFu, (words - VKDML_STATUS_WORDS - counts) / 4);
+}
+
+// Deterministic on the large path (or without the atomics an 8-byte reduction needs there): the
+// scatter's loop in chunks of at most LargeSortChunk elements (kernel_large.cpp), taken in
+// order. For each chunk and each key range (OutputTensor's windows, as many as hold fewer than
+// 2^31 elements: every window of a tensor of fewer), every update element's target within the
+// range, or the range's element count where it lies outside, is its key (keys_..._large); a
+// stable sort of the chunk's elements by key; then, once per window of the range, the ordered
+// fold of each run of one target there, from what the chunks before left. An element is a unit
+// here: the sort costs a key per element, not per ScatterND slice. The sort runs an even number
+// of digit passes, so its result is in the first half (sortedBase 0).
+Result OrderedLarge(Choice& c, const Plan& scatter) {
+  const UINT64 chunk = LargeSortChunk(c.caps);
+  if (chunk == 0)
+    return Fail(Status::Unsupported, c.op.name, ": this device's maxStorageBufferRange (",
+                c.caps.scratchRange, " bytes) leaves no room for a deterministic sort's scratch");
+  Kernel keys = c.Elementwise(KeysModule(c.indexSize) + "_large", scatter, 0, c.elemSize);
+  VKDML_TRY(ChooseLargeDispatches(c, scatter, Pass::Kind::Reduce, &keys, chunk));
+  VKDML_TRY(c.Slot(scatter, &keys.slot));
+  std::vector<LargeDispatch> dispatches = std::move(keys.large);  // a chunk's windows in turn
+  const std::vector<Span> windows = scatter.tuple > 0 ? Windows(c.caps, c.op.outputs[0])
+                                                      : std::vector<Span>{dispatches[0].indexed};
+  const UINT64 windowBytes = windows[0].end - windows[0].begin;
+  const size_t perRange = size_t(
+      std::max<UINT64>(1, (UINT64(1) << 31) / std::max<UINT64>(1, windowBytes / c.elemSize)));
+
+  Kernel ordered;
+  ordered.module = OrderedModule(c.Elem(c.elemSize), c.indexSize, FloatSuffix(c)) + "_large";
+  ordered.spec = c.Spec(scatter);
+  ordered.spec[VKDML_SPEC_UNIT] = 1;
+  ordered.spec[VKDML_SPEC_ITEMS] = 1;
+  ordered.unit = ordered.indexedUnit = c.elemSize;
+  ordered.slot = keys.slot;
+  ordered.directTensor = keys.directTensor;
+  ordered.indexedTensor = keys.indexedTensor;
+  keys.indexedTensor = Role::None;  // it reads no target: its range is only compared
+  UINT64 most = 0;
+  for (size_t first = 0; first < dispatches.size(); first += windows.size()) {
+    const LargeDispatch& d = dispatches[first];
+    for (size_t range = 0; range < windows.size(); range += perRange) {
+      const size_t end = std::min(windows.size(), range + perRange);
+      Step step;
+      step.kind = Pass::Kind::Keys;
+      step.plain = keys;
+      step.plain.large = {d};
+      step.plain.large[0].indexed = {windows[range].begin, windows[end - 1].end};
+      c.set.steps.push_back(step);
+      UINT digits = 0;  // for keys up to the range's element count, rounded up to even
+      const UINT64 bytes = windows[end - 1].end - windows[range].begin;
+      for (UINT64 top = (bytes + c.elemSize - 1) / c.elemSize; top; top >>= 8) ++digits;
+      Sort(c, d.count, digits + digits % 2);
+      for (size_t w = range; w < end; ++w)
+        AddOrdered(c, ordered, d.count, 1, &dispatches[first + w]);
+    }
+    most = std::max<UINT64>(most, d.count);
+  }
+  c.set.sortWords = 2 * most;
+  return {};
+}
 }  // namespace
+
+bool DeterministicScratchFits(const OperatorImpl& op, const Capabilities& caps) {
+  if (!op.IsScatter()) return true;
+  std::vector<UINT64> offset, size;
+  const UINT64 units = op.keys.count;
+  const UINT64 sort = 4 * units + CountLevels(units, &offset, &size);
+  const bool maxOrMin =
+      op.reduce == VKDML_REDUCE_FUNCTION_MAX || op.reduce == VKDML_REDUCE_FUNCTION_MIN;
+  const UINT64 targets = op.outputs[0].Span();  // kernel_ties.cpp's scratch, where it may apply
+  const UINT64 ties = maxOrMin && Kind(op.inputs[0].type) == VKDML_KIND_FLOAT
+                          ? targets + VKDML_TIES_BITS + (targets + 31) / 32
+                          : 0;
+  return 4 * (VKDML_STATUS_WORDS + op.maskWords + std::max(sort, ties)) <= caps.scratchRange;
+}
 
 // 8-byte floats compute in float64 (_f64, shaderFloat64) or, without it, in 32-bit integer
 // arithmetic (_sf64: glsl/soft_float64.glsl); float32 and float64 keep denormals
@@ -196,11 +297,7 @@ Result ChooseReduction(Choice& c, const Pass& pass) {
     c.set.wordAtomics = c.elemSize < 4;
     return {};
   }
-  if (c.large)
-    return Fail(Status::Unsupported, c.op.name, ": ", DataTypeName(c.op.inputs[0].type),
-                " reductions without 64-bit atomics on tensors past this device's binding "
-                "range or of 2^32 or more elements are not supported");
-  return Ordered(c, plan);
+  return c.large ? OrderedLarge(c, plan) : Ordered(c, plan);
 }
 
 void ListReduceModules(const ModuleSink& sink) {
@@ -215,11 +312,16 @@ void ListReduceModules(const ModuleSink& sink) {
               sink(atomic);
               sink(atomic + LargeSuffix(true));
             }
-            sink(
-                OrderedModule(ElemToken(elem, caps), index, FloatSuffix(reduce, kind, elem, caps)));
+            const std::string ordered =
+                OrderedModule(ElemToken(elem, caps), index, FloatSuffix(reduce, kind, elem, caps));
+            sink(ordered);
+            sink(ordered + LargeSuffix(true));
           }
   });
-  for (UINT index : {4u, 8u}) sink(KeysModule(index));
+  for (UINT index : {4u, 8u}) {
+    sink(KeysModule(index));
+    sink(KeysModule(index) + LargeSuffix(true));
+  }
   for (const char* step : kSortSteps) sink(Str("sort_", step));
 }
 

@@ -49,14 +49,15 @@ Result PlaceScratch(const OperatorImpl& op, const Capabilities& caps, KernelSet&
   set.scratchAt.values = place(set.sortWords);
   set.scratchAt.counts = place(std::max(set.countWords, set.tieMarkWords));
   set.scratchWords = at;
-  if (at * 4 <= caps.maxRange) return {};
+  if (at * 4 <= caps.scratchRange) return {};
   const std::string what =
       set.sortWords ? Str("a deterministic execution sorts ", set.sortWords / 2, " update units")
       : set.tieMarkWords
           ? Str("a deterministic execution keeps a tie position per OutputTensor element")
           : Str("its mask of the slices it overwrites");
   return Fail(Status::Unsupported, op.name, ": ", what, ", which needs ", at * 4,
-              " bytes of scratch, more than this device's maxStorageBufferRange ", caps.maxRange);
+              " bytes of scratch, more than this device's maxStorageBufferRange ",
+              caps.scratchRange);
 }
 
 }  // namespace
@@ -119,10 +120,13 @@ Choice::Choice(const OperatorImpl& op_, UINT flags, const Capabilities& caps_)
   base[VKDML_SPEC_REDUCE] = op.reduce;
   base[VKDML_SPEC_ELEMENT_KIND] = Kind(op.inputs[0].type);
   base[VKDML_SPEC_UNIT] = 1;
-  // The large path where a tensor may not fit one descriptor or a loop reaches 2^32 elements.
+  // The large path where a tensor may not fit one descriptor, a loop reaches 2^32 elements, or
+  // a deterministic execution's scratch, all at once, would not fit one (it sorts in chunks
+  // there).
   for (const auto* tensors : {&op.inputs, &op.outputs})
     for (const Tensor& t : *tensors) large = large || Windowed(caps, t);
   for (const Pass& pass : op.passes) large = large || pass.plan.count > 0xFFFFFFFFu;
+  large = large || (deterministic && !DeterministicScratchFits(op, caps));
   set.large = large;
   set.packed = caps.Packed(elemSize);
   set.maxRange = caps.maxRange;

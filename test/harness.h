@@ -67,20 +67,15 @@ ExecResult Execute(OpSpec& spec, const std::vector<Bytes>& inputs,
                    const std::vector<Bytes>& outputs, const ExecOptions& opts);
 
 // VKDML_TEST_LARGE=1: what happened to the compiles Execute made. taken: through the large
-// path's windows; refused*: refused there as documented, then run off it; tiny: every tensor
-// within 16 bytes, a window's least (windows hold whole 16-byte vectors); tupleWide: an index
-// tuple spanning about as much as the largest tensor (a tuple must fit one window). The last two
-// run off the large path.
+// path's windows; tiny: every tensor within 16 bytes, a window's least (windows hold whole
+// 16-byte vectors); tupleWide: an index tuple spanning about as much as the largest tensor (a
+// tuple must fit one window). The last two run off the large path; nothing else may.
 struct LargeTally {
-  int taken = 0, refusedDeterministic = 0, refusedSort = 0, tiny = 0, tupleWide = 0;
+  int taken = 0, tiny = 0, tupleWide = 0;
   int belowSmallest = 0;  // of `taken`, through windows below every tensor past 16 bytes
+  int deterministic = 0;  // of `taken`, compiled with VKDML_EXECUTION_FLAG_DETERMINISTIC
 };
 LargeTally& TheLargeTally();
-// Which of the large path's documented refusals (README: Tensors of any size) a Result from
-// kernel choice or CompileOperator is: the deterministic mode (with that flag), or 8-byte
-// reductions without 64-bit atomics (the sort); None for anything else, Ok included.
-enum class LargeRefusal { None, Deterministic, Sort };
-LargeRefusal ClassifyLargeRefusal(const Result& r, UINT flags);
 
 // Compiles op as Execute does under VKDML_TEST_LARGE (harness.cpp says how it picks the range).
 Result CompileLarge(OpSpec& spec, const Operator& op, UINT flags,

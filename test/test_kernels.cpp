@@ -178,7 +178,7 @@ TEST_CASE("Interface: the kernels lay out plans and push constants as C++ does",
 
 TEST_CASE("Kernels: every kernel that kernel choice names is embedded", "[kernels]") {
   using vkdml::detail::Kernel;
-  int largeModules = 0, refused = 0, int64Modules = 0;
+  int largeModules = 0, largeSorts = 0, int64Modules = 0;
   // The families' lists of the names they can ask for (lib/kernels.h: ListModules), which the
   // build checks against the embedded modules: every name chosen below must be in them.
   std::set<std::string> listed;
@@ -241,17 +241,13 @@ TEST_CASE("Kernels: every kernel that kernel choice names is embedded", "[kernel
             vkdml::detail::KernelSet set;
             const Result chosen = vkdml::detail::ChooseKernels(op, flags, device, &set);
             INFO(Str(chosen));
-            if (large && !chosen.ok()) {
-              // The large path's two refusals (README: Tensors of any size): the deterministic
-              // mode, and 8-byte reductions that would need the sort (no 64-bit atomics).
-              const LargeRefusal why = ClassifyLargeRefusal(chosen, flags);
-              CHECK((why == LargeRefusal::Deterministic ||
-                     (why == LargeRefusal::Sort && !device.int64Atomics && op.ElemSize() == 8)));
-              ++refused;
-              continue;
-            }
             REQUIRE(chosen.ok());
             CHECK(set.large == large);
+            // Every mode on the large path: the deterministic one and 8-byte reductions without
+            // 64-bit atomics sort there, in chunks (kernel_reduce.cpp: OrderedLarge).
+            if (large)
+              for (const auto& step : set.steps)
+                largeSorts += step.kind == vkdml::detail::Pass::Kind::Keys;
             CHECK(set.plans.size() == VKDML_PLAN_SLOTS);
             // The scratch regions one after another, after the status words.
             const auto& at = set.scratchAt;
@@ -286,7 +282,7 @@ TEST_CASE("Kernels: every kernel that kernel choice names is embedded", "[kernel
               CHECK(set.packed == (op.ElemSize() < 4 && !device.storage8));
               const bool largeModule =
                   k->module.size() > 6 && k->module.compare(k->module.size() - 6, 6, "_large") == 0;
-              CHECK(largeModule == large);
+              CHECK(largeModule == (large && !k->sortStep));  // a sort touches no tensor
               if (largeModule) ++largeModules;
               CHECK(k->slot < VKDML_PLAN_SLOTS);
               CHECK(k->groups >= 1);
@@ -308,11 +304,9 @@ TEST_CASE("Kernels: every kernel that kernel choice names is embedded", "[kernel
       }
     }
   }
-  INFO(largeModules << " large-path modules named, " << refused
-                    << " choices refused on the large path (deterministic, or 8-byte reductions "
-                       "without 64-bit atomics)");
+  INFO(largeModules << " large-path modules named, " << largeSorts << " sorts on the large path");
   CHECK(largeModules > 0);
-  CHECK(refused > 0);
+  CHECK(largeSorts > 0);
   CHECK(int64Modules > 0);  // chosen where the device has them: the check above can fail
 }
 
@@ -883,6 +877,86 @@ TEST_CASE("Kernels: the large path's chunks and windows", "[kernels]") {
     const Result r = choose(spec, &set);
     CHECK(r.status == Status::Unsupported);
     CHECK_THAT(r.message, Catch::Matchers::Contains("dispatches through windows"));
+  }
+}
+
+// A deterministic scatter on the large path, on the CPU: for each chunk of the loop in order, the
+// keys over a key range of OutputTensor's windows, a sort of an even number of digit passes
+// (result in the first half) and the ordered fold once per window; chunks within the scratch
+// range. A sort too large for the scratch range, with tensors that fit, takes the same path.
+TEST_CASE("Kernels: deterministic scatters sort in chunks on the large path", "[kernels]") {
+  using K = vkdml::detail::Pass::Kind;
+  const DML_TENSOR_DATA_TYPE f32 = DML_TENSOR_DATA_TYPE_FLOAT32, u32 = DML_TENSOR_DATA_TYPE_UINT32;
+  Capabilities device;
+  device.maxSharedMemory = 48 << 10;
+  device.maxGroups = 65535;
+  device.rangeAlign = 256;
+  device.float64 = device.int64Atomics = true;
+  struct Shape {
+    UINT64 maxRange, scratchRange;
+    UINT updates, outputs;
+    bool large;
+  };
+  // Tensors past a 64 KiB range; a sort past a 256 KiB scratch range (tensors that fit a 4 GiB
+  // one); both; neither.
+  for (const Shape& shape : {Shape{64 << 10, 1u << 30, 40000, 30000, true},
+                             Shape{0xFFFFFFFFu, 256 << 10, 40000, 30000, true},
+                             Shape{64 << 10, 256 << 10, 100000, 50000, true},
+                             Shape{0xFFFFFFFFu, 1u << 30, 40000, 30000, false}}) {
+    device.maxRange = shape.maxRange;
+    device.scratchRange = shape.scratchRange;
+    INFO("maxRange " << shape.maxRange << ", scratchRange " << shape.scratchRange);
+    OpSpec spec = OpSpec::ScatterElements(
+        TensorDesc(f32, {shape.outputs}), TensorDesc(u32, {shape.updates}),
+        TensorDesc(f32, {shape.updates}), TensorDesc(f32, {shape.outputs}), 0);
+    spec.WithReduce(VKDML_REDUCE_FUNCTION_ADD);
+    vkdml::detail::OperatorImpl op;
+    REQUIRE(vkdml::detail::BuildOperator(spec.Desc(), &op).ok());
+    vkdml::detail::KernelSet set;
+    REQUIRE(
+        vkdml::detail::ChooseKernels(op, VKDML_EXECUTION_FLAG_DETERMINISTIC, device, &set).ok());
+    CHECK(set.large == shape.large);
+    CHECK(set.scratchWords * 4 <= shape.scratchRange);
+    if (!shape.large) continue;
+    UINT64 loop = 0, chunks = 0, folds = 0;
+    UINT64 windows = (UINT64(shape.outputs) * 4 + (shape.maxRange - 256) / 16 * 16 - 1) /
+                     ((shape.maxRange - 256) / 16 * 16);
+    if (shape.maxRange == 0xFFFFFFFFu) windows = 1;
+    UINT keys = 0, lastStart = 0;
+    for (size_t i = 0; i < set.steps.size(); ++i) {
+      const auto& step = set.steps[i];
+      INFO("step " << i << ": " << step.plain.module);
+      if (step.kind == K::Keys) {
+        REQUIRE(step.plain.large.size() == 1);
+        const auto& d = step.plain.large[0];
+        CHECK(step.plain.module == "keys_i32_large");
+        CHECK(d.start[0] >= lastStart);  // the chunks in the loop's order
+        if (d.start[0] != lastStart || loop == 0) {
+          loop += d.count;
+          ++chunks;
+        }
+        lastStart = d.start[0];
+        keys = d.count;
+        CHECK(4 * (UINT64(set.scratchAt.counts) + set.countWords) <= shape.scratchRange);
+        CHECK(UINT64(keys) * 2 <= set.sortWords);
+        UINT passes = 0;
+        for (size_t j = i + 1; j < set.steps.size() && set.steps[j].kind == K::Sort; ++j) {
+          CHECK(set.steps[j].plain.sort.count <= std::max<UINT64>(keys, 256 * 8));
+          passes += set.steps[j].plain.module == "sort_count";
+        }
+        CHECK(passes % 2 == 0);
+        CHECK(passes >= 2);
+      } else if (step.kind == K::Ordered) {
+        CHECK(step.plain.module == "ordered_e4_i32_w_large");
+        REQUIRE(step.plain.large.size() == 1);
+        CHECK(step.plain.end == keys);
+        CHECK(set.plans[step.plain.slot].sortedBase == 0);
+        ++folds;
+      }
+    }
+    CHECK(loop == shape.updates);
+    CHECK(chunks >= (shape.scratchRange < (1u << 30) ? 2u : 1u));
+    CHECK(folds == chunks * windows);
   }
 }
 

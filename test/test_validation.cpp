@@ -1371,37 +1371,6 @@ TEST_CASE_METHOD(Fixture, "Rule 34: the reduce operators check what their Direct
   }
 }
 
-// A deterministic execution sorts its update units in its scratch buffer, 16 bytes a unit (two
-// halves of keys and of values) and bound whole: more than maxStorageBufferRange is refused when
-// compiling. (Nothing is allocated: the tensors are described, never bound.)
-TEST_CASE_METHOD(Fixture, "Rule 35: a deterministic sort larger than maxStorageBufferRange",
-                 "[validation][reduce]") {
-  const UINT64 range = Dev().Info().maxStorageBufferRange;
-  const UINT64 units = range / 16 + 1;
-  if (units > 0xFFFFFFFFull || units * 4 > range) {
-    // Only a range of 32 GiB or more leaves no describable tensor of that many units.
-    CHECK(range >= (UINT64(1) << 35));
-    WARN("maxStorageBufferRange " << range << ": no tensor can hold that many units");
-    return;
-  }
-  const UINT n = static_cast<UINT>(units);
-  OpSpec spec = OpSpec::ScatterElements(TensorDesc(DML_TENSOR_DATA_TYPE_FLOAT32, {2}),
-                                        TensorDesc(DML_TENSOR_DATA_TYPE_UINT32, {n}),
-                                        TensorDesc(DML_TENSOR_DATA_TYPE_FLOAT32, {n}),
-                                        TensorDesc(DML_TENSOR_DATA_TYPE_FLOAT32, {2}), 0);
-  std::unique_ptr<Operator> op;
-  REQUIRE(Dev().CreateOperator(spec.Desc(), &op).ok());
-  std::unique_ptr<CompiledOperator> compiled;
-  Result r = Dev().CompileOperator(*op, VKDML_EXECUTION_FLAG_DETERMINISTIC, &compiled);
-  Expect(r, Status::Unsupported, "SCATTER_ELEMENTS",
-         {"a deterministic execution sorts " + std::to_string(units) +
-              " update units, which "
-              "needs ",
-          " bytes of scratch, more than this device's maxStorageBufferRange " +
-              std::to_string(range)});
-  CHECK(Dev().CompileOperator(*op, 0, &compiled).ok());
-}
-
 // Reductions on 1- and 2-byte elements update whole 4-byte words atomically: the output's binding
 // offset must be a multiple of 4. A deterministic execution writes elements alone and takes any
 // the device takes (a multiple of 4 where it moves them in words: BindingAlignment).

@@ -154,6 +154,55 @@ def test_deterministic_bit_for_bit(device):
     assert same(t.numpy(), want)
 
 
+@contextlib.contextmanager
+def switches(**values):
+    """A Device created with VKDML_* switches set (read once, when it is created), checked for
+    validation messages as the session's Device is."""
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update({k: str(v) for k, v in values.items()})
+    try:
+        d = vkdml.Device(validation=True)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k)
+            else:
+                os.environ[k] = v
+    yield d
+    messages = d.take_validation_messages()
+    assert not messages, "\n".join(messages)
+
+
+def test_large_path_every_mode():
+    """What a user of a device with a small binding range meets: with VKDML_MAX_BINDING_RANGE=256
+    every tensor past it takes the large path's windows, where random deterministic reductions
+    (with VKDML_ATOMICS=32 too: no 64-bit or float atomics) and float64 reductions in the default
+    mode without 64-bit atomics all run, bit for bit the sequential order's (NumPy's ufunc.at)."""
+    rng = np.random.default_rng(26)
+    with switches(VKDML_MAX_BINDING_RANGE=256) as wide, \
+            switches(VKDML_MAX_BINDING_RANGE=256, VKDML_ATOMICS=32) as narrow:
+        for case in range(80):
+            d = narrow if case % 2 else wide
+            deterministic = case < 60
+            dtype = DATA_TYPES[int(rng.integers(len(DATA_TYPES)))] if deterministic \
+                else np.float64
+            reduction = REDUCTIONS[case % 4]
+            if not d.supports_reduction(dtype, reduction):
+                continue
+            rows = int(rng.integers(40, 200))
+            x = reduce_values(dtype, (rows, 3), reduction, not deterministic, seed=case)
+            idx = rng.integers(-rows, rows, (int(rng.integers(50, 300)), 3))
+            upd = reduce_values(dtype, idx.shape, reduction, not deterministic, seed=case + 99)
+            kw = dict(reduction=reduction, deterministic=deterministic, device=d)
+            want = ref_scatter_reduce(x, idx, upd, reduction, axis=0)
+            got = vkdml.scatter_elements(x, idx, upd, axis=0, **kw)
+            assert same(got, want), (case, name(dtype), reduction)
+            nd_idx = idx[:, :1] % rows
+            nd_upd = upd
+            got = vkdml.scatter_nd(x, nd_idx, nd_upd, **kw)
+            assert same(got, ref_scatter_reduce(x, nd_idx, nd_upd, reduction)), (case, name(dtype))
+
+
 # --- layouts: NumPy's result whatever the array's memory looks like -----------------------
 
 
