@@ -5,7 +5,7 @@
 // walks IndicesTensor in row-major order, so its loop order is the updates' order). WRITE: over
 // OutputTensor's span (pc.end elements), each marked element with a tie position takes that
 // update. Nothing to do, and each workgroup returns at once, where the atomic kernel marked no
-// target. ELEM 4 or 8; not on the large path.
+// target. ELEM 2 (float16, packed in words where WORDS), 4 or 8; not on the large path.
 #extension GL_GOOGLE_include_directive : require
 #include "elem.glsl"
 
@@ -30,14 +30,15 @@ void main() {
     if (tieMarked(i)) {
       const uint first = TIE_POSITION(i);
       if (first != kNoPosition)
-        outputData[pc.dstBase + i] = updatesData[pc.srcBase + loopOffsets(p, kRank, first).x];
+        STORE(outputData, pc.dstBase + i,
+              LOAD(updatesData, pc.srcBase + loopOffsets(p, kRank, first).x));
     }
 #else  // i: a loop element, an update
     const uvec4 at = loopOffsets(p, kRank, i);
-    const uint kind = tieKind(updatesData[pc.srcBase + at.x]);
+    const uint kind = tieKind(LOAD(updatesData, pc.srcBase + at.x));
     if (kind != kNoTie) {  // only then are its indices read
       const uint target = indexedOffset(p, at);
-      if (tieMarked(target) && tieKind(outputData[pc.dstBase + target]) == kind &&
+      if (tieMarked(target) && tieKind(LOAD(outputData, pc.dstBase + target)) == kind &&
           TIE_POSITION(target) > i)  // most often an earlier update's is there already
         atomicMin(TIE_POSITION(target), i);
     }

@@ -7,7 +7,7 @@
 // target holds, so where the input's own element is of the result's kind it stays. The atomic
 // kernel marks each target it sets to a zero or a NaN; where one ends so, glsl/scatter_ties.comp
 // lowers its tie position to the first update of that kind aimed at it, then writes that one.
-// Needs elem.glsl (ELEM 4 or 8) and arith.glsl. The scratch: interface.h, ScratchLayout.
+// Needs elem.glsl (ELEM 2: float16, 4 or 8) and arith.glsl. The scratch: interface.h, ScratchLayout.
 
 // The scratch (bindings.glsl): TIE_MARK(VKDML_TIES_ANY), then from VKDML_TIES_BITS a bit per
 // OutputTensor element; TIE_POSITION(t), per marked OutputTensor element t, its first tie's loop
@@ -18,10 +18,10 @@ const uint kNoPosition = 0xFFFFFFFFu;  // above every loop index (a loop has und
 
 // Which kind of tie a value can take part in.
 uint tieKind(V v) {
-#if ELEM == 4
-  const bool zero = (v & 0x7FFFFFFFu) == 0u;
-#else
+#if ELEM == 8
   const bool zero = v.x == 0u && (v.y & 0x7FFFFFFFu) == 0u;
+#else
+  const bool zero = (v & (ELEM == 2 ? 0x7FFFu : 0x7FFFFFFFu)) == 0u;
 #endif
   return zero ? kZeroTie : isNanBits(v) ? kNanTie : kNoTie;
 }

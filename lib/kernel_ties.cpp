@@ -1,7 +1,7 @@
-// A deterministic float MAX or MIN: the default mode's atomic kernel, marking the targets it sets
-// to a zero or a NaN (glsl/ties.glsl), then glsl/scatter_ties.comp over the updates (each such
-// target's first update of that kind) and over OutputTensor (its write); both return at once
-// where nothing was marked.
+// A deterministic float MAX or MIN (float16, float32, float64): the default mode's atomic kernel,
+// marking the targets it sets to a zero or a NaN (glsl/ties.glsl), then glsl/scatter_ties.comp
+// over the updates (each such target's first update of that kind) and over OutputTensor (its
+// write); both return at once where nothing was marked.
 #include <algorithm>
 
 #include "kernel_choice.h"
@@ -12,18 +12,20 @@ namespace {
 
 constexpr UINT64 kCpuTieGroups = 16;  // CPU devices: workgroups of a tie pass, at least
 
-std::string TiesFirstModule(UINT elemSize, UINT indexSize) {
-  return Str("ties_first_e", elemSize, IndexSuffix(indexSize));
+// elem: the element token (ElemToken: float16 may be packed in words).
+std::string TiesFirstModule(const std::string& elem, UINT indexSize) {
+  return Str("ties_first_", elem, IndexSuffix(indexSize));
 }
-std::string TiesWriteModule(UINT elemSize) {
-  return Str("ties_write_e", elemSize);
+std::string TiesWriteModule(const std::string& elem) {
+  return Str("ties_write_", elem);
 }
 
-// The atomic kernel marking ties: 4-byte elements on every device, 8-byte ones with 64-bit
-// atomics; not on the large path.
-bool TiesModule(UINT reduce, UINT kind, UINT elemSize, bool large, std::string* atomic) {
+// The atomic kernel marking ties: 2- and 4-byte elements (float16 and float32: compare-and-swap
+// on the words that hold them) on every device, 8-byte ones with 64-bit atomics; not on the
+// large path.
+bool TiesModule(UINT reduce, UINT kind, bool large, std::string* atomic) {
   const bool maxOrMin = reduce == VKDML_REDUCE_FUNCTION_MAX || reduce == VKDML_REDUCE_FUNCTION_MIN;
-  if (!maxOrMin || kind != VKDML_KIND_FLOAT || elemSize < 4 || large) return false;
+  if (!maxOrMin || kind != VKDML_KIND_FLOAT || large) return false;
   *atomic += "_ties";
   return true;
 }
@@ -42,8 +44,9 @@ UINT TieGroups(const Choice& c, UINT64 items, UINT64 cost, UINT gpu) {
 bool ChooseTies(Choice& c, const Plan& plan, Result* result) {
   std::string atomic;
   if (!AtomicModule(c, &atomic) ||
-      !TiesModule(c.op.reduce, c.base[VKDML_SPEC_ELEMENT_KIND], c.elemSize, c.large, &atomic))
+      !TiesModule(c.op.reduce, c.base[VKDML_SPEC_ELEMENT_KIND], c.large, &atomic))
     return false;
+  const std::string elem = c.Elem(c.elemSize);
   *result = [&]() -> Result {
     UINT slot = 0;
     VKDML_TRY(c.Slot(plan, &slot));
@@ -52,15 +55,16 @@ bool ChooseTies(Choice& c, const Plan& plan, Result* result) {
     step.plain = c.Elementwise(atomic, plan, slot, c.elemSize);
     c.set.steps.push_back(step);
     step.kind = Pass::Kind::Ties;
-    step.plain = c.Elementwise(TiesFirstModule(c.elemSize, c.indexSize), plan, slot, c.elemSize);
+    step.plain = c.Elementwise(TiesFirstModule(elem, c.indexSize), plan, slot, c.elemSize);
     step.plain.groups = TieGroups(c, plan.count, 1, step.plain.groups);
     c.set.steps.push_back(step);
     const UINT64 targets = c.op.outputs[0].Span();
-    step.plain = c.Elementwise(TiesWriteModule(c.elemSize), plan, slot, c.elemSize);
+    step.plain = c.Elementwise(TiesWriteModule(elem), plan, slot, c.elemSize);
     step.plain.end = UINT(targets);  // fewer than 2^32 off the large path
     step.plain.groups = TieGroups(c, targets, 1, c.Groups(targets / c.caps.groupSize + 1));
     c.set.steps.push_back(step);
     c.set.tiePositionWords = targets;
+    c.set.wordAtomics = c.elemSize < 4;  // float16's compare-and-swap on 4-byte words
     c.set.tieMarkWords = VKDML_TIES_BITS + (targets + 31) / 32;
     return {};
   }();
@@ -70,16 +74,16 @@ bool ChooseTies(Choice& c, const Plan& plan, Result* result) {
 void ListTiesModules(const ModuleSink& sink) {
   ForEachCapabilities([&](const Capabilities& caps) {
     for (UINT index : {4u, 8u})
-      for (UINT elem : {4u, 8u})
+      for (UINT elem : {2u, 4u, 8u})
         for (UINT reduce : {VKDML_REDUCE_FUNCTION_MAX, VKDML_REDUCE_FUNCTION_MIN}) {
           std::string atomic;
           if (AtomicModule(elem, index, VKDML_KIND_FLOAT, reduce, caps, &atomic) &&
-              TiesModule(reduce, VKDML_KIND_FLOAT, elem, false, &atomic))
+              TiesModule(reduce, VKDML_KIND_FLOAT, false, &atomic))
             sink(atomic);
-          sink(TiesFirstModule(elem, index));
+          sink(TiesFirstModule(ElemToken(elem, caps), index));
+          sink(TiesWriteModule(ElemToken(elem, caps)));
         }
   });
-  for (UINT elem : {4u, 8u}) sink(TiesWriteModule(elem));
 }
 
 }  // namespace vkdml::detail

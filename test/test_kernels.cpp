@@ -389,8 +389,8 @@ TEST_CASE("Kernels: the steps each scatter takes", "[kernels]") {
 
 // Integer reductions are order-free bit for bit: deterministic, those of 4- and 8-byte elements
 // take the default mode's steps; float reductions, NONE and 1- and 2-byte elements (whose atomics
-// need a 4-byte aligned output) do not: the sort and the ordered fold, or for float32 MAX and
-// MIN the atomics marking ties and the ties' passes (the test below).
+// need a 4-byte aligned output) do not: the sort and the ordered fold, or for float16 and float32
+// MAX and MIN the atomics marking ties and the ties' passes (the test below).
 TEST_CASE("Kernels: deterministic integer reductions take the default mode's kernels",
           "[kernels]") {
   using vkdml::detail::Pass;
@@ -411,7 +411,7 @@ TEST_CASE("Kernels: deterministic integer reductions take the default mode's ker
       const KernelSet plain = Choose(spec, device);
       const bool isFloat = t == DML_TENSOR_DATA_TYPE_FLOAT32 || t == DML_TENSOR_DATA_TYPE_FLOAT16;
       const bool orderFree = f != VKDML_REDUCE_FUNCTION_NONE && !isFloat && DataTypeSize(t) >= 4;
-      const bool ties = t == DML_TENSOR_DATA_TYPE_FLOAT32 &&
+      const bool ties = isFloat &&
                         (f == VKDML_REDUCE_FUNCTION_MAX || f == VKDML_REDUCE_FUNCTION_MIN);
       CHECK(set.steps.back().kind == (orderFree ? Pass::Kind::Reduce
                                       : ties    ? Pass::Kind::Ties
@@ -748,8 +748,8 @@ TEST_CASE("Kernels: wide ScatterND slices are sorted on GPUs", "[kernels]") {
 // A deterministic float MAX or MIN takes the default mode's atomics, marking ties, then the two
 // passes that resolve them (glsl/ties.glsl), with a tie position and a mark bit per OutputTensor
 // element (its span, strides included): wherever the default mode takes atomics, on GPUs and CPU
-// devices, ScatterElements' long lines too. 8-byte floats need 64-bit atomics; float16, and
-// ScatterND's wide slices on GPUs (sorted in the default mode too), keep the sorted path.
+// devices, ScatterElements' long lines too, float16 as float32. 8-byte floats need 64-bit
+// atomics; ScatterND's wide slices on GPUs (sorted in the default mode too) keep the sorted path.
 TEST_CASE("Kernels: deterministic float MAX and MIN resolve ties after the atomics", "[kernels]") {
   using vkdml::detail::Pass;
   const DML_TENSOR_DATA_TYPE f16 = DML_TENSOR_DATA_TYPE_FLOAT16, f32 = DML_TENSOR_DATA_TYPE_FLOAT32,
@@ -796,9 +796,21 @@ TEST_CASE("Kernels: deterministic float MAX and MIN resolve ties after the atomi
       CHECK(set.tieMarkWords == 0);
       device.int64Atomics = true;
 
+      // float16: compare-and-swap on the words that hold it, which need a 4-byte output offset;
+      // packed in words without 16-bit storage.
       elements.tensors[0] = elements.tensors[2] = elements.tensors[3] = TensorDesc(f16, {64});
       elements.tensors[2] = TensorDesc(f16, {16});
-      CHECK(Choose(elements, device, deterministic).steps.back().kind == K::Ordered);
+      for (bool storage16 : {true, false}) {
+        device.storage16 = storage16;
+        set = Choose(elements, device, deterministic);
+        const std::string e2 = storage16 ? "e2" : "e2p";
+        REQUIRE(set.steps.size() == 4);
+        CHECK(set.steps[1].plain.module == "reduce_" + e2 + "_i64_ties");
+        CHECK(set.steps[2].plain.module == "ties_first_" + e2 + "_i64");
+        CHECK(set.steps[3].plain.module == "ties_write_" + e2);
+        CHECK(set.wordAtomics);
+        CHECK(set.tiePositionWords == 64);
+      }
 
       OpSpec rows = OpSpec::ScatterND(TensorDesc(f32, {16, 128}), TensorDesc(i64, {4, 1}),
                                       TensorDesc(f32, {4, 128}), TensorDesc(f32, {16, 128}), 2, 2);

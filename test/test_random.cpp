@@ -1570,7 +1570,7 @@ TEST_CASE_METHOD(Fixture, "Scatter reductions on float denormals", "[random][red
 // then win), 16 updates to a target. Applied in order, a target ends as the first value equal to
 // the result, its input element first (glsl/ties.glsl), bit for bit, each case run twice. In place
 // and not; with 64-bit atomics and without (VKDML_ATOMICS=32: float64 then sorts); ScatterElements
-// and ScatterND with narrow slices and wide ones (sorted on GPUs); float16 takes the sorted path.
+// and ScatterND with narrow slices and wide ones (sorted on GPUs); float16 through its words.
 TEST_CASE_METHOD(Fixture, "Deterministic MAX and MIN resolve ties of zeros and NaNs in order",
                  "[random][reduce]") {
   TypeSweep sweep;  // fails if no type ran, or any was skipped on lavapipe
@@ -1622,6 +1622,13 @@ TEST_CASE_METHOD(Fixture, "Deterministic MAX and MIN resolve ties of zeros and N
           c.inputs = {values(in), IndexBytes(it, slots, c.spec.tensors[1].Total()), values(upd)};
           c.opts = RandomOptions(rng, c.spec, !inPlace);
           c.opts.flags |= VKDML_EXECUTION_FLAG_DETERMINISTIC;
+          // float16's atomics update whole 4-byte words: 4-aligned output bindings.
+          if (es < 4) {
+            for (UINT64& offset : c.opts.offsets) offset = (offset + 3) / 4 * 4;
+            for (TensorDesc* t : {&c.spec.tensors[0], &c.spec.Output()})
+              t->buf.GuaranteedBaseOffsetAlignment =
+                  std::max(4u, t->buf.GuaranteedBaseOffsetAlignment);
+          }
           if (inPlace) MakeInPlace(&c);
           INFO(c.spec.ToString() << ", " << Describe(c.opts) << ", NaNs " << pNan
                                  << (atomics32 ? ", VKDML_ATOMICS=32" : ""));
