@@ -411,8 +411,8 @@ TEST_CASE("Kernels: deterministic integer reductions take the default mode's ker
       const KernelSet plain = Choose(spec, device);
       const bool isFloat = t == DML_TENSOR_DATA_TYPE_FLOAT32 || t == DML_TENSOR_DATA_TYPE_FLOAT16;
       const bool orderFree = f != VKDML_REDUCE_FUNCTION_NONE && !isFloat && DataTypeSize(t) >= 4;
-      const bool ties = isFloat &&
-                        (f == VKDML_REDUCE_FUNCTION_MAX || f == VKDML_REDUCE_FUNCTION_MIN);
+      const bool ties =
+          isFloat && (f == VKDML_REDUCE_FUNCTION_MAX || f == VKDML_REDUCE_FUNCTION_MIN);
       CHECK(set.steps.back().kind == (orderFree ? Pass::Kind::Reduce
                                       : ties    ? Pass::Kind::Ties
                                                 : Pass::Kind::Ordered));
