@@ -49,6 +49,21 @@ std::string TypeName(vkdml::DML_TENSOR_DATA_TYPE t) {
 
 namespace {
 
+// float16 bits as a float (exact: every float16 is a float).
+float HalfToFloat(uint16_t h) {
+  const uint32_t sign = uint32_t(h & 0x8000u) << 16, exponent = (h >> 10) & 0x1Fu,
+                 mantissa = h & 0x3FFu;
+  if (exponent == 0x1Fu) {
+    const uint32_t bits = sign | 0x7F800000u | (mantissa << 13);
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+  }
+  const float magnitude = exponent == 0 ? std::ldexp(float(mantissa), -24)
+                                        : std::ldexp(float(mantissa | 0x400u), int(exponent) - 25);
+  return sign ? -magnitude : magnitude;
+}
+
 Spec MakeSpec(const char* name, OpKind kind, vkdml::DML_TENSOR_DATA_TYPE dtype,
               vkdml::DML_TENSOR_DATA_TYPE itype, std::vector<uint32_t> input,
               std::vector<uint32_t> indices) {
@@ -142,6 +157,11 @@ std::vector<Spec> MakeSpecs(bool small) {
   semax.name = "scatter-elements-amax-axis1-f32";
   semax.reduce = vkdml::VKDML_REDUCE_FUNCTION_MAX;
   semax.peer = "x.scatter_reduce_(1, i, u, \"amax\")";
+  // float16 MAX: compare-and-swap on the 4-byte words that hold it; deterministic, the ties'
+  // passes after it, as float32.
+  Spec semaxh = semax;
+  semaxh.name = "scatter-elements-amax-axis1-f16";
+  semaxh.dtype = f16;
   // Diagnostic: MAX where every target an update reaches ends a zero taken from an update
   // (glsl/ties.glsl), so a deterministic execution's tie passes do all their work; the default
   // mode beside it. Not in place: in place, the second run would find the zeros there already.
@@ -156,7 +176,7 @@ std::vector<Spec> MakeSpecs(bool small) {
   seadd64.name = "scatter-elements-add-axis1-f64";
   seadd64.dtype = vkdml::DML_TENSOR_DATA_TYPE_FLOAT64;
   seadd64.diagnostic = true;
-  for (Spec* r : {&sadd, &seadd, &semax, &ties, &seadd64}) {
+  for (Spec* r : {&sadd, &seadd, &semax, &semaxh, &ties, &seadd64}) {
     add(*r);
     r->name += "-det";
     r->deterministic = true;
@@ -477,6 +497,7 @@ struct Reference {
   // bits.
   uint64_t Folded(uint64_t o) const {
     uint64_t bits = 0;
+    if (vkdml::DataTypeSize(s.dtype) == 2) return FoldHalfMax(o);
     if (vkdml::DataTypeSize(s.dtype) == 8) {
       const double v = Fold<double>(o);
       std::memcpy(&bits, &v, 8);
@@ -485,6 +506,34 @@ struct Reference {
       std::memcpy(&bits, &v, 4);
     }
     return bits;
+  }
+  // float16 MAX (the only 2-byte reduction case): compared as floats, the bits kept.
+  uint16_t FoldHalfMax(uint64_t o) const {
+    uint16_t v, u;
+    std::memcpy(&v, h.input.data() + o * 2, 2);
+    auto fold = [&](const uint8_t* update) {
+      std::memcpy(&u, update, 2);
+      const float fv = HalfToFloat(v), fu = HalfToFloat(u);
+      v = std::isnan(fv) || fv >= fu ? v : u;
+    };
+    if (s.kind == OpKind::ScatterND) {
+      for (uint32_t r = head[o / slice]; r != UINT32_MAX; r = next[r])
+        fold(h.updates.data() + (r * slice + o % slice) * 2);
+      return v;
+    }
+    for (uint64_t e : UpdatesOf(o)) fold(h.updates.data() + e * 2);
+    return v;
+  }
+  // ScatterElements: the update elements aimed at output element o, in order.
+  std::vector<uint64_t> UpdatesOf(uint64_t o) const {
+    const uint64_t n = axisN, m = axisM, inner = axisInner;
+    uint64_t outer = o / (n * inner), c = (o / inner) % n, in = o % inner;
+    std::vector<uint64_t> found;
+    for (uint64_t j = 0; j < m; ++j) {
+      uint64_t e = (outer * m + j) * inner + in;
+      if (LoadIndex(h.indices.data(), s.itype, e, n) == c) found.push_back(e);
+    }
+    return found;
   }
   template <typename T>
   T Fold(uint64_t o) const {
@@ -501,12 +550,7 @@ struct Reference {
         fold(h.updates.data() + (r * slice + o % slice) * es);
       return v;
     }
-    const uint64_t n = axisN, m = axisM, inner = axisInner;
-    uint64_t outer = o / (n * inner), c = (o / inner) % n, in = o % inner;
-    for (uint64_t j = 0; j < m; ++j) {
-      uint64_t e = (outer * m + j) * inner + in;
-      if (LoadIndex(h.indices.data(), s.itype, e, n) == c) fold(h.updates.data() + e * es);
-    }
+    for (uint64_t e : UpdatesOf(o)) fold(h.updates.data() + e * es);
     return v;
   }
   uint64_t TupleSlot(uint64_t i) const {
@@ -610,6 +654,11 @@ uint64_t Verify(const Spec& s, const HostData& h, const uint8_t* out, uint64_t* 
     if (s.reduce == vkdml::VKDML_REDUCE_FUNCTION_MAX && !s.deterministic && !ok) {
       // The default mode keeps any of equal values: +0 or -0, any NaN.
       auto value = [es](const void* p) -> double {
+        if (es == 2) {
+          uint16_t b;
+          std::memcpy(&b, p, 2);
+          return HalfToFloat(b);
+        }
         if (es == 8) {
           double d;
           std::memcpy(&d, p, 8);

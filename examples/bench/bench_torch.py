@@ -31,7 +31,8 @@ CASE_NAMES = [
     "elements-axis1-i32idx", "elements-axis1-f16", "scatter-rows-f32", "scatter-rows-inplace",
     "scatter-elements-axis1-f32", "scatter-add-rows-f32", "scatter-add-rows-f32-det",
     "scatter-elements-add-axis1-f32", "scatter-elements-add-axis1-f32-det",
-    "scatter-elements-amax-axis1-f32", "scatter-elements-amax-axis1-f32-det", "latency",
+    "scatter-elements-amax-axis1-f32", "scatter-elements-amax-axis1-f32-det",
+    "scatter-elements-amax-axis1-f16", "scatter-elements-amax-axis1-f16-det", "latency",
     "latency-host", "elements-axis0-64rows", "elements-axis0-pitch8224", "tuples-f32-4mib",
 ]
 
@@ -76,6 +77,8 @@ def specs(small):
            dict(s[-1], case="scatter-elements-add-axis1-f32", reduction="add",
                 peer="x.scatter_add_(1, i, u)"),
            dict(s[-1], case="scatter-elements-amax-axis1-f32", reduction="max",
+                peer='x.scatter_reduce_(1, i, u, "amax")'),
+           dict(s[-1], case="scatter-elements-amax-axis1-f16", dtype="float16", reduction="max",
                 peer='x.scatter_reduce_(1, i, u, "amax")')]
     for c in red:
         s.append(c)
