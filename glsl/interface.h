@@ -52,7 +52,10 @@ struct uvec4 {
 #define VKDML_SPEC_RUN_INDEXED \
   13  // indexed_runs.comp: bool, each element of a run has its own index (or mask bit)
 #define VKDML_SPEC_RUN_LINES 14  // indexed_runs.comp: whole lines (runs) an invocation moves
-#define VKDML_SPEC_COUNT 15
+#define VKDML_SPEC_SEQUENTIAL \
+  15  // scatter_ordered.comp (LARGE): bool, one invocation folds the chunk [begin, end) of the
+      // loop in its order, unsorted (a chunk too small for the sort to pay)
+#define VKDML_SPEC_COUNT 16
 
 #define VKDML_KIND_UNSIGNED 0
 #define VKDML_KIND_SIGNED 1

@@ -8,7 +8,8 @@
 // dispatch that begins inside a run carries on from what the previous one left in the target.
 // FLOAT64 computes 8-byte floats (shaderFloat64). LARGE: the large path (interface.h:
 // LargePush), one chunk of the loop and one window of OutputTensor per dispatch, a unit one
-// element, folding only the runs of targets in its window.
+// element, folding only the runs of targets in its window; or (kSequential) one invocation
+// folding a small chunk in order, unsorted.
 #extension GL_GOOGLE_include_directive : require
 #include "elem.glsl"
 
@@ -76,8 +77,32 @@ void applyRun(uint p, uint q, uint t, uint end) {
     if (t + j * kThreadsPerUnit < kUnit) STORE(outputData, target[j], value[j]);
 }
 
+#if LARGE
+// kSequential: the chunk's loop elements [pc.begin, pc.end) in order, each folded into its
+// target where this dispatch owns it: the sequential order itself, for chunks of a few elements.
+void foldInOrder(uint p) {
+  for (uint i = pc.begin; i < pc.end; ++i) {
+    const uvec3 at = locate(p, i);
+    if (at.y == VKDML_NOT_OWNED) continue;
+    if (kReduce == VKDML_REDUCE_NONE) {
+      COPY(outputData, pc.dstBase + at.y, updatesData, pc.srcBase + at.x);
+    } else {
+      const V value = reduceBits(LOAD(outputData, pc.dstBase + at.y),
+                                 LOAD(updatesData, pc.srcBase + at.x));
+      STORE(outputData, pc.dstBase + at.y, value);
+    }
+  }
+}
+#endif
+
 void main() {
   const uint p = pc.plan;
+#if LARGE
+  if (kSequential) {
+    if (gl_GlobalInvocationID.x == 0u) foldInOrder(p);
+    return;
+  }
+#endif
   const uint count = (pc.end - pc.begin) * kThreadsPerUnit;
   const uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
   for (uint i = gl_GlobalInvocationID.x; i < count;) {

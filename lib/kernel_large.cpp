@@ -20,6 +20,11 @@ UINT64 WindowBytes(const Capabilities& caps) {
   return (caps.maxRange - caps.rangeAlign) / VKDML_VECTOR_BYTES * VKDML_VECTOR_BYTES;
 }
 
+// A tensor's first window (Windows' first, without the others).
+Span FirstWindow(const Capabilities& caps, const Tensor& t) {
+  return {0, Windowed(caps, t) ? std::min(t.totalBytes, WindowBytes(caps)) : t.totalBytes};
+}
+
 // An index tuple must fit one window.
 Result TupleTooWide(const Choice& c) {
   return Fail(Status::Unsupported, c.op.name, ": an index tuple of ", c.op.Indices().field,
@@ -74,7 +79,7 @@ void AddChunk(const Choice& c, const Plan& plan, const std::vector<Walked>& walk
               UINT64 inner, Kernel* k) {
   const UINT64 perGroup = UINT64(c.caps.groupSize) * k->spec[VKDML_SPEC_UNROLL];
   LargeDispatch d;
-  d.indices = Windows(c.caps, c.op.Indices())[0];  // a copy reads no indices, but binds them
+  d.indices = FirstWindow(c.caps, c.op.Indices());  // a copy reads no indices, but binds them
   std::copy(start, start + split + 1, d.start);
   d.count = UINT(n * inner);
   d.groups = c.Groups((d.count + perGroup - 1) / perGroup);
@@ -155,8 +160,8 @@ Result ChooseLargeDispatches(const Choice& c, const Plan& plan, Pass::Kind kind,
         return TupleTooWide(c);
     LargeDispatch d;
     d.count = d.groups = 1;
-    d.indices = Windows(c.caps, indices)[0];
-    for (const Walked& w : walked) d.*w.span = Windows(c.caps, *w.tensor)[0];
+    d.indices = FirstWindow(c.caps, indices);
+    for (const Walked& w : walked) d.*w.span = FirstWindow(c.caps, *w.tensor);
     for (const Span& window : windows) {
       if (plan.tuple > 0) d.indexed = window;
       k->large.push_back(d);

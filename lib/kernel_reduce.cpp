@@ -15,6 +15,9 @@ namespace {
 // by target costs little beside moving them, and glsl/scatter_ordered.comp folds
 // kOrderedPerThread of a unit's elements a thread.
 constexpr UINT kWideUnit = 128, kOrderedPerThread = 4;
+// On the large path, a chunk of at most this many update elements is folded in order by one
+// invocation per window, unsorted: cheaper than the keys and the sort's dispatches.
+constexpr UINT kSequentialChunk = 64;
 constexpr const char* kSortSteps[] = {"count", "scan", "scan_add", "scatter"};
 
 std::string OrderedModule(const std::string& elem, UINT indexSize, const std::string& floatSuffix) {
@@ -155,7 +158,9 @@ UINT64 LargeSortChunk(const Capabilities& caps) {
 // stable sort of the chunk's elements by key; then, once per window of the range, the ordered
 // fold of each run of one target there, from what the chunks before left. An element is a unit
 // here: the sort costs a key per element, not per ScatterND slice. The sort runs an even number
-// of digit passes, so its result is in the first half (sortedBase 0).
+// of digit passes, so its result is in the first half (sortedBase 0). A chunk of at most
+// kSequentialChunk elements skips the keys and the sort: one invocation per window folds it in
+// order.
 Result OrderedLarge(Choice& c, const Plan& scatter) {
   const UINT64 chunk = LargeSortChunk(c.caps);
   if (chunk == 0)
@@ -184,6 +189,21 @@ Result OrderedLarge(Choice& c, const Plan& scatter) {
   UINT64 most = 0;
   for (size_t first = 0; first < dispatches.size(); first += windows.size()) {
     const LargeDispatch& d = dispatches[first];
+    if (d.count <= kSequentialChunk) {  // one invocation per window folds it in order
+      Kernel sequential = ordered;
+      sequential.spec[VKDML_SPEC_SEQUENTIAL] = 1;
+      sequential.end = d.count;
+      sequential.groups = 1;
+      for (size_t w = 0; w < windows.size(); ++w) {
+        Step step;
+        step.kind = Pass::Kind::Ordered;
+        step.plain = sequential;
+        step.plain.large = {dispatches[first + w]};
+        step.plain.large[0].groups = 1;
+        c.set.steps.push_back(step);
+      }
+      continue;
+    }
     for (size_t range = 0; range < windows.size(); range += perRange) {
       const size_t end = std::min(windows.size(), range + perRange);
       Step step;

@@ -908,13 +908,15 @@ TEST_CASE("Kernels: deterministic scatters sort in chunks on the large path", "[
     UINT64 maxRange, scratchRange;
     UINT updates, outputs;
     bool large;
+    UINT sortedChunks;  // at least
   };
   // Tensors past a 64 KiB range; a sort past a 256 KiB scratch range (tensors that fit a 4 GiB
-  // one); both; neither.
-  for (const Shape& shape : {Shape{64 << 10, 1u << 30, 40000, 30000, true},
-                             Shape{0xFFFFFFFFu, 256 << 10, 40000, 30000, true},
-                             Shape{64 << 10, 256 << 10, 100000, 50000, true},
-                             Shape{0xFFFFFFFFu, 1u << 30, 40000, 30000, false}}) {
+  // one); both; neither; windows of 64 bytes (chunks of 16 elements, each folded in order).
+  for (const Shape& shape : {Shape{64 << 10, 1u << 30, 40000, 30000, true, 1},
+                             Shape{0xFFFFFFFFu, 256 << 10, 40000, 30000, true, 2},
+                             Shape{64 << 10, 256 << 10, 100000, 50000, true, 2},
+                             Shape{0xFFFFFFFFu, 1u << 30, 40000, 30000, false, 0},
+                             Shape{256 + 64, 1u << 30, 100, 50, true, 0}}) {
     device.maxRange = shape.maxRange;
     device.scratchRange = shape.scratchRange;
     INFO("maxRange " << shape.maxRange << ", scratchRange " << shape.scratchRange);
@@ -930,10 +932,11 @@ TEST_CASE("Kernels: deterministic scatters sort in chunks on the large path", "[
     CHECK(set.large == shape.large);
     CHECK(set.scratchWords * 4 <= shape.scratchRange);
     if (!shape.large) continue;
-    UINT64 loop = 0, chunks = 0, folds = 0;
     UINT64 windows = (UINT64(shape.outputs) * 4 + (shape.maxRange - 256) / 16 * 16 - 1) /
                      ((shape.maxRange - 256) / 16 * 16);
     if (shape.maxRange == 0xFFFFFFFFu) windows = 1;
+    std::map<UINT, UINT> chunks;  // first loop coordinate: elements, sorted or folded in order
+    UINT64 sortedFolds = 0, sequentialFolds = 0, sortedChunks = 0;
     UINT keys = 0, lastStart = 0;
     for (size_t i = 0; i < set.steps.size(); ++i) {
       const auto& step = set.steps[i];
@@ -943,12 +946,11 @@ TEST_CASE("Kernels: deterministic scatters sort in chunks on the large path", "[
         const auto& d = step.plain.large[0];
         CHECK(step.plain.module == "keys_i32_large");
         CHECK(d.start[0] >= lastStart);  // the chunks in the loop's order
-        if (d.start[0] != lastStart || loop == 0) {
-          loop += d.count;
-          ++chunks;
-        }
         lastStart = d.start[0];
+        sortedChunks += chunks.count(d.start[0]) == 0;
+        chunks[d.start[0]] = d.count;
         keys = d.count;
+        CHECK(keys > 64);
         CHECK(4 * (UINT64(set.scratchAt.counts) + set.countWords) <= shape.scratchRange);
         CHECK(UINT64(keys) * 2 <= set.sortWords);
         UINT passes = 0;
@@ -961,14 +963,29 @@ TEST_CASE("Kernels: deterministic scatters sort in chunks on the large path", "[
       } else if (step.kind == K::Ordered) {
         CHECK(step.plain.module == "ordered_e4_i32_w_large");
         REQUIRE(step.plain.large.size() == 1);
-        CHECK(step.plain.end == keys);
+        const auto& d = step.plain.large[0];
         CHECK(set.plans[step.plain.slot].sortedBase == 0);
-        ++folds;
+        if (step.plain.spec[VKDML_SPEC_SEQUENTIAL]) {  // a small chunk, folded in order
+          CHECK(d.count <= 64);
+          CHECK((step.plain.begin == 0 && step.plain.end == d.count));
+          CHECK((step.plain.groups == 1 && d.groups == 1));
+          CHECK(d.start[0] >= lastStart);
+          lastStart = d.start[0];
+          chunks[d.start[0]] = d.count;
+          ++sequentialFolds;
+        } else {
+          CHECK(step.plain.end == keys);
+          ++sortedFolds;
+        }
       }
     }
+    UINT64 loop = 0;
+    for (const auto& chunk : chunks) loop += chunk.second;
     CHECK(loop == shape.updates);
-    CHECK(chunks >= (shape.scratchRange < (1u << 30) ? 2u : 1u));
-    CHECK(folds == chunks * windows);
+    CHECK(sortedChunks >= shape.sortedChunks);
+    if (shape.maxRange < 1024) CHECK((sortedChunks == 0 && chunks.size() >= 7));
+    CHECK(sortedFolds == sortedChunks * windows);
+    CHECK(sequentialFolds == (chunks.size() - sortedChunks) * windows);
   }
 }
 
