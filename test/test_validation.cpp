@@ -989,8 +989,7 @@ Result Compile(const DML_OPERATOR_DESC& desc, UINT flags) {
 }
 
 // Tensors past maxStorageBufferRange are no longer refused: they take the large path (lib/
-// kernels.h: LargeDispatch; "Large ..." in test_random.cpp run it). What the large path does not
-// do is refused when compiling, naming it.
+// kernels.h: LargeDispatch; "Large ..." in test_random.cpp run it), in every mode.
 TEST_CASE_METHOD(Fixture, "Rule 25: tensors past maxStorageBufferRange take the large path",
                  "[validation]") {
   const UINT64 range = Dev().Info().maxStorageBufferRange;
@@ -1012,8 +1011,8 @@ TEST_CASE_METHOD(Fixture, "Rule 25: tensors past maxStorageBufferRange take the 
   CHECK(Compile(scatter.Desc(), 0).ok());
   scatter.WithReduce(VKDML_REDUCE_FUNCTION_ADD);
   CHECK(Compile(scatter.Desc(), 0).ok());
-  Expect(Compile(scatter.Desc(), VKDML_EXECUTION_FLAG_DETERMINISTIC), Status::Unsupported,
-         "SCATTER_ND_REDUCE", {"VKDML_EXECUTION_FLAG_DETERMINISTIC", "binding range"});
+  // Deterministic too: it sorts there in chunks (lib/kernel_reduce.cpp: OrderedLarge).
+  CHECK(Compile(scatter.Desc(), VKDML_EXECUTION_FLAG_DETERMINISTIC).ok());
   // An integer reduction is order-free: deterministic, it takes the default mode's kernels.
   OpSpec integer = scatter;
   for (UINT i : {0u, 2u, 3u}) {

@@ -174,13 +174,14 @@ def switches(**values):
 
 
 def test_large_path_every_mode():
-    """What a user of a device with a small binding range meets: with VKDML_MAX_BINDING_RANGE=256
-    every tensor past it takes the large path's windows, where random deterministic reductions
+    """What a user of a device with a small binding range meets: with VKDML_MAX_BINDING_RANGE=512
+    (windows of 496 bytes on lavapipe, 256 on the minimum-limits device) every tensor past it
+    takes the large path's windows, where random deterministic reductions
     (with VKDML_ATOMICS=32 too: no 64-bit or float atomics) and float64 reductions in the default
     mode without 64-bit atomics all run, bit for bit the sequential order's (NumPy's ufunc.at)."""
     rng = np.random.default_rng(26)
-    with switches(VKDML_MAX_BINDING_RANGE=256) as wide, \
-            switches(VKDML_MAX_BINDING_RANGE=256, VKDML_ATOMICS=32) as narrow:
+    with switches(VKDML_MAX_BINDING_RANGE=512) as wide, \
+            switches(VKDML_MAX_BINDING_RANGE=512, VKDML_ATOMICS=32) as narrow:
         for case in range(80):
             d = narrow if case % 2 else wide
             deterministic = case < 60
@@ -189,9 +190,9 @@ def test_large_path_every_mode():
             reduction = REDUCTIONS[case % 4]
             if not d.supports_reduction(dtype, reduction):
                 continue
-            rows = int(rng.integers(40, 200))
+            rows = int(rng.integers(200, 600))  # past every window, even of 1-byte elements
             x = reduce_values(dtype, (rows, 3), reduction, not deterministic, seed=case)
-            idx = rng.integers(-rows, rows, (int(rng.integers(50, 300)), 3))
+            idx = rng.integers(-rows, rows, (int(rng.integers(100, 400)), 3))
             upd = reduce_values(dtype, idx.shape, reduction, not deterministic, seed=case + 99)
             kw = dict(reduction=reduction, deterministic=deterministic, device=d)
             want = ref_scatter_reduce(x, idx, upd, reduction, axis=0)
