@@ -224,6 +224,7 @@ Result OrderedLarge(Choice& c, const Plan& scatter) {
   c.set.sortWords = 2 * most;
   return {};
 }
+
 }  // namespace
 
 bool DeterministicScratchFits(const OperatorImpl& op, const Capabilities& caps) {
