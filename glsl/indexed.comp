@@ -3,8 +3,9 @@
 // when 1; MARK sets a bit per element's indexed offset instead of copying (ScatterND's mask of
 // slices it overwrites, which its copy pass then skips); KEYS writes each element's indexed
 // offset (its target slot) and its loop index for the sort of a deterministic scatter (LARGE:
-// over the scatter's own plan, the target's element in the window). ELEM is the element size in bytes (1,
-// 2, 4, 8, or 16 for widened plans): the kernel moves bytes and never looks at data types.
+// over the scatter's own plan, the target's element in the window). ELEM is the element size
+// in bytes (1, 2, 4, 8, or 16 for widened plans): the kernel moves bytes and never looks at data
+// types.
 // INDEX64 selects 64-bit index loads. LARGE: the large path (interface.h: LargePush), where a
 // dispatch moves only the elements whose indexed side it owns.
 #extension GL_GOOGLE_include_directive : require
