@@ -3,6 +3,7 @@
 layout(std140, set = 0, binding = VKDML_BIND_PLANS) uniform Plans {
   PackedPlan plans[VKDML_PLAN_SLOTS];
   ScratchLayout scratchAt;
+  uvec4 fillBytes;  // VKDML_OUT_OF_RANGE_MODE_FILL's value (interface.h)
 };
 layout(std430, set = 0, binding = VKDML_BIND_SCRATCH) restrict buffer Scratch { uint scratch[]; };
 

@@ -1,6 +1,7 @@
 // IndicesTensor and what every kernel does with an index: read it (INDEX64 selects 64-bit
-// loads), clamp it, and in checked mode record where an out-of-range one is. Needs common.glsl
-// and the specialization constants kChecked and kSignedIndex.
+// loads), clamp it (or with kDrop mark its element dropped), and in checked mode record where an
+// out-of-range one is. Needs common.glsl and the specialization constants kChecked, kSignedIndex
+// and kDrop.
 
 #if INDEX64
 layout(std430, set = 0, binding = VKDML_BIND_INDICES) restrict readonly buffer Indices {
@@ -22,8 +23,12 @@ uvec2 readIndex(uint e) {
 #endif
 }
 
+// clampIndex's result for an out-of-range index with kDrop: no index of a dimension (n < 2^32).
+#define VKDML_DROPPED 0xFFFFFFFFu
+
 // Clamps (lo, hi) into [-n, n-1] (signed) or [0, n-1] (unsigned), then maps a negative value
-// to value + n. When checking, records the position of an out-of-range index.
+// to value + n; with kDrop, an out-of-range one is VKDML_DROPPED instead. When checking, records
+// the position of an out-of-range index.
 uint clampIndex(uvec2 v, uint n, uint position) {
   bool negative = kSignedIndex && int(v.y) < 0;
   bool inRange;
@@ -36,7 +41,7 @@ uint clampIndex(uvec2 v, uint n, uint position) {
     result = inRange ? v.x : n - 1u;
   }
   if (kChecked && !inRange) atomicMin(STATUS(VKDML_STATUS_POSITION), position);
-  return result;
+  return kDrop && !inRange ? VKDML_DROPPED : result;
 }
 
 #if LARGE
@@ -61,8 +66,9 @@ bool wideBelow(uvec2 a, uvec2 b) {
 // start's plus i's digits, with no carry, each below its size: 32 bits do. The direct side
 // and IndicesTensor are offsets from their windows, modulo 2^32 (each window holds what the chunk
 // touches); the indexed side's 64-bit offset is taken only where this dispatch owns it, else the
-// result's y is VKDML_NOT_OWNED.
-uvec3 locate(uint p, uint i) {
+// result's y is VKDML_NOT_OWNED. A dropped element (kDrop: an index component out of range) is
+// no dispatch's: y is VKDML_NOT_OWNED and w is 1 (else 0).
+uvec4 locate(uint p, uint i) {
   uint rest = i, direct = 0u, indices = 0u, position = 0u;
   uvec2 indexed = uvec2(0u);
   for (int d = int(kRank) - 1; d >= 0; --d) {
@@ -80,32 +86,41 @@ uvec3 locate(uint p, uint i) {
     indexed = wideSum(indexed, wideProduct(c, VKDML_AT(plans[p].indexed, d)));
   }
   indices -= lpc.indicesStart;
+  bool dropped = false;
   for (uint j = 0u; j < kTuple; ++j) {
     const uint v = clampIndex(readIndex(indices + j * plans[p].componentStride),
                               VKDML_AT(plans[p].tupleSize, j), position + j);
+    dropped = dropped || (kDrop && v == VKDML_DROPPED);
     indexed = wideSum(indexed, wideProduct(v, VKDML_AT(plans[p].tupleStride, j)));
   }
-  const bool owned = !wideBelow(indexed, uvec2(lpc.indexedOwn[0], lpc.indexedOwn[1])) &&
+  const bool owned = !dropped &&
+                     !wideBelow(indexed, uvec2(lpc.indexedOwn[0], lpc.indexedOwn[1])) &&
                      wideBelow(indexed, uvec2(lpc.indexedEnd[0], lpc.indexedEnd[1]));
-  return uvec3(direct - lpc.directStart, owned ? indexed.x - lpc.indexedStart[0] : VKDML_NOT_OWNED,
-               indices);
+  return uvec4(direct - lpc.directStart, owned ? indexed.x - lpc.indexedStart[0] : VKDML_NOT_OWNED,
+               indices, dropped ? 1u : 0u);
 }
 #else
 // The indexed-side offset of a loop element of plans[p] whose loopOffsets are `at`: its
-// index components read, clamped and applied.
+// index components read, clamped and applied; with kDrop, VKDML_NOT_OWNED where one is out of
+// range (no offset: a tensor within one descriptor has fewer than 2^32 - 1 elements).
 uint indexedOffset(uint p, uvec4 at) {
   uint indexed = at.y;
-  for (uint j = 0u; j < kTuple; ++j)
-    indexed += clampIndex(readIndex(at.z + j * plans[p].componentStride),
-                          VKDML_AT(plans[p].tupleSize, j), at.w + j) *
-               VKDML_AT(plans[p].tupleStride, j);
-  return indexed;
+  bool dropped = false;
+  for (uint j = 0u; j < kTuple; ++j) {
+    const uint v = clampIndex(readIndex(at.z + j * plans[p].componentStride),
+                              VKDML_AT(plans[p].tupleSize, j), at.w + j);
+    dropped = dropped || (kDrop && v == VKDML_DROPPED);
+    indexed += v * VKDML_AT(plans[p].tupleStride, j);
+  }
+  return dropped ? VKDML_NOT_OWNED : indexed;
 }
 
 // Offsets of loop element i of plans[p] on the direct and the indexed side (index components
-// applied), and in IndicesTensor (for a plan without index components: its mask slot).
-uvec3 locate(uint p, uint i) {
+// applied), and in IndicesTensor (for a plan without index components: its mask slot); w is 1
+// where the element is dropped (kDrop; y is then VKDML_NOT_OWNED), else 0.
+uvec4 locate(uint p, uint i) {
   const uvec4 at = loopOffsets(p, kRank, i);
-  return uvec3(at.x, indexedOffset(p, at), at.z);
+  const uint indexed = indexedOffset(p, at);
+  return uvec4(at.x, indexed, at.z, kDrop && indexed == VKDML_NOT_OWNED ? 1u : 0u);
 }
 #endif

@@ -7,7 +7,9 @@
 // in bytes (1, 2, 4, 8, or 16 for widened plans): the kernel moves bytes and never looks at data
 // types.
 // INDEX64 selects 64-bit index loads. LARGE: the large path (interface.h: LargePush), where a
-// dispatch moves only the elements whose indexed side it owns.
+// dispatch moves only the elements whose indexed side it owns. kDrop: an element with an index
+// out of range is skipped (a scatter, a mark, and a sort key after every target) or, by a gather,
+// written with the fill value (on the large path by the dispatch of the first window).
 #extension GL_GOOGLE_include_directive : require
 #include "elem.glsl"
 
@@ -30,6 +32,17 @@ layout(std430, set = 0, binding = VKDML_BIND_OUTPUT) restrict OUTPUT_ACCESS buff
   T outputData[];
 };
 
+// The fill value as an element of this kernel (interface.h: its bytes repeat over the uvec4).
+V fillElement() {
+#if ELEM == 16
+  return fillBytes;
+#elif ELEM == 8
+  return fillBytes.xy;
+#else  // 1-, 2- and 4-byte stores keep the low bytes
+  return fillBytes.x;
+#endif
+}
+
 bool masked(uint slot) {
   return kMaskSkip && (MASK_WORD(slot >> 5) & (1u << (slot & 31u))) != 0u;
 }
@@ -45,7 +58,7 @@ void main() {
   while (base < count) {
     uint i = base + gl_LocalInvocationID.x;
     const uint inc = gl_WorkGroupSize.x;
-    uvec3 at[kUnroll];
+    uvec4 at[kUnroll];
     uint n = 0u;
     for (uint u = 0u; u < kUnroll; ++u) {
       if (i < count) {
@@ -60,26 +73,32 @@ void main() {
         const uint element = base + gl_LocalInvocationID.x + u * inc;
 #if LARGE  // a target another window holds sorts after this window's (lib/kernel_reduce.cpp)
         const uint past = lpc.indexedEnd[0] - lpc.indexedStart[0];
-        SORT_KEY(element) = at[u].y == VKDML_NOT_OWNED ? past : at[u].y;
-#else
-        SORT_KEY(element) = at[u].y;
+#else  // a dropped unit sorts after every target slot, pc.end of them
+        const uint past = pc.end;
 #endif
+        SORT_KEY(element) = (LARGE != 0 || kDrop) && at[u].y == VKDML_NOT_OWNED ? past : at[u].y;
         SORT_VALUE(element) = element;
       }
 #elif MARK
     for (uint u = 0u; u < kUnroll; ++u)
-      if (u < n) atomicOr(MASK_WORD(at[u].y >> 5), 1u << (at[u].y & 31u));
+      if (u < n && at[u].w == 0u) atomicOr(MASK_WORD(at[u].y >> 5), 1u << (at[u].y & 31u));
 #else
+#if LARGE  // the dispatch of the indexed side's first window fills a gather's dropped elements
+    const bool fills = SCATTER == 0 && lpc.indexedOwn[0] == 0u && lpc.indexedOwn[1] == 0u;
+#else
+    const bool fills = SCATTER == 0;
+#endif
     bool skip[kUnroll];
     for (uint u = 0u; u < kUnroll; ++u)
-      skip[u] = u >= n || masked(at[u].z) || (LARGE != 0 && at[u].y == VKDML_NOT_OWNED);
+      skip[u] = u >= n || masked(at[u].z) ||
+                ((LARGE != 0 || kDrop) && at[u].y == VKDML_NOT_OWNED && !(fills && at[u].w != 0u));
     V v[kUnroll];
     for (uint u = 0u; u < kUnroll; ++u)  // every load before any store: loads overlap
       if (!skip[u]) {
 #if SCATTER
         v[u] = LOAD(sourceData, pc.srcBase + at[u].x);
 #else
-        v[u] = LOAD(sourceData, pc.srcBase + at[u].y);
+        v[u] = at[u].w != 0u ? fillElement() : LOAD(sourceData, pc.srcBase + at[u].y);
 #endif
       }
     for (uint u = 0u; u < kUnroll; ++u)

@@ -55,7 +55,10 @@ struct uvec4 {
 #define VKDML_SPEC_SEQUENTIAL \
   15  // scatter_ordered.comp (LARGE): bool, one invocation folds the chunk [begin, end) of the
       // loop in its order, unsorted (a chunk too small for the sort to pay)
-#define VKDML_SPEC_COUNT 16
+#define VKDML_SPEC_DROP \
+  16  // bool: an element with an index component out of range is dropped (a scatter skips it, a
+      // gather writes the fill value: VKDML_OUT_OF_RANGE_MODE_FILL and _DROP), not clamped
+#define VKDML_SPEC_COUNT 17
 
 #define VKDML_KIND_UNSIGNED 0
 #define VKDML_KIND_SIGNED 1
@@ -196,6 +199,8 @@ struct ScratchLayout {
   uint values;
   uint counts;
 };
+// After ScratchLayout in the uniform: VKDML_OUT_OF_RANGE_MODE_FILL's value, its element's bytes
+// repeated over the 16 (lib/operator.h: OperatorImpl::fill).
 #define VKDML_TIES_ANY 0
 #define VKDML_TIES_BITS 1
 
@@ -205,7 +210,8 @@ static_assert(sizeof(PackedPlan) % 16 == 0 && sizeof(PackedPlan) == 16 + 9 * 32,
 static_assert(sizeof(ScratchLayout) == 16, "ScratchLayout must keep std140's layout");
 // Within Vulkan 1.1's minimum limits, on any device: the uniform buffer's range (16 KiB), and the
 // sort's shared memory (16 KiB), its offsets and masks at the largest workgroup.
-static_assert(VKDML_PLAN_SLOTS * sizeof(PackedPlan) + sizeof(ScratchLayout) <= 16384,
+static_assert(VKDML_PLAN_SLOTS * sizeof(PackedPlan) + sizeof(ScratchLayout) + sizeof(uvec4) <=
+                  16384,
               "the plans must fit Vulkan's minimum maxUniformBufferRange");
 static_assert((VKDML_SORT_RADIX + VKDML_SORT_RADIX * VKDML_GROUP_SIZE / 32) * 4 <= 16384,
               "radix_sort.comp must fit Vulkan's minimum maxComputeSharedMemorySize");

@@ -33,15 +33,15 @@ void applyRun(uint p, uint q, uint t, uint end) {
   const uint sorted = plans[p].sortedBase, key = SORT_KEY(sorted + q);
   if (q > pc.begin && SORT_KEY(sorted + q - 1u) == key) return;  // not the first of its run
   uint target[kPer];
-  uvec3 at[kPer];
+  uvec4 at[kPer];
   for (uint j = 0u; j < kPer; ++j)
     if (t + j * kThreadsPerUnit < kUnit) {
       at[j] = locate(p, SORT_VALUE(sorted + q) * kUnit + t + j * kThreadsPerUnit);
       target[j] = pc.dstBase + at[j].y;
     }
-#if LARGE  // a unit is one element (kUnit 1); its target in another window: the run is not ours
-  if (at[0].y == VKDML_NOT_OWNED) return;
-#endif
+  // LARGE: a unit is one element (kUnit 1); its target in another window: the run is not ours.
+  // kDrop: a run of dropped units (their key is past every slot, lib/kernel_reduce.cpp).
+  if ((LARGE != 0 || kDrop) && at[0].y == VKDML_NOT_OWNED) return;
   if (kReduce == VKDML_REDUCE_NONE) {  // the run's last update wins
     if (q + 1u < end && SORT_KEY(sorted + q + 1u) == key) {
       while (q + 1u < end && SORT_KEY(sorted + q + 1u) == key) ++q;
@@ -82,8 +82,8 @@ void applyRun(uint p, uint q, uint t, uint end) {
 // target where this dispatch owns it: the sequential order itself, for chunks of a few elements.
 void foldInOrder(uint p) {
   for (uint i = pc.begin; i < pc.end; ++i) {
-    const uvec3 at = locate(p, i);
-    if (at.y == VKDML_NOT_OWNED) continue;
+    const uvec4 at = locate(p, i);
+    if (at.y == VKDML_NOT_OWNED) continue;  // another window's, or dropped
     if (kReduce == VKDML_REDUCE_NONE) {
       COPY(outputData, pc.dstBase + at.y, updatesData, pc.srcBase + at.x);
     } else {

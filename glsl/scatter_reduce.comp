@@ -157,15 +157,17 @@ void main() {
     uint n = 0u;
     for (uint u = 0u; u < kUnroll; ++u) {  // every load before any atomic: loads overlap
       if (i < count) {
-        const uvec3 at = locate(p, i);
-        target[u] = LARGE != 0 && at.y == VKDML_NOT_OWNED ? VKDML_NOT_OWNED : pc.dstBase + at.y;
+        const uvec4 at = locate(p, i);  // not owned (LARGE) or dropped (kDrop): skipped
+        target[u] = (LARGE != 0 || kDrop) && at.y == VKDML_NOT_OWNED ? VKDML_NOT_OWNED
+                                                                      : pc.dstBase + at.y;
         v[u] = LOAD(updatesData, pc.srcBase + at.x);
         n = u + 1u;
       }
       i = count - i <= inc ? count : i + inc;  // no wrap-around past 2^32
     }
     for (uint u = 0u; u < kUnroll; ++u)
-      if (u < n && (LARGE == 0 || target[u] != VKDML_NOT_OWNED)) combine(target[u], v[u]);
+      if (u < n && ((LARGE == 0 && !kDrop) || target[u] != VKDML_NOT_OWNED))
+        combine(target[u], v[u]);
     if (count - base <= step) break;
     base += step;
   }

@@ -30,18 +30,20 @@ Result CompileOperator(DeviceImpl& device, const Operator& op, UINT flags,
   Kernel& report = c->kernels.report;
   if (c->kernels.checked) VKDML_TRY(device.Pipeline(report.module, report.spec, &report.pipeline));
 
-  // The plans, then the scratch's layout (glsl/bindings.glsl: Plans). In device memory the host
-  // maps (gpuReads): every dispatch reads it first, and a read from host memory crosses the bus
-  // (where no such memory is left, host memory it is). Written by the host, not staged:
-  // compiling never submits, so it never touches the queue.
+  // The plans, then the scratch's layout and the fill value (glsl/bindings.glsl: Plans). In device
+  // memory the host maps (gpuReads): every dispatch reads it first, and a read from host memory
+  // crosses the bus (where no such memory is left, host memory it is). Written by the host, not
+  // staged: compiling never submits, so it never touches the queue.
   const auto& plans = c->kernels.plans;
   const UINT64 planBytes = plans.size() * sizeof(plans[0]);
   const shader::ScratchLayout& scratchAt = c->kernels.scratchAt;
-  VKDML_TRY(BufferImpl::Create(&device, planBytes + sizeof scratchAt,
+  const shader::uvec4& fill = c->kernels.fill;
+  VKDML_TRY(BufferImpl::Create(&device, planBytes + sizeof scratchAt + sizeof fill,
                                VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT, Buffer::Memory::HostVisible,
                                &c->plans, /*gpuReads=*/true));
   VKDML_TRY(c->plans->Write(0, plans.data(), planBytes));
   VKDML_TRY(c->plans->Write(planBytes, &scratchAt, sizeof scratchAt));
+  VKDML_TRY(c->plans->Write(planBytes + sizeof scratchAt, &fill, sizeof fill));
   auto compiled = std::make_unique<CompiledOperatorImpl>();
   compiled->state = std::move(c);
   *out = std::move(compiled);

@@ -59,6 +59,9 @@ class Choice {
   // A deterministic execution that the default mode's kernels do not already give (kernels.cpp).
   bool deterministic = false;
   bool large = false;  // the large path (kernel_large.cpp)
+  // FILL or DROP (OperatorImpl::Drops): only indexed.comp, scatter_reduce.comp and the sort with
+  // scatter_ordered.comp skip dropped elements; the other families clamp, and refuse it.
+  bool drop = false;
   Specialization base = {};
   KernelSet set;
 

@@ -114,11 +114,12 @@ Result Ordered(Choice& c, const Plan& scatter) {
   Step step;
   step.kind = Pass::Kind::Keys;
   step.plain = c.Elementwise(KeysModule(c.indexSize), keys, slot, 4);
+  step.plain.end = UINT(c.op.slots);  // a dropped unit's key (glsl/indexed.comp)
   c.set.steps.push_back(step);
 
   const UINT units = UINT(keys.count);  // a deterministic scatter is not on the large path
-  UINT digits = 0;  // sort passes: the slots' significant bits, VKDML_SORT_RADIX at a time
-  for (UINT64 top = c.op.slots - 1; top; top >>= 8) ++digits;
+  UINT digits = 0;  // sort passes: the keys' significant bits, VKDML_SORT_RADIX at a time
+  for (UINT64 top = c.op.slots - (c.drop ? 0 : 1); top; top >>= 8) ++digits;
   Sort(c, units, digits);
 
   Kernel k;
@@ -302,8 +303,8 @@ Result ChooseReduction(Choice& c, const Pass& pass) {
   const bool sortPays =
       c.caps.type != VK_PHYSICAL_DEVICE_TYPE_CPU && c.op.unit >= kWideUnit && !c.large;
   Result ties;
-  if (c.deterministic && !sortPays && ChooseTies(c, plan, &ties)) return ties;
-  if (pass.lines && !c.large &&
+  if (c.deterministic && !sortPays && !c.drop && ChooseTies(c, plan, &ties)) return ties;
+  if (pass.lines && !c.large && !c.drop &&
       (c.deterministic ? ChooseOrderedLines(c, plan) : ChooseSharedLines(c, plan)))
     return {};
   std::string module;

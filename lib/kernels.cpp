@@ -103,7 +103,10 @@ UINT Kind(DML_TENSOR_DATA_TYPE type) {
 
 Choice::Choice(const OperatorImpl& op_, UINT flags, const Capabilities& caps_)
     : op(op_), caps(caps_), elemSize(op_.ElemSize()), indexSize(op_.Indices().elemSize) {
-  set.checked = (flags & VKDML_EXECUTION_FLAG_CHECK_INDICES) != 0;
+  set.checked = (flags & VKDML_EXECUTION_FLAG_CHECK_INDICES) != 0 ||
+                op.outOfRange == VKDML_OUT_OF_RANGE_MODE_ERROR;
+  drop = op.Drops();
+  set.fill = op.fill;
   set.plans.assign(VKDML_PLAN_SLOTS, shader::PackedPlan{});
   // Integer reductions give the same bits in any order (ADD and MULTIPLY wrap modulo 2^bits;
   // MAX and MIN keep one of equal values, which have equal bits): deterministic executions of
@@ -120,6 +123,7 @@ Choice::Choice(const OperatorImpl& op_, UINT flags, const Capabilities& caps_)
   base[VKDML_SPEC_REDUCE] = op.reduce;
   base[VKDML_SPEC_ELEMENT_KIND] = Kind(op.inputs[0].type);
   base[VKDML_SPEC_UNIT] = 1;
+  base[VKDML_SPEC_DROP] = drop;
   // The large path where a tensor may not fit one descriptor, a loop reaches 2^32 elements, or
   // a deterministic execution's scratch, all at once, would not fit one (it sorts in chunks
   // there).

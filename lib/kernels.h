@@ -88,6 +88,7 @@ struct KernelSet {
   // scratch buffer's size in words.
   shader::ScratchLayout scratchAt = {};
   UINT64 scratchWords = VKDML_STATUS_WORDS;
+  shader::uvec4 fill = {};  // the uniform's last: VKDML_OUT_OF_RANGE_MODE_FILL's value
   // A reduction on 1- or 2-byte elements updates the 4-byte words holding them atomically, so
   // OutputTensor's binding offset must be a multiple of 4.
   bool wordAtomics = false;
@@ -101,7 +102,8 @@ struct KernelSet {
   UINT64 maxRange = 0, rangeAlign = 0;
 };
 
-// flags: the compile flags (VKDML_EXECUTION_FLAG_CHECK_INDICES, _DETERMINISTIC).
+// flags: the compile flags (VKDML_EXECUTION_FLAG_CHECK_INDICES, _DETERMINISTIC); an operator
+// in VKDML_OUT_OF_RANGE_MODE_ERROR is checked whatever they say.
 Result ChooseKernels(const OperatorImpl& op, UINT flags, const Capabilities& caps, KernelSet* out);
 
 // Every module name kernel choice can ask for (some more than once), each family's in turn.

@@ -1,5 +1,7 @@
 #include "operator.h"
 
+#include <cstring>
+
 #include "error.h"
 
 namespace vkdml::detail {
@@ -8,8 +10,8 @@ namespace vkdml::detail {
   "DML_OPERATOR_GATHER (67), DML_OPERATOR_SCATTER_ELEMENTS (94), "                        \
   "DML_OPERATOR_GATHER_ELEMENTS (107), "                                                  \
   "DML_OPERATOR_GATHER_ND (108), DML_OPERATOR_SCATTER_ND (109), DML_OPERATOR_GATHER_ND1 " \
-  "(140), VKDML_OPERATOR_SCATTER_ND_REDUCE (65537) or "                                   \
-  "VKDML_OPERATOR_SCATTER_ELEMENTS_REDUCE (65538)"
+  "(140), VKDML_OPERATOR_SCATTER_ND_REDUCE (65537), "                                     \
+  "VKDML_OPERATOR_SCATTER_ELEMENTS_REDUCE (65538) or VKDML_OPERATOR_OUT_OF_RANGE (65539)"
 
 Result ValidateOperatorTensors(const DML_TENSOR_DESC* input, const DML_TENSOR_DESC* indices,
                                bool hasUpdates, const DML_TENSOR_DESC* updates,
@@ -34,6 +36,35 @@ Result CheckReduceFunction(VKDML_REDUCE_FUNCTION f) {
     return Fail(Status::InvalidArgument, "ReduceFunction is ", UINT(f),
                 ", expected VKDML_REDUCE_FUNCTION_NONE (0), _ADD (1), _MULTIPLY (2), _MAX (3) or "
                 "_MIN (4)");
+  return {};
+}
+
+const char* const kModeNames[] = {"CLAMP", "FILL", "DROP", "ERROR"};
+
+// The mode against the operator it wraps (already built into op), and FillValue's bytes.
+Result ApplyOutOfRange(const VKDML_OUT_OF_RANGE_OPERATOR_DESC& d, OperatorImpl* op) {
+  if (d.Mode > VKDML_OUT_OF_RANGE_MODE_ERROR)
+    return Fail(Status::InvalidArgument, "Mode is ", UINT(d.Mode),
+                ", expected VKDML_OUT_OF_RANGE_MODE_CLAMP (0), _FILL (1), _DROP (2) or _ERROR (3)");
+  if (d.Mode == VKDML_OUT_OF_RANGE_MODE_FILL && op->IsScatter())
+    return Fail(Status::InvalidArgument,
+                "Mode is VKDML_OUT_OF_RANGE_MODE_FILL, which is for gathers: a scatter skips its "
+                "out-of-range updates with VKDML_OUT_OF_RANGE_MODE_DROP (2)");
+  if (d.Mode == VKDML_OUT_OF_RANGE_MODE_DROP && !op->IsScatter())
+    return Fail(Status::InvalidArgument,
+                "Mode is VKDML_OUT_OF_RANGE_MODE_DROP, which is for scatters: a gather writes a "
+                "value for its out-of-range indices with VKDML_OUT_OF_RANGE_MODE_FILL (1)");
+  const UINT size = d.Mode == VKDML_OUT_OF_RANGE_MODE_FILL ? op->ElemSize() : 0;
+  for (UINT b = size; b < 8; ++b)
+    if (d.FillValue.Bytes[b] != 0)
+      return Fail(Status::InvalidArgument, "FillValue.Bytes[", b, "] is ",
+                  UINT(d.FillValue.Bytes[b]), ", expected 0: ",
+                  size ? Str("a ", DataTypeName(op->outputs[0].type), " value has ", size, " bytes")
+                       : Str("Mode ", kModeNames[d.Mode], " writes no value"));
+  op->outOfRange = d.Mode;
+  uint8_t bytes[16];
+  for (UINT b = 0; b < 16; ++b) bytes[b] = size ? d.FillValue.Bytes[b % size] : 0;
+  std::memcpy(&op->fill, bytes, sizeof bytes);
   return {};
 }
 
@@ -93,6 +124,18 @@ Result BuildOperator(const DML_OPERATOR_DESC& desc, OperatorImpl* op) {
                                          d.OutputTensor, d.Axis};
       r = CheckReduceFunction(d.ReduceFunction);
       if (r.ok()) r = BuildScatterElements(se, d.ReduceFunction, op);
+      break;
+    }
+    case VKDML_OPERATOR_OUT_OF_RANGE: {
+      const auto& d = *static_cast<const VKDML_OUT_OF_RANGE_OPERATOR_DESC*>(desc.Desc);
+      if (!d.Operator) return Fail(Status::InvalidArgument, "OUT_OF_RANGE: Operator is null");
+      if (d.Operator->Type == VKDML_OPERATOR_OUT_OF_RANGE)
+        return Fail(Status::InvalidArgument,
+                    "OUT_OF_RANGE: Operator is itself VKDML_OPERATOR_OUT_OF_RANGE; wrap the "
+                    "gather or scatter directly");
+      VKDML_TRY(BuildOperator(*d.Operator, op));  // prefixed with the operator's name
+      op->type = VKDML_OPERATOR_OUT_OF_RANGE;
+      r = ApplyOutOfRange(d, op);
       break;
     }
     default:

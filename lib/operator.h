@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "interface.h"
 #include "plan.h"
 
 namespace vkdml::detail {
@@ -40,6 +41,14 @@ class OperatorImpl final : public Operator {
   Plan keys;
   UINT unit = 1;
   UINT64 slots = 0;
+  // What an out-of-range index component does (VKDML_OPERATOR_OUT_OF_RANGE), and FILL's value:
+  // its element's bytes repeated over 16 bytes, so a kernel moving uvec4s reads it too.
+  VKDML_OUT_OF_RANGE_MODE outOfRange = VKDML_OUT_OF_RANGE_MODE_CLAMP;
+  shader::uvec4 fill = {};
+  // FILL or DROP: an element whose index tuple is out of range is filled or skipped.
+  bool Drops() const {
+    return outOfRange == VKDML_OUT_OF_RANGE_MODE_FILL || outOfRange == VKDML_OUT_OF_RANGE_MODE_DROP;
+  }
   // A scatter: OutputTensor may be bound exactly where InputTensor is (in place).
   bool InPlaceAllowed() const { return IsScatter(); }
   bool IsScatter() const { return slots != 0; }

@@ -294,7 +294,7 @@ ExecResult Execute(OpSpec& spec, const std::vector<Bytes>& inputs,
   REQUIRE(r.ok());
   REQUIRE(op);
   const UINT nIn = spec.InputCount();
-  REQUIRE(op->Type() == spec.type);
+  REQUIRE(op->Type() == spec.OperatorType());
   REQUIRE(op->InputCount() == nIn);
   REQUIRE(op->OutputCount() == 1);
   REQUIRE(inputs.size() == nIn);
@@ -318,7 +318,7 @@ ExecResult Execute(OpSpec& spec, const std::vector<Bytes>& inputs,
   REQUIRE(r.ok());
   REQUIRE(cop);
   REQUIRE(cop->Flags() == opts.flags);
-  REQUIRE(cop->Op().Type() == spec.type);
+  REQUIRE(cop->Op().Type() == spec.OperatorType());
 
   ExecResult result;
   if (opts.path == Path::Run) {

@@ -168,6 +168,13 @@ OpSpec& OpSpec::WithReduce(VKDML_REDUCE_FUNCTION f) {
   return *this;
 }
 
+OpSpec& OpSpec::WithOutOfRange(VKDML_OUT_OF_RANGE_MODE mode, DML_SCALAR_UNION fillValue) {
+  wrapped = true;
+  outOfRange = mode;
+  fill = fillValue;
+  return *this;
+}
+
 const DML_OPERATOR_DESC& OpSpec::Desc() {
   for (TensorDesc& t : tensors) t.Fix();
   op.Type = type;
@@ -209,7 +216,10 @@ const DML_OPERATOR_DESC& OpSpec::Desc() {
     default:
       op.Desc = nullptr;
   }
-  return op;
+  if (!wrapped) return op;
+  oor = {&op, outOfRange, fill};
+  outer = {VKDML_OPERATOR_OUT_OF_RANGE, &oor};
+  return outer;
 }
 
 const DML_TENSOR_DESC** OpSpec::TensorSlot(size_t i) {
@@ -312,6 +322,12 @@ std::string OpSpec::ToString() const {
     default:
       s << "op " << int(type);
   }
+  if (wrapped) {
+    static const char* modes[] = {"CLAMP", "FILL", "DROP", "ERROR"};
+    s << " OutOfRange=" << (outOfRange <= 3 ? modes[outOfRange] : "?");
+    if (outOfRange == VKDML_OUT_OF_RANGE_MODE_FILL)
+      s << " FillValue.UInt64=0x" << std::hex << fill.UInt64 << std::dec;
+  }
   static const char* names3[] = {"input", "indices", "output"};
   static const char* names4[] = {"input", "indices", "updates", "output"};
   for (size_t i = 0; i < tensors.size(); ++i)
@@ -321,27 +337,30 @@ std::string OpSpec::ToString() const {
 
 ref::IndexError OpSpec::Reference(const std::vector<Bytes>& inputs, Bytes* output) const {
   const ref::Tensor in = tensors[0].Ref(), idx = tensors[1].Ref(), out = tensors.back().Ref();
+  const uint8_t* fillBytes =
+      wrapped && outOfRange == VKDML_OUT_OF_RANGE_MODE_FILL ? fill.Bytes : nullptr;
+  const bool drop = wrapped && outOfRange == VKDML_OUT_OF_RANGE_MODE_DROP;
   switch (type) {
     case DML_OPERATOR_GATHER_ND:
       return ref::GatherND(in, inputs[0].data(), idx, inputs[1].data(), out, output->data(), r, q,
-                           0);
+                           0, fillBytes);
     case DML_OPERATOR_GATHER_ND1:
       return ref::GatherND(in, inputs[0].data(), idx, inputs[1].data(), out, output->data(), r, q,
-                           b);
+                           b, fillBytes);
     case DML_OPERATOR_GATHER:
       return ref::Gather(in, inputs[0].data(), idx, inputs[1].data(), out, output->data(), axis,
-                         indexDims);
+                         indexDims, fillBytes);
     case DML_OPERATOR_GATHER_ELEMENTS:
       return ref::GatherElements(in, inputs[0].data(), idx, inputs[1].data(), out, output->data(),
-                                 axis);
+                                 axis, fillBytes);
     case DML_OPERATOR_SCATTER_ND:
     case VKDML_OPERATOR_SCATTER_ND_REDUCE:
       return ref::ScatterND(in, inputs[0].data(), idx, inputs[1].data(), tensors[2].Ref(),
-                            inputs[2].data(), out, output->data(), r, q, reduce);
+                            inputs[2].data(), out, output->data(), r, q, reduce, drop);
     case DML_OPERATOR_SCATTER_ELEMENTS:
     case VKDML_OPERATOR_SCATTER_ELEMENTS_REDUCE:
       return ref::ScatterElements(in, inputs[0].data(), idx, inputs[1].data(), tensors[2].Ref(),
-                                  inputs[2].data(), out, output->data(), axis, reduce);
+                                  inputs[2].data(), out, output->data(), axis, reduce, drop);
     default:
       throw std::invalid_argument("OpSpec::Reference: operator type");
   }

@@ -47,6 +47,10 @@ struct OpSpec {
   // Scatters: with a ReduceFunction, the operator is vkdml's VKDML_OPERATOR_SCATTER_*_REDUCE
   // (WithReduce), otherwise DirectML's.
   VKDML_REDUCE_FUNCTION reduce = VKDML_REDUCE_FUNCTION_NONE;
+  // Wrapped in VKDML_OPERATOR_OUT_OF_RANGE (WithOutOfRange), with its Mode and FillValue.
+  bool wrapped = false;
+  VKDML_OUT_OF_RANGE_MODE outOfRange = VKDML_OUT_OF_RANGE_MODE_CLAMP;
+  DML_SCALAR_UNION fill{};
 
   static OpSpec GatherND(TensorDesc input, TensorDesc indices, TensorDesc output, UINT r, UINT q);
   static OpSpec GatherND1(TensorDesc input, TensorDesc indices, TensorDesc output, UINT r, UINT q,
@@ -62,11 +66,16 @@ struct OpSpec {
   // The same scatter as vkdml's operator with a reduction (f may be NONE: the reduce operator
   // without a reduction).
   OpSpec& WithReduce(VKDML_REDUCE_FUNCTION f);
+  // The same operator wrapped in VKDML_OPERATOR_OUT_OF_RANGE.
+  OpSpec& WithOutOfRange(VKDML_OUT_OF_RANGE_MODE mode, DML_SCALAR_UNION fillValue = {});
   bool IsScatter() const { return tensors.size() == 4; }
+  // What Operator::Type() gives: `type`, or VKDML_OPERATOR_OUT_OF_RANGE where wrapped.
+  DML_OPERATOR_TYPE OperatorType() const { return wrapped ? VKDML_OPERATOR_OUT_OF_RANGE : type; }
 
   UINT InputCount() const { return tensors.size() == 4 ? 3 : 2; }
   TensorDesc& Output() { return tensors.back(); }
-  // Rebuilds and returns the DML_OPERATOR_DESC (valid while this OpSpec lives, unmoved).
+  // Rebuilds and returns the DML_OPERATOR_DESC (valid while this OpSpec lives, unmoved): `op`, or
+  // `outer` wrapping it.
   const DML_OPERATOR_DESC& Desc();
   std::string ToString() const;
 
@@ -86,6 +95,8 @@ struct OpSpec {
   VKDML_SCATTER_ND_REDUCE_OPERATOR_DESC sndr{};
   VKDML_SCATTER_ELEMENTS_REDUCE_OPERATOR_DESC ser{};
   DML_OPERATOR_DESC op{};
+  VKDML_OUT_OF_RANGE_OPERATOR_DESC oor{};
+  DML_OPERATOR_DESC outer{};
   // The operator desc's pointer to tensor i (binding order), in the typed desc.
   const DML_TENSOR_DESC** TensorSlot(size_t i);
   // "GATHER_ND", ... (the prefix of vkdml's messages); "InputTensor", ... for tensor i.

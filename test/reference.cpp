@@ -199,17 +199,20 @@ void Copy(const Tensor& dstT, uint8_t* dst, const Coord& dc, const Tensor& srcT,
 // Input coordinate (all D dims) that ND-style operators read for the "actual" coordinate a of
 // the output (GatherND) or updates (ScatterND). a = batch(b) + index-dims(q-1-b) + slice dims.
 Coord NDInputCoord(const Tensor& input, const Tensor& indices, const uint8_t* idx, const Coord& a,
-                   uint32_t r, uint32_t q, uint32_t b) {
+                   uint32_t r, uint32_t q, uint32_t b, bool* inRange) {
   const uint32_t D = input.Dims();
   const uint32_t k = indices.sizes[D - 1];
   Coord ic(D, 0);
   for (uint32_t j = 0; j + 1 < q; ++j) ic[D - q + j] = a[j];
   Coord dc(D, 0);
   for (uint32_t j = 0; j < b; ++j) dc[D - r + j] = a[j];
+  *inRange = true;
   for (uint32_t t = 0; t < k; ++t) {
     ic[D - 1] = t;
     uint32_t n = input.sizes[D - r + b + t];
-    dc[D - r + b + t] = ClampIndex(ReadIndex(indices, idx, ic), n);
+    const IndexValue v = ReadIndex(indices, idx, ic);
+    *inRange = *inRange && IndexInRange(v, n);
+    dc[D - r + b + t] = ClampIndex(v, n);
   }
   for (uint32_t j = 0; j < r - b - k; ++j) dc[D - r + b + k + j] = a[q - 1 + j];
   return dc;
@@ -244,7 +247,7 @@ std::vector<uint32_t> GatherNDOutputSizes(const std::vector<uint32_t>& inputSize
 
 IndexError GatherND(const Tensor& input, const uint8_t* in, const Tensor& indices,
                     const uint8_t* idx, const Tensor& output, uint8_t* out, uint32_t r, uint32_t q,
-                    uint32_t b) {
+                    uint32_t b, const uint8_t* fill) {
   CheckND(input, indices, r, q, b);
   const uint32_t D = input.Dims();
   const uint32_t k = indices.sizes[D - 1];
@@ -252,8 +255,10 @@ IndexError GatherND(const Tensor& input, const uint8_t* in, const Tensor& indice
   if (output.sizes != GatherNDOutputSizes(input.sizes, indices.sizes, r, q, b))
     throw std::invalid_argument("ref::GatherND: output sizes");
   ForEachCoord(output.sizes, [&](const Coord& oc) {
-    Coord dc = NDInputCoord(input, indices, idx, Trailing(oc, R), r, q, b);
+    bool inRange = true;
+    Coord dc = NDInputCoord(input, indices, idx, Trailing(oc, R), r, q, b, &inRange);
     Copy(output, out, oc, input, in, dc);
+    if (fill && !inRange) std::memcpy(out + output.ByteOffset(oc), fill, output.ElemSize());
   });
   return FirstError(indices, idx,
                     [&](const Coord& c) { return input.sizes[D - r + b + c[D - 1]]; });
@@ -297,7 +302,8 @@ std::vector<uint32_t> GatherOutputSizes(const std::vector<uint32_t>& inputSizes,
 }
 
 IndexError Gather(const Tensor& input, const uint8_t* in, const Tensor& indices, const uint8_t* idx,
-                  const Tensor& output, uint8_t* out, uint32_t axis, uint32_t m) {
+                  const Tensor& output, uint8_t* out, uint32_t axis, uint32_t m,
+                  const uint8_t* fill) {
   const uint32_t D = input.Dims();
   if (axis >= D || m > D || indices.Dims() != D)
     throw std::invalid_argument("ref::Gather: arguments");
@@ -315,20 +321,27 @@ IndexError Gather(const Tensor& input, const uint8_t* in, const Tensor& indices,
       if (e < 0) continue;
       (entries[e].fromInput ? ic : xc)[entries[e].dim] = oc[o];
     }
-    ic[axis] = ClampIndex(ReadIndex(indices, idx, xc), input.sizes[axis]);
+    const IndexValue v = ReadIndex(indices, idx, xc);
+    ic[axis] = ClampIndex(v, input.sizes[axis]);
     Copy(output, out, oc, input, in, ic);
+    if (fill && !IndexInRange(v, input.sizes[axis]))
+      std::memcpy(out + output.ByteOffset(oc), fill, output.ElemSize());
   });
   return FirstError(indices, idx, [&](const Coord&) { return input.sizes[axis]; });
 }
 
 IndexError GatherElements(const Tensor& input, const uint8_t* in, const Tensor& indices,
-                          const uint8_t* idx, const Tensor& output, uint8_t* out, uint32_t axis) {
+                          const uint8_t* idx, const Tensor& output, uint8_t* out, uint32_t axis,
+                          const uint8_t* fill) {
   if (output.sizes != indices.sizes || axis >= input.Dims())
     throw std::invalid_argument("ref::GatherElements: arguments");
   ForEachCoord(output.sizes, [&](const Coord& c) {
     Coord dc = c;
-    dc[axis] = ClampIndex(ReadIndex(indices, idx, c), input.sizes[axis]);
+    const IndexValue v = ReadIndex(indices, idx, c);
+    dc[axis] = ClampIndex(v, input.sizes[axis]);
     Copy(output, out, c, input, in, dc);
+    if (fill && !IndexInRange(v, input.sizes[axis]))
+      std::memcpy(out + output.ByteOffset(c), fill, output.ElemSize());
   });
   return FirstError(indices, idx, [&](const Coord&) { return input.sizes[axis]; });
 }
@@ -345,8 +358,9 @@ std::vector<ScatterWrite> ScatterNDWrites(const Tensor& input, const Tensor& ind
     throw std::invalid_argument("ref::ScatterND: sizes");
   std::vector<ScatterWrite> writes;
   ForEachCoord(updates.sizes, [&](const Coord& uc) {
-    Coord dc = NDInputCoord(input, indices, idx, Trailing(uc, R), r, q, 0);
-    writes.push_back({output.ByteOffset(dc), updates.ByteOffset(uc)});
+    bool inRange = true;
+    Coord dc = NDInputCoord(input, indices, idx, Trailing(uc, R), r, q, 0, &inRange);
+    writes.push_back({output.ByteOffset(dc), updates.ByteOffset(uc), inRange});
   });
   return writes;
 }
@@ -497,10 +511,11 @@ void Reduce(DML_TENSOR_DATA_TYPE type, VKDML_REDUCE_FUNCTION f, uint8_t* acc, co
 IndexError ScatterND(const Tensor& input, const uint8_t* in, const Tensor& indices,
                      const uint8_t* idx, const Tensor& updates, const uint8_t* upd,
                      const Tensor& output, uint8_t* out, uint32_t r, uint32_t q,
-                     VKDML_REDUCE_FUNCTION f) {
+                     VKDML_REDUCE_FUNCTION f, bool drop) {
   std::vector<ScatterWrite> writes = ScatterNDWrites(input, indices, idx, updates, output, r, q);
   ForEachCoord(output.sizes, [&](const Coord& c) { Copy(output, out, c, input, in, c); });
-  for (const ScatterWrite& w : writes) Reduce(output.type, f, out + w.outOffset, upd + w.updOffset);
+  for (const ScatterWrite& w : writes)
+    if (w.inRange || !drop) Reduce(output.type, f, out + w.outOffset, upd + w.updOffset);
   const uint32_t D = input.Dims();
   return FirstError(indices, idx, [&](const Coord& c) { return input.sizes[D - r + c[D - 1]]; });
 }
@@ -516,8 +531,10 @@ std::vector<ScatterWrite> ScatterElementsWrites(const Tensor& input, const Tenso
   std::vector<ScatterWrite> writes;
   ForEachCoord(updates.sizes, [&](const Coord& c) {
     Coord dc = c;
-    dc[axis] = ClampIndex(ReadIndex(indices, idx, c), input.sizes[axis]);
-    writes.push_back({output.ByteOffset(dc), updates.ByteOffset(c)});
+    const IndexValue v = ReadIndex(indices, idx, c);
+    dc[axis] = ClampIndex(v, input.sizes[axis]);
+    writes.push_back(
+        {output.ByteOffset(dc), updates.ByteOffset(c), IndexInRange(v, input.sizes[axis])});
   });
   return writes;
 }
@@ -525,11 +542,12 @@ std::vector<ScatterWrite> ScatterElementsWrites(const Tensor& input, const Tenso
 IndexError ScatterElements(const Tensor& input, const uint8_t* in, const Tensor& indices,
                            const uint8_t* idx, const Tensor& updates, const uint8_t* upd,
                            const Tensor& output, uint8_t* out, uint32_t axis,
-                           VKDML_REDUCE_FUNCTION f) {
+                           VKDML_REDUCE_FUNCTION f, bool drop) {
   std::vector<ScatterWrite> writes =
       ScatterElementsWrites(input, indices, idx, updates, output, axis);
   ForEachCoord(output.sizes, [&](const Coord& c) { Copy(output, out, c, input, in, c); });
-  for (const ScatterWrite& w : writes) Reduce(output.type, f, out + w.outOffset, upd + w.updOffset);
+  for (const ScatterWrite& w : writes)
+    if (w.inRange || !drop) Reduce(output.type, f, out + w.outOffset, upd + w.updOffset);
   return FirstError(indices, idx, [&](const Coord&) { return input.sizes[axis]; });
 }
 

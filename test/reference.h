@@ -66,20 +66,26 @@ struct IndexError {
   std::string message;  // "IndicesTensor[0,3,1] is 7, outside the valid range [-5, 4]"
 };
 
+// The gathers take `fill` (VKDML_OUT_OF_RANGE_MODE_FILL: an element's bytes): an output element
+// whose index tuple has a component out of range is then fill, not the clamped element. The
+// scatters take `drop` (VKDML_OUT_OF_RANGE_MODE_DROP): such an update element is skipped.
+
 // GatherND1 (GatherND is BatchDimensionCount = 0). r = InputDimensionCount,
 // q = IndicesDimensionCount, b = BatchDimensionCount. Writes output's elements into out.
 IndexError GatherND(const Tensor& input, const uint8_t* in, const Tensor& indices,
                     const uint8_t* idx, const Tensor& output, uint8_t* out, uint32_t r, uint32_t q,
-                    uint32_t b);
+                    uint32_t b, const uint8_t* fill = nullptr);
 
 // Gather (DML_GATHER_OPERATOR_DESC): the output is the input with its axis dimension replaced
 // by the indices' last m (IndexDimensions) dimensions; output[...] = input[..., index, ...] with
 // index the clamped indices element at the output's coordinates in those dimensions.
 IndexError Gather(const Tensor& input, const uint8_t* in, const Tensor& indices, const uint8_t* idx,
-                  const Tensor& output, uint8_t* out, uint32_t axis, uint32_t m);
+                  const Tensor& output, uint8_t* out, uint32_t axis, uint32_t m,
+                  const uint8_t* fill = nullptr);
 
 IndexError GatherElements(const Tensor& input, const uint8_t* in, const Tensor& indices,
-                          const uint8_t* idx, const Tensor& output, uint8_t* out, uint32_t axis);
+                          const uint8_t* idx, const Tensor& output, uint8_t* out, uint32_t axis,
+                          const uint8_t* fill = nullptr);
 
 // One step of a scatter's reduction on element bytes of the type: *acc = f(*acc, *u), computed
 // in the type itself (integers wrap; float16 with the compiler's _Float16; MAX and MIN as
@@ -93,12 +99,15 @@ void Reduce(DML_TENSOR_DATA_TYPE type, vkdml::VKDML_REDUCE_FUNCTION f, uint8_t* 
 IndexError ScatterND(const Tensor& input, const uint8_t* in, const Tensor& indices,
                      const uint8_t* idx, const Tensor& updates, const uint8_t* upd,
                      const Tensor& output, uint8_t* out, uint32_t r, uint32_t q,
-                     vkdml::VKDML_REDUCE_FUNCTION f = vkdml::VKDML_REDUCE_FUNCTION_NONE);
+                     vkdml::VKDML_REDUCE_FUNCTION f = vkdml::VKDML_REDUCE_FUNCTION_NONE,
+                     bool drop = false);
 
-// Where each update element of ScatterND lands: byte offsets in the output and in updates.
+// Where each update element of ScatterND lands: byte offsets in the output (its index tuple
+// clamped) and in updates, and whether the tuple was in range.
 struct ScatterWrite {
   uint64_t outOffset;
   uint64_t updOffset;
+  bool inRange = true;
 };
 std::vector<ScatterWrite> ScatterNDWrites(const Tensor& input, const Tensor& indices,
                                           const uint8_t* idx, const Tensor& updates,
@@ -109,7 +118,8 @@ std::vector<ScatterWrite> ScatterNDWrites(const Tensor& input, const Tensor& ind
 IndexError ScatterElements(const Tensor& input, const uint8_t* in, const Tensor& indices,
                            const uint8_t* idx, const Tensor& updates, const uint8_t* upd,
                            const Tensor& output, uint8_t* out, uint32_t axis,
-                           vkdml::VKDML_REDUCE_FUNCTION f = vkdml::VKDML_REDUCE_FUNCTION_NONE);
+                           vkdml::VKDML_REDUCE_FUNCTION f = vkdml::VKDML_REDUCE_FUNCTION_NONE,
+                           bool drop = false);
 std::vector<ScatterWrite> ScatterElementsWrites(const Tensor& input, const Tensor& indices,
                                                 const uint8_t* idx, const Tensor& updates,
                                                 const Tensor& output, uint32_t axis);

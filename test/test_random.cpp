@@ -423,9 +423,40 @@ struct ScopedGpuKernels : ScopedSwitch {
   explicit ScopedGpuKernels(bool on) : ScopedSwitch("VKDML_KERNELS", on ? "gpu" : "") {}
 };
 
-// Where each update element of a scatter case lands.
+// Where each update element of a scatter case lands (but those VKDML_OUT_OF_RANGE_MODE_DROP
+// skips).
 std::vector<ref::ScatterWrite> Writes(Case& c) {
-  return c.spec.Writes(c.inputs[1]);
+  std::vector<ref::ScatterWrite> writes = c.spec.Writes(c.inputs[1]);
+  if (c.spec.wrapped && c.spec.outOfRange == VKDML_OUT_OF_RANGE_MODE_DROP)
+    writes.erase(std::remove_if(writes.begin(), writes.end(),
+                                [](const ref::ScatterWrite& w) { return !w.inRange; }),
+                 writes.end());
+  return writes;
+}
+
+// Whether the case's executions are checked: by its flags, or by VKDML_OUT_OF_RANGE_MODE_ERROR.
+bool Checked(const Case& c) {
+  return (c.opts.flags & VKDML_EXECUTION_FLAG_CHECK_INDICES) ||
+         (c.spec.wrapped && c.spec.outOfRange == VKDML_OUT_OF_RANGE_MODE_ERROR);
+}
+
+// Wraps the case in VKDML_OPERATOR_OUT_OF_RANGE for one seed in `every`, by the seed's bits (the
+// case's own draws stay as they were): FILL (a random value) or DROP, ERROR, or an explicit CLAMP.
+void MaybeOutOfRange(Case* c, uint64_t seed, uint64_t every) {
+  const uint64_t pick = (seed >> 13) % every;
+  if (pick >= 4) return;
+  if (pick == 0 || pick == 1) {
+    DML_SCALAR_UNION fill{};
+    Rng rng(seed ^ 0x5DEECE66Dull);
+    for (UINT b = 0; b < ref::ElementSize(c->spec.Output().Type()); ++b)
+      fill.Bytes[b] = uint8_t(rng.U(0, 255));
+    if (c->spec.IsScatter())
+      c->spec.WithOutOfRange(VKDML_OUT_OF_RANGE_MODE_DROP);
+    else
+      c->spec.WithOutOfRange(VKDML_OUT_OF_RANGE_MODE_FILL, fill);
+    return;
+  }
+  c->spec.WithOutOfRange(pick == 2 ? VKDML_OUT_OF_RANGE_MODE_ERROR : VKDML_OUT_OF_RANGE_MODE_CLAMP);
 }
 
 // Runs the case and compares every byte of the output image (poison included) with the
@@ -443,8 +474,10 @@ bool RunCase(Case& c, bool scatterDuplicates = false, bool* validationClean = nu
   bool ok = res.outsideClean;
   if (c.opts.path == Path::Run) {
     INFO("Device::Run: " << Str(res.runResult));
-    CHECK(res.runResult.ok());
-    ok = ok && res.runResult.ok();
+    const bool statusOk = Checked(c) && err.found ? res.runResult.status == Status::IndexOutOfRange
+                                                  : res.runResult.ok();
+    CHECK(statusOk);
+    ok = ok && statusOk;
   }
   const Bytes& got = res.outputs[0];
   const ref::Tensor outT = c.spec.Output().Ref();
@@ -472,7 +505,7 @@ bool RunCase(Case& c, bool scatterDuplicates = false, bool* validationClean = nu
   CHECK(diff.empty());
   ok = ok && diff.empty();
 
-  if (c.opts.flags & VKDML_EXECUTION_FLAG_CHECK_INDICES) {
+  if (Checked(c) && c.opts.path == Path::Record) {
     INFO("IndexStatus: " << Str(res.indexStatus));
     if (err.found) {
       CHECK(res.indexStatus.status == Status::IndexOutOfRange);
@@ -553,6 +586,7 @@ void RandomSweep(Op op, uint64_t salt, int perCombination) {
         enc.pOutOfRange = rng.P(0.5) ? 0.0 : rng.P(0.5) ? 0.05 : 0.3;
         Case c = Generate(op, rng, D, dt, it, enc);
         c.opts = RandomOptions(rng, c.spec, true);
+        MaybeOutOfRange(&c, seed, 8);
         if (only && std::strtoull(only, nullptr, 10) != counter) continue;
         const bool gpuKernels = counter % 3 == 0;
         INFO("seed " << seed << " (VKDML_TEST_SEED=" << base << ", case " << counter << ")");
@@ -1322,17 +1356,20 @@ void FillReduceValues(Rng& rng, const TensorDesc& desc, VKDML_REDUCE_FUNCTION f,
 }
 
 // A scatter case with duplicate targets (or, in place, unique ones), given a reduction.
-// Deterministic cases run twice and must give the same bytes both times.
+// Deterministic cases run twice and must give the same bytes both times. drop: wrapped in
+// VKDML_OUT_OF_RANGE_MODE_DROP, with more indices out of range.
 bool RunReduceCase(Rng& rng, Op op, UINT D, DML_TENSOR_DATA_TYPE dt, DML_TENSOR_DATA_TYPE it,
                    VKDML_REDUCE_FUNCTION f, bool deterministic, bool inPlace, bool longLines,
-                   bool spread) {
+                   bool spread, bool drop = false) {
   IndexEncoder enc{it};
   enc.pOutOfRange = rng.P(0.5) ? 0.0 : 0.2;
+  if (drop) enc.pOutOfRange = 0.3;
   Case c = op == Op::ScatterND ? GenScatterND(rng, D, dt, it, enc, inPlace, inPlace)
                                : GenScatterElements(rng, longLines ? std::max(D, 2u) : D, dt, it,
                                                     enc, inPlace, inPlace, longLines, spread);
   // The reduce operators take every reduction; DirectML's deterministic scatters take NONE.
   if (f != VKDML_REDUCE_FUNCTION_NONE || rng.P(0.5)) c.spec.WithReduce(f);
+  if (drop) c.spec.WithOutOfRange(VKDML_OUT_OF_RANGE_MODE_DROP);
   FillReduceValues(rng, c.spec.tensors[0], f, !deterministic, &c.inputs[0]);
   FillReduceValues(rng, c.spec.tensors[2], f, !deterministic, &c.inputs[2]);
   c.opts = RandomOptions(rng, c.spec, !inPlace);
@@ -1402,8 +1439,9 @@ TEST_CASE_METHOD(Fixture, "Random scatters with a reduction vs the sequential re
                 : knob == 3 ? "VKDML_NATIVE_FLOAT32=1"
                             : ""));
           ++runs;
+          const bool drop = (seed >> 13) % 4 == 0;  // VKDML_OUT_OF_RANGE_MODE_DROP
           if (!RunReduceCase(rng, op, UINT(1 + counter % 8), dt, it, f, deterministic, inPlace,
-                             longLines, spread))
+                             longLines, spread, drop))
             ++failures;
           REQUIRE(failures < 8);
         }

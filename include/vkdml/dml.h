@@ -80,6 +80,7 @@ enum DML_OPERATOR_TYPE : UINT {
   // vkdml's own (not DirectML's): the scatters with a reduction, below.
   VKDML_OPERATOR_SCATTER_ND_REDUCE = 0x10001,
   VKDML_OPERATOR_SCATTER_ELEMENTS_REDUCE = 0x10002,
+  VKDML_OPERATOR_OUT_OF_RANGE = 0x10003,  // VKDML_OUT_OF_RANGE_OPERATOR_DESC
 };
 
 struct DML_OPERATOR_DESC {
@@ -181,6 +182,47 @@ struct VKDML_SCATTER_ELEMENTS_REDUCE_OPERATOR_DESC {
   const DML_TENSOR_DESC* OutputTensor;
   UINT Axis;
   VKDML_REDUCE_FUNCTION ReduceFunction;
+};
+
+// DirectML's DML_SCALAR_UNION: one value of any data type, in its first DataTypeSize bytes
+// (FLOAT16: its IEEE binary16 bits, in UInt16).
+union DML_SCALAR_UNION {
+  uint8_t Bytes[8];
+  int8_t Int8;
+  uint8_t UInt8;
+  int16_t Int16;
+  uint16_t UInt16;
+  int32_t Int32;
+  uint32_t UInt32;
+  int64_t Int64;
+  uint64_t UInt64;
+  float Float32;
+  double Float64;
+};
+
+// vkdml's own: what an out-of-range index component does. A component addressing a dimension of
+// size n is in range in [-n, n - 1] for INT32 and INT64 indices (a negative one counts from the
+// end) and in [0, n - 1] for UINT32 and UINT64 ones. Every component of an index tuple is checked
+// against its own dimension; one out of range makes the whole tuple so (GatherND: its slice).
+enum VKDML_OUT_OF_RANGE_MODE : UINT {
+  VKDML_OUT_OF_RANGE_MODE_CLAMP = 0,  // DirectML's: the component is clamped into range
+  VKDML_OUT_OF_RANGE_MODE_FILL = 1,   // gathers: the output element is FillValue
+  VKDML_OUT_OF_RANGE_MODE_DROP = 2,   // scatters: the update element is skipped
+  // As CLAMP, and every execution checked as VKDML_EXECUTION_FLAG_CHECK_INDICES does:
+  // BindingTable::IndexStatus and Device::Run return Status::IndexOutOfRange.
+  VKDML_OUT_OF_RANGE_MODE_ERROR = 3,
+};
+
+// vkdml's own (VKDML_OPERATOR_OUT_OF_RANGE): Operator, any other operator of this header, with
+// Mode in place of DirectML's clamp. FillValue (FILL) holds an element of OutputTensor's
+// DataType; its bytes past that type's size, and all of it in the other modes, must be 0.
+// Checked executions report an out-of-range index in every mode (FILL and DROP still fill or
+// skip it). FILL and DROP run on every device, through the general kernels (README: Out-of-range
+// indices).
+struct VKDML_OUT_OF_RANGE_OPERATOR_DESC {
+  const DML_OPERATOR_DESC* Operator;
+  VKDML_OUT_OF_RANGE_MODE Mode;
+  DML_SCALAR_UNION FillValue;
 };
 
 // Not a field of any struct: CompileOperator takes these as a UINT and refuses unknown bits, so
