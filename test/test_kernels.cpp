@@ -1190,3 +1190,88 @@ TEST_CASE("Kernels: 1- and 2-byte elements in words, float64 in integers", "[ker
     CHECK(Choose(add64, cpu).steps.back().plain.module == "ordered_e8_i32" + f);
   }
 }
+
+// VKDML_OUT_OF_RANGE_MODE_FILL and _DROP: only the kernels that skip dropped elements
+// (glsl/indexed.comp, scatter_reduce.comp, the sort and scatter_ordered.comp), each told so by
+// VKDML_SPEC_DROP; the runs, line and ties kernels, which clamp, where the same operator in CLAMP
+// takes them. A deterministic sort's keys leave room for the dropped units' key, one past the
+// slots. ERROR compiles as checked.
+TEST_CASE("Kernels: FILL and DROP take the kernels that skip dropped elements", "[kernels]") {
+  using vkdml::detail::Pass;
+  const DML_TENSOR_DATA_TYPE f32 = DML_TENSOR_DATA_TYPE_FLOAT32, i64 = DML_TENSOR_DATA_TYPE_INT64;
+  const UINT deterministic = VKDML_EXECUTION_FLAG_DETERMINISTIC;
+  auto clamps = [](const std::string& m) {
+    return m.rfind("runs_", 0) == 0 || m.rfind("lines_", 0) == 0 ||
+           m.find("ties") != std::string::npos;
+  };
+  const TensorDesc lineOut(f32, {64, 4096});
+  OpSpec gather =
+      OpSpec::GatherElements(lineOut, TensorDesc(i64, {64, 4096}), TensorDesc(f32, {64, 4096}), 1);
+  OpSpec lines = OpSpec::ScatterElements(lineOut, TensorDesc(i64, {64, 4096}),
+                                         TensorDesc(f32, {64, 4096}), lineOut, 1);
+  OpSpec sum = lines;
+  sum.WithReduce(VKDML_REDUCE_FUNCTION_ADD);
+  OpSpec max = lines;
+  max.WithReduce(VKDML_REDUCE_FUNCTION_MAX);
+  const struct {
+    OpSpec spec;
+    bool cpu;
+    UINT flags;
+  } cases[] = {{gather, true, 0},           {lines, true, 0},
+               {lines, false, 0},           {sum, false, 0},
+               {sum, false, deterministic}, {max, false, deterministic},
+               {max, true, deterministic}};
+  for (const auto& e : cases) {
+    INFO(e.spec.ToString() << (e.cpu ? ", CPU device" : ", GPU") << ", flags " << e.flags);
+    Capabilities device = e.cpu ? CpuDevice() : GpuDevice();
+    if (!e.cpu) device.lines = Capabilities::Lines::Always;
+    bool clamping = false;
+    for (const auto& step : Choose(e.spec, device, e.flags).steps)
+      clamping = clamping || clamps(step.plain.module);
+    CHECK(clamping);  // the test would see them
+    OpSpec wrapped = e.spec;
+    DML_SCALAR_UNION fill{};
+    fill.Float32 = -1.5f;
+    if (wrapped.IsScatter())
+      wrapped.WithOutOfRange(VKDML_OUT_OF_RANGE_MODE_DROP);
+    else
+      wrapped.WithOutOfRange(VKDML_OUT_OF_RANGE_MODE_FILL, fill);
+    const KernelSet set = Choose(wrapped, device, e.flags);
+    for (const auto& step : set.steps) {
+      INFO("module " << step.plain.module);
+      CHECK_FALSE(clamps(step.plain.module));
+      CHECK(step.plain.spec[VKDML_SPEC_DROP] == (step.kind == Pass::Kind::Sort ? 0u : 1u));
+      if (step.hasWide) CHECK(step.wide.spec[VKDML_SPEC_DROP] == 1);
+    }
+    const uint32_t bits = 0xBFC00000u;  // -1.5f
+    for (UINT w = 0; w < 4; ++w) CHECK(set.fill[w] == (wrapped.IsScatter() ? 0u : bits));
+    CHECK_FALSE(set.checked);
+  }
+  // A deterministic ScatterND over 256 target rows: keys 0..255 sort in one digit pass; with
+  // DROP the dropped rows' key 256 takes a second.
+  OpSpec rows = OpSpec::ScatterND(TensorDesc(f32, {256, 32}), TensorDesc(i64, {300, 1}),
+                                  TensorDesc(f32, {300, 32}), TensorDesc(f32, {256, 32}), 2, 2);
+  rows.WithReduce(VKDML_REDUCE_FUNCTION_ADD);
+  for (bool drop : {false, true}) {
+    OpSpec spec = rows;
+    if (drop) spec.WithOutOfRange(VKDML_OUT_OF_RANGE_MODE_DROP);
+    INFO(spec.ToString());
+    const KernelSet set = Choose(spec, GpuDevice(), deterministic);
+    int counts = 0, keys = 0;
+    for (const auto& step : set.steps) {
+      counts += step.plain.module == "sort_count";
+      if (step.kind == Pass::Kind::Keys) {
+        ++keys;
+        CHECK(step.plain.end == 256);  // the dropped units' key
+      }
+    }
+    CHECK(keys == 1);
+    CHECK(counts == (drop ? 2 : 1));
+  }
+  OpSpec error = gather;
+  error.WithOutOfRange(VKDML_OUT_OF_RANGE_MODE_ERROR);
+  const KernelSet checked = Choose(error, CpuDevice());
+  CHECK(checked.checked);
+  CHECK(checked.steps[0].plain.spec[VKDML_SPEC_CHECKED] == 1);
+  CHECK(checked.steps[0].plain.spec[VKDML_SPEC_DROP] == 0);
+}

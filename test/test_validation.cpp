@@ -1554,3 +1554,81 @@ TEST_CASE_METHOD(Fixture, "DeviceInfo: timestamps on the queue vkdml uses", "[va
   CHECK(ticks[1] >= ticks[0]);
   destroyPool(Dev().Handle(), pool, nullptr);
 }
+
+// VKDML_OPERATOR_OUT_OF_RANGE: its Mode against the operator it wraps, FillValue's bytes, and
+// what it wraps; the wrapped operator's own rules keep their messages.
+TEST_CASE_METHOD(Fixture, "Rule 36: VKDML_OPERATOR_OUT_OF_RANGE's Mode, FillValue and Operator",
+                 "[validation][out_of_range]") {
+  auto expect = [](OpSpec& spec, const std::string& prefix, const std::string& fragment) {
+    INFO("operator: " << spec.ToString());
+    Expect(Create(spec.Desc()), Status::InvalidArgument, prefix, {fragment});
+  };
+  for (const auto& base : AllBases()) {
+    for (UINT mode : {4u, 0x80000000u, 0xFFFFFFFFu}) {
+      OpSpec spec = base();
+      spec.WithOutOfRange(static_cast<VKDML_OUT_OF_RANGE_MODE>(mode));
+      expect(
+          spec, spec.Name(),
+          "Mode is " + std::to_string(mode) +
+              ", expected VKDML_OUT_OF_RANGE_MODE_CLAMP (0), _FILL (1), _DROP (2) or _ERROR (3)");
+    }
+    OpSpec wrong = base();
+    wrong.WithOutOfRange(wrong.IsScatter() ? VKDML_OUT_OF_RANGE_MODE_FILL
+                                           : VKDML_OUT_OF_RANGE_MODE_DROP);
+    expect(wrong, wrong.Name(),
+           wrong.IsScatter() ? "Mode is VKDML_OUT_OF_RANGE_MODE_FILL, which is for gathers: a "
+                               "scatter skips its out-of-range updates with "
+                               "VKDML_OUT_OF_RANGE_MODE_DROP (2)"
+                             : "Mode is VKDML_OUT_OF_RANGE_MODE_DROP, which is for scatters: a "
+                               "gather writes a value for its out-of-range indices with "
+                               "VKDML_OUT_OF_RANGE_MODE_FILL (1)");
+    // A FLOAT32 tensor's fill given as a double: its high bytes would be lost.
+    DML_SCALAR_UNION asDouble{};
+    asDouble.Float64 = 1.0;  // 0x3FF0000000000000: Bytes[6] is 0xF0
+    OpSpec wide = base();
+    if (!wide.IsScatter()) {
+      wide.WithOutOfRange(VKDML_OUT_OF_RANGE_MODE_FILL, asDouble);
+      expect(wide, wide.Name(),
+             "FillValue.Bytes[6] is 240, expected 0: a FLOAT32 value has 4 bytes");
+    }
+    for (VKDML_OUT_OF_RANGE_MODE mode :
+         {VKDML_OUT_OF_RANGE_MODE_CLAMP, VKDML_OUT_OF_RANGE_MODE_ERROR}) {
+      DML_SCALAR_UNION one{};
+      one.Bytes[0] = 1;
+      OpSpec spec = base();
+      spec.WithOutOfRange(mode, one);
+      expect(spec, spec.Name(),
+             std::string("FillValue.Bytes[0] is 1, expected 0: Mode ") +
+                 (mode == VKDML_OUT_OF_RANGE_MODE_CLAMP ? "CLAMP" : "ERROR") + " writes no value");
+    }
+    // Every mode the operator takes, and the wrapped operator's rules under its own name.
+    for (UINT mode = 0; mode <= 3; ++mode) {
+      OpSpec spec = base();
+      if (mode == (spec.IsScatter() ? 1u : 2u)) continue;
+      DML_SCALAR_UNION fill{};
+      if (mode == VKDML_OUT_OF_RANGE_MODE_FILL) fill.Float32 = -2.5f;
+      spec.WithOutOfRange(static_cast<VKDML_OUT_OF_RANGE_MODE>(mode), fill);
+      std::unique_ptr<Operator> op;
+      Result r = Dev().CreateOperator(spec.Desc(), &op);
+      INFO(spec.ToString() << ": " << Str(r));
+      REQUIRE(r.ok());
+      CHECK(op->Type() == VKDML_OPERATOR_OUT_OF_RANGE);
+      spec.tensors[0].sizes.assign(9, 1);  // readable, should the library look
+      spec.tensors[0].strides.clear();
+      spec.tensors[0].Fix();
+      spec.tensors[0].buf.DimensionCount = 9;
+      expect(spec, spec.Name(), "InputTensor.DimensionCount is 9, expected 1 to 8");
+    }
+  }
+  DML_OPERATOR_DESC outer{VKDML_OPERATOR_OUT_OF_RANGE, nullptr};
+  Expect(Create(outer), Status::InvalidArgument, "", {"DML_OPERATOR_DESC.Desc is null"});
+  VKDML_OUT_OF_RANGE_OPERATOR_DESC none{nullptr, VKDML_OUT_OF_RANGE_MODE_FILL, {}};
+  outer.Desc = &none;
+  Expect(Create(outer), Status::InvalidArgument, "OUT_OF_RANGE", {"Operator is null"});
+  OpSpec inner = BaseGather();
+  inner.WithOutOfRange(VKDML_OUT_OF_RANGE_MODE_FILL);
+  VKDML_OUT_OF_RANGE_OPERATOR_DESC nested{&inner.Desc(), VKDML_OUT_OF_RANGE_MODE_FILL, {}};
+  outer.Desc = &nested;
+  Expect(Create(outer), Status::InvalidArgument, "OUT_OF_RANGE",
+         {"Operator is itself VKDML_OPERATOR_OUT_OF_RANGE; wrap the gather or scatter directly"});
+}
