@@ -655,6 +655,7 @@ TEST_CASE_METHOD(Fixture, "Random ScatterND with duplicate targets", "[random][s
     enc.pOutOfRange = rng.P(0.5) ? 0.0 : 0.3;
     Case c = GenScatterND(rng, static_cast<UINT>(1 + i % 8), dt, it, enc, false, false);
     c.opts = RandomOptions(rng, c.spec, true);
+    MaybeOutOfRange(&c, seed, 8);
     INFO("seed " << seed << " (VKDML_TEST_SEED=" << base << ", case " << i << ")");
     INFO("case: " << c.spec.ToString() << "\n  " << Describe(c.opts));
     bool quiet = true;
@@ -678,6 +679,7 @@ TEST_CASE_METHOD(Fixture, "Random ScatterND in place (output aliases input)",
     enc.pOutOfRange = rng.P(0.5) ? 0.0 : 0.3;
     Case c = GenScatterND(rng, static_cast<UINT>(1 + i % 8), dt, it, enc, true, true);
     c.opts = RandomOptions(rng, c.spec, false);
+    MaybeOutOfRange(&c, seed, 8);
     MakeInPlace(&c);
     INFO("seed " << seed << " (VKDML_TEST_SEED=" << base << ", case " << i << ")");
     INFO("case: " << c.spec.ToString() << "\n  " << Describe(c.opts));
@@ -711,6 +713,7 @@ TEST_CASE_METHOD(Fixture, "Random ScatterElements with duplicate targets and in 
     Case c =
         GenScatterElements(rng, static_cast<UINT>(1 + i % 8), dt, it, enc, inPlace, inPlace, false);
     c.opts = RandomOptions(rng, c.spec, !inPlace);
+    MaybeOutOfRange(&c, seed, 8);
     if (inPlace) MakeInPlace(&c);
     INFO("seed " << seed << " (VKDML_TEST_SEED=" << base << ", case " << i << ")");
     const bool lines = i % 4 >= 2;
