@@ -59,7 +59,8 @@ Result ApplyOutOfRange(const VKDML_OUT_OF_RANGE_OPERATOR_DESC& d, OperatorImpl* 
     if (d.FillValue.Bytes[b] != 0)
       return Fail(Status::InvalidArgument, "FillValue.Bytes[", b, "] is ",
                   UINT(d.FillValue.Bytes[b]), ", expected 0: ",
-                  size ? Str("a ", DataTypeName(op->outputs[0].type), " value has ", size, " bytes")
+                  size ? Str("OutputTensor's DataType, ", DataTypeName(op->outputs[0].type),
+                             ", is ", size, size == 1 ? " byte" : " bytes", " wide")
                        : Str("Mode ", kModeNames[d.Mode], " writes no value"));
   op->outOfRange = d.Mode;
   uint8_t bytes[16];

@@ -1589,7 +1589,8 @@ TEST_CASE_METHOD(Fixture, "Rule 36: VKDML_OPERATOR_OUT_OF_RANGE's Mode, FillValu
     if (!wide.IsScatter()) {
       wide.WithOutOfRange(VKDML_OUT_OF_RANGE_MODE_FILL, asDouble);
       expect(wide, wide.Name(),
-             "FillValue.Bytes[6] is 240, expected 0: a FLOAT32 value has 4 bytes");
+             "FillValue.Bytes[6] is 240, expected 0: OutputTensor's DataType, FLOAT32, is 4 bytes "
+             "wide");
     }
     for (VKDML_OUT_OF_RANGE_MODE mode :
          {VKDML_OUT_OF_RANGE_MODE_CLAMP, VKDML_OUT_OF_RANGE_MODE_ERROR}) {

@@ -391,6 +391,11 @@ std::string MapOnnxOperator(const OnnxOptions& a, const ArrayRef& in, const Arra
             ? DML_OPERATOR_DESC{VKDML_OPERATOR_SCATTER_ND_REDUCE, &m->scatterNdReduce}
             : DML_OPERATOR_DESC{VKDML_OPERATOR_SCATTER_ELEMENTS_REDUCE, &m->scatterElementsReduce};
   }
+  if (a.outOfRange != VKDML_OUT_OF_RANGE_MODE_CLAMP) {
+    m->inner = m->desc;
+    m->outOfRange = {&m->inner, a.outOfRange, a.fillValue};
+    m->desc = {VKDML_OPERATOR_OUT_OF_RANGE, &m->outOfRange};
+  }
   return "";
 }
 

@@ -64,6 +64,11 @@ struct OnnxOptions {
   std::string op;  // gather, gather-nd, gather-elements, scatter-elements, scatter-nd
   int64_t axis = 0, batchDims = 0;
   std::string reduction = "none";  // none, add, mul, max, min
+  // What an out-of-range index does beyond DirectML's clamp: FILL (gathers: the output element
+  // is fillValue, an element of the input's dtype) or DROP (scatters: the update is skipped).
+  // (The checked mode is an execution flag.)
+  vkdml::VKDML_OUT_OF_RANGE_MODE outOfRange = vkdml::VKDML_OUT_OF_RANGE_MODE_CLAMP;
+  vkdml::DML_SCALAR_UNION fillValue{};
   // How messages name things: the operator, and its axis and batch-dims options.
   std::string opLabel, axisLabel = "--axis", batchDimsLabel = "--batch-dims";
   const std::string& Label() const { return opLabel.empty() ? op : opLabel; }
@@ -87,6 +92,8 @@ struct OnnxMapping {
   vkdml::DML_SCATTER_OPERATOR_DESC scatterElements{};
   vkdml::VKDML_SCATTER_ND_REDUCE_OPERATOR_DESC scatterNdReduce{};
   vkdml::VKDML_SCATTER_ELEMENTS_REDUCE_OPERATOR_DESC scatterElementsReduce{};
+  vkdml::DML_OPERATOR_DESC inner{};  // desc's operator, where desc wraps it (out of range)
+  vkdml::VKDML_OUT_OF_RANGE_OPERATOR_DESC outOfRange{};
   vkdml::DML_OPERATOR_DESC desc{};
   bool skipDevice = false;           // the output is empty or a copy of the input
   bool outputStartsAsInput = false;  // a view: the output is the input outside it

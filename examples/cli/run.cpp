@@ -3,8 +3,12 @@
 #include "cli.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "npy.h"
@@ -19,6 +23,7 @@ namespace {
 const char kRunUsage[] =
     "usage: vkdml run OP --input IN.npy --indices IDX.npy [--updates UPD.npy] [--axis N]\n"
     "                 [--batch-dims N] [--reduction none|add|mul|max|min] [--deterministic]\n"
+    "                 [--out-of-range clamp|fill|drop|error] [--fill-value V]\n"
     "                 --output OUT.npy [--device N] [--check-indices] [--quiet]\n"
     "\n"
     "Runs one ONNX operator on .npy arrays on a Vulkan device and writes the result.\n"
@@ -42,6 +47,12 @@ const char kRunUsage[] =
     "  --device N         Vulkan device index from `vkdml devices` (default: the first\n"
     "                     discrete GPU, else the first device)\n"
     "  --check-indices    fail (exit 2) on the first out-of-range index instead of clamping\n"
+    "  --out-of-range M   what an out-of-range index does: clamp (default), fill (gathers:\n"
+    "                     the output element is --fill-value, default 0), drop (scatters: the\n"
+    "                     update is skipped) or error (as --check-indices). An index tuple\n"
+    "                     with any component out of range counts as out of range whole\n"
+    "  --fill-value V     with --out-of-range fill: a value of the input's dtype (true/false\n"
+    "                     for bool; float16 rounds as NumPy's float16(float(V)) does)\n"
     "  --quiet            print nothing on success (else one line: the operator, shapes, dtypes,\n"
     "                     device and time)\n"
     "Data types: bool, int8..int64, uint8..uint64, float16, float32, float64; indices are\n"
@@ -56,7 +67,73 @@ struct RunArgs : OnnxOptions {
   int64_t device = -1;
   bool haveAxis = false, haveBatchDims = false, checkIndices = false, deterministic = false;
   bool quiet = false;
+  std::string outOfRangeName = "clamp", fillText;
+  bool haveFill = false;
 };
+
+// value as a float16's bits, rounded to nearest even (NumPy's float16(value)).
+uint16_t HalfBits(double value) {
+  const uint16_t sign = std::signbit(value) ? 0x8000 : 0;
+  const double a = std::fabs(value);
+  if (std::isnan(value)) return sign | 0x7E00;
+  if (a >= 65520.0) return sign | 0x7C00;  // at or past the midpoint above 65504: infinity
+  if (a < 0x1p-14) return sign | uint16_t(std::nearbyint(a * 0x1p24));  // subnormal (or 2^-14)
+  int e = 0;
+  const double f = std::frexp(a, &e);  // a = f * 2^e, f in [0.5, 1)
+  double mantissa = std::nearbyint((f * 2 - 1) * 1024);
+  int exponent = e - 1;
+  if (mantissa == 1024) {
+    mantissa = 0;
+    ++exponent;
+  }
+  if (exponent > 15) return sign | 0x7C00;
+  return sign | uint16_t((exponent + 15) << 10) | uint16_t(mantissa);
+}
+
+// --fill-value's text as an element of dtype t; "" or the error.
+std::string ParseFillValue(const std::string& text, npy::DType t, DML_SCALAR_UNION* out) {
+  const std::string what = "--fill-value is '" + text + "'";
+  *out = {};
+  if (t == npy::DType::Bool) {
+    if (text != "true" && text != "false" && text != "1" && text != "0")
+      return what + ", expected true, false, 1 or 0 for a bool input";
+    out->UInt8 = text == "true" || text == "1";
+    return "";
+  }
+  if (t == npy::DType::Float16 || t == npy::DType::Float32 || t == npy::DType::Float64) {
+    char* end = nullptr;
+    const double v = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end) return what + ", expected a number";
+    if (t == npy::DType::Float64) out->Float64 = v;
+    if (t == npy::DType::Float32) out->Float32 = float(v);
+    if (t == npy::DType::Float16) out->UInt16 = HalfBits(v);
+    return "";
+  }
+  const bool isSigned = t == npy::DType::Int8 || t == npy::DType::Int16 || t == npy::DType::Int32 ||
+                        t == npy::DType::Int64;
+  const int bits = int(npy::ItemSize(t)) * 8;
+  errno = 0;
+  char* end = nullptr;
+  if (isSigned) {
+    const long long v = std::strtoll(text.c_str(), &end, 10);
+    const int64_t lo = bits == 64 ? INT64_MIN : -(int64_t(1) << (bits - 1));
+    const int64_t hi = bits == 64 ? INT64_MAX : (int64_t(1) << (bits - 1)) - 1;
+    if (text.empty() || *end || errno == ERANGE || v < lo || v > hi)
+      return what + ", expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+             "] for a " + npy::DTypeName(t) + " input";
+    const int64_t wide = v;  // its low bytes are the narrower type's value (two's complement)
+    std::memcpy(out->Bytes, &wide, npy::ItemSize(t));
+    return "";
+  }
+  const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+  const uint64_t hi = bits == 64 ? UINT64_MAX : (uint64_t(1) << bits) - 1;
+  if (text.empty() || text[0] == '-' || *end || errno == ERANGE || v > hi)
+    return what + ", expected an integer in [0, " + std::to_string(hi) + "] for a " +
+           npy::DTypeName(t) + " input";
+  const uint64_t wide = v;
+  std::memcpy(out->Bytes, &wide, npy::ItemSize(t));
+  return "";
+}
 
 // Reports message as `vkdml run: message` on stderr and returns the exit status.
 int Error(const std::string& message, int status = kExitBadInput) {
@@ -110,6 +187,11 @@ int ParseRunArgs(int argc, char** argv, RunArgs* a) {
       a->output = value;
     } else if (arg == "--reduction") {
       a->reduction = value;
+    } else if (arg == "--out-of-range") {
+      a->outOfRangeName = value;
+    } else if (arg == "--fill-value") {
+      a->fillText = value;
+      a->haveFill = true;
     } else {
       return Error("unknown option " + arg + " (see --help)");
     }
@@ -137,6 +219,18 @@ int CheckOperator(const RunArgs& a) {
       return Error("--reduction is '" + a.reduction + "', expected none, add, mul, max or min");
     if (!scatter) return Error("--reduction does not apply to " + op);
   }
+  const std::string& mode = a.outOfRangeName;
+  if (mode != "clamp" && mode != "fill" && mode != "drop" && mode != "error")
+    return Error("--out-of-range is '" + mode + "', expected clamp, fill, drop or error");
+  if (mode == "fill" && scatter)
+    return Error("--out-of-range fill does not apply to " + op +
+                 " (a scatter skips out-of-range updates with --out-of-range drop)");
+  if (mode == "drop" && !scatter)
+    return Error("--out-of-range drop does not apply to " + op +
+                 " (a gather writes --fill-value for out-of-range indices with --out-of-range "
+                 "fill)");
+  if (a.haveFill && mode != "fill")
+    return Error("--fill-value applies with --out-of-range fill only");
   if (a.deterministic && !scatter)
     return Error("--deterministic does not apply to " + op + " (a gather is deterministic)");
   if (a.haveAxis && !elements && op != "gather") return Error("--axis does not apply to " + op);
@@ -181,6 +275,13 @@ int RunMain(int argc, char** argv) {
                 array.ByteCount() + npy::kPadding};
   }
   const ArrayRef* updates = a.updates.empty() ? nullptr : &upd;
+  if (a.outOfRangeName == "error") a.checkIndices = true;
+  if (a.outOfRangeName == "drop") a.outOfRange = VKDML_OUT_OF_RANGE_MODE_DROP;
+  if (a.outOfRangeName == "fill") {
+    a.outOfRange = VKDML_OUT_OF_RANGE_MODE_FILL;
+    if (a.haveFill) error = ParseFillValue(a.fillText, in.dtype, &a.fillValue);
+    if (!error.empty()) return Error(error);
+  }
   OnnxMapping mapping;
   error = MapOnnxOperator(a, in, idx, updates, &mapping);
   if (!error.empty()) return Error(error);
@@ -232,10 +333,12 @@ int RunMain(int argc, char** argv) {
     std::string shapes = in.ShapeString() + " " + npy::DTypeName(in.dtype) + ", indices " +
                          idx.ShapeString() + " " + npy::DTypeName(idx.dtype);
     if (updates) shapes += ", updates " + upd.ShapeString();
-    std::printf("vkdml run: %s%s%s: input %s -> %s %s on %s in %.1f ms\n", a.op.c_str(),
+    std::printf("vkdml run: %s%s%s%s: input %s -> %s %s on %s in %.1f ms\n", a.op.c_str(),
                 a.reduction != "none" ? (" --reduction " + a.reduction).c_str() : "",
-                a.deterministic ? " --deterministic" : "", shapes.c_str(), a.output.c_str(),
-                npy::ShapeString(mapping.outputShape).c_str(), where.c_str(), ms);
+                a.deterministic ? " --deterministic" : "",
+                a.outOfRangeName != "clamp" ? (" --out-of-range " + a.outOfRangeName).c_str() : "",
+                shapes.c_str(), a.output.c_str(), npy::ShapeString(mapping.outputShape).c_str(),
+                where.c_str(), ms);
   }
   return 0;
 }

@@ -691,6 +691,88 @@ def group_reduce():
               ref_scatter_nd(data, idx, upd))
 
 
+def group_out_of_range():
+    """`vkdml run ... --out-of-range fill|drop|error [--fill-value V]` against the NumPy
+    references: every operator, signed and unsigned indices, a fill value of each kind of dtype,
+    drop with and without a reduction; and the options' refusals."""
+    rng = np.random.default_rng(28)
+    data = sample(np.float32, (5, 4), seed=3)
+    for it in INDEX_TYPES:
+        name = np.dtype(it).name
+        signed = np.issubdtype(it, np.signedinteger)
+        vals = rng.integers(-8 if signed else 0, 8, (6,))
+        idx = vals.astype(it)
+        fill = ["--out-of-range", "fill", "--fill-value", "-2.5"]
+        p, got = run_op("gather", data, idx, extra=fill)
+        expect_ok(f"gather fill {name}", p, got, ref_gather(data, idx, 0, fill=np.float32(-2.5)))
+        p, got = run_op("gather", data, idx.reshape(2, 3), extra=fill + ["--axis", "1"])
+        expect_ok(f"gather fill axis 1 {name}", p, got,
+                  ref_gather(data, idx.reshape(2, 3), 1, fill=np.float32(-2.5)))
+        nd = rng.integers(-6 if signed else 0, 6, (7, 2)).astype(it)
+        p, got = run_op("gather-nd", data, nd, extra=fill)
+        expect_ok(f"gather-nd fill {name}", p, got, ref_gather_nd(data, nd, fill=np.float32(-2.5)))
+        el = rng.integers(-7 if signed else 0, 7, (3, 4)).astype(it)
+        p, got = run_op("gather-elements", data, el, extra=fill)
+        expect_ok(f"gather-elements fill {name}", p, got,
+                  ref_gather_elements(data, el, 0, fill=np.float32(-2.5)))
+        upd = sample(np.float32, (7, 4), seed=5)
+        rows = rng.integers(-7 if signed else 0, 7, (7, 1)).astype(it)
+        for red in ("none", "add", "max"):
+            extra = ["--out-of-range", "drop", "--reduction", red, "--deterministic"]
+            p, got = run_op("scatter-nd", data, rows, upd, extra)
+            want = (ref_scatter_nd(data, rows, upd, drop=True) if red == "none" else
+                    ref_scatter_reduce(data, rows, upd, red, drop=True))
+            expect_ok(f"scatter-nd drop {red} {name}", p, got, want)
+        cols = unique_indices(rng, (5, 3), 1, 4, np.int64)
+        cols[0, 0] = 9 if not signed else -9
+        cols[3, 2] = 4
+        cols = cols.astype(it)
+        su = sample(np.float32, (5, 3), seed=6)
+        p, got = run_op("scatter-elements", data, cols, su, ["--axis", "1", "--out-of-range",
+                                                             "drop"])
+        expect_ok(f"scatter-elements drop {name}", p, got,
+                  ref_scatter_elements(data, cols, su, 1, drop=True))
+    # A fill value of each kind of dtype, parsed as the input's dtype.
+    idx = np.array([0, 9, -1], np.int64)
+    for dtype, text, value in ((np.float16, "0.1", np.float16(0.1)), (np.int8, "-128", -128),
+                               (np.uint64, str(2**64 - 1), 2**64 - 1), (np.bool_, "true", True),
+                               (np.float64, "nan", np.nan), (np.int64, "-9", -9)):
+        d = sample(dtype, (4, 3), seed=2)
+        p, got = run_op("gather", d, idx, extra=["--out-of-range", "fill", "--fill-value", text])
+        expect_ok(f"gather fill {np.dtype(dtype).name} {text}", p, got,
+                  ref_gather(d, idx, 0, fill=np.asarray(value, dtype)))
+    p, got = run_op("gather", data, idx, extra=["--out-of-range", "fill"])
+    expect_ok("gather fill without --fill-value: 0", p, got, ref_gather(data, idx, 0, fill=0))
+    p, got = run_op("gather", data, idx, extra=["--out-of-range", "error"])
+    expect_error("gather --out-of-range error", p, 2,
+                 "idx.npy: indices[1] is 9, outside the valid range [-5, 4]")
+    p, got = run_op("gather", data, np.array([1, -5], np.int64), extra=["--out-of-range", "error"])
+    expect_ok("gather --out-of-range error, in range", p, got, data[[1, 0]])
+    refusals = [
+        ("gather", ["--out-of-range", "wrap"],
+         "--out-of-range is 'wrap', expected clamp, fill, drop or error"),
+        ("gather", ["--out-of-range", "drop"], "--out-of-range drop does not apply to gather (a "
+         "gather writes --fill-value for out-of-range indices with --out-of-range fill)"),
+        ("scatter-nd", ["--out-of-range", "fill"], "--out-of-range fill does not apply to "
+         "scatter-nd (a scatter skips out-of-range updates with --out-of-range drop)"),
+        ("gather", ["--fill-value", "1"], "--fill-value applies with --out-of-range fill only"),
+        ("gather", ["--out-of-range", "fill", "--fill-value", "1e40x"],
+         "--fill-value is '1e40x', expected a number"),
+    ]
+    for op, extra, text in refusals:
+        upd = np.zeros((3, 4), np.float32) if op == "scatter-nd" else None
+        p, got = run_op(op, data, idx.reshape(3, 1) if upd is not None else idx, upd, extra)
+        expect_error(f"{op} {' '.join(extra)}", p, 2, text)
+    for dtype, text, expected in ((np.int8, "128", "an integer in [-128, 127] for a int8 input"),
+                                  (np.uint16, "-1", "an integer in [0, 65535] for a uint16 input"),
+                                  (np.int32, "1.5", "an integer in [-2147483648, 2147483647]"),
+                                  (np.bool_, "2", "true, false, 1 or 0 for a bool input")):
+        p, got = run_op("gather", sample(dtype, (4, 3)), idx,
+                        extra=["--out-of-range", "fill", "--fill-value", text])
+        expect_error(f"--fill-value {text} for {np.dtype(dtype).name}", p, 2,
+                     f"--fill-value is '{text}', expected {expected}")
+
+
 def group_output():
     """A plain file is replaced whole; links, FIFOs and files with other names are written
     through, so that they stay what they are; nothing is left behind by a signal."""
@@ -1082,7 +1164,8 @@ def group_limits():
 
 GROUPS = {"help": group_help, "roundtrip": group_roundtrip, "shapes": group_shapes,
           "errors": group_errors, "indices": group_indices, "output": group_output,
-          "bench": group_bench, "reduce": group_reduce, "limits": group_limits}
+          "bench": group_bench, "reduce": group_reduce, "limits": group_limits,
+          "out_of_range": group_out_of_range}
 
 if __name__ == "__main__":
     GROUPS[sys.argv[2]]()

@@ -1,5 +1,6 @@
 """NumPy references for the ONNX operators with vkdml's index semantics (clamped, then
-negative indices wrapped), and the values the tests feed them: shared by the CLI's tests
+negative indices wrapped; or, out of range, filled by a gather given `fill` and skipped by a
+scatter given `drop`), and the values the tests feed them: shared by the CLI's tests
 (cli_test.py) and the Python module's (test/python)."""
 import numpy as np
 
@@ -17,44 +18,64 @@ def fix(idx, n):
     return np.where(i < 0, i + n, i)
 
 
-def ref_gather_nd(data, indices, b=0):
+def in_range(v, n):
+    """Whether index value v addresses a dimension of size n: [-n, n-1] for signed types,
+    [0, n-1] for unsigned ones (Python ints: no wrap-around)."""
+    v = int(v)
+    return -n <= v <= n - 1
+
+
+def ref_gather_nd(data, indices, b=0, fill=None):
     k = indices.shape[-1]
-    batch = indices.shape[:b]
     out = np.empty(indices.shape[:-1] + data.shape[b + k:], data.dtype)
     for pos in np.ndindex(*indices.shape[:-1]):
         tup = tuple(int(fix(v, data.shape[b + j])) for j, v in enumerate(indices[pos]))
         out[pos] = data[pos[:b] + tup]
-    del batch
+        if fill is not None and not all(in_range(v, data.shape[b + j])
+                                        for j, v in enumerate(indices[pos])):
+            out[pos] = fill
     return out
 
 
-def ref_gather(data, indices, axis):
+def ref_gather(data, indices, axis, fill=None):
     """ONNX Gather with the library's clamping: data.shape[:axis] + indices.shape +
     data.shape[axis+1:]."""
-    return np.take(data, fix(indices, data.shape[axis]), axis=axis)
+    out = np.take(data, fix(indices, data.shape[axis]), axis=axis)
+    if fill is not None:
+        n = data.shape[axis]
+        bad = np.vectorize(lambda v: not in_range(v, n), otypes=[bool])(indices)
+        bad = bad.reshape((1,) * axis + bad.shape + (1,) * (data.ndim - axis - 1))
+        out = np.where(bad, np.asarray(fill, data.dtype), out)
+    return out
 
 
-def ref_gather_elements(data, indices, axis):
+def ref_gather_elements(data, indices, axis, fill=None):
     out = np.empty(indices.shape, data.dtype)
     for pos in np.ndindex(*indices.shape):
         src = list(pos)
         src[axis] = int(fix(indices[pos], data.shape[axis]))
         out[pos] = data[tuple(src)]
+        if fill is not None and not in_range(indices[pos], data.shape[axis]):
+            out[pos] = fill
     return out
 
 
-def ref_scatter_nd(data, indices, updates):
+def ref_scatter_nd(data, indices, updates, drop=False):
     out = np.array(data, order="C")
     for pos in np.ndindex(*indices.shape[:-1]):
+        if drop and not all(in_range(v, data.shape[j]) for j, v in enumerate(indices[pos])):
+            continue
         tup = tuple(int(fix(v, data.shape[j])) for j, v in enumerate(indices[pos]))
         out[tup] = updates[pos]
     return out
 
 
-def ref_scatter_elements(data, indices, updates, axis):
+def ref_scatter_elements(data, indices, updates, axis, drop=False):
     """Exact when no two updates hit one element (otherwise the last one wins here)."""
     out = np.array(data, order="C")
     for pos in np.ndindex(*indices.shape):
+        if drop and not in_range(indices[pos], data.shape[axis]):
+            continue
         dst = list(pos)
         dst[axis] = int(fix(indices[pos], data.shape[axis]))
         out[tuple(dst)] = updates[pos]
@@ -109,12 +130,15 @@ def sample(dtype, shape, seed=1):
 UFUNC = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
 
 
-def ref_scatter_reduce(data, indices, updates, red, axis=None):
+def ref_scatter_reduce(data, indices, updates, red, axis=None, drop=False):
     """ONNX's ScatterND (axis None) or ScatterElements with a reduction: NumPy's ufunc.at, which
     applies the updates one at a time in C order (clamped indices, as the library's)."""
     out = np.array(data, order="C")
     targets, values = [], []
     for pos in np.ndindex(*(indices.shape if axis is not None else indices.shape[:-1])):
+        if drop and not (all(in_range(v, data.shape[j]) for j, v in enumerate(indices[pos]))
+                         if axis is None else in_range(indices[pos], data.shape[axis])):
+            continue
         if axis is None:
             dst = tuple(int(fix(v, data.shape[j])) for j, v in enumerate(indices[pos]))
         else:
