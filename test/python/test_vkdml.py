@@ -1,7 +1,7 @@
 """vkdml's Python module against NumPy references (test/cli/onnx_reference.py, the library's
-index semantics: clamped, negative counted from the end): every function, every dtype, random
-shapes, array layouts, device tensors, errors, and PyTorch's CPU ops where python3-torch is
-installed."""
+index semantics: clamped, negative counted from the end; or filled and dropped): every function,
+every dtype, random shapes, array layouts, device tensors, errors, and PyTorch's CPU ops where
+python3-torch is installed."""
 import array
 import contextlib
 import io
@@ -136,6 +136,126 @@ def test_scatter_reductions(device, dtype, reduction, deterministic):
     nd_upd = reduce_values(dtype, (6, 4), reduction, not deterministic, seed=3)
     got = vkdml.scatter_nd(x, nd_idx, nd_upd, reduction=reduction, deterministic=deterministic)
     assert same(got, ref_scatter_reduce(x, nd_idx, nd_upd, reduction))
+
+
+def fill_of(dtype, rng):
+    """A random fill value of dtype, as the Python value a user would pass."""
+    v = sample(dtype, (8,), seed=int(rng.integers(0, 1 << 30)))[int(rng.integers(0, 8))]
+    return v.item()
+
+
+@pytest.mark.parametrize("dtype", DATA_TYPES, ids=name)
+def test_out_of_range_fill(device, dtype):
+    """out_of_range="fill" on every gather: an element whose index (or any component of its
+    tuple) is out of range is fill_value, from host arrays and device tensors."""
+    rng = np.random.default_rng(28)
+    for case in range(6):
+        x = sample(dtype, random_shape(rng, int(rng.integers(1, 5))), seed=case)
+        itype = INDEX_TYPES[case % len(INDEX_TYPES)]
+        fill = fill_of(dtype, rng) if case % 3 else None  # None: the default, 0
+        want_fill = np.asarray(0 if fill is None else fill, dtype)
+        axis = int(rng.integers(-x.ndim, x.ndim))
+        idx = random_indices(rng, random_shape(rng, int(rng.integers(0, 3))), x.shape[axis],
+                             itype, spill=3)
+        got = vkdml.gather(x, idx, axis=axis, out_of_range="fill", fill_value=fill)
+        assert same(got, ref_gather(x, idx, axis % x.ndim, fill=want_fill)), (x.shape, idx)
+        shape = tuple(int(rng.integers(1, d + 1)) for d in x.shape)
+        eidx = random_indices(rng, shape, x.shape[axis], itype, spill=2)
+        got = vkdml.gather_elements(device.tensor(x), eidx, axis=axis, out_of_range="fill",
+                                    fill_value=fill).numpy()
+        assert same(got, ref_gather_elements(x, eidx, axis % x.ndim, fill=want_fill))
+        b = int(rng.integers(0, x.ndim))
+        k = int(rng.integers(1, x.ndim - b + 1))
+        comps = [random_indices(rng, x.shape[:b] + (3,), x.shape[b + j], itype, spill=2)
+                 for j in range(k)]
+        ndidx = np.stack(comps, axis=-1)
+        if b:  # batch dims: ONNX's indices take x's batch sizes
+            got = vkdml.gather_nd(x, ndidx, batch_dims=b, out_of_range="fill", fill_value=fill)
+        else:
+            got = vkdml.gather_nd(x, ndidx, out_of_range="fill", fill_value=fill)
+        assert same(got, ref_gather_nd(x, ndidx, b, fill=want_fill)), (x.shape, ndidx, b)
+
+
+# Duplicate targets without a reduction leave open which writer wins unless deterministic: the
+# default mode's drop without a reduction is the next test's, with unique targets.
+@pytest.mark.parametrize("reduction,deterministic",
+                         [("none", True)] + [(r, d) for r in REDUCTIONS for d in (False, True)],
+                         ids=lambda v: v if isinstance(v, str) else
+                         ("deterministic" if v else "default"))
+@pytest.mark.parametrize("dtype", DATA_TYPES, ids=name)
+def test_out_of_range_drop(device, dtype, reduction, deterministic):
+    """out_of_range="drop" on both scatters, every reduction, duplicate targets: the updates
+    with an index out of range are skipped, the rest as ufunc.at applies them."""
+    if reduction != "none" and not device.supports_reduction(dtype, reduction):
+        pytest.skip(f"{device.name} runs no {reduction} on {name(dtype)}")
+    rng = np.random.default_rng(29)
+    red = "add" if reduction == "none" else reduction  # the values' kind, for reduce_values
+    x = reduce_values(dtype, (5, 4), red, not deterministic, seed=1)
+    idx = rng.integers(-8, 8, (9, 4))
+    upd = reduce_values(dtype, (9, 4), red, not deterministic, seed=2)
+    got = vkdml.scatter_elements(x, idx, upd, axis=0, reduction=reduction,
+                                 deterministic=deterministic, out_of_range="drop")
+    want = (ref_scatter_elements(x, idx, upd, 0, drop=True) if reduction == "none" else
+            ref_scatter_reduce(x, idx, upd, reduction, axis=0, drop=True))
+    assert same(got, want)
+    nd_idx = rng.integers(-3, 8, (8, 1)).astype(np.uint64 if deterministic else np.int32)
+    nd_idx = np.where(nd_idx > 7, 0, nd_idx) if nd_idx.dtype == np.uint64 else nd_idx
+    nd_upd = reduce_values(dtype, (8, 4), red, not deterministic, seed=3)
+    got = vkdml.scatter_nd(device.tensor(x), nd_idx, nd_upd, reduction=reduction,
+                           deterministic=deterministic, out_of_range="drop").numpy()
+    want = (ref_scatter_nd(x, nd_idx, nd_upd, drop=True) if reduction == "none" else
+            ref_scatter_reduce(x, nd_idx, nd_upd, reduction, drop=True))
+    assert same(got, want)
+
+
+def test_out_of_range_drop_unique_and_errors(device):
+    """Default-mode scatters without a reduction drop too (unique targets: one writer each);
+    "error" raises IndexError as check_indices does; and every refusal names the argument."""
+    rng = np.random.default_rng(30)
+    x = sample(np.float32, (6, 5), seed=4)
+    idx = unique_indices(rng, (4, 5), 0, 6, np.int64, negative=True)
+    idx[1, 2], idx[3, 0] = 6, -7
+    upd = sample(np.float32, (4, 5), seed=5)
+    got = vkdml.scatter_elements(x, idx, upd, out_of_range="drop")
+    assert same(got, ref_scatter_elements(x, idx, upd, 0, drop=True))
+    rows = np.array([[2], [9], [-1], [-7]], np.int64)
+    got = vkdml.scatter_nd(x, rows, upd, out_of_range="drop")
+    assert same(got, ref_scatter_nd(x, rows, upd, drop=True))
+    with pytest.raises(IndexError, match=r"indices\[1\] is 9, outside the valid range"):
+        vkdml.gather(x, np.array([0, 9]), out_of_range="error")
+    with pytest.raises(IndexError, match=r"indices\[1,0\] is 9"):
+        vkdml.scatter_nd(x, rows, upd, out_of_range="error")
+    ok = vkdml.gather(x, np.array([0, -6]), out_of_range="error")
+    assert same(ok, x[[0, 0]])
+    small = np.arange(4, dtype=np.int32)
+    refusals = [
+        (lambda: vkdml.gather(x, [0], out_of_range="wrap"), ValueError,
+         "out_of_range is 'wrap', expected one of clamp, fill, drop, error"),
+        (lambda: vkdml.gather_nd(x, [[0]], out_of_range="drop"), ValueError,
+         "out_of_range is 'drop', which is for scatters: gather_nd writes fill_value"),
+        (lambda: vkdml.scatter_elements(x, idx, upd, out_of_range="fill"), ValueError,
+         "out_of_range is 'fill', which is for gathers: scatter_elements skips"),
+        (lambda: vkdml.scatter_nd(x, rows, upd, fill_value=0), ValueError,
+         "fill_value is given, but out_of_range is 'clamp': only 'fill' writes it"),
+        (lambda: vkdml.gather(x, [0], fill_value=1.0), ValueError, "only 'fill' writes it"),
+        (lambda: vkdml.gather(x, [9], out_of_range="fill", fill_value=1e39), ValueError,
+         r"fill_value is 1e\+39, which overflows float32"),
+        (lambda: vkdml.gather(small.astype(np.uint8), [9], out_of_range="fill", fill_value=-1),
+         ValueError, r"fill_value is -1, outside uint8's range \[0, 255\]"),
+        (lambda: vkdml.gather(small, [9], out_of_range="fill", fill_value=0.5),
+         ValueError, "fill_value is 0.5, expected an integer for int32"),
+        (lambda: vkdml.gather(small.astype(np.bool_), [9], out_of_range="fill", fill_value=2),
+         ValueError, "fill_value is 2, expected True, False, 0 or 1 for bool"),
+        (lambda: vkdml.gather(x, [9], out_of_range="fill", fill_value="1"), TypeError,
+         "fill_value is '1', expected a number"),
+    ]
+    for call, error, message in refusals:
+        with pytest.raises(error, match=message):
+            call()
+    # A float fill rounds to the dtype as NumPy's conversion does; NaN and infinities stay.
+    for value in (0.1, float("nan"), float("-inf")):
+        got = vkdml.gather(x.astype(np.float16), [0, 9], out_of_range="fill", fill_value=value)
+        assert same(got[1], np.full(5, value, np.float16))
 
 
 def test_deterministic_bit_for_bit(device):

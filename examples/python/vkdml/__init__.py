@@ -1,8 +1,9 @@
 """vkdml: DirectML's gather and scatter operators on any Vulkan device, from NumPy.
 
 The functions take NumPy/ONNX semantics, as `vkdml run` does: negative indices count from the
-end, out-of-range indices are clamped (or raise IndexError with check_indices=True), shapes are
-NumPy's. Inputs are host arrays (NumPy arrays, anything with the buffer protocol, objects with
+end, out-of-range indices are clamped (or with out_of_range="fill", gathers write fill_value;
+with "drop", scatters skip the update; "error" or check_indices=True raises IndexError), shapes
+are NumPy's. Inputs are host arrays (NumPy arrays, anything with the buffer protocol, objects with
 __dlpack__ such as PyTorch CPU tensors) and give a new NumPy array; or device tensors
 (Device.tensor), which give a device tensor and never leave the device.
 
@@ -26,6 +27,8 @@ __all__ = ["Device", "Tensor", "Error", "UnsupportedError", "gather", "gather_el
            "gather_nd", "scatter_elements", "scatter_nd", "default_device"]
 
 _REDUCTIONS = ("none", "add", "mul", "max", "min")
+# dml.h's VKDML_OUT_OF_RANGE_MODE: what an out-of-range index does.
+_OUT_OF_RANGE = {"clamp": 0, "fill": 1, "drop": 2, "error": 3}
 
 
 class Device(_NativeDevice):
@@ -147,12 +150,57 @@ def _int(value, name):
     return int(value)
 
 
+def _fill_bytes(value, dtype):
+    """fill_value as the bytes of one element of dtype; a value the dtype cannot hold (an
+    integer out of its range or with a fraction, a finite float that overflows) is refused."""
+    dt = np.dtype(dtype)
+    if isinstance(value, (np.ndarray, np.generic)) and np.ndim(value) == 0:
+        value = value.item()
+    if not isinstance(value, (bool, int, float)):
+        raise TypeError(f"fill_value is {value!r}, expected a number (or a bool)")
+    if dt.kind == "b":
+        if value not in (0, 1) or (isinstance(value, float) and value != int(value)):
+            raise ValueError(f"fill_value is {value!r}, expected True, False, 0 or 1 for bool")
+        return np.array(bool(value), dt).tobytes()
+    if dt.kind in "iu":
+        if isinstance(value, float) and not value.is_integer():
+            raise ValueError(f"fill_value is {value!r}, expected an integer for {dt}")
+        info = np.iinfo(dt)
+        if not info.min <= int(value) <= info.max:
+            raise ValueError(f"fill_value is {value!r}, outside {dt}'s range "
+                             f"[{info.min}, {info.max}]")
+        return np.array(int(value), dt).tobytes()
+    with np.errstate(over="ignore"):
+        f = np.array(value, dt)
+    if np.isinf(f) and np.isfinite(float(value)):
+        raise ValueError(f"fill_value is {value!r}, which overflows {dt}")
+    return f.tobytes()
+
+
 def _call(op, label, x, indices, updates=None, axis=0, batch_dims=0, reduction="none",
-          deterministic=False, check_indices=False, device=None, out=None, promote=False):
+          deterministic=False, check_indices=False, device=None, out=None, promote=False,
+          out_of_range="clamp", fill_value=None):
     if reduction not in _REDUCTIONS:
         raise ValueError(f"reduction is {reduction!r}, expected one of {', '.join(_REDUCTIONS)}")
+    if out_of_range not in _OUT_OF_RANGE:
+        raise ValueError(f"out_of_range is {out_of_range!r}, expected one of "
+                         f"{', '.join(_OUT_OF_RANGE)}")
+    scatter = updates is not None
+    if out_of_range == "fill" and scatter:
+        raise ValueError(f"out_of_range is 'fill', which is for gathers: {label} skips "
+                         f"out-of-range updates with out_of_range='drop'")
+    if out_of_range == "drop" and not scatter:
+        raise ValueError(f"out_of_range is 'drop', which is for scatters: {label} writes "
+                         f"fill_value for out-of-range indices with out_of_range='fill'")
+    if fill_value is not None and out_of_range != "fill":
+        raise ValueError(f"fill_value is given, but out_of_range is {out_of_range!r}: only "
+                         f"'fill' writes it")
     x, idx = _arg(x, "x"), _indices(indices)
     upd = None if updates is None else _arg(updates, "updates")
+    fill = _fill_bytes(0 if fill_value is None else fill_value, x.dtype) \
+        if out_of_range == "fill" else b""
+    check_indices = bool(check_indices) or out_of_range == "error"
+    mode = _OUT_OF_RANGE[out_of_range] if out_of_range in ("fill", "drop") else 0
     # Host arrays only: a NumPy out= receives the result (with a tensor argument, out= must be
     # a tensor, which the native part checks).
     on_device = any(isinstance(a, Tensor) for a in (x, idx, upd))
@@ -169,7 +217,7 @@ def _call(op, label, x, indices, updates=None, axis=0, batch_dims=0, reduction="
         x = _one(x)
     result = _run(op, label, _device(device), x, idx, upd, _int(axis, "axis"),
                   _int(batch_dims, "batch_dims"), reduction, bool(deterministic),
-                  bool(check_indices), out)
+                  check_indices, mode, fill, out)
     if shape is not None and isinstance(result, np.ndarray) and result.shape != shape:
         result = result.reshape(shape)
     if host_out is not None:
@@ -180,40 +228,54 @@ def _call(op, label, x, indices, updates=None, axis=0, batch_dims=0, reduction="
     return result
 
 
-def gather(x, indices, axis=0, *, check_indices=False, device=None):
-    """ONNX Gather (np.take along axis): x.shape[:axis] + indices.shape + x.shape[axis+1:]."""
+def gather(x, indices, axis=0, *, check_indices=False, device=None, out_of_range="clamp",
+           fill_value=None):
+    """ONNX Gather (np.take along axis): x.shape[:axis] + indices.shape + x.shape[axis+1:].
+    out_of_range: "clamp" (DirectML's), "fill" (the element is fill_value, default 0, as
+    jnp.take(mode="fill") with a fill value), or "error" (as check_indices=True)."""
     return _call("gather", "gather", x, indices, axis=axis, check_indices=check_indices,
-                 device=device, promote=True)
+                 device=device, promote=True, out_of_range=out_of_range, fill_value=fill_value)
 
 
-def gather_elements(x, indices, axis=0, *, check_indices=False, device=None):
-    """ONNX GatherElements (np.take_along_axis, torch.gather): the shape of indices."""
+def gather_elements(x, indices, axis=0, *, check_indices=False, device=None,
+                    out_of_range="clamp", fill_value=None):
+    """ONNX GatherElements (np.take_along_axis, torch.gather): the shape of indices.
+    out_of_range and fill_value as gather's."""
     return _call("gather-elements", "gather_elements", x, indices, axis=axis,
-                 check_indices=check_indices, device=device, promote=True)
+                 check_indices=check_indices, device=device, promote=True,
+                 out_of_range=out_of_range, fill_value=fill_value)
 
 
-def gather_nd(x, indices, batch_dims=0, *, check_indices=False, device=None):
+def gather_nd(x, indices, batch_dims=0, *, check_indices=False, device=None,
+              out_of_range="clamp", fill_value=None):
     """ONNX GatherND: index tuples along indices' last axis;
-    indices.shape[:-1] + x.shape[batch_dims + indices.shape[-1]:]."""
+    indices.shape[:-1] + x.shape[batch_dims + indices.shape[-1]:]. out_of_range and
+    fill_value as gather's: a tuple with any component out of range fills its whole slice."""
     return _call("gather-nd", "gather_nd", x, indices, batch_dims=batch_dims,
-                 check_indices=check_indices, device=device)
+                 check_indices=check_indices, device=device, out_of_range=out_of_range,
+                 fill_value=fill_value)
 
 
 def scatter_elements(x, indices, updates, axis=0, reduction="none", deterministic=False, *,
-                     check_indices=False, device=None, out=None):
+                     check_indices=False, device=None, out=None, out_of_range="clamp",
+                     fill_value=None):
     """ONNX ScatterElements (torch.scatter / scatter_reduce): x with updates written at
     indices along axis, or combined with reduction add, mul, max or min. deterministic: the
     updates applied in indices' row-major order, the same bits every run. out: where the
-    result goes (a device tensor, x itself for in place; or a NumPy array)."""
+    result goes (a device tensor, x itself for in place; or a NumPy array). out_of_range:
+    "clamp" (DirectML's), "drop" (the update is skipped, as JAX's mode="drop") or "error".
+    fill_value: accepted for a uniform signature; a scatter writes none, so it must be None."""
     return _call("scatter-elements", "scatter_elements", x, indices, updates, axis=axis,
                  reduction=reduction, deterministic=deterministic, check_indices=check_indices,
-                 device=device, out=out, promote=True)
+                 device=device, out=out, promote=True, out_of_range=out_of_range,
+                 fill_value=fill_value)
 
 
 def scatter_nd(x, indices, updates, reduction="none", deterministic=False, *,
-               check_indices=False, device=None, out=None):
+               check_indices=False, device=None, out=None, out_of_range="clamp",
+               fill_value=None):
     """ONNX ScatterND: x with updates written at the index tuples along indices' last axis
-    (or combined with reduction), as scatter_elements."""
+    (or combined with reduction), as scatter_elements; "drop" skips a tuple's whole slice."""
     return _call("scatter-nd", "scatter_nd", x, indices, updates, reduction=reduction,
                  deterministic=deterministic, check_indices=check_indices, device=device,
-                 out=out)
+                 out=out, out_of_range=out_of_range, fill_value=fill_value)
