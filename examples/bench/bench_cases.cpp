@@ -176,6 +176,17 @@ std::vector<Spec> MakeSpecs(bool small) {
   seadd64.name = "scatter-elements-add-axis1-f64";
   seadd64.dtype = vkdml::DML_TENSOR_DATA_TYPE_FLOAT64;
   seadd64.diagnostic = true;
+  // Diagnostics, added last: the out-of-range modes beside their clamp cases (issue 28: within 5%
+  // of the clamp), FILL on the gathers, DROP on the scatters, indices in range.
+  std::vector<Spec> outOfRange;
+  for (Spec c : {rowsF32, el1, sce, sadd, seadd}) {
+    const bool gather = !c.IsScatter();
+    c.name += gather ? "-fill" : "-drop";
+    c.outOfRange =
+        gather ? vkdml::VKDML_OUT_OF_RANGE_MODE_FILL : vkdml::VKDML_OUT_OF_RANGE_MODE_DROP;
+    c.diagnostic = true;
+    outOfRange.push_back(c);
+  }
   for (Spec* r : {&sadd, &seadd, &semax, &semaxh, &ties, &seadd64}) {
     add(*r);
     r->name += "-det";
@@ -210,6 +221,7 @@ std::vector<Spec> MakeSpecs(bool small) {
   tupL2.input = {256, 256, 16};
   tupL2.diagnostic = true;
   add(tupL2);
+  for (Spec& c : outOfRange) add(c);
   return s;
 }
 
@@ -270,6 +282,11 @@ OpDesc::OpDesc(const Spec& s) {
         op = {vkdml::VKDML_OPERATOR_SCATTER_ELEMENTS_REDUCE, &ser};
       }
       break;
+  }
+  if (s.outOfRange != vkdml::VKDML_OUT_OF_RANGE_MODE_CLAMP) {
+    inner = op;
+    outOfRange = {&inner, s.outOfRange, {}};
+    op = {vkdml::VKDML_OPERATOR_OUT_OF_RANGE, &outOfRange};
   }
 }
 

@@ -30,6 +30,9 @@ struct Spec {
   bool latency = false;
   bool diagnostic = false;  // runs only when named: evidence for what limits a case
   bool ties = false;        // every update a zero of random sign, every input element negative
+  // Wrapped in VKDML_OPERATOR_OUT_OF_RANGE (FILL or DROP; the indices stay in range, so the
+  // output is the clamp case's and the time is the mode's own cost).
+  vkdml::VKDML_OUT_OF_RANGE_MODE outOfRange = vkdml::VKDML_OUT_OF_RANGE_MODE_CLAMP;
   std::string peer;
 
   std::vector<uint32_t> Output() const;
@@ -59,6 +62,8 @@ struct OpDesc {
   vkdml::DML_SCATTER_OPERATOR_DESC se{};
   vkdml::VKDML_SCATTER_ND_REDUCE_OPERATOR_DESC sndr{};
   vkdml::VKDML_SCATTER_ELEMENTS_REDUCE_OPERATOR_DESC ser{};
+  vkdml::DML_OPERATOR_DESC inner{};  // op's operator where op wraps it (Spec::outOfRange)
+  vkdml::VKDML_OUT_OF_RANGE_OPERATOR_DESC outOfRange{};
   vkdml::DML_OPERATOR_DESC op{};
 
   explicit OpDesc(const Spec& s);

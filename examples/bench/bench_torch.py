@@ -34,6 +34,8 @@ CASE_NAMES = [
     "scatter-elements-amax-axis1-f32", "scatter-elements-amax-axis1-f32-det",
     "scatter-elements-amax-axis1-f16", "scatter-elements-amax-axis1-f16-det", "latency",
     "latency-host", "elements-axis0-64rows", "elements-axis0-pitch8224", "tuples-f32-4mib",
+    "rows-f32-fill", "elements-axis1-f32-fill", "scatter-elements-axis1-f32-drop",
+    "scatter-add-rows-f32-drop", "scatter-elements-add-axis1-f32-drop",
 ]
 
 
@@ -96,6 +98,14 @@ def specs(small):
     s.append(dict(el, case="elements-axis0-pitch8224", axis=0, input_shape=[sq, sq + 32],
                   indices_shape=[sq, sq + 32], peer="torch.gather(x, 0, i)", diagnostic=True))
     s.append(dict(s[2], case="tuples-f32-4mib", input_shape=[256, 256, 16], diagnostic=True))
+    # vkdml's out-of-range modes (FILL, DROP) beside their clamp cases; torch has neither, so
+    # its peer is the clamp case's op (the indices are in range: the same result).
+    for name, mode in (("rows-f32", "fill"), ("elements-axis1-f32", "fill"),
+                       ("scatter-elements-axis1-f32", "drop"), ("scatter-add-rows-f32", "drop"),
+                       ("scatter-elements-add-axis1-f32", "drop")):
+        c = next(c for c in s if c["case"] == name)
+        s.append(dict(c, case=f"{name}-{mode}", diagnostic=True,
+                      peer=c["peer"] + " (torch has no out-of-range mode)"))
     for c in s:
         c.setdefault("in_place", False)
         c.setdefault("reduction", "none")
