@@ -26,6 +26,23 @@ uvec2 readIndex(uint e) {
 // clampIndex's result for an out-of-range index with kDrop: no index of a dimension (n < 2^32).
 #define VKDML_DROPPED 0xFFFFFFFFu
 
+#ifdef V
+// What a gather writes for a dropped element (VKDML_OUT_OF_RANGE_MODE_FILL), as an element of
+// the kernel (interface.h: the value's bytes repeat over the uvec4).
+V fillElement() {
+#if ELEM == 32
+  const uint64_t low = packUint2x32(fillBytes.xy), high = packUint2x32(fillBytes.zw);
+  return u64vec4(low, high, low, high);
+#elif ELEM == 16
+  return fillBytes;
+#elif ELEM == 8
+  return fillBytes.xy;
+#else  // 1-, 2- and 4-byte stores keep the low bytes
+  return fillBytes.x;
+#endif
+}
+#endif
+
 // Clamps (lo, hi) into [-n, n-1] (signed) or [0, n-1] (unsigned), then maps a negative value
 // to value + n; with kDrop, an out-of-range one is VKDML_DROPPED instead. When checking, records
 // the position of an out-of-range index.

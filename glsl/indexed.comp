@@ -32,17 +32,6 @@ layout(std430, set = 0, binding = VKDML_BIND_OUTPUT) restrict OUTPUT_ACCESS buff
   T outputData[];
 };
 
-// The fill value as an element of this kernel (interface.h: its bytes repeat over the uvec4).
-V fillElement() {
-#if ELEM == 16
-  return fillBytes;
-#elif ELEM == 8
-  return fillBytes.xy;
-#else  // 1-, 2- and 4-byte stores keep the low bytes
-  return fillBytes.x;
-#endif
-}
-
 bool masked(uint slot) {
   return kMaskSkip && (MASK_WORD(slot >> 5) & (1u << (slot & 31u))) != 0u;
 }

@@ -10,7 +10,8 @@
 // VECTOR: the run is GatherElements- or ScatterElements-shaped (one index component per element,
 // IndicesTensor and the direct side contiguous along it) and kernel choice has aligned it
 // (lib/kernel_runs.cpp): kStep elements at a time, their indices and their direct side moved as
-// u64vec4s, only the indexed side one element at a time.
+// u64vec4s, only the indexed side one element at a time. kDrop: as indexed.comp's, an element with
+// an index out of range is skipped by a scatter, filled by a gather.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "elem.glsl"
@@ -35,14 +36,26 @@ bool masked(uint slot) {
   return kMaskSkip && (MASK_WORD(slot >> 5) & (1u << (slot & 31u))) != 0u;
 }
 
-// The indexed offset's index components at index element e, checked position `position`.
+// The indexed offset's index components at index element e, checked position `position`; with
+// kDrop, VKDML_NOT_OWNED where one is out of range.
 uint components(uint p, uint e, uint position) {
   uint y = 0u;
-  for (uint j = 0u; j < kTuple; ++j)
-    y += clampIndex(readIndex(e + j * plans[p].componentStride), VKDML_AT(plans[p].tupleSize, j),
-                    position + j) *
-         VKDML_AT(plans[p].tupleStride, j);
-  return y;
+  bool dropped = false;
+  for (uint j = 0u; j < kTuple; ++j) {
+    const uint v = clampIndex(readIndex(e + j * plans[p].componentStride),
+                              VKDML_AT(plans[p].tupleSize, j), position + j);
+    dropped = dropped || (kDrop && v == VKDML_DROPPED);
+    y += v * VKDML_AT(plans[p].tupleStride, j);
+  }
+  return dropped ? VKDML_NOT_OWNED : y;
+}
+
+// A dropped element (kDrop): a gather writes the fill value at its direct offset, a scatter
+// nothing.
+void drop(uint direct) {
+#if !SCATTER
+  STORE(outputData, pc.dstBase + direct, fillElement());
+#endif
 }
 
 // The element at offsets (direct, indexed): read from the source, written to the destination.
@@ -74,18 +87,25 @@ void lines(uint p) {
   const uint last = kRank - 1u, n = plans[p].lineLength;
   const uvec2 step = uvec2(VKDML_AT(plans[p].direct, last), VKDML_AT(plans[p].indexed, last));
   uvec2 at[kLines];
-  bool skip[kLines];
+  bool skip[kLines], dropped[kLines];
   [[unroll]] for (uint l = 0u; l < kLines; ++l) {
     const uvec4 o = loopOffsets(p, last, min(first + l, count - 1u));
+    const uint c = components(p, o.z, o.w);
     skip[l] = first + l >= count || masked(o.z);
-    at[l] = uvec2(o.x, o.y + components(p, o.z, o.w));
+    dropped[l] = kDrop && c == VKDML_NOT_OWNED;
+    at[l] = uvec2(o.x, o.y + c);
   }
   for (uint k = 0u; k < n; ++k) {
     V v[kLines];
     [[unroll]] for (uint l = 0u; l < kLines; ++l)
-      if (!skip[l]) v[l] = fetch(at[l].x + k * step.x, at[l].y + k * step.y);
+      if (!skip[l] && !dropped[l]) v[l] = fetch(at[l].x + k * step.x, at[l].y + k * step.y);
     [[unroll]] for (uint l = 0u; l < kLines; ++l)
-      if (!skip[l]) put(at[l].x + k * step.x, at[l].y + k * step.y, v[l]);
+      if (!skip[l]) {
+        if (dropped[l])
+          drop(at[l].x + k * step.x);
+        else
+          put(at[l].x + k * step.x, at[l].y + k * step.y, v[l]);
+      }
   }
 }
 #endif
@@ -148,15 +168,16 @@ void vectorStep(uint p, uvec4 at, uvec4 step) {
     [[unroll]] for (uint w = 0u; w < 8u; ++w) words[8u * v + w] = wordOf(x, w);
   }
   uint indexed[kStep];
+  bool dropped[kStep];
   [[unroll]] for (uint c = 0u; c < kStep; ++c) {
 #if INDEX64
     const uvec2 v = uvec2(words[2u * c], words[2u * c + 1u]);
 #else
     const uvec2 v = uvec2(words[c], kSignedIndex && int(words[c]) < 0 ? 0xFFFFFFFFu : 0u);
 #endif
-    indexed[c] = at.y + c * step.y +
-                 clampIndex(v, VKDML_AT(plans[p].tupleSize, 0), at.w + c * step.w) *
-                     VKDML_AT(plans[p].tupleStride, 0);
+    const uint index = clampIndex(v, VKDML_AT(plans[p].tupleSize, 0), at.w + c * step.w);
+    dropped[c] = kDrop && index == VKDML_DROPPED;
+    indexed[c] = at.y + c * step.y + index * VKDML_AT(plans[p].tupleStride, 0);
   }
   uint direct[kDirectWords];
 #if SCATTER
@@ -166,11 +187,11 @@ void vectorStep(uint p, uvec4 at, uvec4 step) {
     [[unroll]] for (uint w = 0u; w < 8u; ++w) direct[8u * v + w] = wordOf(x, w);
   }
   [[unroll]] for (uint c = 0u; c < kStep; ++c)
-    STORE_SHARED(outputData, pc.dstBase + indexed[c], getElement(direct, c));
+    if (!dropped[c]) STORE_SHARED(outputData, pc.dstBase + indexed[c], getElement(direct, c));
 #else
   const uint base = (pc.dstBase + at.x) / (32u / ELEM);
   [[unroll]] for (uint c = 0u; c < kStep; ++c)
-    setElement(direct, c, LOAD(sourceData, pc.srcBase + indexed[c]));
+    setElement(direct, c, dropped[c] ? fillElement() : LOAD(sourceData, pc.srcBase + indexed[c]));
   [[unroll]] for (uint v = 0u; v < kDirectWords / 8u; ++v) {
     u64vec4 x;
     [[unroll]] for (uint w = 0u; w < 4u; ++w)
@@ -210,11 +231,22 @@ void main() {
 #else
   if (kRunIndexed) {  // each element its own index (or mask bit)
     for (uint k = 0u; k < n; ++k) {
-      if (!masked(at.z)) copy(at.x, at.y + components(p, at.z, at.w));
+      if (!masked(at.z)) {
+        const uint c = components(p, at.z, at.w);
+        if (kDrop && c == VKDML_NOT_OWNED)
+          drop(at.x);
+        else
+          copy(at.x, at.y + c);
+      }
       at += step;
     }
   } else if (!masked(at.z)) {  // one index (or mask bit) for the whole run
-    at.y += components(p, at.z, at.w);
+    const uint c = components(p, at.z, at.w);
+    if (kDrop && c == VKDML_NOT_OWNED) {
+      for (uint k = 0u; k < n; ++k) drop(at.x + k * step.x);
+      return;
+    }
+    at.y += c;
     for (uint k = 0u; k < n; ++k) {
       copy(at.x, at.y);
       at.xy += step.xy;

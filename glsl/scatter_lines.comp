@@ -8,7 +8,7 @@
 // Duplicate targets within a line: one of the updates wins (unspecified which), as elsewhere.
 // REDUCE combines each update with its target instead (dml.h: VKDML_REDUCE_FUNCTION), by
 // compare-and-swap on the target's 32-bit slot in shared memory, in any order (elements of up to
-// 4 bytes).
+// 4 bytes). kDrop: an update whose index is out of range is skipped.
 #extension GL_GOOGLE_include_directive : require
 #include "elem.glsl"
 
@@ -67,7 +67,7 @@ void main() {
         }
       }
       for (uint u = 0u; u < kUnroll; ++u)
-        if (k + u * group < perLine) {
+        if (k + u * group < perLine && (!kDrop || target[u] != VKDML_DROPPED)) {
 #if REDUCE
           uint old = line[target[u]];
           for (;;) {

@@ -37,8 +37,8 @@ void main() {
     const uvec4 at = loopOffsets(p, kRank, i);
     const uint kind = tieKind(LOAD(updatesData, pc.srcBase + at.x));
     if (kind != kNoTie) {  // only then are its indices read
-      const uint target = indexedOffset(p, at);
-      if (tieMarked(target) && tieKind(LOAD(outputData, pc.dstBase + target)) == kind &&
+      const uint target = indexedOffset(p, at);  // VKDML_NOT_OWNED: dropped (kDrop)
+      if (target != VKDML_NOT_OWNED && tieMarked(target) && tieKind(LOAD(outputData, pc.dstBase + target)) == kind &&
           TIE_POSITION(target) > i)  // most often an earlier update's is there already
         atomicMin(TIE_POSITION(target), i);
     }

@@ -59,8 +59,9 @@ class Choice {
   // A deterministic execution that the default mode's kernels do not already give (kernels.cpp).
   bool deterministic = false;
   bool large = false;  // the large path (kernel_large.cpp)
-  // FILL or DROP (OperatorImpl::Drops): only indexed.comp, scatter_reduce.comp and the sort with
-  // scatter_ordered.comp skip dropped elements; the other families clamp, and refuse it.
+  // FILL or DROP (OperatorImpl::Drops): every family's kernels skip or fill dropped elements
+  // (VKDML_SPEC_DROP) but the ordered line kernel's (glsl/scatter_lines_ordered.comp), which
+  // clamps: a deterministic ScatterElements then takes the sort.
   bool drop = false;
   Specialization base = {};
   KernelSet set;

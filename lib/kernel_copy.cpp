@@ -29,7 +29,7 @@ Result ChooseCopy(Choice& c, const Pass& pass) {
   plan.Simplify();
   const bool lines = LinesFit(c, pass, plan);
   if (c.caps.kernels == Capabilities::Kernels::Cpu && pass.kind != Pass::Kind::Mark && !lines &&
-      !c.large && !c.drop)
+      !c.large)
     return ChooseRuns(c, pass, plan);
   Plan striped;
   if (pass.kind == Pass::Kind::Gather && !c.large && plan.Stripe(c.elemSize, &striped))

@@ -54,7 +54,7 @@ bool WithinLoopBound(const Choice& c, const Plan& plan) {
 }  // namespace
 
 bool LinesFit(const Choice& c, const Pass& pass, const Plan& plan) {
-  return pass.lines && !c.large && !c.drop && c.caps.lines != Capabilities::Lines::Never &&
+  return pass.lines && !c.large && c.caps.lines != Capabilities::Lines::Never &&
          plan.Lines(c.elemSize, LineBytes(c.caps), c.caps.lines == Capabilities::Lines::Always) &&
          WithinLoopBound(c, plan);
 }

@@ -303,9 +303,9 @@ Result ChooseReduction(Choice& c, const Pass& pass) {
   const bool sortPays =
       c.caps.type != VK_PHYSICAL_DEVICE_TYPE_CPU && c.op.unit >= kWideUnit && !c.large;
   Result ties;
-  if (c.deterministic && !sortPays && !c.drop && ChooseTies(c, plan, &ties)) return ties;
-  if (pass.lines && !c.large && !c.drop &&
-      (c.deterministic ? ChooseOrderedLines(c, plan) : ChooseSharedLines(c, plan)))
+  if (c.deterministic && !sortPays && ChooseTies(c, plan, &ties)) return ties;
+  if (pass.lines && !c.large &&
+      (c.deterministic ? !c.drop && ChooseOrderedLines(c, plan) : ChooseSharedLines(c, plan)))
     return {};
   std::string module;
   if (!c.deterministic && !sortPays && AtomicModule(c, &module)) {

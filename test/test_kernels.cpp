@@ -1191,19 +1191,15 @@ TEST_CASE("Kernels: 1- and 2-byte elements in words, float64 in integers", "[ker
   }
 }
 
-// VKDML_OUT_OF_RANGE_MODE_FILL and _DROP: only the kernels that skip dropped elements
-// (glsl/indexed.comp, scatter_reduce.comp, the sort and scatter_ordered.comp), each told so by
-// VKDML_SPEC_DROP; the runs, line and ties kernels, which clamp, where the same operator in CLAMP
-// takes them. A deterministic sort's keys leave room for the dropped units' key, one past the
+// VKDML_OUT_OF_RANGE_MODE_FILL and _DROP: the kernels CLAMP takes, each told by VKDML_SPEC_DROP
+// to skip or fill dropped elements (runs, lines, ties and the rest alike), but for the ordered
+// line kernel (which clamps): a deterministic ScatterElements on long lines takes the sort
+// instead. A deterministic sort's keys leave room for the dropped units' key, one past the
 // slots. ERROR compiles as checked.
 TEST_CASE("Kernels: FILL and DROP take the kernels that skip dropped elements", "[kernels]") {
   using vkdml::detail::Pass;
   const DML_TENSOR_DATA_TYPE f32 = DML_TENSOR_DATA_TYPE_FLOAT32, i64 = DML_TENSOR_DATA_TYPE_INT64;
   const UINT deterministic = VKDML_EXECUTION_FLAG_DETERMINISTIC;
-  auto clamps = [](const std::string& m) {
-    return m.rfind("runs_", 0) == 0 || m.rfind("lines_", 0) == 0 ||
-           m.find("ties") != std::string::npos;
-  };
   const TensorDesc lineOut(f32, {64, 4096});
   OpSpec gather =
       OpSpec::GatherElements(lineOut, TensorDesc(i64, {64, 4096}), TensorDesc(f32, {64, 4096}), 1);
@@ -1217,18 +1213,30 @@ TEST_CASE("Kernels: FILL and DROP take the kernels that skip dropped elements", 
     OpSpec spec;
     bool cpu;
     UINT flags;
-  } cases[] = {{gather, true, 0},           {lines, true, 0},
-               {lines, false, 0},           {sum, false, 0},
-               {sum, false, deterministic}, {max, false, deterministic},
-               {max, true, deterministic}};
+    const char* family;  // a module CLAMP takes, by its prefix
+    bool ordered;        // the ordered line kernel: the sort instead
+  } cases[] = {{gather, true, 0, "runs_", false},
+               {lines, true, 0, "runs_", false},
+               {lines, false, 0, "lines_e4", false},
+               {sum, false, 0, "lines_reduce_", false},
+               {sum, false, deterministic, "lines_ordered_", true},
+               {max, false, deterministic, "ties_first_", false},
+               {max, true, deterministic, "ties_first_", false}};
   for (const auto& e : cases) {
     INFO(e.spec.ToString() << (e.cpu ? ", CPU device" : ", GPU") << ", flags " << e.flags);
     Capabilities device = e.cpu ? CpuDevice() : GpuDevice();
     if (!e.cpu) device.lines = Capabilities::Lines::Always;
-    bool clamping = false;
-    for (const auto& step : Choose(e.spec, device, e.flags).steps)
-      clamping = clamping || clamps(step.plain.module);
-    CHECK(clamping);  // the test would see them
+    auto modules = [&](const KernelSet& set) {
+      std::vector<std::string> names;
+      for (const auto& step : set.steps) names.push_back(step.plain.module);
+      return names;
+    };
+    auto takes = [&](const std::vector<std::string>& names) {
+      return std::any_of(names.begin(), names.end(),
+                         [&](const std::string& m) { return m.rfind(e.family, 0) == 0; });
+    };
+    const std::vector<std::string> clamp = modules(Choose(e.spec, device, e.flags));
+    CHECK(takes(clamp));
     OpSpec wrapped = e.spec;
     DML_SCALAR_UNION fill{};
     fill.Float32 = -1.5f;
@@ -1237,9 +1245,10 @@ TEST_CASE("Kernels: FILL and DROP take the kernels that skip dropped elements", 
     else
       wrapped.WithOutOfRange(VKDML_OUT_OF_RANGE_MODE_FILL, fill);
     const KernelSet set = Choose(wrapped, device, e.flags);
+    CHECK(takes(modules(set)) == !e.ordered);
+    if (!e.ordered) CHECK(modules(set) == clamp);
     for (const auto& step : set.steps) {
       INFO("module " << step.plain.module);
-      CHECK_FALSE(clamps(step.plain.module));
       CHECK(step.plain.spec[VKDML_SPEC_DROP] == (step.kind == Pass::Kind::Sort ? 0u : 1u));
       if (step.hasWide) CHECK(step.wide.spec[VKDML_SPEC_DROP] == 1);
     }

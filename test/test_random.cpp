@@ -1053,6 +1053,7 @@ TEST_CASE_METHOD(Fixture, "Random GatherElements and ScatterElements on aligned 
     for (UINT64& offset : c.opts.offsets)  // mostly on a u64vec4, for the vector runs
       if (rng.P(0.85)) offset = offset / 32 * 32;
     for (TensorDesc& t : c.spec.tensors) t.buf.GuaranteedBaseOffsetAlignment = 0;
+    MaybeOutOfRange(&c, seed, 6);  // the vector runs skipping and filling too
     if (inPlace) MakeInPlace(&c);
     const bool fewGroups = rng.P(0.2);
     INFO("seed " << seed << " (VKDML_TEST_SEED=" << base << ", case " << i << ")");
@@ -1105,8 +1106,10 @@ TEST_CASE_METHOD(Fixture, "GatherND and ScatterND on many short slices",
       c.inputs = {RandomBytes(rng, in.Total()), indices};
     }
     c.opts.flags = rng.P(0.5) ? VKDML_EXECUTION_FLAG_CHECK_INDICES : 0;
+    MaybeOutOfRange(&c, rng.g(), 6);  // eight slices an invocation, filled and dropped too
     INFO(DataTypeName(dt) << (scatter ? " ScatterND" : " GatherND") << ", slices of " << slice
-                          << (fewGroups ? ", VKDML_MAX_GROUPS=1" : ""));
+                          << (fewGroups ? ", VKDML_MAX_GROUPS=1" : "") << ", "
+                          << c.spec.ToString());
     ScopedSwitch groups("VKDML_MAX_GROUPS", fewGroups ? "1" : "");
     RunCase(c);
   }
