@@ -217,8 +217,8 @@ enum VKDML_OUT_OF_RANGE_MODE : UINT {
 // Mode in place of DirectML's clamp. FillValue (FILL) holds an element of OutputTensor's
 // DataType; its bytes past that type's size, and all of it in the other modes, must be 0.
 // Checked executions report an out-of-range index in every mode (FILL and DROP still fill or
-// skip it). FILL and DROP run on every device, through the general kernels (README: Out-of-range
-// indices).
+// skip it). FILL and DROP run on every device and data type, in the kernels CLAMP takes (README:
+// Semantics).
 struct VKDML_OUT_OF_RANGE_OPERATOR_DESC {
   const DML_OPERATOR_DESC* Operator;
   VKDML_OUT_OF_RANGE_MODE Mode;
