@@ -183,6 +183,20 @@ Case Decode(Decoder& d) {
         static_cast<DML_TENSOR_DATA_TYPE>(d.Raw32());
     s.tensors[d.Byte() % s.tensors.size()].desc.Type = static_cast<DML_TENSOR_TYPE>(d.Byte() % 3);
   }
+  // Mode bits 2-3: wrapped in VKDML_OPERATOR_OUT_OF_RANGE, FILL (a gather, a value from the
+  // input) or DROP (a scatter), ERROR, or CLAMP; raw: any mode and FillValue bytes.
+  const UINT wrap = (mode >> 2) & 3;
+  if (wrap) {
+    DML_SCALAR_UNION fill{};
+    VKDML_OUT_OF_RANGE_MODE m = wrap == 2   ? VKDML_OUT_OF_RANGE_MODE_ERROR
+                                : wrap == 3 ? VKDML_OUT_OF_RANGE_MODE_CLAMP
+                                : c.scatter ? VKDML_OUT_OF_RANGE_MODE_DROP
+                                            : VKDML_OUT_OF_RANGE_MODE_FILL;
+    const UINT bytes = raw ? 8 : m == VKDML_OUT_OF_RANGE_MODE_FILL ? ref::ElementSize(dt) : 0;
+    for (UINT b = 0; b < bytes; ++b) fill.Bytes[b] = d.Byte();
+    if (raw) m = static_cast<VKDML_OUT_OF_RANGE_MODE>(d.Raw32() % 5);
+    s.WithOutOfRange(m, fill);
+  }
   return c;
 }
 
@@ -335,7 +349,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   r = Dev().Run(*compiled, inputs, {got.data()});
   const ref::IndexError err = spec.Reference(images, &expected);
 
-  const bool checked = c.flags & VKDML_EXECUTION_FLAG_CHECK_INDICES;
+  const bool checked = (c.flags & VKDML_EXECUTION_FLAG_CHECK_INDICES) ||
+                       (spec.wrapped && spec.outOfRange == VKDML_OUT_OF_RANGE_MODE_ERROR);
+  const bool drop = spec.wrapped && spec.outOfRange == VKDML_OUT_OF_RANGE_MODE_DROP;
   if (checked && err.found) {
     if (r.status != Status::IndexOutOfRange || r.message.find(err.message) == std::string::npos)
       Die("checked run: '" + r.message + "', the reference says '" + err.message + "'");
@@ -355,7 +371,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                            (spec.reduce != VKDML_REDUCE_FUNCTION_NONE && !floats);
     std::map<uint64_t, std::vector<uint64_t>> writers;
     for (const ref::ScatterWrite& w : spec.Writes(images[1]))
-      writers[w.outOffset].push_back(w.updOffset);
+      if (w.inRange || !drop) writers[w.outOffset].push_back(w.updOffset);
     const uint32_t es = ref::ElementSize(dt);
     // An output byte offset's element in InputTensor (the same coordinates): a target's first
     // value.
