@@ -84,8 +84,8 @@ void main() {
     V v[kUnroll];
     for (uint u = 0u; u < kUnroll; ++u)  // every load before any store: loads overlap
       if (!skip[u]) {
-#if SCATTER
-        v[u] = LOAD(sourceData, pc.srcBase + at[u].x);
+#if SCATTER  // kConstant: the reduction's identity (ExcludeSelf), not an update
+        v[u] = kConstant ? fillElement() : LOAD(sourceData, pc.srcBase + at[u].x);
 #else
         v[u] = at[u].w != 0u ? fillElement() : LOAD(sourceData, pc.srcBase + at[u].y);
 #endif

@@ -58,7 +58,10 @@ struct uvec4 {
 #define VKDML_SPEC_DROP \
   16  // bool: an element with an index component out of range is dropped (a scatter skips it, a
       // gather writes the fill value: VKDML_OUT_OF_RANGE_MODE_FILL and _DROP), not clamped
-#define VKDML_SPEC_COUNT 17
+#define VKDML_SPEC_CONSTANT \
+  17  // indexed.comp (SCATTER): bool, every update is the uniform's fill value (ExcludeSelf's
+      // reset of the targets to the reduction's identity)
+#define VKDML_SPEC_COUNT 18
 
 #define VKDML_KIND_UNSIGNED 0
 #define VKDML_KIND_SIGNED 1
@@ -199,8 +202,9 @@ struct ScratchLayout {
   uint values;
   uint counts;
 };
-// After ScratchLayout in the uniform: VKDML_OUT_OF_RANGE_MODE_FILL's value, its element's bytes
-// repeated over the 16 (lib/operator.h: OperatorImpl::fill).
+// After ScratchLayout in the uniform: VKDML_OUT_OF_RANGE_MODE_FILL's value (a scatter's: its
+// reduction's identity, for ExcludeSelf), its element's bytes repeated over the 16
+// (lib/operator.h: OperatorImpl::fill).
 #define VKDML_TIES_ANY 0
 #define VKDML_TIES_BITS 1
 

@@ -85,6 +85,9 @@ class Choice {
 // kernel_copy.cpp: a copy, a mark or a scatter without a reduction.
 Result ChooseCopy(Choice& c, const Pass& pass);
 Result ChooseReport(Choice& c);  // checked mode's last dispatch
+// ExcludeSelf: before a reduction's pass, each target it reaches set to the reduction's identity
+// (the uniform's fill value) by the scatter's own walk, with VKDML_SPEC_CONSTANT.
+Result ChooseReset(Choice& c, const Pass& pass);
 void ListCopyModules(const ModuleSink& sink);
 
 // kernel_runs.cpp: CPU devices' copy and plain scatter (plan simplified).

@@ -1,5 +1,5 @@
 // The indexed copy (glsl/indexed.comp): a copy, ScatterND's mark, a scatter without a reduction,
-// and checked mode's report (glsl/report.comp).
+// ExcludeSelf's reset of a scatter's targets, and checked mode's report (glsl/report.comp).
 #include "kernel_choice.h"
 
 namespace vkdml::detail {
@@ -57,6 +57,22 @@ Result ChooseCopy(Choice& c, const Pass& pass) {
     step.wide.spec[VKDML_SPEC_MASK_SKIP] = pass.maskSkip && !c.large;
     VKDML_TRY(ChooseLargeDispatches(c, wide, pass.kind, &step.wide));
   }
+  c.set.steps.push_back(step);
+  return {};
+}
+
+Result ChooseReset(Choice& c, const Pass& pass) {
+  Plan plan = pass.plan;
+  plan.Simplify();
+  Step step;
+  step.kind = Pass::Kind::Scatter;
+  UINT slot = 0;
+  VKDML_TRY(c.Slot(plan, &slot));
+  step.plain =
+      c.Elementwise(CopyModule(Pass::Kind::Scatter, c.Elem(c.elemSize), c.indexSize, c.large), plan,
+                    slot, c.elemSize);
+  step.plain.spec[VKDML_SPEC_CONSTANT] = 1;
+  VKDML_TRY(ChooseLargeDispatches(c, plan, Pass::Kind::Scatter, &step.plain));
   c.set.steps.push_back(step);
   return {};
 }

@@ -169,6 +169,7 @@ Result ChooseKernels(const OperatorImpl& op, UINT flags, const Capabilities& cap
   if (c.large) VKDML_TRY(CheckLargePath(c));
   for (const Pass& pass : op.passes) {
     if (c.large && pass.kind == Pass::Kind::Mark) continue;  // its copy then copies everything
+    if (pass.kind == Pass::Kind::Scatter && op.excludeSelf) VKDML_TRY(ChooseReset(c, pass));
     if (pass.kind == Pass::Kind::Scatter && (op.reduce || c.deterministic))
       VKDML_TRY(ChooseReduction(c, pass));
     else

@@ -31,11 +31,59 @@ Result ValidateOperatorTensors(const DML_TENSOR_DESC* input, const DML_TENSOR_DE
 
 namespace {
 
-Result CheckReduceFunction(VKDML_REDUCE_FUNCTION f) {
+Result CheckReduceFunction(VKDML_REDUCE_FUNCTION f, BOOL excludeSelf) {
   if (f > VKDML_REDUCE_FUNCTION_MIN)
     return Fail(Status::InvalidArgument, "ReduceFunction is ", UINT(f),
                 ", expected VKDML_REDUCE_FUNCTION_NONE (0), _ADD (1), _MULTIPLY (2), _MAX (3) or "
                 "_MIN (4)");
+  if (excludeSelf != 0 && excludeSelf != 1)
+    return Fail(Status::InvalidArgument, "ExcludeSelf is ", excludeSelf, ", expected 0 or 1");
+  if (excludeSelf && f == VKDML_REDUCE_FUNCTION_NONE)
+    return Fail(Status::InvalidArgument,
+                "ExcludeSelf is 1 with ReduceFunction VKDML_REDUCE_FUNCTION_NONE: it applies to "
+                "a reduction (without one, every target is its last update anyway)");
+  return {};
+}
+
+// The identity of reduction f on elements of type t, its bytes repeated over 16 (OperatorImpl::
+// fill): f(identity, u) is u.
+shader::uvec4 Identity(DML_TENSOR_DATA_TYPE t, VKDML_REDUCE_FUNCTION f) {
+  const UINT size = DataTypeSize(t);
+  const bool isFloat = t == DML_TENSOR_DATA_TYPE_FLOAT16 || t == DML_TENSOR_DATA_TYPE_FLOAT32 ||
+                       t == DML_TENSOR_DATA_TYPE_FLOAT64;
+  const bool isSigned = t == DML_TENSOR_DATA_TYPE_INT8 || t == DML_TENSOR_DATA_TYPE_INT16 ||
+                        t == DML_TENSOR_DATA_TYPE_INT32 || t == DML_TENSOR_DATA_TYPE_INT64;
+  const int bits = int(size) * 8;
+  const uint64_t ones = bits == 64 ? ~uint64_t(0) : (uint64_t(1) << bits) - 1;
+  const uint64_t sign = uint64_t(1) << (bits - 1);
+  // Floats: 1.0 and +infinity as bits (the exponent all ones, or its bias).
+  const int mantissa = size == 2 ? 10 : size == 4 ? 23 : 52;
+  const uint64_t exponent = (ones >> 1) & ~((uint64_t(1) << mantissa) - 1);  // all ones
+  const uint64_t one = (exponent >> 1) & exponent;                           // the bias
+  uint64_t v = 0;
+  switch (f) {
+    case VKDML_REDUCE_FUNCTION_MULTIPLY:
+      v = isFloat ? one : 1;
+      break;
+    case VKDML_REDUCE_FUNCTION_MAX:  // the least value
+      v = isFloat ? sign | exponent : isSigned ? sign : 0;
+      break;
+    case VKDML_REDUCE_FUNCTION_MIN:  // the greatest
+      v = isFloat ? exponent : isSigned ? ones >> 1 : ones;
+      break;
+    default:  // ADD: +0
+      break;
+  }
+  uint8_t bytes[16];
+  for (UINT b = 0; b < 16; ++b) bytes[b] = uint8_t(v >> (8 * (b % size)));
+  shader::uvec4 out;
+  std::memcpy(&out, bytes, sizeof bytes);
+  return out;
+}
+
+Result ApplyExcludeSelf(BOOL excludeSelf, OperatorImpl* op) {
+  op->excludeSelf = excludeSelf != 0;
+  if (op->excludeSelf) op->fill = Identity(op->inputs[0].type, op->reduce);
   return {};
 }
 
@@ -63,8 +111,9 @@ Result ApplyOutOfRange(const VKDML_OUT_OF_RANGE_OPERATOR_DESC& d, OperatorImpl* 
                              ", is ", size, size == 1 ? " byte" : " bytes", " wide")
                        : Str("Mode ", kModeNames[d.Mode], " writes no value"));
   op->outOfRange = d.Mode;
+  if (!size) return {};  // a scatter's fill (ExcludeSelf's identity) stays
   uint8_t bytes[16];
-  for (UINT b = 0; b < 16; ++b) bytes[b] = size ? d.FillValue.Bytes[b % size] : 0;
+  for (UINT b = 0; b < 16; ++b) bytes[b] = d.FillValue.Bytes[b % size];
   std::memcpy(&op->fill, bytes, sizeof bytes);
   return {};
 }
@@ -114,8 +163,9 @@ Result BuildOperator(const DML_OPERATOR_DESC& desc, OperatorImpl* op) {
       const DML_SCATTER_ND_OPERATOR_DESC nd{d.InputTensor,         d.IndicesTensor,
                                             d.UpdatesTensor,       d.OutputTensor,
                                             d.InputDimensionCount, d.IndicesDimensionCount};
-      r = CheckReduceFunction(d.ReduceFunction);
+      r = CheckReduceFunction(d.ReduceFunction, d.ExcludeSelf);
       if (r.ok()) r = BuildScatterND(nd, d.ReduceFunction, op);
+      if (r.ok()) r = ApplyExcludeSelf(d.ExcludeSelf, op);
       break;
     }
     case VKDML_OPERATOR_SCATTER_ELEMENTS_REDUCE: {
@@ -123,8 +173,9 @@ Result BuildOperator(const DML_OPERATOR_DESC& desc, OperatorImpl* op) {
       const auto& d = *static_cast<const VKDML_SCATTER_ELEMENTS_REDUCE_OPERATOR_DESC*>(desc.Desc);
       const DML_SCATTER_OPERATOR_DESC se{d.InputTensor, d.IndicesTensor, d.UpdatesTensor,
                                          d.OutputTensor, d.Axis};
-      r = CheckReduceFunction(d.ReduceFunction);
+      r = CheckReduceFunction(d.ReduceFunction, d.ExcludeSelf);
       if (r.ok()) r = BuildScatterElements(se, d.ReduceFunction, op);
+      if (r.ok()) r = ApplyExcludeSelf(d.ExcludeSelf, op);
       break;
     }
     case VKDML_OPERATOR_OUT_OF_RANGE: {

@@ -45,6 +45,9 @@ class OperatorImpl final : public Operator {
   // its element's bytes repeated over 16 bytes, so a kernel moving uvec4s reads it too.
   VKDML_OUT_OF_RANGE_MODE outOfRange = VKDML_OUT_OF_RANGE_MODE_CLAMP;
   shader::uvec4 fill = {};
+  // ExcludeSelf: the targets are first set to the reduction's identity, held in `fill` (a
+  // scatter has no FILL value of its own).
+  bool excludeSelf = false;
   // FILL or DROP: an element whose index tuple is out of range is filled or skipped.
   bool Drops() const {
     return outOfRange == VKDML_OUT_OF_RANGE_MODE_FILL || outOfRange == VKDML_OUT_OF_RANGE_MODE_DROP;

@@ -205,12 +205,14 @@ const DML_OPERATOR_DESC& OpSpec::Desc() {
       break;
     case VKDML_OPERATOR_SCATTER_ND_REDUCE:
       sndr = {
-          tensors[0].Desc(), tensors[1].Desc(), tensors[2].Desc(), tensors[3].Desc(), r, q, reduce};
+          tensors[0].Desc(), tensors[1].Desc(), tensors[2].Desc(), tensors[3].Desc(), r, q, reduce,
+          excludeSelf};
       op.Desc = &sndr;
       break;
     case VKDML_OPERATOR_SCATTER_ELEMENTS_REDUCE:
       ser = {
-          tensors[0].Desc(), tensors[1].Desc(), tensors[2].Desc(), tensors[3].Desc(), axis, reduce};
+          tensors[0].Desc(), tensors[1].Desc(), tensors[2].Desc(), tensors[3].Desc(), axis, reduce,
+          excludeSelf};
       op.Desc = &ser;
       break;
     default:
@@ -314,10 +316,12 @@ std::string OpSpec::ToString() const {
       s << "SCATTER_ELEMENTS axis=" << axis;
       break;
     case VKDML_OPERATOR_SCATTER_ND_REDUCE:
-      s << "SCATTER_ND_REDUCE r=" << r << " q=" << q << " ReduceFunction=" << reduce;
+      s << "SCATTER_ND_REDUCE r=" << r << " q=" << q << " ReduceFunction=" << reduce
+        << (excludeSelf ? " ExcludeSelf" : "");
       break;
     case VKDML_OPERATOR_SCATTER_ELEMENTS_REDUCE:
-      s << "SCATTER_ELEMENTS_REDUCE axis=" << axis << " ReduceFunction=" << reduce;
+      s << "SCATTER_ELEMENTS_REDUCE axis=" << axis << " ReduceFunction=" << reduce
+        << (excludeSelf ? " ExcludeSelf" : "");
       break;
     default:
       s << "op " << int(type);
@@ -356,11 +360,13 @@ ref::IndexError OpSpec::Reference(const std::vector<Bytes>& inputs, Bytes* outpu
     case DML_OPERATOR_SCATTER_ND:
     case VKDML_OPERATOR_SCATTER_ND_REDUCE:
       return ref::ScatterND(in, inputs[0].data(), idx, inputs[1].data(), tensors[2].Ref(),
-                            inputs[2].data(), out, output->data(), r, q, reduce, drop);
+                            inputs[2].data(), out, output->data(), r, q, reduce, drop,
+                            excludeSelf != 0);
     case DML_OPERATOR_SCATTER_ELEMENTS:
     case VKDML_OPERATOR_SCATTER_ELEMENTS_REDUCE:
       return ref::ScatterElements(in, inputs[0].data(), idx, inputs[1].data(), tensors[2].Ref(),
-                                  inputs[2].data(), out, output->data(), axis, reduce, drop);
+                                  inputs[2].data(), out, output->data(), axis, reduce, drop,
+                                  excludeSelf != 0);
     default:
       throw std::invalid_argument("OpSpec::Reference: operator type");
   }

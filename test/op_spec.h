@@ -47,6 +47,7 @@ struct OpSpec {
   // Scatters: with a ReduceFunction, the operator is vkdml's VKDML_OPERATOR_SCATTER_*_REDUCE
   // (WithReduce), otherwise DirectML's.
   VKDML_REDUCE_FUNCTION reduce = VKDML_REDUCE_FUNCTION_NONE;
+  BOOL excludeSelf = 0;  // the reduce operators' ExcludeSelf
   // Wrapped in VKDML_OPERATOR_OUT_OF_RANGE (WithOutOfRange), with its Mode and FillValue.
   bool wrapped = false;
   VKDML_OUT_OF_RANGE_MODE outOfRange = VKDML_OUT_OF_RANGE_MODE_CLAMP;

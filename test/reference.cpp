@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <sstream>
 #include <stdexcept>
 #include <type_traits>
@@ -508,12 +509,79 @@ void Reduce(DML_TENSOR_DATA_TYPE type, VKDML_REDUCE_FUNCTION f, uint8_t* acc, co
   }
 }
 
+namespace {
+
+template <typename T>
+void IdentityAs(VKDML_REDUCE_FUNCTION f, uint8_t* dst) {
+  T v = T(0);
+  if (f == VKDML_REDUCE_FUNCTION_MULTIPLY) v = T(1);
+  if (f == VKDML_REDUCE_FUNCTION_MAX)
+    v = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
+                                             : std::numeric_limits<T>::lowest();
+  if (f == VKDML_REDUCE_FUNCTION_MIN)
+    v = std::numeric_limits<T>::has_infinity ? std::numeric_limits<T>::infinity()
+                                             : std::numeric_limits<T>::max();
+  std::memcpy(dst, &v, sizeof v);
+}
+
+// PyTorch's include_self=False: every target a (kept) write reaches starts from f's identity.
+void SetIdentity(DML_TENSOR_DATA_TYPE type, VKDML_REDUCE_FUNCTION f,
+                 const std::vector<ScatterWrite>& writes, bool drop, uint8_t* out) {
+  for (const ScatterWrite& w : writes) {
+    if (drop && !w.inRange) continue;
+    uint8_t* dst = out + w.outOffset;
+    switch (type) {
+      case DML_TENSOR_DATA_TYPE_FLOAT16: {
+        const uint16_t bits = f == VKDML_REDUCE_FUNCTION_MULTIPLY ? 0x3C00
+                              : f == VKDML_REDUCE_FUNCTION_MAX    ? 0xFC00
+                              : f == VKDML_REDUCE_FUNCTION_MIN    ? 0x7C00
+                                                                  : 0;
+        std::memcpy(dst, &bits, 2);
+        break;
+      }
+      case DML_TENSOR_DATA_TYPE_FLOAT32:
+        IdentityAs<float>(f, dst);
+        break;
+      case DML_TENSOR_DATA_TYPE_FLOAT64:
+        IdentityAs<double>(f, dst);
+        break;
+      case DML_TENSOR_DATA_TYPE_INT8:
+        IdentityAs<int8_t>(f, dst);
+        break;
+      case DML_TENSOR_DATA_TYPE_INT16:
+        IdentityAs<int16_t>(f, dst);
+        break;
+      case DML_TENSOR_DATA_TYPE_INT32:
+        IdentityAs<int32_t>(f, dst);
+        break;
+      case DML_TENSOR_DATA_TYPE_INT64:
+        IdentityAs<int64_t>(f, dst);
+        break;
+      case DML_TENSOR_DATA_TYPE_UINT8:
+        IdentityAs<uint8_t>(f, dst);
+        break;
+      case DML_TENSOR_DATA_TYPE_UINT16:
+        IdentityAs<uint16_t>(f, dst);
+        break;
+      case DML_TENSOR_DATA_TYPE_UINT32:
+        IdentityAs<uint32_t>(f, dst);
+        break;
+      default:
+        IdentityAs<uint64_t>(f, dst);
+        break;
+    }
+  }
+}
+
+}  // namespace
+
 IndexError ScatterND(const Tensor& input, const uint8_t* in, const Tensor& indices,
                      const uint8_t* idx, const Tensor& updates, const uint8_t* upd,
                      const Tensor& output, uint8_t* out, uint32_t r, uint32_t q,
-                     VKDML_REDUCE_FUNCTION f, bool drop) {
+                     VKDML_REDUCE_FUNCTION f, bool drop, bool excludeSelf) {
   std::vector<ScatterWrite> writes = ScatterNDWrites(input, indices, idx, updates, output, r, q);
   ForEachCoord(output.sizes, [&](const Coord& c) { Copy(output, out, c, input, in, c); });
+  if (excludeSelf) SetIdentity(output.type, f, writes, drop, out);
   for (const ScatterWrite& w : writes)
     if (w.inRange || !drop) Reduce(output.type, f, out + w.outOffset, upd + w.updOffset);
   const uint32_t D = input.Dims();
@@ -542,10 +610,11 @@ std::vector<ScatterWrite> ScatterElementsWrites(const Tensor& input, const Tenso
 IndexError ScatterElements(const Tensor& input, const uint8_t* in, const Tensor& indices,
                            const uint8_t* idx, const Tensor& updates, const uint8_t* upd,
                            const Tensor& output, uint8_t* out, uint32_t axis,
-                           VKDML_REDUCE_FUNCTION f, bool drop) {
+                           VKDML_REDUCE_FUNCTION f, bool drop, bool excludeSelf) {
   std::vector<ScatterWrite> writes =
       ScatterElementsWrites(input, indices, idx, updates, output, axis);
   ForEachCoord(output.sizes, [&](const Coord& c) { Copy(output, out, c, input, in, c); });
+  if (excludeSelf) SetIdentity(output.type, f, writes, drop, out);
   for (const ScatterWrite& w : writes)
     if (w.inRange || !drop) Reduce(output.type, f, out + w.outOffset, upd + w.updOffset);
   return FirstError(indices, idx, [&](const Coord&) { return input.sizes[axis]; });

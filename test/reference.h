@@ -95,12 +95,13 @@ void Reduce(DML_TENSOR_DATA_TYPE type, vkdml::VKDML_REDUCE_FUNCTION f, uint8_t* 
 
 // output = input (element-wise), then every update element is combined with its target by
 // Reduce, one at a time in row-major order of the updates tensor (without a reduction the last
-// colliding one wins).
+// colliding one wins). excludeSelf (PyTorch's include_self=False): each target an update reaches
+// starts from f's identity instead.
 IndexError ScatterND(const Tensor& input, const uint8_t* in, const Tensor& indices,
                      const uint8_t* idx, const Tensor& updates, const uint8_t* upd,
                      const Tensor& output, uint8_t* out, uint32_t r, uint32_t q,
                      vkdml::VKDML_REDUCE_FUNCTION f = vkdml::VKDML_REDUCE_FUNCTION_NONE,
-                     bool drop = false);
+                     bool drop = false, bool excludeSelf = false);
 
 // Where each update element of ScatterND lands: byte offsets in the output (its index tuple
 // clamped) and in updates, and whether the tuple was in range.
@@ -119,7 +120,7 @@ IndexError ScatterElements(const Tensor& input, const uint8_t* in, const Tensor&
                            const uint8_t* idx, const Tensor& updates, const uint8_t* upd,
                            const Tensor& output, uint8_t* out, uint32_t axis,
                            vkdml::VKDML_REDUCE_FUNCTION f = vkdml::VKDML_REDUCE_FUNCTION_NONE,
-                           bool drop = false);
+                           bool drop = false, bool excludeSelf = false);
 std::vector<ScatterWrite> ScatterElementsWrites(const Tensor& input, const Tensor& indices,
                                                 const uint8_t* idx, const Tensor& updates,
                                                 const Tensor& output, uint32_t axis);

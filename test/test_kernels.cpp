@@ -1284,3 +1284,56 @@ TEST_CASE("Kernels: FILL and DROP take the kernels that skip dropped elements", 
   CHECK(checked.steps[0].plain.spec[VKDML_SPEC_CHECKED] == 1);
   CHECK(checked.steps[0].plain.spec[VKDML_SPEC_DROP] == 0);
 }
+
+// ExcludeSelf: before the reduction, the scatter's own walk sets every target it reaches to the
+// reduction's identity (indexed.comp with VKDML_SPEC_CONSTANT, the identity in the uniform's fill
+// value), in both modes and on the large path; without it, no such step.
+TEST_CASE("Kernels: ExcludeSelf resets the targets to the reduction's identity first",
+          "[kernels]") {
+  using vkdml::detail::Pass;
+  const DML_TENSOR_DATA_TYPE i64 = DML_TENSOR_DATA_TYPE_INT64;
+  const struct {
+    DML_TENSOR_DATA_TYPE type;
+    VKDML_REDUCE_FUNCTION f;
+    uint32_t word;  // the identity's bytes, repeated, as the uniform's first word
+  } cases[] = {{DML_TENSOR_DATA_TYPE_FLOAT32, VKDML_REDUCE_FUNCTION_ADD, 0},
+               {DML_TENSOR_DATA_TYPE_FLOAT32, VKDML_REDUCE_FUNCTION_MULTIPLY, 0x3F800000u},
+               {DML_TENSOR_DATA_TYPE_FLOAT32, VKDML_REDUCE_FUNCTION_MAX, 0xFF800000u},
+               {DML_TENSOR_DATA_TYPE_FLOAT16, VKDML_REDUCE_FUNCTION_MIN, 0x7C007C00u},
+               {DML_TENSOR_DATA_TYPE_FLOAT16, VKDML_REDUCE_FUNCTION_MAX, 0xFC00FC00u},
+               {DML_TENSOR_DATA_TYPE_INT8, VKDML_REDUCE_FUNCTION_MAX, 0x80808080u},
+               {DML_TENSOR_DATA_TYPE_INT16, VKDML_REDUCE_FUNCTION_MIN, 0x7FFF7FFFu},
+               {DML_TENSOR_DATA_TYPE_UINT32, VKDML_REDUCE_FUNCTION_MIN, 0xFFFFFFFFu},
+               {DML_TENSOR_DATA_TYPE_UINT8, VKDML_REDUCE_FUNCTION_MAX, 0},
+               {DML_TENSOR_DATA_TYPE_INT64, VKDML_REDUCE_FUNCTION_MULTIPLY, 1},
+               {DML_TENSOR_DATA_TYPE_FLOAT64, VKDML_REDUCE_FUNCTION_MIN, 0}};
+  for (const auto& e : cases) {
+    for (UINT flags : {0u, UINT(VKDML_EXECUTION_FLAG_DETERMINISTIC)}) {
+      INFO(DataTypeName(e.type) << " ReduceFunction " << e.f << ", flags " << flags);
+      OpSpec spec =
+          OpSpec::ScatterElements(TensorDesc(e.type, {64, 300}), TensorDesc(i64, {64, 80}),
+                                  TensorDesc(e.type, {64, 80}), TensorDesc(e.type, {64, 300}), 1);
+      spec.WithReduce(e.f);
+      Capabilities device = GpuDevice();
+      device.int64Atomics = device.float64 = device.float64Elements = device.int64 = true;
+      const KernelSet plain = Choose(spec, device, flags);
+      spec.excludeSelf = 1;
+      const KernelSet set = Choose(spec, device, flags);
+      REQUIRE(set.steps.size() == plain.steps.size() + 1);
+      // The copy, then the reset, then the reduction's steps as without it.
+      CHECK(set.steps[0].kind == Pass::Kind::Gather);
+      const auto& reset = set.steps[1].plain;
+      CHECK(set.steps[1].kind == Pass::Kind::Scatter);
+      CHECK(reset.module.rfind("scatter_e", 0) == 0);
+      CHECK(reset.spec[VKDML_SPEC_CONSTANT] == 1);
+      for (size_t i = 2; i < set.steps.size(); ++i) {
+        CHECK(set.steps[i].plain.module == plain.steps[i - 1].plain.module);
+        CHECK(set.steps[i].plain.spec[VKDML_SPEC_CONSTANT] == 0);
+      }
+      CHECK(set.fill[0] == e.word);
+      if (e.type == DML_TENSOR_DATA_TYPE_FLOAT64 || e.type == DML_TENSOR_DATA_TYPE_INT64)
+        CHECK(set.fill[1] == (e.type == DML_TENSOR_DATA_TYPE_FLOAT64 ? 0x7FF00000u : 0u));
+      for (UINT w = 0; w < 4; ++w) CHECK(plain.fill[w] == 0);
+    }
+  }
+}

@@ -1363,10 +1363,11 @@ void FillReduceValues(Rng& rng, const TensorDesc& desc, VKDML_REDUCE_FUNCTION f,
 
 // A scatter case with duplicate targets (or, in place, unique ones), given a reduction.
 // Deterministic cases run twice and must give the same bytes both times. drop: wrapped in
-// VKDML_OUT_OF_RANGE_MODE_DROP, with more indices out of range.
+// VKDML_OUT_OF_RANGE_MODE_DROP, with more indices out of range. excludeSelf: the reduce
+// operator's ExcludeSelf (with a reduction).
 bool RunReduceCase(Rng& rng, Op op, UINT D, DML_TENSOR_DATA_TYPE dt, DML_TENSOR_DATA_TYPE it,
                    VKDML_REDUCE_FUNCTION f, bool deterministic, bool inPlace, bool longLines,
-                   bool spread, bool drop = false) {
+                   bool spread, bool drop = false, bool excludeSelf = false) {
   IndexEncoder enc{it};
   enc.pOutOfRange = rng.P(0.5) ? 0.0 : 0.2;
   if (drop) enc.pOutOfRange = 0.3;
@@ -1376,6 +1377,7 @@ bool RunReduceCase(Rng& rng, Op op, UINT D, DML_TENSOR_DATA_TYPE dt, DML_TENSOR_
   // The reduce operators take every reduction; DirectML's deterministic scatters take NONE.
   if (f != VKDML_REDUCE_FUNCTION_NONE || rng.P(0.5)) c.spec.WithReduce(f);
   if (drop) c.spec.WithOutOfRange(VKDML_OUT_OF_RANGE_MODE_DROP);
+  c.spec.excludeSelf = excludeSelf && f != VKDML_REDUCE_FUNCTION_NONE;
   FillReduceValues(rng, c.spec.tensors[0], f, !deterministic, &c.inputs[0]);
   FillReduceValues(rng, c.spec.tensors[2], f, !deterministic, &c.inputs[2]);
   c.opts = RandomOptions(rng, c.spec, !inPlace);
@@ -1446,8 +1448,9 @@ TEST_CASE_METHOD(Fixture, "Random scatters with a reduction vs the sequential re
                             : ""));
           ++runs;
           const bool drop = (seed >> 13) % 4 == 0;  // VKDML_OUT_OF_RANGE_MODE_DROP
+          const bool excludeSelf = (seed >> 17) % 3 == 0;
           if (!RunReduceCase(rng, op, UINT(1 + counter % 8), dt, it, f, deterministic, inPlace,
-                             longLines, spread, drop))
+                             longLines, spread, drop, excludeSelf))
             ++failures;
           REQUIRE(failures < 8);
         }

@@ -1633,3 +1633,31 @@ TEST_CASE_METHOD(Fixture, "Rule 36: VKDML_OPERATOR_OUT_OF_RANGE's Mode, FillValu
   Expect(Create(outer), Status::InvalidArgument, "OUT_OF_RANGE",
          {"Operator is itself VKDML_OPERATOR_OUT_OF_RANGE; wrap the gather or scatter directly"});
 }
+
+// The reduce operators' ExcludeSelf: 0 or 1, and 1 only with a reduction.
+TEST_CASE_METHOD(Fixture, "Rule 37: ExcludeSelf is 0 or 1, and 1 only with a reduction",
+                 "[validation][reduce]") {
+  for (auto base : {BaseScatterND, BaseScatterElements}) {
+    for (BOOL v : {2, -1, 0x40000000}) {
+      OpSpec spec = base();
+      spec.WithReduce(VKDML_REDUCE_FUNCTION_ADD);
+      spec.excludeSelf = v;
+      spec.Desc();
+      ExpectInvalid(spec, {"ExcludeSelf is " + std::to_string(v) + ", expected 0 or 1"});
+    }
+    OpSpec none = base();
+    none.WithReduce(VKDML_REDUCE_FUNCTION_NONE);
+    none.excludeSelf = 1;
+    none.Desc();
+    ExpectInvalid(none, {"ExcludeSelf is 1 with ReduceFunction VKDML_REDUCE_FUNCTION_NONE: it "
+                         "applies to a reduction"});
+    for (UINT f = 1; f <= 4; ++f) {
+      OpSpec spec = base();
+      spec.WithReduce(static_cast<VKDML_REDUCE_FUNCTION>(f));
+      spec.excludeSelf = 1;
+      Result r = Create(spec.Desc());
+      INFO(spec.ToString() << ": " << Str(r));
+      CHECK(r.ok());
+    }
+  }
+}

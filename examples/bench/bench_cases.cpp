@@ -265,9 +265,9 @@ OpDesc::OpDesc(const Spec& s) {
              static_cast<UINT>(s.indices.size())};
       op = {vkdml::DML_OPERATOR_SCATTER_ND, &snd};
       if (s.reduce) {
-        sndr = {snd.InputTensor,  snd.IndicesTensor,       snd.UpdatesTensor,
-                snd.OutputTensor, snd.InputDimensionCount, snd.IndicesDimensionCount,
-                s.reduce};
+        sndr = {
+            snd.InputTensor,         snd.IndicesTensor,         snd.UpdatesTensor, snd.OutputTensor,
+            snd.InputDimensionCount, snd.IndicesDimensionCount, s.reduce,          0};
         op = {vkdml::VKDML_OPERATOR_SCATTER_ND_REDUCE, &sndr};
       }
       break;
@@ -277,8 +277,13 @@ OpDesc::OpDesc(const Spec& s) {
             static_cast<UINT>(s.axis + static_cast<int>(d - s.input.size()))};
       op = {vkdml::DML_OPERATOR_SCATTER_ELEMENTS, &se};
       if (s.reduce) {
-        ser = {se.InputTensor,  se.IndicesTensor, se.UpdatesTensor,
-               se.OutputTensor, se.Axis,          s.reduce};
+        ser = {se.InputTensor,
+               se.IndicesTensor,
+               se.UpdatesTensor,
+               se.OutputTensor,
+               se.Axis,
+               s.reduce,
+               0};
         op = {vkdml::VKDML_OPERATOR_SCATTER_ELEMENTS_REDUCE, &ser};
       }
       break;

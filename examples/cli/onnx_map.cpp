@@ -383,9 +383,11 @@ std::string MapOnnxOperator(const OnnxOptions& a, const ArrayRef& in, const Arra
                           nd.OutputTensor,
                           nd.InputDimensionCount,
                           nd.IndicesDimensionCount,
-                          f};
+                          f,
+                          a.excludeSelf};
     m->scatterElementsReduce = {se.InputTensor,  se.IndicesTensor, se.UpdatesTensor,
-                                se.OutputTensor, se.Axis,          f};
+                                se.OutputTensor, se.Axis,          f,
+                                a.excludeSelf};
     m->desc =
         m->desc.Type == DML_OPERATOR_SCATTER_ND
             ? DML_OPERATOR_DESC{VKDML_OPERATOR_SCATTER_ND_REDUCE, &m->scatterNdReduce}

@@ -64,6 +64,7 @@ struct OnnxOptions {
   std::string op;  // gather, gather-nd, gather-elements, scatter-elements, scatter-nd
   int64_t axis = 0, batchDims = 0;
   std::string reduction = "none";  // none, add, mul, max, min
+  vkdml::BOOL excludeSelf = 0;     // with a reduction: PyTorch's include_self=False
   // What an out-of-range index does beyond DirectML's clamp: FILL (gathers: the output element
   // is fillValue, an element of the input's dtype) or DROP (scatters: the update is skipped).
   // (The checked mode is an execution flag.)

@@ -154,7 +154,10 @@ typedef DML_SCATTER_OPERATOR_DESC DML_SCATTER_ELEMENTS_OPERATOR_DESC;
 // which of equal values stays (+0 or -0, which NaN), and float ADD and MULTIPLY may differ from
 // a sequential result by the order of the steps. Compiled with
 // VKDML_EXECUTION_FLAG_DETERMINISTIC, they are applied in the row-major order of IndicesTensor,
-// bit for bit (README: Scatter reductions).
+// bit for bit (README: Scatter reductions). ExcludeSelf (PyTorch's scatter_reduce with
+// include_self=False): each element some update targets starts from f's identity instead of its
+// input value (ADD +0, MULTIPLY 1, MAX -infinity or the type's least value, MIN +infinity or its
+// greatest), as PyTorch's does; the others keep their input value. 0 or 1; 0 with NONE.
 enum VKDML_REDUCE_FUNCTION : UINT {
   VKDML_REDUCE_FUNCTION_NONE = 0,  // the update replaces the element, as DirectML's scatters do
   VKDML_REDUCE_FUNCTION_ADD = 1,
@@ -172,6 +175,7 @@ struct VKDML_SCATTER_ND_REDUCE_OPERATOR_DESC {
   UINT InputDimensionCount;
   UINT IndicesDimensionCount;
   VKDML_REDUCE_FUNCTION ReduceFunction;
+  BOOL ExcludeSelf;
 };
 
 // DML_SCATTER_OPERATOR_DESC with a ReduceFunction (VKDML_OPERATOR_SCATTER_ELEMENTS_REDUCE).
@@ -182,6 +186,7 @@ struct VKDML_SCATTER_ELEMENTS_REDUCE_OPERATOR_DESC {
   const DML_TENSOR_DESC* OutputTensor;
   UINT Axis;
   VKDML_REDUCE_FUNCTION ReduceFunction;
+  BOOL ExcludeSelf;
 };
 
 // DirectML's DML_SCALAR_UNION: one value of any data type, in its first DataTypeSize bytes
