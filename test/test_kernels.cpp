@@ -139,8 +139,8 @@ TEST_CASE("Interface: the kernels lay out plans and push constants as C++ does",
     REQUIRE(l.offsets[pushId].size() == push.size());
     for (uint32_t i = 0; i < push.size(); ++i) CHECK(l.offsets[pushId][i] == push[i]);
   }
-  // The uniform block: the plans, then the scratch's layout (lib/compiled.cpp writes them so), in
-  // every kernel but the report (which has no scratch regions) and the sort's.
+  // The uniform block: the plans, then the scratch's layout, then the fill value (lib/compiled.cpp
+  // writes them so), in every kernel but the report (which has no scratch regions) and the sort's.
   for (const char* name : {"gather_e4_i32", "keys_i64", "sort_scatter", "ordered_e8_i32_f64",
                            "ties_first_e4_i32", "mark_i32", "runs_scatter_e4_i32"}) {
     INFO("module " << name);
@@ -150,8 +150,10 @@ TEST_CASE("Interface: the kernels lay out plans and push constants as C++ does",
     const uint32_t plansId = l.Id("Plans"), scratchId = l.Id("ScratchLayout");
     REQUIRE(plansId);
     REQUIRE(scratchId);
-    REQUIRE(l.offsets[plansId].size() == 2);
+    REQUIRE(l.offsets[plansId].size() == 3);
     CHECK(l.offsets[plansId][1] == VKDML_PLAN_SLOTS * sizeof(shader::PackedPlan));
+    CHECK(l.offsets[plansId][2] ==
+          VKDML_PLAN_SLOTS * sizeof(shader::PackedPlan) + sizeof(shader::ScratchLayout));
     const std::vector<size_t> scratch = {
         offsetof(shader::ScratchLayout, mask), offsetof(shader::ScratchLayout, keys),
         offsetof(shader::ScratchLayout, values), offsetof(shader::ScratchLayout, counts)};
