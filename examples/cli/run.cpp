@@ -23,7 +23,8 @@ namespace {
 const char kRunUsage[] =
     "usage: vkdml run OP --input IN.npy --indices IDX.npy [--updates UPD.npy] [--axis N]\n"
     "                 [--batch-dims N] [--reduction none|add|mul|max|min] [--deterministic]\n"
-    "                 [--out-of-range clamp|fill|drop|error] [--fill-value V]\n"
+    "                 [--include-self true|false] [--out-of-range clamp|fill|drop|error]\n"
+    "                 [--fill-value V]\n"
     "                 --output OUT.npy [--device N] [--check-indices] [--quiet]\n"
     "\n"
     "Runs one ONNX operator on .npy arrays on a Vulkan device and writes the result.\n"
@@ -40,6 +41,9 @@ const char kRunUsage[] =
     "  --reduction R      none (default: the update replaces the element), add, mul, max or\n"
     "                     min (ONNX's reduction: each update combined with its target, in the\n"
     "                     element type; bool add and mul are or and and, as NumPy's)\n"
+    "  --include-self B   with a reduction: false starts each element an update reaches\n"
+    "                     from the reduction's identity instead of the input's value\n"
+    "                     (torch.scatter_reduce's include_self; default true)\n"
     "  --deterministic    apply the updates one at a time in the indices' C order, so the\n"
     "                     output is the same bits every run (float add and mul otherwise\n"
     "                     may differ in the order of the steps)\n"
@@ -187,6 +191,10 @@ int ParseRunArgs(int argc, char** argv, RunArgs* a) {
       a->output = value;
     } else if (arg == "--reduction") {
       a->reduction = value;
+    } else if (arg == "--include-self") {
+      if (value != "true" && value != "false")
+        return Error("--include-self is '" + value + "', expected true or false");
+      a->excludeSelf = value == "false";
     } else if (arg == "--out-of-range") {
       a->outOfRangeName = value;
     } else if (arg == "--fill-value") {
@@ -219,6 +227,8 @@ int CheckOperator(const RunArgs& a) {
       return Error("--reduction is '" + a.reduction + "', expected none, add, mul, max or min");
     if (!scatter) return Error("--reduction does not apply to " + op);
   }
+  if (a.excludeSelf && a.reduction == "none")
+    return Error("--include-self false applies to a reduction (--reduction add, mul, max or min)");
   const std::string& mode = a.outOfRangeName;
   if (mode != "clamp" && mode != "fill" && mode != "drop" && mode != "error")
     return Error("--out-of-range is '" + mode + "', expected clamp, fill, drop or error");

@@ -278,7 +278,8 @@ Arg ToArg(const py::object& o, const std::string& name) {
 std::string Key(const cli::OnnxOptions& o, UINT flags, const std::vector<const Arg*>& args) {
   std::string key = o.op + "/" + o.reduction + "/" + std::to_string(o.axis) + "/" +
                     std::to_string(o.batchDims) + "/" + std::to_string(flags) + "/" +
-                    std::to_string(o.outOfRange) + ":" + std::to_string(o.fillValue.UInt64);
+                    std::to_string(o.outOfRange) + ":" + std::to_string(o.fillValue.UInt64) + "/" +
+                    std::to_string(o.excludeSelf);
   for (const Arg* a : args) {
     key += "|" + std::to_string(int(a->ref.dtype));
     for (size_t d = 0; d < a->ref.shape.size(); ++d)
@@ -299,8 +300,9 @@ std::string Key(const cli::OnnxOptions& o, UINT flags, const std::vector<const A
 py::object RunOp(const std::string& op, const std::string& label, py::object device, py::object x,
                  py::object indices, py::object updates, int64_t axis, int64_t batchDims,
                  const std::string& reduction, bool deterministic, bool checkIndices,
-                 int outOfRange, const py::bytes& fill, py::object out) {
+                 int outOfRange, const py::bytes& fill, bool includeSelf, py::object out) {
   cli::OnnxOptions o;
+  o.excludeSelf = !includeSelf;  // with a reduction (vkdml/__init__.py checked)
   // vkdml/__init__.py checked both: FILL or DROP as the operator takes it, the fill value's
   // bytes those of an element of x's dtype.
   o.outOfRange = static_cast<VKDML_OUT_OF_RANGE_MODE>(outOfRange);
@@ -540,5 +542,5 @@ PYBIND11_MODULE(_vkdml, mod) {
   mod.def("run", &RunOp, py::arg("op"), py::arg("label"), py::arg("device"), py::arg("x"),
           py::arg("indices"), py::arg("updates"), py::arg("axis"), py::arg("batch_dims"),
           py::arg("reduction"), py::arg("deterministic"), py::arg("check_indices"),
-          py::arg("out_of_range"), py::arg("fill"), py::arg("out"));
+          py::arg("out_of_range"), py::arg("fill"), py::arg("include_self"), py::arg("out"));
 }

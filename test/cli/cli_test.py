@@ -682,6 +682,21 @@ def group_reduce():
                 p, got = run_op("scatter-elements", data, idx, upd, extra + ["--axis", "1"])
                 expect_ok(f"scatter-elements {what}", p, got,
                           ref_scatter_reduce(data, idx, upd, red, axis=1))
+    # --include-self false: targets start from the reduction's identity (torch's include_self).
+    for n, dtype in enumerate((np.float32, np.int16, np.uint8, np.float16)):
+        for red in ("add", "mul", "max", "min"):
+            data = reduce_values(dtype, (5, 3), red, False, n)
+            idx = rng.integers(-5, 5, (6, 1)).astype(np.int64)
+            upd = reduce_values(dtype, (6, 3), red, False, n + 300)
+            p, got = run_op("scatter-nd", data, idx, upd, ["--reduction", red, "--deterministic",
+                                                          "--include-self", "false"])
+            expect_ok(f"scatter-nd {np.dtype(dtype).name} {red} --include-self false", p, got,
+                      ref_scatter_reduce(data, idx, upd, red, include_self=False))
+    p, got = run_op("scatter-nd", data, idx, upd, ["--include-self", "false"])
+    expect_error("--include-self false without a reduction", p, 2,
+                 "--include-self false applies to a reduction")
+    p, got = run_op("scatter-nd", data, idx, upd, ["--reduction", "add", "--include-self", "no"])
+    expect_error("--include-self no", p, 2, "--include-self is 'no', expected true or false")
     # Without a reduction, --deterministic makes the last of the duplicate updates win.
     data = np.zeros((4, 2), np.float32)
     idx = np.array([[1], [3], [1], [1]], np.int64)

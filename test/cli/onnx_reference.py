@@ -130,9 +130,24 @@ def sample(dtype, shape, seed=1):
 UFUNC = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
 
 
-def ref_scatter_reduce(data, indices, updates, red, axis=None, drop=False):
+def identity(dtype, red):
+    """The reduction's identity in dtype, as torch.scatter_reduce(include_self=False) starts a
+    target from: add 0 (bool: False), mul 1, max the least value, min the greatest."""
+    dt = np.dtype(dtype)
+    if red == "add" or red == "mul":
+        return np.asarray(0 if red == "add" else 1, dt)
+    if dt.kind == "f":
+        return np.asarray(-np.inf if red == "max" else np.inf, dt)
+    if dt.kind == "b":
+        return np.asarray(red == "min", dt)
+    info = np.iinfo(dt)
+    return np.asarray(info.min if red == "max" else info.max, dt)
+
+
+def ref_scatter_reduce(data, indices, updates, red, axis=None, drop=False, include_self=True):
     """ONNX's ScatterND (axis None) or ScatterElements with a reduction: NumPy's ufunc.at, which
-    applies the updates one at a time in C order (clamped indices, as the library's)."""
+    applies the updates one at a time in C order (clamped indices, as the library's).
+    include_self=False: each target an update reaches starts from the identity instead."""
     out = np.array(data, order="C")
     targets, values = [], []
     for pos in np.ndindex(*(indices.shape if axis is not None else indices.shape[:-1])):
@@ -147,6 +162,9 @@ def ref_scatter_reduce(data, indices, updates, red, axis=None, drop=False):
             dst = tuple(dst)
         targets.append(dst)
         values.append(updates[pos])
+    if not include_self:
+        for dst in targets:
+            out[dst] = identity(out.dtype, red)
     for dst, v in zip(targets, values):
         UFUNC[red].at(out, dst, v)
     return out

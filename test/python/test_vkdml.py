@@ -138,6 +138,37 @@ def test_scatter_reductions(device, dtype, reduction, deterministic):
     assert same(got, ref_scatter_reduce(x, nd_idx, nd_upd, reduction))
 
 
+@pytest.mark.parametrize("deterministic", [False, True], ids=["default", "deterministic"])
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("dtype", DATA_TYPES, ids=name)
+def test_include_self_false(device, dtype, reduction, deterministic):
+    """include_self=False: each element an update reaches starts from the reduction's identity,
+    the others keep x's value; against ufunc.at from the identity, on both scatters."""
+    if not device.supports_reduction(dtype, reduction):
+        pytest.skip(f"{device.name} runs no {reduction} on {name(dtype)}")
+    rng = np.random.default_rng(31)
+    x = reduce_values(dtype, (6, 4), reduction, not deterministic, seed=4)
+    idx = rng.integers(-6, 6, (5, 4))
+    upd = reduce_values(dtype, (5, 4), reduction, not deterministic, seed=5)
+    got = vkdml.scatter_elements(x, idx, upd, reduction=reduction, deterministic=deterministic,
+                                 include_self=False)
+    assert same(got, ref_scatter_reduce(x, idx, upd, reduction, axis=0, include_self=False))
+    nd_idx = rng.integers(0, 3, (4, 1))  # rows 3-5 keep x's values
+    nd_upd = reduce_values(dtype, (4, 4), reduction, not deterministic, seed=6)
+    got = vkdml.scatter_nd(device.tensor(x), nd_idx, nd_upd, reduction=reduction,
+                           deterministic=deterministic, include_self=False,
+                           out_of_range="drop").numpy()
+    assert same(got, ref_scatter_reduce(x, nd_idx, nd_upd, reduction, include_self=False))
+
+
+def test_include_self_errors(device):
+    x = np.zeros((3, 2), np.float32)
+    with pytest.raises(ValueError, match="include_self=False applies to a reduction"):
+        vkdml.scatter_nd(x, [[0]], np.ones((1, 2), np.float32), include_self=False)
+    with pytest.raises(TypeError, match="include_self is 0, expected a bool"):
+        vkdml.scatter_nd(x, [[0]], np.ones((1, 2), np.float32), reduction="add", include_self=0)
+
+
 def fill_of(dtype, rng):
     """A random fill value of dtype, as the Python value a user would pass."""
     v = sample(dtype, (8,), seed=int(rng.integers(0, 1 << 30)))[int(rng.integers(0, 8))]
@@ -661,7 +692,8 @@ def test_torch(device):
                 torch.gather(five, 0, torch.tensor(0)).numpy())
     assert same(vkdml.scatter_elements(five, torch.tensor(0), torch.tensor(7.0)),
                 torch.scatter(five, 0, torch.tensor(0), torch.tensor(7.0)).numpy())
-    # torch.scatter with distinct targets, and scatter_reduce with include_self (ONNX's).
+    # torch.scatter with distinct targets, and scatter_reduce with include_self (ONNX's) and
+    # without it.
     perm = torch.from_numpy(np.stack([rng.permutation(6)[:4] for _ in range(5)], axis=1))
     src = torch.from_numpy(rng.standard_normal((4, 5)).astype(np.float32))
     assert same(vkdml.scatter_elements(tx, perm, src), torch.scatter(tx, 0, perm, src).numpy())
@@ -673,10 +705,14 @@ def test_torch(device):
                 continue
             base = reduce_values(dtype, (6, 5), red, True, seed=14)
             upd = reduce_values(dtype, (4, 5), red, True, seed=15)
-            want = torch.scatter_reduce(torch.from_numpy(base), 0, tidx, torch.from_numpy(upd),
-                                        reduce=names[red], include_self=True)
-            assert want.dtype == tdtype
-            assert same(vkdml.scatter_elements(base, idx, upd, reduction=red), want.numpy()), red
+            for include_self in (True, False):
+                want = torch.scatter_reduce(torch.from_numpy(base), 0, tidx,
+                                            torch.from_numpy(upd), reduce=names[red],
+                                            include_self=include_self)
+                assert want.dtype == tdtype
+                got = vkdml.scatter_elements(base, idx, upd, reduction=red,
+                                             include_self=include_self)
+                assert same(got, want.numpy()), (red, include_self)
     # What NumPy cannot read (a tensor that requires grad) is a TypeError naming the argument.
     with pytest.raises(TypeError, match="x: Tensor is not a host array vkdml can read"):
         vkdml.gather(torch.zeros(2, requires_grad=True), [0])

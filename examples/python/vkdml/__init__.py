@@ -179,9 +179,14 @@ def _fill_bytes(value, dtype):
 
 def _call(op, label, x, indices, updates=None, axis=0, batch_dims=0, reduction="none",
           deterministic=False, check_indices=False, device=None, out=None, promote=False,
-          out_of_range="clamp", fill_value=None):
+          out_of_range="clamp", fill_value=None, include_self=True):
     if reduction not in _REDUCTIONS:
         raise ValueError(f"reduction is {reduction!r}, expected one of {', '.join(_REDUCTIONS)}")
+    if not isinstance(include_self, (bool, np.bool_)):
+        raise TypeError(f"include_self is {include_self!r}, expected a bool")
+    if not include_self and reduction == "none":
+        raise ValueError("include_self=False applies to a reduction (add, mul, max, min); "
+                         "reduction is 'none'")
     if out_of_range not in _OUT_OF_RANGE:
         raise ValueError(f"out_of_range is {out_of_range!r}, expected one of "
                          f"{', '.join(_OUT_OF_RANGE)}")
@@ -217,7 +222,7 @@ def _call(op, label, x, indices, updates=None, axis=0, batch_dims=0, reduction="
         x = _one(x)
     result = _run(op, label, _device(device), x, idx, upd, _int(axis, "axis"),
                   _int(batch_dims, "batch_dims"), reduction, bool(deterministic),
-                  check_indices, mode, fill, out)
+                  check_indices, mode, fill, bool(include_self), out)
     if shape is not None and isinstance(result, np.ndarray) and result.shape != shape:
         result = result.reshape(shape)
     if host_out is not None:
@@ -258,24 +263,27 @@ def gather_nd(x, indices, batch_dims=0, *, check_indices=False, device=None,
 
 def scatter_elements(x, indices, updates, axis=0, reduction="none", deterministic=False, *,
                      check_indices=False, device=None, out=None, out_of_range="clamp",
-                     fill_value=None):
+                     fill_value=None, include_self=True):
     """ONNX ScatterElements (torch.scatter / scatter_reduce): x with updates written at
     indices along axis, or combined with reduction add, mul, max or min. deterministic: the
     updates applied in indices' row-major order, the same bits every run. out: where the
     result goes (a device tensor, x itself for in place; or a NumPy array). out_of_range:
     "clamp" (DirectML's), "drop" (the update is skipped, as JAX's mode="drop") or "error".
-    fill_value: accepted for a uniform signature; a scatter writes none, so it must be None."""
+    fill_value: accepted for a uniform signature; a scatter writes none, so it must be None.
+    include_self=False (with a reduction): each element an update reaches starts from the
+    reduction's identity instead of x's value, as torch.scatter_reduce(include_self=False)."""
     return _call("scatter-elements", "scatter_elements", x, indices, updates, axis=axis,
                  reduction=reduction, deterministic=deterministic, check_indices=check_indices,
                  device=device, out=out, promote=True, out_of_range=out_of_range,
-                 fill_value=fill_value)
+                 fill_value=fill_value, include_self=include_self)
 
 
 def scatter_nd(x, indices, updates, reduction="none", deterministic=False, *,
                check_indices=False, device=None, out=None, out_of_range="clamp",
-               fill_value=None):
+               fill_value=None, include_self=True):
     """ONNX ScatterND: x with updates written at the index tuples along indices' last axis
     (or combined with reduction), as scatter_elements; "drop" skips a tuple's whole slice."""
     return _call("scatter-nd", "scatter_nd", x, indices, updates, reduction=reduction,
                  deterministic=deterministic, check_indices=check_indices, device=device,
-                 out=out, out_of_range=out_of_range, fill_value=fill_value)
+                 out=out, out_of_range=out_of_range, fill_value=fill_value,
+                 include_self=include_self)
