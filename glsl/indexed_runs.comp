@@ -177,7 +177,9 @@ void vectorStep(uint p, uvec4 at, uvec4 step) {
 #endif
     const uint index = clampIndex(v, VKDML_AT(plans[p].tupleSize, 0), at.w + c * step.w);
     dropped[c] = kDrop && index == VKDML_DROPPED;
-    indexed[c] = at.y + c * step.y + index * VKDML_AT(plans[p].tupleStride, 0);
+    // A dropped element's offset is its line's first (index 0): a gather loads it, in bounds,
+    // and keeps every load unconditional (a select, not a branch per lane), then fills.
+    indexed[c] = at.y + c * step.y + (dropped[c] ? 0u : index) * VKDML_AT(plans[p].tupleStride, 0);
   }
   uint direct[kDirectWords];
 #if SCATTER
@@ -190,8 +192,10 @@ void vectorStep(uint p, uvec4 at, uvec4 step) {
     if (!dropped[c]) STORE_SHARED(outputData, pc.dstBase + indexed[c], getElement(direct, c));
 #else
   const uint base = (pc.dstBase + at.x) / (32u / ELEM);
-  [[unroll]] for (uint c = 0u; c < kStep; ++c)
-    setElement(direct, c, dropped[c] ? fillElement() : LOAD(sourceData, pc.srcBase + indexed[c]));
+  [[unroll]] for (uint c = 0u; c < kStep; ++c) {
+    const V v = LOAD(sourceData, pc.srcBase + indexed[c]);
+    setElement(direct, c, dropped[c] ? fillElement() : v);
+  }
   [[unroll]] for (uint v = 0u; v < kDirectWords / 8u; ++v) {
     u64vec4 x;
     [[unroll]] for (uint w = 0u; w < 4u; ++w)
