@@ -131,6 +131,8 @@ Case Decode(Decoder& d) {
   c.scatter =
       reduce || s.type == DML_OPERATOR_SCATTER_ND || s.type == DML_OPERATOR_SCATTER_ELEMENTS;
   if (reduce) s.reduce = static_cast<VKDML_REDUCE_FUNCTION>(raw ? d.Raw32() % 6 : d.In(0, 4));
+  // ExcludeSelf: with a reduction now and then; raw, any value.
+  if (reduce) s.excludeSelf = raw ? BOOL(d.Raw32() % 3) : BOOL(s.reduce && (d.Byte() & 3) == 0);
   std::vector<UINT> in = Sizes(d, D), idx, upd, out;
   if (raw) {  // anything: the descriptor's own fields, unchecked
     s.r = d.In(0, 5);
@@ -393,7 +395,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           if (!any) Die("a colliding element holds none of its updates");
         }
       } else {  // a float ADD or MULTIPLY: the target's first value, then its updates
-        std::vector<long double> terms = {FloatValue(dt, &images[0][inputAt(kv.first)])};
+        // (ExcludeSelf: the first value is the identity, +0 or 1).
+        const long double first = spec.excludeSelf
+                                      ? (spec.reduce == VKDML_REDUCE_FUNCTION_ADD ? 0.0L : 1.0L)
+                                      : FloatValue(dt, &images[0][inputAt(kv.first)]);
+        std::vector<long double> terms = {first};
         for (uint64_t u : kv.second) terms.push_back(FloatValue(dt, &images[2][u]));
         const long double value = FloatValue(dt, &got[kv.first]);
         const Fold fold = PossibleFold(dt, spec.reduce, terms, value);
