@@ -440,8 +440,9 @@ bool Checked(const Case& c) {
          (c.spec.wrapped && c.spec.outOfRange == VKDML_OUT_OF_RANGE_MODE_ERROR);
 }
 
-// Wraps the case in VKDML_OPERATOR_OUT_OF_RANGE for one seed in `every`, by the seed's bits (the
-// case's own draws stay as they were): FILL (a random value) or DROP, ERROR, or an explicit CLAMP.
+// Wraps the case in VKDML_OPERATOR_OUT_OF_RANGE by the seed's bits (the case's own draws stay as
+// they were): of `every` picks, two wrap it in FILL (a random value) or DROP, one in ERROR and
+// one in an explicit CLAMP; the rest leave it unwrapped.
 void MaybeOutOfRange(Case* c, uint64_t seed, uint64_t every) {
   const uint64_t pick = (seed >> 13) % every;
   if (pick >= 4) return;
