@@ -37,17 +37,9 @@ bool masked(uint slot) {
 }
 
 // The indexed offset's index components at index element e, checked position `position`; with
-// kDrop, VKDML_NOT_OWNED where one is out of range.
+// kDrop, VKDML_NOT_OWNED where one is out of range (index.glsl: indexedOffset from offset 0).
 uint components(uint p, uint e, uint position) {
-  uint y = 0u;
-  bool dropped = false;
-  for (uint j = 0u; j < kTuple; ++j) {
-    const uint v = clampIndex(readIndex(e + j * plans[p].componentStride),
-                              VKDML_AT(plans[p].tupleSize, j), position + j);
-    dropped = dropped || (kDrop && v == VKDML_DROPPED);
-    y += v * VKDML_AT(plans[p].tupleStride, j);
-  }
-  return dropped ? VKDML_NOT_OWNED : y;
+  return indexedOffset(p, uvec4(0u, 0u, e, position));
 }
 
 // A dropped element (kDrop): a gather writes the fill value at its direct offset, a scatter
