@@ -14,3 +14,4 @@ layout(std430, set = 0, binding = VKDML_BIND_SCRATCH) restrict buffer Scratch { 
 #define SORT_COUNT(i) scratch[scratchAt.counts + (i)]
 #define TIE_MARK(w) scratch[scratchAt.counts + (w)]
 #define TIE_POSITION(t) scratch[scratchAt.keys + (t)]
+#define TALLY(e) scratch[scratchAt.tally + (e)]

@@ -3,7 +3,8 @@
 // when 1; MARK sets a bit per element's indexed offset instead of copying (ScatterND's mask of
 // slices it overwrites, which its copy pass then skips); KEYS writes each element's indexed
 // offset (its target slot) and its loop index for the sort of a deterministic scatter (LARGE:
-// over the scatter's own plan, the target's element in the window). ELEM is the element size
+// over the scatter's own plan, the target's element in the window); TALLY_PASS counts the
+// updates of each target of a scatter mean (glsl/mean.comp divides by it). ELEM is the element size
 // in bytes (1, 2, 4, 8, or 16 for widened plans): the kernel moves bytes and never looks at data
 // types.
 // INDEX64 selects 64-bit index loads. LARGE: the large path (interface.h: LargePush), where a
@@ -18,6 +19,9 @@
 #endif
 #ifndef KEYS
 #define KEYS 0
+#endif
+#ifndef TALLY_PASS
+#define TALLY_PASS 0
 #endif
 
 #include "common.glsl"
@@ -71,6 +75,9 @@ void main() {
 #elif MARK
     for (uint u = 0u; u < kUnroll; ++u)
       if (u < n && at[u].w == 0u) atomicOr(MASK_WORD(at[u].y >> 5), 1u << (at[u].y & 31u));
+#elif TALLY_PASS
+    for (uint u = 0u; u < kUnroll; ++u)
+      if (u < n && at[u].w == 0u) atomicAdd(TALLY(at[u].y), 1u);
 #else
 #if LARGE  // the dispatch of the indexed side's first window fills a gather's dropped elements
     const bool fills = SCATTER == 0 && lpc.indexedOwn[0] == 0u && lpc.indexedOwn[1] == 0u;

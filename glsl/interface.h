@@ -61,7 +61,10 @@ struct uvec4 {
 #define VKDML_SPEC_CONSTANT \
   17  // indexed.comp (SCATTER): bool, every update is the uniform's fill value (ExcludeSelf's
       // reset of the targets to the reduction's identity)
-#define VKDML_SPEC_COUNT 18
+#define VKDML_SPEC_SELF \
+  18  // mean.comp: bool, each element's input value is one of the values averaged (a mean
+      // without ExcludeSelf)
+#define VKDML_SPEC_COUNT 19
 
 #define VKDML_KIND_UNSIGNED 0
 #define VKDML_KIND_SIGNED 1
@@ -72,6 +75,7 @@ struct uvec4 {
 #define VKDML_REDUCE_MULTIPLY 2
 #define VKDML_REDUCE_MAX 3
 #define VKDML_REDUCE_MIN 4
+#define VKDML_REDUCE_MEAN 5  // its sum runs as ADD; then glsl/mean.comp divides
 
 // Threads in a workgroup of indexed.comp, scatter_reduce.comp, scatter_ordered.comp,
 // scatter_ties.comp and radix_sort.comp: VKDML_GROUP_SIZE, or on a device that allows fewer,
@@ -192,7 +196,8 @@ struct SortPush {
 // - keys and values: a deterministic scatter's sort (glsl/radix_sort.comp), two halves of U words
 //   each (U update units), the keys (target slots) and values (update units) sorted from one
 //   half into the other;
-// - counts: the sort's digit counts with the scan's levels.
+// - counts: the sort's digit counts with the scan's levels;
+// - tally: a scatter mean's count of updates per OutputTensor element, zeroed before each run.
 // A deterministic float MAX or MIN (glsl/ties.glsl) takes the sort's regions instead: a tie
 // position per OutputTensor element in keys, and the tie marks in counts: word VKDML_TIES_ANY
 // (whether any target is marked), then a bit per OutputTensor element, zeroed before each run.
@@ -201,6 +206,8 @@ struct ScratchLayout {
   uint keys;
   uint values;
   uint counts;
+  uint tally;
+  uint unused0, unused1, unused2;
 };
 // After ScratchLayout in the uniform: VKDML_OUT_OF_RANGE_MODE_FILL's value (a scatter's: its
 // reduction's identity, for ExcludeSelf), its element's bytes repeated over the 16
@@ -211,7 +218,7 @@ struct ScratchLayout {
 #ifdef __cplusplus
 static_assert(sizeof(PackedPlan) % 16 == 0 && sizeof(PackedPlan) == 16 + 9 * 32,
               "PackedPlan must keep std140's layout");
-static_assert(sizeof(ScratchLayout) == 16, "ScratchLayout must keep std140's layout");
+static_assert(sizeof(ScratchLayout) == 32, "ScratchLayout must keep std140's layout");
 // Within Vulkan 1.1's minimum limits, on any device: the uniform buffer's range (16 KiB), and the
 // sort's shared memory (16 KiB), its offsets and masks at the largest workgroup.
 static_assert(VKDML_PLAN_SLOTS * sizeof(PackedPlan) + sizeof(ScratchLayout) + sizeof(uvec4) <=

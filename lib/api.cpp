@@ -56,9 +56,9 @@ Result DeviceImpl::CheckFeatureSupport(DML_FEATURE feature, UINT querySize, cons
               name, querySize, query, supportSize, support)));
       const auto& q = *static_cast<const VKDML_FEATURE_QUERY_REDUCTION_SUPPORT*>(query);
       VKDML_TRY(CheckDataType(name, q.DataType));
-      if (q.ReduceFunction > VKDML_REDUCE_FUNCTION_MIN)
+      if (q.ReduceFunction > VKDML_REDUCE_FUNCTION_MEAN)
         return Fail(Status::InvalidArgument, "CheckFeatureSupport(", name, "): ReduceFunction is ",
-                    UINT(q.ReduceFunction), ", expected a VKDML_REDUCE_FUNCTION (0 to 4)");
+                    UINT(q.ReduceFunction), ", expected a VKDML_REDUCE_FUNCTION (0 to 5)");
       // Every one: FLOAT64 arithmetic without shaderFloat64 in integer arithmetic.
       static_cast<VKDML_FEATURE_DATA_REDUCTION_SUPPORT*>(support)->IsSupported = 1;
       return {};

@@ -351,15 +351,15 @@ void BindingTableImpl::Barrier(VkCommandBuffer cmd, VkPipelineStageFlags src,
   device_->Vk().vkCmdPipelineBarrier(cmd, src, dst, 0, 1, &barrier, 0, nullptr, 0, nullptr);
 }
 
-// vkdml's own scratch (checked mode's status, ScatterND's mask, the tie marks) may still be in
-// use by this table's previous dispatch, recorded earlier into this or another command buffer
-// (its kernels, or the copy of the status words); callers order only their own tensors, so the
-// fills wait for it here.
+// vkdml's own scratch (checked mode's status, ScatterND's mask, the tie marks, a mean's tally) may
+// still be in use by this table's previous dispatch, recorded earlier into this or another command
+// buffer (its kernels, or the copy of the status words); callers order only their own tensors, so
+// the fills wait for it here.
 void BindingTableImpl::ClearScratch(VkCommandBuffer cmd, bool inPlace) const {
   const auto& vk = device_->Vk();
   const KernelSet& kernels = op_->kernels;
   const bool clearMask = kernels.maskWords && !inPlace;  // in place, nothing reads the mask
-  if (!kernels.checked && !clearMask && !kernels.tieMarkWords) return;
+  if (!kernels.checked && !clearMask && !kernels.tieMarkWords && !kernels.tallyWords) return;
   const VkPipelineStageFlags compute = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT;
   const VkAccessFlags readWrite = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
   const VkBuffer scratch = scratch_->Handle();
@@ -370,6 +370,9 @@ void BindingTableImpl::ClearScratch(VkCommandBuffer cmd, bool inPlace) const {
     vk.vkCmdFillBuffer(cmd, scratch, UINT64(kernels.scratchAt.mask) * 4, kernels.maskWords * 4, 0);
   if (kernels.tieMarkWords)
     vk.vkCmdFillBuffer(cmd, scratch, UINT64(kernels.scratchAt.counts) * 4, kernels.tieMarkWords * 4,
+                       0);
+  if (kernels.tallyWords)
+    vk.vkCmdFillBuffer(cmd, scratch, UINT64(kernels.scratchAt.tally) * 4, kernels.tallyWords * 4,
                        0);
   Barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, compute, readWrite);
 }

@@ -6,6 +6,7 @@
 //   kernel_lines.cpp    a workgroup per output line (glsl/scatter_lines*.comp)
 //   kernel_reduce.cpp   scatters with a reduction: atomics, and the sort with its ordered fold
 //   kernel_ties.cpp     deterministic float MAX and MIN: atomics, then the ties' passes
+//   kernel_mean.cpp     a mean's count and division, after its sum (the ADD reduction's)
 //   kernel_large.cpp    the large path: dispatches through windows of the binding range
 // Each also lists every module name it can ask for (its ListModules), which the build checks
 // against the modules it makes (kernels.h: MissingModules).
@@ -122,6 +123,11 @@ void ListReduceModules(const ModuleSink& sink);
 // where that applies (false: the caller chooses another family).
 bool ChooseTies(Choice& c, const Plan& plan, Result* result);
 void ListTiesModules(const ModuleSink& sink);
+
+// kernel_mean.cpp: a scatter mean's count of updates per target and its division, after the
+// pass's sum.
+Result ChooseMean(Choice& c, const Pass& pass);
+void ListMeanModules(const ModuleSink& sink);
 
 // kernel_large.cpp: what the large path cannot run (refused before any family is asked);
 // whether a tensor may not fit one descriptor; its windows; a kernel's dispatches on the large

@@ -32,7 +32,8 @@ static_assert(VKDML_REDUCE_FUNCTION_NONE == VKDML_REDUCE_NONE &&
                   VKDML_REDUCE_FUNCTION_ADD == VKDML_REDUCE_ADD &&
                   VKDML_REDUCE_FUNCTION_MULTIPLY == VKDML_REDUCE_MULTIPLY &&
                   VKDML_REDUCE_FUNCTION_MAX == VKDML_REDUCE_MAX &&
-                  VKDML_REDUCE_FUNCTION_MIN == VKDML_REDUCE_MIN,
+                  VKDML_REDUCE_FUNCTION_MIN == VKDML_REDUCE_MIN &&
+                  VKDML_REDUCE_FUNCTION_MEAN == VKDML_REDUCE_MEAN,
               "dml.h and glsl/interface.h disagree on VKDML_REDUCE_FUNCTION");
 
 // The scratch regions one after another, after checked mode's status words; more than one
@@ -48,13 +49,16 @@ Result PlaceScratch(const OperatorImpl& op, const Capabilities& caps, KernelSet&
   set.scratchAt.keys = place(std::max(set.sortWords, set.tiePositionWords));
   set.scratchAt.values = place(set.sortWords);
   set.scratchAt.counts = place(std::max(set.countWords, set.tieMarkWords));
+  set.scratchAt.tally = place(set.tallyWords);
   set.scratchWords = at;
   if (at * 4 <= caps.scratchRange) return {};
   const std::string what =
       set.sortWords ? Str("a deterministic execution sorts ", set.sortWords / 2, " update units")
       : set.tieMarkWords
           ? Str("a deterministic execution keeps a tie position per OutputTensor element")
-          : Str("its mask of the slices it overwrites");
+      : set.tallyWords ? Str("VKDML_REDUCE_FUNCTION_MEAN counts the updates of each of ",
+                             set.tallyWords, " OutputTensor elements")
+                       : Str("its mask of the slices it overwrites");
   return Fail(Status::Unsupported, op.name, ": ", what, ", which needs ", at * 4,
               " bytes of scratch, more than this device's maxStorageBufferRange ",
               caps.scratchRange);
@@ -174,6 +178,7 @@ Result ChooseKernels(const OperatorImpl& op, UINT flags, const Capabilities& cap
       VKDML_TRY(ChooseReduction(c, pass));
     else
       VKDML_TRY(ChooseCopy(c, pass));
+    if (pass.kind == Pass::Kind::Scatter && op.mean) VKDML_TRY(ChooseMean(c, pass));
   }
   if (c.set.checked) VKDML_TRY(ChooseReport(c));
   if (!c.large) c.set.maskWords = op.maskWords;  // the large path copies everything
@@ -209,8 +214,8 @@ std::vector<std::string> ElemTokens(std::initializer_list<UINT> sizes) {
 }
 
 void ListModules(const std::function<void(const std::string&)>& sink) {
-  for (auto list :
-       {ListCopyModules, ListRunsModules, ListLinesModules, ListReduceModules, ListTiesModules})
+  for (auto list : {ListCopyModules, ListRunsModules, ListLinesModules, ListReduceModules,
+                    ListTiesModules, ListMeanModules})
     list(sink);
 }
 

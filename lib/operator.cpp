@@ -32,10 +32,10 @@ Result ValidateOperatorTensors(const DML_TENSOR_DESC* input, const DML_TENSOR_DE
 namespace {
 
 Result CheckReduceFunction(VKDML_REDUCE_FUNCTION f, BOOL excludeSelf) {
-  if (f > VKDML_REDUCE_FUNCTION_MIN)
+  if (f > VKDML_REDUCE_FUNCTION_MEAN)
     return Fail(Status::InvalidArgument, "ReduceFunction is ", UINT(f),
-                ", expected VKDML_REDUCE_FUNCTION_NONE (0), _ADD (1), _MULTIPLY (2), _MAX (3) or "
-                "_MIN (4)");
+                ", expected VKDML_REDUCE_FUNCTION_NONE (0), _ADD (1), _MULTIPLY (2), _MAX (3), "
+                "_MIN (4) or _MEAN (5)");
   if (excludeSelf != 0 && excludeSelf != 1)
     return Fail(Status::InvalidArgument, "ExcludeSelf is ", excludeSelf, ", expected 0 or 1");
   if (excludeSelf && f == VKDML_REDUCE_FUNCTION_NONE)
@@ -81,7 +81,11 @@ shader::uvec4 Identity(DML_TENSOR_DATA_TYPE t, VKDML_REDUCE_FUNCTION f) {
   return out;
 }
 
-Result ApplyExcludeSelf(BOOL excludeSelf, OperatorImpl* op) {
+// MEAN runs as its sum, ADD, then a count and a division; ExcludeSelf starts the targets from
+// the (summed) reduction's identity.
+Result ApplyReduceOptions(BOOL excludeSelf, OperatorImpl* op) {
+  op->mean = op->reduce == VKDML_REDUCE_FUNCTION_MEAN;
+  if (op->mean) op->reduce = VKDML_REDUCE_FUNCTION_ADD;
   op->excludeSelf = excludeSelf != 0;
   if (op->excludeSelf) op->fill = Identity(op->inputs[0].type, op->reduce);
   return {};
@@ -165,7 +169,7 @@ Result BuildOperator(const DML_OPERATOR_DESC& desc, OperatorImpl* op) {
                                             d.InputDimensionCount, d.IndicesDimensionCount};
       r = CheckReduceFunction(d.ReduceFunction, d.ExcludeSelf);
       if (r.ok()) r = BuildScatterND(nd, d.ReduceFunction, op);
-      if (r.ok()) r = ApplyExcludeSelf(d.ExcludeSelf, op);
+      if (r.ok()) r = ApplyReduceOptions(d.ExcludeSelf, op);
       break;
     }
     case VKDML_OPERATOR_SCATTER_ELEMENTS_REDUCE: {
@@ -175,7 +179,7 @@ Result BuildOperator(const DML_OPERATOR_DESC& desc, OperatorImpl* op) {
                                          d.OutputTensor, d.Axis};
       r = CheckReduceFunction(d.ReduceFunction, d.ExcludeSelf);
       if (r.ok()) r = BuildScatterElements(se, d.ReduceFunction, op);
-      if (r.ok()) r = ApplyExcludeSelf(d.ExcludeSelf, op);
+      if (r.ok()) r = ApplyReduceOptions(d.ExcludeSelf, op);
       break;
     }
     case VKDML_OPERATOR_OUT_OF_RANGE: {

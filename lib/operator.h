@@ -48,6 +48,9 @@ class OperatorImpl final : public Operator {
   // ExcludeSelf: the targets are first set to the reduction's identity, held in `fill` (a
   // scatter has no FILL value of its own).
   bool excludeSelf = false;
+  // VKDML_REDUCE_FUNCTION_MEAN: `reduce` is ADD, the sum; kernel choice then counts each
+  // target's updates and divides (kernel_mean.cpp).
+  bool mean = false;
   // FILL or DROP: an element whose index tuple is out of range is filled or skipped.
   bool Drops() const {
     return outOfRange == VKDML_OUT_OF_RANGE_MODE_FILL || outOfRange == VKDML_OUT_OF_RANGE_MODE_DROP;

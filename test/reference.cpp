@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 #include <type_traits>
@@ -573,6 +574,89 @@ void SetIdentity(DML_TENSOR_DATA_TYPE type, VKDML_REDUCE_FUNCTION f,
   }
 }
 
+template <typename T>
+void DivideIntAs(uint8_t* x, uint64_t n) {
+  T v;
+  std::memcpy(&v, x, sizeof v);
+  T q;
+  if constexpr (std::is_signed_v<T>) {  // rounded toward -infinity
+    const int64_t a = v, d = int64_t(n);
+    q = T(a / d - (a % d < 0 ? 1 : 0));
+  } else {
+    q = T(uint64_t(v) / n);
+  }
+  std::memcpy(x, &q, sizeof q);
+}
+
+// x /= n in x's type, as PyTorch's mean divides: integers rounded toward negative infinity;
+// floats correctly rounded, computed in double. That is exact for these counts: a quotient of
+// x by n (below 2^12 for float16, 2^24 for float32) that is not a rounding midpoint of the type
+// is further from one than double's rounding moves it (thrown beyond).
+void Divide(DML_TENSOR_DATA_TYPE type, uint8_t* x, uint64_t n) {
+  switch (type) {
+    case DML_TENSOR_DATA_TYPE_FLOAT16: {
+      if (n >= 1u << 12) throw std::invalid_argument("ref::Divide: float16 count");
+      Half h;
+      std::memcpy(&h, x, 2);
+      h = Half(float(double(float(h)) / double(n)));
+      std::memcpy(x, &h, 2);
+      return;
+    }
+    case DML_TENSOR_DATA_TYPE_FLOAT32: {
+      if (n >= 1u << 24) throw std::invalid_argument("ref::Divide: float32 count");
+      float f;
+      std::memcpy(&f, x, 4);
+      f = float(double(f) / double(n));
+      std::memcpy(x, &f, 4);
+      return;
+    }
+    case DML_TENSOR_DATA_TYPE_FLOAT64: {
+      double d;
+      std::memcpy(&d, x, 8);
+      d /= double(n);  // n below 2^53: one correctly rounded division
+      std::memcpy(x, &d, 8);
+      return;
+    }
+    case DML_TENSOR_DATA_TYPE_INT8:
+      return DivideIntAs<int8_t>(x, n);
+    case DML_TENSOR_DATA_TYPE_INT16:
+      return DivideIntAs<int16_t>(x, n);
+    case DML_TENSOR_DATA_TYPE_INT32:
+      return DivideIntAs<int32_t>(x, n);
+    case DML_TENSOR_DATA_TYPE_INT64:
+      return DivideIntAs<int64_t>(x, n);
+    case DML_TENSOR_DATA_TYPE_UINT8:
+      return DivideIntAs<uint8_t>(x, n);
+    case DML_TENSOR_DATA_TYPE_UINT16:
+      return DivideIntAs<uint16_t>(x, n);
+    case DML_TENSOR_DATA_TYPE_UINT32:
+      return DivideIntAs<uint32_t>(x, n);
+    case DML_TENSOR_DATA_TYPE_UINT64:
+      return DivideIntAs<uint64_t>(x, n);
+    default:
+      throw std::invalid_argument("ref::Divide: type");
+  }
+}
+
+// A scatter's writes into out (holding the input), in order: excludeSelf's identities, each
+// kept write combined with its target, then MEAN (summed as ADD) divides each target reached by
+// its number of writes, plus 1 for the input value unless excludeSelf.
+void ApplyWrites(DML_TENSOR_DATA_TYPE type, const std::vector<ScatterWrite>& writes,
+                 const uint8_t* upd, VKDML_REDUCE_FUNCTION f, bool drop, bool excludeSelf,
+                 uint8_t* out) {
+  const bool mean = f == VKDML_REDUCE_FUNCTION_MEAN;
+  if (mean) f = VKDML_REDUCE_FUNCTION_ADD;
+  if (excludeSelf) SetIdentity(type, f, writes, drop, out);
+  std::map<uint64_t, uint64_t> counts;
+  for (const ScatterWrite& w : writes)
+    if (w.inRange || !drop) {
+      Reduce(type, f, out + w.outOffset, upd + w.updOffset);
+      ++counts[w.outOffset];
+    }
+  if (mean)
+    for (const auto& [offset, count] : counts) Divide(type, out + offset, count + !excludeSelf);
+}
+
 }  // namespace
 
 IndexError ScatterND(const Tensor& input, const uint8_t* in, const Tensor& indices,
@@ -581,9 +665,7 @@ IndexError ScatterND(const Tensor& input, const uint8_t* in, const Tensor& indic
                      VKDML_REDUCE_FUNCTION f, bool drop, bool excludeSelf) {
   std::vector<ScatterWrite> writes = ScatterNDWrites(input, indices, idx, updates, output, r, q);
   ForEachCoord(output.sizes, [&](const Coord& c) { Copy(output, out, c, input, in, c); });
-  if (excludeSelf) SetIdentity(output.type, f, writes, drop, out);
-  for (const ScatterWrite& w : writes)
-    if (w.inRange || !drop) Reduce(output.type, f, out + w.outOffset, upd + w.updOffset);
+  ApplyWrites(output.type, writes, upd, f, drop, excludeSelf, out);
   const uint32_t D = input.Dims();
   return FirstError(indices, idx, [&](const Coord& c) { return input.sizes[D - r + c[D - 1]]; });
 }
@@ -614,9 +696,7 @@ IndexError ScatterElements(const Tensor& input, const uint8_t* in, const Tensor&
   std::vector<ScatterWrite> writes =
       ScatterElementsWrites(input, indices, idx, updates, output, axis);
   ForEachCoord(output.sizes, [&](const Coord& c) { Copy(output, out, c, input, in, c); });
-  if (excludeSelf) SetIdentity(output.type, f, writes, drop, out);
-  for (const ScatterWrite& w : writes)
-    if (w.inRange || !drop) Reduce(output.type, f, out + w.outOffset, upd + w.updOffset);
+  ApplyWrites(output.type, writes, upd, f, drop, excludeSelf, out);
   return FirstError(indices, idx, [&](const Coord&) { return input.sizes[axis]; });
 }
 

@@ -141,8 +141,9 @@ TEST_CASE("Interface: the kernels lay out plans and push constants as C++ does",
   }
   // The uniform block: the plans, then the scratch's layout, then the fill value (lib/compiled.cpp
   // writes them so), in every kernel but the report (which has no scratch regions) and the sort's.
-  for (const char* name : {"gather_e4_i32", "keys_i64", "sort_scatter", "ordered_e8_i32_f64",
-                           "ties_first_e4_i32", "mark_i32", "runs_scatter_e4_i32"}) {
+  for (const char* name :
+       {"gather_e4_i32", "keys_i64", "sort_scatter", "ordered_e8_i32_f64", "ties_first_e4_i32",
+        "mark_i32", "runs_scatter_e4_i32", "tally_i32", "mean_e2p"}) {
     INFO("module " << name);
     const auto* m = FindSpirv(name);
     REQUIRE(m);
@@ -155,8 +156,10 @@ TEST_CASE("Interface: the kernels lay out plans and push constants as C++ does",
     CHECK(l.offsets[plansId][2] ==
           VKDML_PLAN_SLOTS * sizeof(shader::PackedPlan) + sizeof(shader::ScratchLayout));
     const std::vector<size_t> scratch = {
-        offsetof(shader::ScratchLayout, mask), offsetof(shader::ScratchLayout, keys),
-        offsetof(shader::ScratchLayout, values), offsetof(shader::ScratchLayout, counts)};
+        offsetof(shader::ScratchLayout, mask),    offsetof(shader::ScratchLayout, keys),
+        offsetof(shader::ScratchLayout, values),  offsetof(shader::ScratchLayout, counts),
+        offsetof(shader::ScratchLayout, tally),   offsetof(shader::ScratchLayout, unused0),
+        offsetof(shader::ScratchLayout, unused1), offsetof(shader::ScratchLayout, unused2)};
     REQUIRE(l.offsets[scratchId].size() == scratch.size());
     for (uint32_t i = 0; i < scratch.size(); ++i) CHECK(l.offsets[scratchId][i] == scratch[i]);
   }
@@ -1338,4 +1341,74 @@ TEST_CASE("Kernels: ExcludeSelf resets the targets to the reduction's identity f
       for (UINT w = 0; w < 4; ++w) CHECK(plain.fill[w] == 0);
     }
   }
+}
+
+// MEAN: its sum takes exactly ADD's steps (any family, both modes, ExcludeSelf's reset too),
+// then the tally over the scatter's plan and the division over OutputTensor's span, with the
+// input in the mean unless ExcludeSelf; the tally's scratch region, one word per element, is
+// zeroed each run. Refused on the large path, by name.
+TEST_CASE("Kernels: MEAN is ADD's steps, then a tally and a division", "[kernels]") {
+  const DML_TENSOR_DATA_TYPE i32 = DML_TENSOR_DATA_TYPE_INT32;
+  for (DML_TENSOR_DATA_TYPE type : {DML_TENSOR_DATA_TYPE_FLOAT16, DML_TENSOR_DATA_TYPE_FLOAT32,
+                                    DML_TENSOR_DATA_TYPE_INT8, DML_TENSOR_DATA_TYPE_UINT64}) {
+    for (UINT flags : {0u, UINT(VKDML_EXECUTION_FLAG_DETERMINISTIC)}) {
+      for (bool cpu : {false, true}) {
+        for (BOOL excludeSelf : {0, 1}) {
+          INFO(DataTypeName(type) << ", flags " << flags << (cpu ? ", CPU" : ", GPU")
+                                  << ", ExcludeSelf " << excludeSelf);
+          // OutputTensor strided: its span (2 x 300 elements, a gap after each row of 250).
+          TensorDesc out(type, {2, 250}, {300, 1});
+          OpSpec spec =
+              OpSpec::ScatterElements(TensorDesc(type, {2, 250}), TensorDesc(i32, {2, 80}),
+                                      TensorDesc(type, {2, 80}), out, 1);
+          spec.WithReduce(VKDML_REDUCE_FUNCTION_ADD);
+          spec.excludeSelf = excludeSelf;
+          const Capabilities device = cpu ? CpuDevice() : GpuDevice();
+          const KernelSet add = Choose(spec, device, flags);
+          spec.WithReduce(VKDML_REDUCE_FUNCTION_MEAN);
+          const KernelSet mean = Choose(spec, device, flags);
+          REQUIRE(mean.steps.size() == add.steps.size() + 2);
+          for (size_t i = 0; i < add.steps.size(); ++i) {
+            CHECK(mean.steps[i].plain.module == add.steps[i].plain.module);
+            CHECK(mean.steps[i].plain.spec == add.steps[i].plain.spec);
+          }
+          const auto& tally = mean.steps[add.steps.size()].plain;
+          const auto& divide = mean.steps[add.steps.size() + 1].plain;
+          CHECK(tally.module == "tally_i32");
+          CHECK(divide.module == "mean_e" + std::to_string(DataTypeSize(type)) +
+                                     (device.Packed(DataTypeSize(type)) ? "p" : ""));
+          CHECK(divide.spec[VKDML_SPEC_SELF] == UINT(!excludeSelf));
+          CHECK(divide.spec[VKDML_SPEC_ELEMENT_KIND] ==
+                (type == DML_TENSOR_DATA_TYPE_INT8     ? VKDML_KIND_SIGNED
+                 : type == DML_TENSOR_DATA_TYPE_UINT64 ? VKDML_KIND_UNSIGNED
+                                                       : VKDML_KIND_FLOAT));
+          CHECK(divide.end == 600 - 50);
+          CHECK(mean.tallyWords == 600 - 50);
+          CHECK(add.tallyWords == 0);
+          CHECK(mean.scratchAt.tally + mean.tallyWords <= mean.scratchWords);
+        }
+      }
+    }
+  }
+  // The large path refuses it, naming it.
+  Capabilities device = GpuDevice();
+  device.maxRange = 1 << 12;
+  device.rangeAlign = 256;
+  const DML_TENSOR_DATA_TYPE f32 = DML_TENSOR_DATA_TYPE_FLOAT32;
+  OpSpec spec = OpSpec::ScatterElements(TensorDesc(f32, {64, 256}), TensorDesc(i32, {64, 8}),
+                                        TensorDesc(f32, {64, 8}), TensorDesc(f32, {64, 256}), 1);
+  spec.WithReduce(VKDML_REDUCE_FUNCTION_MEAN);
+  vkdml::detail::OperatorImpl op;
+  REQUIRE(vkdml::detail::BuildOperator(spec.Desc(), &op).ok());
+  KernelSet set;
+  const Result r = vkdml::detail::ChooseKernels(op, 0, device, &set);
+  INFO(Str(r));
+  CHECK(r.status == Status::Unsupported);
+  CHECK(r.message.find("SCATTER_ELEMENTS_REDUCE: VKDML_REDUCE_FUNCTION_MEAN does not run on the "
+                       "large path") == 0);
+  spec.WithReduce(VKDML_REDUCE_FUNCTION_ADD);
+  vkdml::detail::OperatorImpl add;
+  REQUIRE(vkdml::detail::BuildOperator(spec.Desc(), &add).ok());
+  CHECK(vkdml::detail::ChooseKernels(add, 0, device, &set).ok());
+  CHECK(set.large);
 }

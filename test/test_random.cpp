@@ -1362,13 +1362,32 @@ void FillReduceValues(Rng& rng, const TensorDesc& desc, VKDML_REDUCE_FUNCTION f,
   });
 }
 
+// A mean's inputs whose quotients are denormals: the least normal exponents with any
+// significand, and every update +0 (the sums stay the inputs, with no denormal to flush).
+void FillTinyMeanValues(Rng& rng, const TensorDesc& input, const TensorDesc& updates,
+                        std::vector<Bytes>* images) {
+  const ref::Tensor in = input.Ref(), upd = updates.Ref();
+  const int least = in.type == DML_TENSOR_DATA_TYPE_FLOAT16   ? -14
+                    : in.type == DML_TENSOR_DATA_TYPE_FLOAT32 ? -126
+                                                              : -1022;
+  ref::ForEachCoord(in.sizes, [&](const ref::Coord& c) {
+    const uint64_t v = FloatBits(in.type, rng.P(0.5), least + int(rng.U(0, 2)), rng.U(0, ~0ull));
+    std::memcpy((*images)[0].data() + in.ByteOffset(c), &v, in.ElemSize());
+  });
+  ref::ForEachCoord(upd.sizes, [&](const ref::Coord& c) {
+    std::memset((*images)[2].data() + upd.ByteOffset(c), 0, upd.ElemSize());
+  });
+}
+
 // A scatter case with duplicate targets (or, in place, unique ones), given a reduction.
 // Deterministic cases run twice and must give the same bytes both times. drop: wrapped in
 // VKDML_OUT_OF_RANGE_MODE_DROP, with more indices out of range. excludeSelf: the reduce
 // operator's ExcludeSelf (with a reduction).
+// tiny (MEAN on floats): inputs near the least normal value and updates +0, so that the
+// division gives denormals.
 bool RunReduceCase(Rng& rng, Op op, UINT D, DML_TENSOR_DATA_TYPE dt, DML_TENSOR_DATA_TYPE it,
                    VKDML_REDUCE_FUNCTION f, bool deterministic, bool inPlace, bool longLines,
-                   bool spread, bool drop = false, bool excludeSelf = false) {
+                   bool spread, bool drop = false, bool excludeSelf = false, bool tiny = false) {
   IndexEncoder enc{it};
   enc.pOutOfRange = rng.P(0.5) ? 0.0 : 0.2;
   if (drop) enc.pOutOfRange = 0.3;
@@ -1379,8 +1398,10 @@ bool RunReduceCase(Rng& rng, Op op, UINT D, DML_TENSOR_DATA_TYPE dt, DML_TENSOR_
   if (f != VKDML_REDUCE_FUNCTION_NONE || rng.P(0.5)) c.spec.WithReduce(f);
   if (drop) c.spec.WithOutOfRange(VKDML_OUT_OF_RANGE_MODE_DROP);
   c.spec.excludeSelf = excludeSelf && f != VKDML_REDUCE_FUNCTION_NONE;
-  FillReduceValues(rng, c.spec.tensors[0], f, !deterministic, &c.inputs[0]);
-  FillReduceValues(rng, c.spec.tensors[2], f, !deterministic, &c.inputs[2]);
+  const VKDML_REDUCE_FUNCTION sum = f == VKDML_REDUCE_FUNCTION_MEAN ? VKDML_REDUCE_FUNCTION_ADD : f;
+  FillReduceValues(rng, c.spec.tensors[0], sum, !deterministic, &c.inputs[0]);
+  FillReduceValues(rng, c.spec.tensors[2], sum, !deterministic, &c.inputs[2]);
+  if (tiny) FillTinyMeanValues(rng, c.spec.tensors[0], c.spec.tensors[2], &c.inputs);
   c.opts = RandomOptions(rng, c.spec, !inPlace);
   if (deterministic) c.opts.flags |= VKDML_EXECUTION_FLAG_DETERMINISTIC;
   // Atomics on 1- and 2-byte elements update whole 4-byte words: 4-aligned output bindings.
@@ -1460,6 +1481,59 @@ TEST_CASE_METHOD(Fixture, "Random scatters with a reduction vs the sequential re
   }
   INFO(runs << " cases");
   if (!only) CheckLargeTally(large, runs, true);
+  CHECK(failures == 0);
+  CHECK((only || runs > 0));
+}
+
+// VKDML_REDUCE_FUNCTION_MEAN: every data type x index type, on ScatterND and ScatterElements,
+// in both modes, against the sequential reference (the sum in row-major order, then one
+// division: floats correctly rounded, integers toward negative infinity), bit for bit. As the
+// sweep above: order-free values in the default mode, any in the deterministic one, the same
+// device switches, DROP in 1 case of 4 and ExcludeSelf in 1 of 2; and for floats, 1 case in 3
+// with denormal quotients (and the inputs in the mean).
+TEST_CASE_METHOD(Fixture, "Random scatter means vs the sequential reference",
+                 "[random][reduce][mean]") {
+  TypeSweep sweep;  // fails if no type ran, or any was skipped on lavapipe
+  const uint64_t base = BaseSeed();
+  const char* only = std::getenv("VKDML_TEST_CASE");
+  int failures = 0, runs = 0;
+  uint64_t counter = 0;
+  for (DML_TENSOR_DATA_TYPE dt : DataTypes()) {
+    for (DML_TENSOR_DATA_TYPE it : IndexTypes()) {
+      for (int mode = 0; mode < 4; ++mode, ++counter) {
+        const bool deterministic = mode % 2 == 1;
+        const Op op = mode < 2 ? Op::ScatterND : Op::ScatterElements;
+        if (only && std::strtoull(only, nullptr, 10) != counter) continue;
+        const uint64_t seed = base ^ (0x3Eull << 48) ^ (counter * 0x9E3779B97F4A7C15ull);
+        Rng rng(seed);
+        INFO("seed " << seed << " (VKDML_TEST_SEED=" << base << ", case " << counter << ")");
+        if (!sweep.Runs(dt, VKDML_REDUCE_FUNCTION_MEAN)) continue;
+        const bool inPlace = rng.P(0.25);
+        const bool longLines = op == Op::ScatterElements && rng.P(0.33);
+        const uint64_t knob = longLines && rng.P(0.7) ? 2 : rng.U(0, 5);
+        const bool spread = longLines && (seed >> 7) % 2 == 1;
+        ScopedSwitch atomics("VKDML_ATOMICS", knob == 0 ? "32" : "");
+        ScopedSwitch groups("VKDML_MAX_GROUPS", knob == 1 ? "1" : "");
+        ScopedLines lines(knob == 2);
+        ScopedSwitch nativeFloat32("VKDML_NATIVE_FLOAT32", knob == 3 ? "1" : "");
+        INFO((knob == 0   ? "VKDML_ATOMICS=32"
+              : knob == 1 ? "VKDML_MAX_GROUPS=1"
+              : knob == 2 ? "VKDML_SCATTER_LINES=1"
+              : knob == 3 ? "VKDML_NATIVE_FLOAT32=1"
+                          : ""));
+        ++runs;
+        const bool drop = (seed >> 13) % 4 == 0;
+        const bool tiny = IsFloat(dt) && (seed >> 19) % 3 == 0;  // with their inputs
+        const bool excludeSelf = !tiny && (seed >> 17) % 2 == 0;
+        INFO((tiny ? "denormal quotients" : ""));
+        if (!RunReduceCase(rng, op, UINT(1 + counter % 8), dt, it, VKDML_REDUCE_FUNCTION_MEAN,
+                           deterministic, inPlace, longLines, spread, drop, excludeSelf, tiny))
+          ++failures;
+        REQUIRE(failures < 8);
+      }
+    }
+  }
+  INFO(runs << " cases");
   CHECK(failures == 0);
   CHECK((only || runs > 0));
 }

@@ -123,7 +123,7 @@ TEST_CASE_METHOD(Fixture, "CheckFeatureSupport", "[validation][device]") {
     REQUIRE(Dev().CheckFeatureSupport(DML_FEATURE_TENSOR_DATA_TYPE_SUPPORT, sizeof q, &q, sizeof d,
                                       &d));
     CHECK(d.IsSupported == 1);
-    for (UINT f = VKDML_REDUCE_FUNCTION_NONE; f <= VKDML_REDUCE_FUNCTION_MIN; ++f) {
+    for (UINT f = VKDML_REDUCE_FUNCTION_NONE; f <= VKDML_REDUCE_FUNCTION_MEAN; ++f) {
       VKDML_FEATURE_QUERY_REDUCTION_SUPPORT rq = {type, VKDML_REDUCE_FUNCTION(f)};
       VKDML_FEATURE_DATA_REDUCTION_SUPPORT rd = {-1};
       REQUIRE(Dev().CheckFeatureSupport(VKDML_FEATURE_REDUCTION_SUPPORT, sizeof rq, &rq, sizeof rd,
@@ -163,11 +163,11 @@ TEST_CASE_METHOD(Fixture, "CheckFeatureSupport", "[validation][device]") {
       Dev().CheckFeatureSupport(DML_FEATURE_TENSOR_DATA_TYPE_SUPPORT, sizeof q, &q, sizeof d, &d),
       "CheckFeatureSupport(DML_FEATURE_TENSOR_DATA_TYPE_SUPPORT): DataType is 12, expected a "
       "DML_TENSOR_DATA_TYPE from FLOAT32 (1) to INT64 (11)");
-  VKDML_FEATURE_QUERY_REDUCTION_SUPPORT rq = {F32, VKDML_REDUCE_FUNCTION(5)};
+  VKDML_FEATURE_QUERY_REDUCTION_SUPPORT rq = {F32, VKDML_REDUCE_FUNCTION(6)};
   VKDML_FEATURE_DATA_REDUCTION_SUPPORT rd = {};
   expect(Dev().CheckFeatureSupport(VKDML_FEATURE_REDUCTION_SUPPORT, sizeof rq, &rq, sizeof rd, &rd),
-         "CheckFeatureSupport(VKDML_FEATURE_REDUCTION_SUPPORT): ReduceFunction is 5, expected a "
-         "VKDML_REDUCE_FUNCTION (0 to 4)");
+         "CheckFeatureSupport(VKDML_FEATURE_REDUCTION_SUPPORT): ReduceFunction is 6, expected a "
+         "VKDML_REDUCE_FUNCTION (0 to 5)");
   rq = {DML_TENSOR_DATA_TYPE_UNKNOWN, VKDML_REDUCE_FUNCTION_ADD};
   expect(Dev().CheckFeatureSupport(VKDML_FEATURE_REDUCTION_SUPPORT, sizeof rq, &rq, sizeof rd, &rd),
          "CheckFeatureSupport(VKDML_FEATURE_REDUCTION_SUPPORT): DataType is 0, expected a "
@@ -1323,15 +1323,15 @@ TEST_CASE_METHOD(Fixture, "Device::Run: argument checks and the checked mode",
 TEST_CASE_METHOD(Fixture, "Rule 33: ReduceFunction is not a VKDML_REDUCE_FUNCTION",
                  "[validation][reduce]") {
   for (auto base : {BaseScatterND, BaseScatterElements}) {
-    for (UINT f : {5u, 0x80000000u, 0xFFFFFFFFu}) {
+    for (UINT f : {6u, 0x80000000u, 0xFFFFFFFFu}) {
       OpSpec spec = base();
       spec.WithReduce(static_cast<VKDML_REDUCE_FUNCTION>(f));
       spec.Desc();
       ExpectInvalid(spec, {"ReduceFunction is " + std::to_string(f) +
                            ", expected VKDML_REDUCE_FUNCTION_NONE (0), _ADD (1), _MULTIPLY (2), "
-                           "_MAX (3) or _MIN (4)"});
+                           "_MAX (3), _MIN (4) or _MEAN (5)"});
     }
-    for (UINT f = 0; f <= 4; ++f) {
+    for (UINT f = 0; f <= 5; ++f) {
       OpSpec spec = base();
       spec.WithReduce(static_cast<VKDML_REDUCE_FUNCTION>(f));
       Result r = Create(spec.Desc());

@@ -164,6 +164,11 @@ enum VKDML_REDUCE_FUNCTION : UINT {
   VKDML_REDUCE_FUNCTION_MULTIPLY = 2,
   VKDML_REDUCE_FUNCTION_MAX = 3,
   VKDML_REDUCE_FUNCTION_MIN = 4,
+  // PyTorch's scatter_reduce "mean": each element some update targets becomes (its input value,
+  // unless ExcludeSelf, plus its updates, summed as ADD sums them) divided by their number, once:
+  // floats rounded to nearest even, integers rounded toward negative infinity. The others keep
+  // their input value. Not on the large path (tensors past the device's binding range).
+  VKDML_REDUCE_FUNCTION_MEAN = 5,
 };
 
 // DML_SCATTER_ND_OPERATOR_DESC with a ReduceFunction (VKDML_OPERATOR_SCATTER_ND_REDUCE).

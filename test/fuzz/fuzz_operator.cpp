@@ -130,7 +130,13 @@ Case Decode(Decoder& d) {
                       s.type == VKDML_OPERATOR_SCATTER_ELEMENTS_REDUCE;
   c.scatter =
       reduce || s.type == DML_OPERATOR_SCATTER_ND || s.type == DML_OPERATOR_SCATTER_ELEMENTS;
-  if (reduce) s.reduce = static_cast<VKDML_REDUCE_FUNCTION>(raw ? d.Raw32() % 6 : d.In(0, 4));
+  if (reduce) s.reduce = static_cast<VKDML_REDUCE_FUNCTION>(raw ? d.Raw32() % 7 : d.In(0, 5));
+  // A float MEAN whose updates collide divides a sum that depends on their order: it runs
+  // deterministic, so that the sequential reference decides it.
+  const bool floats = dt == DML_TENSOR_DATA_TYPE_FLOAT16 || dt == DML_TENSOR_DATA_TYPE_FLOAT32 ||
+                      dt == DML_TENSOR_DATA_TYPE_FLOAT64;
+  if (reduce && s.reduce == VKDML_REDUCE_FUNCTION_MEAN && floats)
+    c.flags |= VKDML_EXECUTION_FLAG_DETERMINISTIC;
   // ExcludeSelf: with a reduction now and then; raw, any value.
   if (reduce) s.excludeSelf = raw ? BOOL(d.Raw32() % 3) : BOOL(s.reduce && (d.Byte() & 3) == 0);
   std::vector<UINT> in = Sizes(d, D), idx, upd, out;

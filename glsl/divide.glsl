@@ -1,0 +1,91 @@
+// A scatter mean's division (glsl/mean.comp): an element's bits divided by a count n >= 1 as a
+// CPU divides, bit for bit on every device. Floats (ELEM 2, 4, 8) are rounded to nearest even
+// once, denormals in and out, zeros and infinities kept, a NaN made quiet; integers round toward
+// negative infinity (PyTorch's floor division). All in 32-bit integer arithmetic: Vulkan's float
+// division is only within 2.5 ULP, and 64-bit types are optional. Values are (low, high) words.
+#include "wide.glsl"
+
+// floor(m * 2^k / n) and whether a remainder is left, for m of `bits` bits and a quotient of
+// fewer than 64: restoring long division, one bit of the dividend at a time.
+uvec2 longDivide(uvec2 m, uint bits, uint k, uint n, out bool inexact) {
+  uvec2 q = uvec2(0u);
+  uint r = 0u;  // below n; 2r + 1 may carry out of 32 bits, and is then past n
+  for (uint i = bits + k; i-- > 0u;) {
+    const uint bit = i < k ? 0u : (i - k >= 32u ? m.y >> (i - k - 32u) : m.x >> (i - k)) & 1u;
+    const bool carry = r >= 0x80000000u;
+    r = (r << 1) | bit;
+    q = shiftLeft2x32(q, 1u);
+    if (carry || r >= n) {
+      r -= n;
+      q.x |= 1u;
+    }
+  }
+  inexact = r != 0u;
+  return q;
+}
+
+// The float format of ELEM bytes: fraction bits and exponent bias.
+const uint kFractionBits = ELEM == 2 ? 10u : ELEM == 4 ? 23u : 52u;
+const int kExponentBias = ELEM == 2 ? 15 : ELEM == 4 ? 127 : 1023;
+
+uvec2 divideFloat(uvec2 x, uint n) {
+  const uvec2 one = uvec2(1u, 0u);
+  const uvec2 signBit = shiftLeft2x32(one, 8u * ELEM - 1u);
+  const uvec2 hidden = shiftLeft2x32(one, kFractionBits);
+  const uvec2 fractionMask = sub2x32(hidden, one);
+  const uvec2 sign = x & signBit, fraction = x & fractionMask;
+  const uint field = shiftRight2x32(x & ~signBit, kFractionBits).x;
+  const uint maxField = uint(2 * kExponentBias + 1);
+  if (field == maxField)  // infinity, or a NaN made quiet
+    return fraction == uvec2(0u) ? x : x | shiftRight2x32(hidden, 1u);
+  if (field == 0u && fraction == uvec2(0u)) return x;  // +-0
+  // |x| = m * 2^e; the quotient q = floor(m * 2^k / n) gets P + 2 or P + 3 bits (P = the
+  // significand's, kFractionBits + 1): two or more below the rounding point, the rest sticky.
+  const uvec2 m = field != 0u ? fraction | hidden : fraction;
+  const int e = int(max(field, 1u)) - kExponentBias - int(kFractionBits);
+  const uint bits = bitLength2x32(m), nBits = uint(findMSB(n)) + 1u;
+  const uint k = kFractionBits + 3u - bits + nBits;
+  bool inexact;
+  const uvec2 q = longDivide(m, bits, k, n, inexact);
+  const uint qBits = bitLength2x32(q);
+  // The result's exponent, and the bits of q below its last kept one: to the significand's
+  // width, or, below the least normal exponent, to the denormals' fixed last bit.
+  const int lead = e - int(k) + int(qBits) - 1, minExponent = 1 - kExponentBias;
+  int biased = lead + kExponentBias;
+  uint drop = qBits - kFractionBits - 1u;
+  if (lead < minExponent) {
+    biased = 0;
+    const int d = minExponent - int(kFractionBits) - (e - int(k));
+    if (d > int(qBits)) return sign;  // below half the least denormal
+    drop = uint(d);
+  }
+  uvec2 r = shiftRight2x32(q, drop);
+  const uvec2 below = sub2x32(q, shiftLeft2x32(r, drop)), halfway = shiftLeft2x32(one, drop - 1u);
+  if (less2x32(halfway, below) || (below == halfway && (inexact || (r.x & 1u) != 0u)))
+    r = add2x32(r, one);
+  // r's leading bit (the hidden one, or a carry into it from a denormal) adds 1 to the field.
+  const uvec2 exponent = biased > 0 ? shiftLeft2x32(uvec2(uint(biased - 1), 0u), kFractionBits)
+                                    : uvec2(0u);
+  return add2x32(exponent, r) | sign;
+}
+
+// x's low 8 * ELEM bits as an integer (kSigned: two's complement) divided by n, rounded toward
+// negative infinity, in the same bits.
+uvec2 divideInteger(uvec2 x, uint n, bool isSigned) {
+  const uint width = 8u * ELEM;
+  bool inexact;
+  uvec2 q;
+  bool negative;
+  if (width == 64u) {
+    negative = isSigned && int(x.y) < 0;
+    q = longDivide(negative ? sub2x32(uvec2(0u), x) : x, 64u, 0u, n, inexact);
+  } else {
+    const int v = isSigned ? bitfieldExtract(int(x.x), 0, int(width)) : 0;
+    negative = v < 0;
+    const uint a = negative ? 0u - uint(v) : x.x & (0xFFFFFFFFu >> (32u - width));
+    q = uvec2(a / n, 0u);
+    inexact = a % n != 0u;
+  }
+  if (!negative) return q;
+  return sub2x32(uvec2(0u), add2x32(q, uvec2(inexact ? 1u : 0u, 0u)));
+}

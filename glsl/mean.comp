@@ -1,0 +1,36 @@
+#version 450
+// A scatter mean's division (dml.h: VKDML_REDUCE_FUNCTION_MEAN), after its sum (the ADD
+// reduction's kernels) and its count (glsl/indexed.comp, TALLY_PASS): over OutputTensor's span
+// (pc.end elements), each element that updates reached is divided by their number, plus one
+// where its input value is in the mean (kSelf), as glsl/divide.glsl divides. ELEM 1, 2 (WORDS
+// where packed), 4 or 8; kKind says float, signed or unsigned. Not on the large path.
+#extension GL_GOOGLE_include_directive : require
+#include "elem.glsl"
+
+#include "common.glsl"
+#include "divide.glsl"
+
+layout(local_size_x_id = VKDML_SPEC_GROUP_SIZE) in;  // Capabilities::groupSize
+
+layout(std430, set = 0, binding = VKDML_BIND_OUTPUT) restrict buffer Output { T outputData[]; };
+
+void main() {
+  const uint count = pc.end, step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+  for (uint i = gl_GlobalInvocationID.x; i < count; i = count - i <= step ? count : i + step) {
+    const uint updates = TALLY(i);
+    if (updates == 0u) continue;  // no update: the input value stays
+    const uint n = kSelf ? updates + 1u : updates;
+#if ELEM == 8
+    const uvec2 x = LOAD(outputData, pc.dstBase + i);
+#else
+    const uvec2 x = uvec2(LOAD(outputData, pc.dstBase + i), 0u);
+#endif
+    const uvec2 mean = kKind == VKDML_KIND_FLOAT ? divideFloat(x, n)
+                                                 : divideInteger(x, n, kKind == VKDML_KIND_SIGNED);
+#if ELEM == 8
+    STORE(outputData, pc.dstBase + i, mean);
+#else
+    STORE(outputData, pc.dstBase + i, mean.x);
+#endif
+  }
+}
