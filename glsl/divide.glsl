@@ -6,18 +6,31 @@
 #include "wide.glsl"
 
 // floor(m * 2^k / n) and whether a remainder is left, for m of `bits` bits and a quotient of
-// fewer than 64: restoring long division, one bit of the dividend at a time.
+// fewer than 64: long division of m * 2^k. A count below 2^16 takes 16 of its bits at a time in
+// 32-bit division (the remainder times 2^16 plus a digit stays below 2^32); a larger one, one bit
+// at a time.
 uvec2 longDivide(uvec2 m, uint bits, uint k, uint n, out bool inexact) {
   uvec2 q = uvec2(0u);
-  uint r = 0u;  // below n; 2r + 1 may carry out of 32 bits, and is then past n
-  for (uint i = bits + k; i-- > 0u;) {
-    const uint bit = i < k ? 0u : (i - k >= 32u ? m.y >> (i - k - 32u) : m.x >> (i - k)) & 1u;
-    const bool carry = r >= 0x80000000u;
-    r = (r << 1) | bit;
-    q = shiftLeft2x32(q, 1u);
-    if (carry || r >= n) {
-      r -= n;
-      q.x |= 1u;
+  uint r = 0u;
+  if (n <= 0xFFFFu) {
+    for (uint at = (bits + k + 15u) & ~15u; at > 0u;) {
+      at -= 16u;  // the digit: bits [at, at + 16) of m * 2^k
+      const uvec2 part = at >= k ? shiftRight2x32(m, at - k) : shiftLeft2x32(m, k - at);
+      const uint current = (r << 16) | (part.x & 0xFFFFu);
+      q = shiftLeft2x32(q, 16u);
+      q.x |= current / n;
+      r = current % n;
+    }
+  } else {
+    for (uint i = bits + k; i-- > 0u;) {
+      const uint bit = i < k ? 0u : (i - k >= 32u ? m.y >> (i - k - 32u) : m.x >> (i - k)) & 1u;
+      const bool carry = r >= 0x80000000u;  // 2r + 1 carries out of 32 bits: past n
+      r = (r << 1) | bit;
+      q = shiftLeft2x32(q, 1u);
+      if (carry || r >= n) {
+        r -= n;
+        q.x |= 1u;
+      }
     }
   }
   inexact = r != 0u;

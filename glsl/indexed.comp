@@ -3,8 +3,8 @@
 // when 1; MARK sets a bit per element's indexed offset instead of copying (ScatterND's mask of
 // slices it overwrites, which its copy pass then skips); KEYS writes each element's indexed
 // offset (its target slot) and its loop index for the sort of a deterministic scatter (LARGE:
-// over the scatter's own plan, the target's element in the window); TALLY_PASS counts the
-// updates of each target of a scatter mean (glsl/mean.comp divides by it). ELEM is the element size
+// over the scatter's own plan, the target's element in the window); TALLY_PASS counts, over the
+// same keys, the update units of each target slot of a scatter mean (glsl/mean.comp divides). ELEM is the element size
 // in bytes (1, 2, 4, 8, or 16 for widened plans): the kernel moves bytes and never looks at data
 // types.
 // INDEX64 selects 64-bit index loads. LARGE: the large path (interface.h: LargePush), where a

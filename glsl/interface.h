@@ -197,7 +197,7 @@ struct SortPush {
 //   each (U update units), the keys (target slots) and values (update units) sorted from one
 //   half into the other;
 // - counts: the sort's digit counts with the scan's levels;
-// - tally: a scatter mean's count of updates per OutputTensor element, zeroed before each run.
+// - tally: a scatter mean's count of update units per target slot, zeroed before each run.
 // A deterministic float MAX or MIN (glsl/ties.glsl) takes the sort's regions instead: a tie
 // position per OutputTensor element in keys, and the tie marks in counts: word VKDML_TIES_ANY
 // (whether any target is marked), then a bit per OutputTensor element, zeroed before each run.

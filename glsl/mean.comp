@@ -1,8 +1,9 @@
 #version 450
 // A scatter mean's division (dml.h: VKDML_REDUCE_FUNCTION_MEAN), after its sum (the ADD
-// reduction's kernels) and its count (glsl/indexed.comp, TALLY_PASS): over OutputTensor's span
-// (pc.end elements), each element that updates reached is divided by their number, plus one
-// where its input value is in the mean (kSelf), as glsl/divide.glsl divides. ELEM 1, 2 (WORDS
+// reduction's kernels) and its count per target slot (glsl/indexed.comp, TALLY_PASS): over every
+// OutputTensor element (the plan's direct offsets, its slot the indices offset), each that
+// updates reached is divided by their number, plus one where its input value is in the mean
+// (kSelf), as glsl/divide.glsl divides. ELEM 1, 2 (WORDS
 // where packed), 4 or 8; kKind says float, signed or unsigned. Not on the large path.
 #extension GL_GOOGLE_include_directive : require
 #include "elem.glsl"
@@ -15,22 +16,23 @@ layout(local_size_x_id = VKDML_SPEC_GROUP_SIZE) in;  // Capabilities::groupSize
 layout(std430, set = 0, binding = VKDML_BIND_OUTPUT) restrict buffer Output { T outputData[]; };
 
 void main() {
-  const uint count = pc.end, step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+  const uint p = pc.plan, count = loopCount(p), step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
   for (uint i = gl_GlobalInvocationID.x; i < count; i = count - i <= step ? count : i + step) {
-    const uint updates = TALLY(i);
+    const uvec4 at = loopOffsets(p, kRank, i);  // x: the element, z: its slot
+    const uint updates = TALLY(at.z);
     if (updates == 0u) continue;  // no update: the input value stays
     const uint n = kSelf ? updates + 1u : updates;
 #if ELEM == 8
-    const uvec2 x = LOAD(outputData, pc.dstBase + i);
+    const uvec2 x = LOAD(outputData, pc.dstBase + at.x);
 #else
-    const uvec2 x = uvec2(LOAD(outputData, pc.dstBase + i), 0u);
+    const uvec2 x = uvec2(LOAD(outputData, pc.dstBase + at.x), 0u);
 #endif
     const uvec2 mean = kKind == VKDML_KIND_FLOAT ? divideFloat(x, n)
                                                  : divideInteger(x, n, kKind == VKDML_KIND_SIGNED);
 #if ELEM == 8
-    STORE(outputData, pc.dstBase + i, mean);
+    STORE(outputData, pc.dstBase + at.x, mean);
 #else
-    STORE(outputData, pc.dstBase + i, mean.x);
+    STORE(outputData, pc.dstBase + at.x, mean.x);
 #endif
   }
 }

@@ -1,7 +1,8 @@
 // A scatter mean (VKDML_REDUCE_FUNCTION_MEAN) after its sum, which the ADD reduction's kernels
-// compute: glsl/indexed.comp (TALLY_PASS) counts each OutputTensor element's updates in the
-// scratch, then glsl/mean.comp divides each element that has any. Not on the large path
-// (CheckLargePath refuses it).
+// compute: glsl/indexed.comp (TALLY_PASS) counts the update units of each target slot in the
+// scratch, over the operator's keys (a ScatterND slice is one unit: one count for all its
+// elements), then glsl/mean.comp divides each OutputTensor element whose slot has any. Not on
+// the large path (CheckLargePath refuses it).
 #include "kernel_choice.h"
 
 namespace vkdml::detail {
@@ -19,26 +20,25 @@ std::string MeanModule(const std::string& elem) {
 }  // namespace
 
 Result ChooseMean(Choice& c, const Pass& pass) {
-  Plan plan = pass.plan;
-  plan.Simplify();
+  Plan keys = c.op.keys, walk = c.op.slotWalk;
+  keys.Simplify();
+  walk.Simplify();
   const bool self = !c.op.excludeSelf;
-  if (self && plan.count >= 0xFFFFFFFFu)  // a target's count, plus its input, must fit 32 bits
+  if (self && pass.plan.count >= 0xFFFFFFFFu)  // a count, plus the input, must fit 32 bits
     return Fail(Status::Unsupported, c.op.name,
                 ": VKDML_REDUCE_FUNCTION_MEAN over 2^32 - 1 or more update elements is not "
                 "supported");
-  UINT slot = 0;
-  VKDML_TRY(c.Slot(plan, &slot));
   Step step;
   step.kind = Pass::Kind::Scatter;  // bound as the scatter is
-  step.plain = c.Elementwise(TallyModule(c.indexSize), plan, slot, c.elemSize);
+  UINT slot = 0;
+  VKDML_TRY(c.Slot(keys, &slot));
+  step.plain = c.Elementwise(TallyModule(c.indexSize), keys, slot, c.elemSize);
   c.set.steps.push_back(step);
-  const UINT64 targets = c.op.outputs[0].Span();  // fewer than 2^32 off the large path
-  step.plain = c.Elementwise(MeanModule(c.Elem(c.elemSize)), plan, slot, c.elemSize);
+  VKDML_TRY(c.Slot(walk, &slot));
+  step.plain = c.Elementwise(MeanModule(c.Elem(c.elemSize)), walk, slot, c.elemSize);
   step.plain.spec[VKDML_SPEC_SELF] = self;
-  step.plain.end = UINT(targets);
-  step.plain.groups = c.Groups(targets / c.caps.groupSize + 1);
   c.set.steps.push_back(step);
-  c.set.tallyWords = targets;
+  c.set.tallyWords = c.op.slots;
   return {};
 }
 

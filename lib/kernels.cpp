@@ -57,7 +57,7 @@ Result PlaceScratch(const OperatorImpl& op, const Capabilities& caps, KernelSet&
       : set.tieMarkWords
           ? Str("a deterministic execution keeps a tie position per OutputTensor element")
       : set.tallyWords ? Str("VKDML_REDUCE_FUNCTION_MEAN counts the updates of each of ",
-                             set.tallyWords, " OutputTensor elements")
+                             set.tallyWords, " targets")
                        : Str("its mask of the slices it overwrites");
   return Fail(Status::Unsupported, op.name, ": ", what, ", which needs ", at * 4,
               " bytes of scratch, more than this device's maxStorageBufferRange ",

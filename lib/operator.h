@@ -39,6 +39,9 @@ class OperatorImpl final : public Operator {
   // order, its indexed offset being the unit's target slot, one of `slots`.
   VKDML_REDUCE_FUNCTION reduce = VKDML_REDUCE_FUNCTION_NONE;
   Plan keys;
+  // Every OutputTensor element (direct offsets) with its slot (`indices` offsets): a scatter
+  // mean divides each by its slot's count.
+  Plan slotWalk;
   UINT unit = 1;
   UINT64 slots = 0;
   // What an out-of-range index component does (VKDML_OPERATOR_OUT_OF_RANGE), and FILL's value:

@@ -41,7 +41,10 @@ Result BuildScatterElements(const DML_SCATTER_OPERATOR_DESC& desc, VKDML_REDUCE_
   op->keys = scatter.plan;
   UINT packed[kMaxDims];
   PackedStrides(dims, output.sizes, packed);
-  for (UINT d = 0; d < dims; ++d) op->keys.indexed[d] = d == axis ? 0 : packed[d];
+  for (UINT d = 0; d < dims; ++d) {
+    op->keys.indexed[d] = d == axis ? 0 : packed[d];
+    op->slotWalk.AddDim(output.sizes[d], output.strides[d], 0, packed[d], 0);
+  }
   op->keys.tupleStride[0] = packed[axis];
   op->reduce = reduce;
   op->unit = 1;

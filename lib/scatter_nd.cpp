@@ -44,8 +44,10 @@ Result BuildScatterND(const DML_SCATTER_ND_OPERATOR_DESC& desc, VKDML_REDUCE_FUN
   copy.maskSkip = skipTargets;
   const UINT lead = input.dims - l.r;
   for (UINT d = 0; d < input.dims; ++d) {
-    UINT slot = skipTargets && d >= lead && d < lead + l.k ? slotStride[d - lead] : 0;
-    copy.plan.AddDim(input.sizes[d], output.strides[d], input.strides[d], slot, 0);
+    const UINT slot = d >= lead && d < lead + l.k ? slotStride[d - lead] : 0;
+    copy.plan.AddDim(input.sizes[d], output.strides[d], input.strides[d], skipTargets ? slot : 0,
+                     0);
+    op->slotWalk.AddDim(output.sizes[d], output.strides[d], 0, slot, 0);
   }
   Pass scatter;
   scatter.kind = Pass::Kind::Scatter;

@@ -1344,48 +1344,57 @@ TEST_CASE("Kernels: ExcludeSelf resets the targets to the reduction's identity f
 }
 
 // MEAN: its sum takes exactly ADD's steps (any family, both modes, ExcludeSelf's reset too),
-// then the tally over the scatter's plan and the division over OutputTensor's span, with the
-// input in the mean unless ExcludeSelf; the tally's scratch region, one word per element, is
-// zeroed each run. Refused on the large path, by name.
+// then the tally over the operator's keys (an update unit each: a ScatterND slice counts once)
+// and the division over every OutputTensor element, with the input in the mean unless
+// ExcludeSelf; the tally's scratch region, a word per target slot, is zeroed each run. Refused
+// on the large path, by name.
 TEST_CASE("Kernels: MEAN is ADD's steps, then a tally and a division", "[kernels]") {
   const DML_TENSOR_DATA_TYPE i32 = DML_TENSOR_DATA_TYPE_INT32;
   for (DML_TENSOR_DATA_TYPE type : {DML_TENSOR_DATA_TYPE_FLOAT16, DML_TENSOR_DATA_TYPE_FLOAT32,
                                     DML_TENSOR_DATA_TYPE_INT8, DML_TENSOR_DATA_TYPE_UINT64}) {
-    for (UINT flags : {0u, UINT(VKDML_EXECUTION_FLAG_DETERMINISTIC)}) {
-      for (bool cpu : {false, true}) {
-        for (BOOL excludeSelf : {0, 1}) {
-          INFO(DataTypeName(type) << ", flags " << flags << (cpu ? ", CPU" : ", GPU")
-                                  << ", ExcludeSelf " << excludeSelf);
-          // OutputTensor strided: its span (2 x 300 elements, a gap after each row of 250).
-          TensorDesc out(type, {2, 250}, {300, 1});
-          OpSpec spec =
-              OpSpec::ScatterElements(TensorDesc(type, {2, 250}), TensorDesc(i32, {2, 80}),
-                                      TensorDesc(type, {2, 80}), out, 1);
-          spec.WithReduce(VKDML_REDUCE_FUNCTION_ADD);
-          spec.excludeSelf = excludeSelf;
-          const Capabilities device = cpu ? CpuDevice() : GpuDevice();
-          const KernelSet add = Choose(spec, device, flags);
-          spec.WithReduce(VKDML_REDUCE_FUNCTION_MEAN);
-          const KernelSet mean = Choose(spec, device, flags);
-          REQUIRE(mean.steps.size() == add.steps.size() + 2);
-          for (size_t i = 0; i < add.steps.size(); ++i) {
-            CHECK(mean.steps[i].plain.module == add.steps[i].plain.module);
-            CHECK(mean.steps[i].plain.spec == add.steps[i].plain.spec);
+    for (bool nd : {false, true}) {
+      for (UINT flags : {0u, UINT(VKDML_EXECUTION_FLAG_DETERMINISTIC)}) {
+        for (bool cpu : {false, true}) {
+          for (BOOL excludeSelf : {0, 1}) {
+            INFO(DataTypeName(type)
+                 << (nd ? ", ScatterND" : ", ScatterElements") << ", flags " << flags
+                 << (cpu ? ", CPU" : ", GPU") << ", ExcludeSelf " << excludeSelf);
+            // ScatterElements: 2 x 250 targets, 160 updates; ScatterND: 40 slices of 16, 30
+            // tuples. OutputTensor strided: a gap after each row.
+            OpSpec spec =
+                nd ? OpSpec::ScatterND(TensorDesc(type, {40, 16}), TensorDesc(i32, {30, 1}),
+                                       TensorDesc(type, {30, 16}),
+                                       TensorDesc(type, {40, 16}, {20, 1}), 2, 2)
+                   : OpSpec::ScatterElements(TensorDesc(type, {2, 250}), TensorDesc(i32, {2, 80}),
+                                             TensorDesc(type, {2, 80}),
+                                             TensorDesc(type, {2, 250}, {300, 1}), 1);
+            spec.WithReduce(VKDML_REDUCE_FUNCTION_ADD);
+            spec.excludeSelf = excludeSelf;
+            const Capabilities device = cpu ? CpuDevice() : GpuDevice();
+            const KernelSet add = Choose(spec, device, flags);
+            spec.WithReduce(VKDML_REDUCE_FUNCTION_MEAN);
+            const KernelSet mean = Choose(spec, device, flags);
+            REQUIRE(mean.steps.size() == add.steps.size() + 2);
+            for (size_t i = 0; i < add.steps.size(); ++i) {
+              CHECK(mean.steps[i].plain.module == add.steps[i].plain.module);
+              CHECK(mean.steps[i].plain.spec == add.steps[i].plain.spec);
+            }
+            const auto& tally = mean.steps[add.steps.size()].plain;
+            const auto& divide = mean.steps[add.steps.size() + 1].plain;
+            CHECK(tally.module == "tally_i32");
+            CHECK(mean.plans[tally.slot].count == (nd ? 30u : 160u));
+            CHECK(divide.module == "mean_e" + std::to_string(DataTypeSize(type)) +
+                                       (device.Packed(DataTypeSize(type)) ? "p" : ""));
+            CHECK(mean.plans[divide.slot].count == (nd ? 640u : 500u));
+            CHECK(divide.spec[VKDML_SPEC_SELF] == UINT(!excludeSelf));
+            CHECK(divide.spec[VKDML_SPEC_ELEMENT_KIND] ==
+                  (type == DML_TENSOR_DATA_TYPE_INT8     ? VKDML_KIND_SIGNED
+                   : type == DML_TENSOR_DATA_TYPE_UINT64 ? VKDML_KIND_UNSIGNED
+                                                         : VKDML_KIND_FLOAT));
+            CHECK(mean.tallyWords == (nd ? 40u : 500u));
+            CHECK(add.tallyWords == 0);
+            CHECK(mean.scratchAt.tally + mean.tallyWords <= mean.scratchWords);
           }
-          const auto& tally = mean.steps[add.steps.size()].plain;
-          const auto& divide = mean.steps[add.steps.size() + 1].plain;
-          CHECK(tally.module == "tally_i32");
-          CHECK(divide.module == "mean_e" + std::to_string(DataTypeSize(type)) +
-                                     (device.Packed(DataTypeSize(type)) ? "p" : ""));
-          CHECK(divide.spec[VKDML_SPEC_SELF] == UINT(!excludeSelf));
-          CHECK(divide.spec[VKDML_SPEC_ELEMENT_KIND] ==
-                (type == DML_TENSOR_DATA_TYPE_INT8     ? VKDML_KIND_SIGNED
-                 : type == DML_TENSOR_DATA_TYPE_UINT64 ? VKDML_KIND_UNSIGNED
-                                                       : VKDML_KIND_FLOAT));
-          CHECK(divide.end == 600 - 50);
-          CHECK(mean.tallyWords == 600 - 50);
-          CHECK(add.tallyWords == 0);
-          CHECK(mean.scratchAt.tally + mean.tallyWords <= mean.scratchWords);
         }
       }
     }
