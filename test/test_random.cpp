@@ -1538,6 +1538,38 @@ TEST_CASE_METHOD(Fixture, "Random scatter means vs the sequential reference",
   CHECK((only || runs > 0));
 }
 
+// MEAN where a target's count reaches 2^16 and more (glsl/divide.glsl's bit-serial division;
+// below 2^16 it divides 16 bits at a time): 80000 updates into 3 rows, about 76000 into row 0,
+// the input in the mean and not, against the sequential reference; floats deterministic,
+// integers any bits.
+TEST_CASE_METHOD(Fixture, "Scatter means over 2^16 and more updates of one element",
+                 "[reduce][mean]") {
+  TypeSweep sweep;  // fails if no type ran, or any was skipped on lavapipe
+  Rng rng(BaseSeed() ^ 0x3E16);
+  const DML_TENSOR_DATA_TYPE it = DML_TENSOR_DATA_TYPE_INT32;
+  for (DML_TENSOR_DATA_TYPE type :
+       {DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_FLOAT64, DML_TENSOR_DATA_TYPE_INT8,
+        DML_TENSOR_DATA_TYPE_INT64, DML_TENSOR_DATA_TYPE_UINT32}) {
+    if (!sweep.Runs(type, VKDML_REDUCE_FUNCTION_MEAN)) continue;
+    for (BOOL excludeSelf : {0, 1}) {
+      TensorDesc in(type, {3, 4}), ix(it, {80000, 4}), upd(type, {80000, 4}), out = in;
+      Case c;
+      c.spec = OpSpec::ScatterElements(in, ix, upd, out, 0);
+      c.spec.WithReduce(VKDML_REDUCE_FUNCTION_MEAN);
+      c.spec.excludeSelf = excludeSelf;
+      std::vector<int64_t> values(80000 * 4);
+      for (int64_t& v : values) v = rng.P(0.95) ? 0 : int64_t(rng.U(1, 2));
+      c.inputs = {RandomBytes(rng, in.Total()), IndexBytes(it, values, ix.Total()),
+                  RandomBytes(rng, upd.Total())};
+      FillReduceValues(rng, in, VKDML_REDUCE_FUNCTION_ADD, false, &c.inputs[0]);
+      FillReduceValues(rng, upd, VKDML_REDUCE_FUNCTION_ADD, false, &c.inputs[2]);
+      if (IsFloat(type)) c.opts.flags = VKDML_EXECUTION_FLAG_DETERMINISTIC;
+      INFO(c.spec.ToString());
+      RunCase(c);
+    }
+  }
+}
+
 // Deterministic scatters large enough for every part of the sort: three and four digit passes
 // (more than 2^16 and 2^24 target slots), a scan over more than one level (more than 8 blocks of
 // keys), and, with one workgroup per dispatch, every sort step's grid-stride loop.
