@@ -23,8 +23,8 @@ std::vector<uint32_t> Spec::Output() const {
 }
 
 const char* Spec::ReduceName() const {
-  const char* names[] = {"none", "add", "mul", "max", "min"};
-  return reduce <= vkdml::VKDML_REDUCE_FUNCTION_MIN ? names[reduce] : "?";
+  const char* names[] = {"none", "add", "mul", "max", "min", "mean"};
+  return reduce <= vkdml::VKDML_REDUCE_FUNCTION_MEAN ? names[reduce] : "?";
 }
 
 const char* Spec::OpName() const {
@@ -187,7 +187,19 @@ std::vector<Spec> MakeSpecs(bool small) {
     c.diagnostic = true;
     outOfRange.push_back(c);
   }
-  for (Spec* r : {&sadd, &seadd, &semax, &semaxh, &ties, &seadd64}) {
+  // Diagnostics: MEAN beside ADD on the same shapes (issue 28: within 1.2x of ADD), each again
+  // deterministic: ADD's kernels, then the count and the division.
+  Spec smean = sadd;
+  smean.name = "scatter-mean-rows-f32";
+  smean.reduce = vkdml::VKDML_REDUCE_FUNCTION_MEAN;
+  smean.peer = "x.index_reduce_(0, i, u, \"mean\")";
+  smean.diagnostic = true;
+  Spec semean = seadd;
+  semean.name = "scatter-elements-mean-axis1-f32";
+  semean.reduce = vkdml::VKDML_REDUCE_FUNCTION_MEAN;
+  semean.peer = "x.scatter_reduce_(1, i, u, \"mean\")";
+  semean.diagnostic = true;
+  for (Spec* r : {&sadd, &seadd, &semax, &semaxh, &ties, &seadd64, &smean, &semean}) {
     add(*r);
     r->name += "-det";
     r->deterministic = true;
@@ -434,7 +446,9 @@ uint64_t CountTargets(const Spec& s, const HostData& h) {
 
 void MakeHostData(const Spec& s, const OpDesc& d, HostData* h, uint64_t seed) {
   size_t es = vkdml::DataTypeSize(s.dtype);
-  const bool integers = s.reduce == vkdml::VKDML_REDUCE_FUNCTION_ADD;
+  // ADD and MEAN sum small integers, exact in any order (the default mode's atomics).
+  const bool integers =
+      s.reduce == vkdml::VKDML_REDUCE_FUNCTION_ADD || s.reduce == vkdml::VKDML_REDUCE_FUNCTION_MEAN;
   h->input.Allocate(d.input.buffer.TotalTensorSizeInBytes);
   if (integers)
     FillIntegers(h->input, es, seed * 3 + 1);
@@ -562,18 +576,22 @@ struct Reference {
     constexpr size_t es = sizeof(T);
     T v, u;
     std::memcpy(&v, h.input.data() + o * es, es);
+    const bool mean = s.reduce == vkdml::VKDML_REDUCE_FUNCTION_MEAN;
+    uint64_t n = 1;  // the values folded
     auto fold = [&](const uint8_t* update) {
       std::memcpy(&u, update, es);
-      if (s.reduce == vkdml::VKDML_REDUCE_FUNCTION_ADD) v = v + u;
+      if (s.reduce == vkdml::VKDML_REDUCE_FUNCTION_ADD || mean) v = v + u;
       if (s.reduce == vkdml::VKDML_REDUCE_FUNCTION_MAX) v = std::isnan(v) || v >= u ? v : u;
+      ++n;
     };
     if (s.kind == OpKind::ScatterND) {
       for (uint32_t r = head[o / slice]; r != UINT32_MAX; r = next[r])
         fold(h.updates.data() + (r * slice + o % slice) * es);
-      return v;
+    } else {
+      for (uint64_t e : UpdatesOf(o)) fold(h.updates.data() + e * es);
     }
-    for (uint64_t e : UpdatesOf(o)) fold(h.updates.data() + e * es);
-    return v;
+    // MEAN: one division, correctly rounded (in double: exact for float32 with these counts).
+    return mean && n > 1 ? T(double(v) / double(n)) : v;
   }
   uint64_t TupleSlot(uint64_t i) const {
     uint64_t off = 0;

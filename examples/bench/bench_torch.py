@@ -35,7 +35,9 @@ CASE_NAMES = [
     "scatter-elements-amax-axis1-f16", "scatter-elements-amax-axis1-f16-det", "latency",
     "latency-host", "elements-axis0-64rows", "elements-axis0-pitch8224", "tuples-f32-4mib",
     "rows-f32-fill", "elements-axis1-f32-fill", "scatter-elements-axis1-f32-drop",
-    "scatter-add-rows-f32-drop", "scatter-elements-add-axis1-f32-drop",
+    "scatter-add-rows-f32-drop", "scatter-elements-add-axis1-f32-drop", "scatter-mean-rows-f32",
+    "scatter-mean-rows-f32-det", "scatter-elements-mean-axis1-f32",
+    "scatter-elements-mean-axis1-f32-det",
 ]
 
 
@@ -106,6 +108,15 @@ def specs(small):
         c = next(c for c in s if c["case"] == name)
         s.append(dict(c, case=f"{name}-{mode}", diagnostic=True,
                       peer=c["peer"] + " (torch has no out-of-range mode)"))
+    # scatter_reduce's mean beside add, on the same shapes (issue 28: within 1.2x of add).
+    for name, case in (("scatter-add-rows-f32", "scatter-mean-rows-f32"),
+                       ("scatter-elements-add-axis1-f32", "scatter-elements-mean-axis1-f32")):
+        c = next(c for c in s if c["case"] == name)
+        peer = ('x.index_reduce_(0, i, u, "mean")' if c["op"] == "ScatterND"
+                else 'x.scatter_reduce_(1, i, u, "mean")')
+        s.append(dict(c, case=case, reduction="mean", diagnostic=True, peer=peer))
+        s.append(dict(c, case=case + "-det", reduction="mean", deterministic=True,
+                      diagnostic=True, peer=peer + " (torch.use_deterministic_algorithms(True))"))
     for c in s:
         c.setdefault("in_place", False)
         c.setdefault("reduction", "none")
@@ -240,7 +251,10 @@ def _reduce_inputs(c, x, device, gen):
         i = torch.randint(0, c["input_shape"][0], (c["indices_shape"][0],), generator=gen)
         i = i.to(device=device, dtype=it)
         notes["bytes"] = min_bytes(c, int(torch.unique(i).numel()) * c["input_shape"][1])
-        fn = lambda: x.index_add_(0, i, u)  # noqa: E731
+        if c["reduction"] == "mean":
+            fn = lambda: x.index_reduce_(0, i, u, "mean")  # noqa: E731
+        else:
+            fn = lambda: x.index_add_(0, i, u)  # noqa: E731
     else:
         axis = c["axis"]
         i = torch.randint(0, c["input_shape"][axis], c["indices_shape"], generator=gen)
@@ -250,6 +264,8 @@ def _reduce_inputs(c, x, device, gen):
         del hit
         if c["reduction"] == "add":
             fn = lambda: x.scatter_add_(axis, i, u)  # noqa: E731
+        elif c["reduction"] == "mean":
+            fn = lambda: x.scatter_reduce_(axis, i, u, "mean")  # noqa: E731
         else:
             fn = lambda: x.scatter_reduce_(axis, i, u, "amax")  # noqa: E731
     if c.get("deterministic"):

@@ -34,7 +34,7 @@ const char kDevicesUsage[] =
     "storage buffer access for 1- and 2-byte data types, which otherwise move in 32-bit words;\n"
     "the timeline semaphore; float64 arithmetic and the 64-bit and float atomics the scatter\n"
     "reductions use). Then what Device::CheckFeatureSupport says of it: the data types it\n"
-    "runs, those whose scatter reductions (ADD, MULTIPLY, MAX, MIN) it runs, and the types\n"
+    "runs, those whose scatter reductions (ADD, MULTIPLY, MAX, MIN, MEAN) it runs, and the types\n"
     "whose binding offsets must be multiples of 4 bytes. '*' marks the device used when\n"
     "--device is not given.\n";
 
@@ -82,7 +82,7 @@ void PrintSupport(size_t index) {
         d.IsSupported)
       types += name;
     bool every = true;
-    for (UINT f = VKDML_REDUCE_FUNCTION_ADD; f <= VKDML_REDUCE_FUNCTION_MIN; ++f) {
+    for (UINT f = VKDML_REDUCE_FUNCTION_ADD; f <= VKDML_REDUCE_FUNCTION_MEAN; ++f) {
       VKDML_FEATURE_QUERY_REDUCTION_SUPPORT rq = {type, VKDML_REDUCE_FUNCTION(f)};
       VKDML_FEATURE_DATA_REDUCTION_SUPPORT rd = {};
       every = every &&

@@ -99,6 +99,8 @@ bool ReduceFunction(const std::string& reduction, npy::DType t, VKDML_REDUCE_FUN
     *out = VKDML_REDUCE_FUNCTION_MAX;
   else if (reduction == "min")
     *out = VKDML_REDUCE_FUNCTION_MIN;
+  else if (reduction == "mean" && !b)  // PyTorch's scatter_reduce mean (no bool: it divides)
+    *out = VKDML_REDUCE_FUNCTION_MEAN;
   else
     return false;
   return true;
@@ -374,7 +376,8 @@ std::string MapOnnxOperator(const OnnxOptions& a, const ArrayRef& in, const Arra
   if (a.reduction != "none") {  // vkdml's reduce operators, with the same tensors
     VKDML_REDUCE_FUNCTION f = VKDML_REDUCE_FUNCTION_MIN;
     if (!ReduceFunction(a.reduction, in.dtype, &f))
-      return "reduction is '" + a.reduction + "', expected none, add, mul, max or min";
+      return "reduction is '" + a.reduction + "', expected none, add, mul, max, min or mean" +
+             (a.reduction == "mean" ? " (mean divides: not on bool)" : "");
     const auto& nd = m->scatterNd;
     const auto& se = m->scatterElements;
     m->scatterNdReduce = {nd.InputTensor,

@@ -75,8 +75,9 @@ struct OnnxOptions {
   const std::string& Label() const { return opLabel.empty() ? op : opLabel; }
 };
 
-// The reduce function ONNX's reduction ("add", "mul", "max", "min") is on elements of dtype t:
-// bool's add and mul are NumPy's or and and (MAX and MIN). False for any other name.
+// The reduce function ONNX's reduction ("add", "mul", "max", "min"), or PyTorch's "mean", is on
+// elements of dtype t: bool's add and mul are NumPy's or and and (MAX and MIN), and it has no
+// mean. False for any other name.
 bool ReduceFunction(const std::string& reduction, npy::DType t, vkdml::VKDML_REDUCE_FUNCTION* out);
 
 // The ONNX operator, mapped onto DirectML: tensors in binding order and the output's ONNX shape.

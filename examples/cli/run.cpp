@@ -22,7 +22,7 @@ namespace {
 
 const char kRunUsage[] =
     "usage: vkdml run OP --input IN.npy --indices IDX.npy [--updates UPD.npy] [--axis N]\n"
-    "                 [--batch-dims N] [--reduction none|add|mul|max|min] [--deterministic]\n"
+    "                 [--batch-dims N] [--reduction none|add|mul|max|min|mean] [--deterministic]\n"
     "                 [--include-self true|false] [--out-of-range clamp|fill|drop|error]\n"
     "                 [--fill-value V]\n"
     "                 --output OUT.npy [--device N] [--check-indices] [--quiet]\n"
@@ -40,7 +40,9 @@ const char kRunUsage[] =
     "Scatter options:\n"
     "  --reduction R      none (default: the update replaces the element), add, mul, max or\n"
     "                     min (ONNX's reduction: each update combined with its target, in the\n"
-    "                     element type; bool add and mul are or and and, as NumPy's)\n"
+    "                     element type; bool add and mul are or and and, as NumPy's), or mean\n"
+    "                     (torch.scatter_reduce's: the sum divided once by the number of\n"
+    "                     values; integers round toward -infinity; not bool)\n"
     "  --include-self B   with a reduction: false starts each element an update reaches\n"
     "                     from the reduction's identity instead of the input's value\n"
     "                     (torch.scatter_reduce's include_self; default true)\n"
@@ -223,12 +225,14 @@ int CheckOperator(const RunArgs& a) {
   bool elements = op == "gather-elements" || op == "scatter-elements";
   if (a.reduction != "none") {
     if (a.reduction != "add" && a.reduction != "mul" && a.reduction != "min" &&
-        a.reduction != "max")
-      return Error("--reduction is '" + a.reduction + "', expected none, add, mul, max or min");
+        a.reduction != "max" && a.reduction != "mean")
+      return Error("--reduction is '" + a.reduction +
+                   "', expected none, add, mul, max, min or mean");
     if (!scatter) return Error("--reduction does not apply to " + op);
   }
   if (a.excludeSelf && a.reduction == "none")
-    return Error("--include-self false applies to a reduction (--reduction add, mul, max or min)");
+    return Error(
+        "--include-self false applies to a reduction (--reduction add, mul, max, min or mean)");
   const std::string& mode = a.outOfRangeName;
   if (mode != "clamp" && mode != "fill" && mode != "drop" && mode != "error")
     return Error("--out-of-range is '" + mode + "', expected clamp, fill, drop or error");

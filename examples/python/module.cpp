@@ -143,7 +143,9 @@ class PyDevice {
     const npy::DType t = ParseDType(dtype, "dtype");
     VKDML_REDUCE_FUNCTION f = VKDML_REDUCE_FUNCTION_MIN;
     if (!cli::ReduceFunction(reduction, t, &f))
-      throw py::value_error("reduction is '" + reduction + "', expected add, mul, max or min");
+      throw py::value_error("reduction is '" + reduction +
+                            "', expected add, mul, max, min or mean" +
+                            (reduction == "mean" ? " (mean divides: not on bool)" : ""));
     VKDML_FEATURE_QUERY_REDUCTION_SUPPORT q = {cli::DataType(t), f};
     VKDML_FEATURE_DATA_REDUCTION_SUPPORT d = {};
     Check(state_->device->CheckFeatureSupport(VKDML_FEATURE_REDUCTION_SUPPORT, sizeof q, &q,

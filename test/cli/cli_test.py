@@ -479,7 +479,7 @@ def group_errors():
                  run("gather-elements", *base, "--reduction", "add"), 2,
                  "--reduction does not apply to gather-elements")
     expect_error("bad --reduction", run("scatter-nd", *base, "--reduction", "sum"), 2,
-                 "--reduction is 'sum', expected none, add, mul, max or min")
+                 "--reduction is 'sum', expected none, add, mul, max, min or mean")
     expect_error("--deterministic on gather-nd", run("gather-nd", *base, "--deterministic"), 2,
                  "--deterministic does not apply to gather-nd (a gather is deterministic)")
     expect_error("unknown operator", run("gatherx", *base), 2, "unknown operator 'gatherx'")
@@ -692,6 +692,24 @@ def group_reduce():
                                                           "--include-self", "false"])
             expect_ok(f"scatter-nd {np.dtype(dtype).name} {red} --include-self false", p, got,
                       ref_scatter_reduce(data, idx, upd, red, include_self=False))
+    # --reduction mean: the sum divided once (floats rounded once, integers toward -infinity),
+    # with the input (and without: --include-self false).
+    for n, dtype in enumerate((np.float16, np.float32, np.float64, np.int8, np.int64, np.uint16)):
+        for det in (True, False):
+            for self_ in ("true", "false"):
+                data = reduce_values(dtype, (5, 3), "mean", not det, n)
+                idx = rng.integers(-5, 5, (9, 3)).astype(np.int32)
+                upd = reduce_values(dtype, (9, 3), "mean", not det, n + 400)
+                extra = ["--reduction", "mean", "--axis", "0", "--include-self", self_]
+                p, got = run_op("scatter-elements", data, idx, upd,
+                                extra + (["--deterministic"] if det else []))
+                expect_ok(f"scatter-elements {np.dtype(dtype).name} mean --include-self {self_}"
+                          f"{' --deterministic' if det else ''}", p, got,
+                          ref_scatter_reduce(data, idx, upd, "mean", axis=0,
+                                             include_self=self_ == "true"))
+    p, got = run_op("scatter-nd", np.zeros((3, 2), np.bool_), np.zeros((1, 1), np.int64),
+                    np.ones((1, 2), np.bool_), ["--reduction", "mean"])
+    expect_error("--reduction mean on bool", p, 2, "(mean divides: not on bool)")
     p, got = run_op("scatter-nd", data, idx, upd, ["--include-self", "false"])
     expect_error("--include-self false without a reduction", p, 2,
                  "--include-self false applies to a reduction")

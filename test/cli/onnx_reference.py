@@ -134,8 +134,8 @@ def identity(dtype, red):
     """The reduction's identity in dtype, as torch.scatter_reduce(include_self=False) starts a
     target from: add 0 (bool: False), mul 1, max the least value, min the greatest."""
     dt = np.dtype(dtype)
-    if red == "add" or red == "mul":
-        return np.asarray(0 if red == "add" else 1, dt)
+    if red in ("add", "mul", "mean"):
+        return np.asarray(1 if red == "mul" else 0, dt)
     if dt.kind == "f":
         return np.asarray(-np.inf if red == "max" else np.inf, dt)
     if dt.kind == "b":
@@ -146,8 +146,9 @@ def identity(dtype, red):
 
 def ref_scatter_reduce(data, indices, updates, red, axis=None, drop=False, include_self=True):
     """ONNX's ScatterND (axis None) or ScatterElements with a reduction: NumPy's ufunc.at, which
-    applies the updates one at a time in C order (clamped indices, as the library's).
-    include_self=False: each target an update reaches starts from the identity instead."""
+    applies the updates one at a time in C order (clamped indices, as the library's); "mean"
+    (torch.scatter_reduce's) sums so and then divides. include_self=False: each target an update
+    reaches starts from the identity instead."""
     out = np.array(data, order="C")
     targets, values = [], []
     for pos in np.ndindex(*(indices.shape if axis is not None else indices.shape[:-1])):
@@ -166,7 +167,20 @@ def ref_scatter_reduce(data, indices, updates, red, axis=None, drop=False, inclu
         for dst in targets:
             out[dst] = identity(out.dtype, red)
     for dst, v in zip(targets, values):
-        UFUNC[red].at(out, dst, v)
+        UFUNC["add" if red == "mean" else red].at(out, dst, v)
+    if red == "mean":  # each target reached: the sum divided once by its number of values
+        count = np.zeros(out.shape, np.int64)
+        for dst in targets:
+            count[dst] += 1
+        reached = count > 0
+        n = count[reached] + (1 if include_self else 0)
+        total = out[reached]
+        if out.dtype.kind == "f":  # float64's quotient, rounded once more: exact for these n
+            out[reached] = (total.astype(np.float64) / n).astype(out.dtype)
+        elif out.dtype.kind == "i":  # rounded toward -infinity, as torch's floor division
+            out[reached] = (total.astype(np.int64) // n).astype(out.dtype)
+        else:
+            out[reached] = (total.astype(np.uint64) // n.astype(np.uint64)).astype(out.dtype)
     return out
 
 
@@ -175,6 +189,8 @@ def reduce_values(dtype, shape, red, order_free, seed):
     payloads depend on the CPU); in the default mode ones whose result cannot depend on the
     order: small integers for float add and mul, no -0 or NaN for max and min."""
     rng = np.random.default_rng(seed)
+    if red == "mean":  # a sum, then a division
+        red = "add"
     if np.issubdtype(dtype, np.floating):
         if red in ("add", "mul") and order_free:
             choices = [-1, 1] if dtype == np.float16 or red == "mul" else [-2, -1, 1, 2, 3]

@@ -21,11 +21,22 @@ DATA_TYPES = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint
               np.uint64, np.float16, np.float32, np.float64]
 INDEX_TYPES = [np.int32, np.int64, np.uint32, np.uint64, np.int8, np.int16, np.uint8,
                np.uint16]
-REDUCTIONS = ["add", "mul", "max", "min"]
+REDUCTIONS = ["add", "mul", "max", "min", "mean"]
 
 
 def name(t):
     return np.dtype(t).name
+
+
+def reduces(device, dtype, reduction):
+    """Whether device runs reduction on dtype; bool has no mean (a ValueError that says so)."""
+    if reduction == "mean" and dtype == np.bool_:
+        with pytest.raises(ValueError, match=r"\(mean divides: not on bool\)"):
+            device.supports_reduction(dtype, reduction)
+        with pytest.raises(ValueError, match=r"\(mean divides: not on bool\)"):
+            vkdml.scatter_nd(np.zeros(2, np.bool_), [[0]], [True], reduction="mean")
+        return False
+    return device.supports_reduction(dtype, reduction)
 
 
 def random_shape(rng, rank, low=1, high=5):
@@ -123,7 +134,7 @@ def test_scatter_reductions(device, dtype, reduction, deterministic):
     """Duplicate targets, against NumPy's ufunc.at (the updates one at a time in C order): bit
     for bit in deterministic mode; in the default mode with values whose result cannot depend
     on the order."""
-    if not device.supports_reduction(dtype, reduction):
+    if not reduces(device, dtype, reduction):
         pytest.skip(f"{device.name} runs no {reduction} on {name(dtype)}")
     rng = np.random.default_rng(6)
     x = reduce_values(dtype, (5, 4), reduction, not deterministic, seed=1)
@@ -144,7 +155,7 @@ def test_scatter_reductions(device, dtype, reduction, deterministic):
 def test_include_self_false(device, dtype, reduction, deterministic):
     """include_self=False: each element an update reaches starts from the reduction's identity,
     the others keep x's value; against ufunc.at from the identity, on both scatters."""
-    if not device.supports_reduction(dtype, reduction):
+    if not reduces(device, dtype, reduction):
         pytest.skip(f"{device.name} runs no {reduction} on {name(dtype)}")
     rng = np.random.default_rng(31)
     x = reduce_values(dtype, (6, 4), reduction, not deterministic, seed=4)
@@ -217,7 +228,7 @@ def test_out_of_range_fill(device, dtype):
 def test_out_of_range_drop(device, dtype, reduction, deterministic):
     """out_of_range="drop" on both scatters, every reduction, duplicate targets: the updates
     with an index out of range are skipped, the rest as ufunc.at applies them."""
-    if reduction != "none" and not device.supports_reduction(dtype, reduction):
+    if reduction != "none" and not reduces(device, dtype, reduction):
         pytest.skip(f"{device.name} runs no {reduction} on {name(dtype)}")
     rng = np.random.default_rng(29)
     red = "add" if reduction == "none" else reduction  # the values' kind, for reduce_values
@@ -338,7 +349,7 @@ def test_large_path_every_mode():
             deterministic = case < 60
             dtype = DATA_TYPES[int(rng.integers(len(DATA_TYPES)))] if deterministic \
                 else np.float64
-            reduction = REDUCTIONS[case % 4]
+            reduction = REDUCTIONS[case % 4]  # not mean: it refuses the large path (below)
             if not d.supports_reduction(dtype, reduction):
                 continue
             rows = int(rng.integers(200, 600))  # past every window, even of 1-byte elements
@@ -353,6 +364,12 @@ def test_large_path_every_mode():
             nd_upd = upd
             got = vkdml.scatter_nd(x, nd_idx, nd_upd, **kw)
             assert same(got, ref_scatter_reduce(x, nd_idx, nd_upd, reduction)), (case, name(dtype))
+        # mean does not run on the large path: refused, by name.
+        x = np.zeros((600, 3), np.float32)
+        with pytest.raises(vkdml.UnsupportedError,
+                           match="VKDML_REDUCE_FUNCTION_MEAN does not run on the large path"):
+            vkdml.scatter_elements(x, np.zeros((4, 3), np.int64), np.ones((4, 3), np.float32),
+                                   reduction="mean", device=wide)
 
 
 # --- layouts: NumPy's result whatever the array's memory looks like -----------------------
@@ -635,7 +652,8 @@ def test_device_queries(device):
     assert device.supports_reduction(np.int32, "add")
     with pytest.raises(TypeError, match="dtype is complex128, expected one of"):
         device.supports(np.complex128)
-    with pytest.raises(ValueError, match="reduction is 'none', expected add, mul, max or min"):
+    with pytest.raises(ValueError,
+                       match="reduction is 'none', expected add, mul, max, min or mean"):
         device.supports_reduction(np.float32, "none")
     assert vkdml.default_device() is device
     assert repr(device.tensor(np.zeros(2))).startswith("vkdml.Tensor(shape=(2,), dtype=float64")
@@ -697,7 +715,7 @@ def test_torch(device):
     perm = torch.from_numpy(np.stack([rng.permutation(6)[:4] for _ in range(5)], axis=1))
     src = torch.from_numpy(rng.standard_normal((4, 5)).astype(np.float32))
     assert same(vkdml.scatter_elements(tx, perm, src), torch.scatter(tx, 0, perm, src).numpy())
-    names = {"add": "sum", "mul": "prod", "max": "amax", "min": "amin"}
+    names = {"add": "sum", "mul": "prod", "max": "amax", "min": "amin", "mean": "mean"}
     for dtype, tdtype in [(np.float32, torch.float32), (np.int64, torch.int64),
                           (np.float64, torch.float64), (np.int32, torch.int32)]:
         for red in REDUCTIONS:

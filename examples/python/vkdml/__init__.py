@@ -26,7 +26,7 @@ from ._vkdml import run as _run
 __all__ = ["Device", "Tensor", "Error", "UnsupportedError", "gather", "gather_elements",
            "gather_nd", "scatter_elements", "scatter_nd", "default_device"]
 
-_REDUCTIONS = ("none", "add", "mul", "max", "min")
+_REDUCTIONS = ("none", "add", "mul", "max", "min", "mean")
 # dml.h's VKDML_OUT_OF_RANGE_MODE: what an out-of-range index does.
 _OUT_OF_RANGE = {"clamp": 0, "fill": 1, "drop": 2, "error": 3}
 
@@ -185,7 +185,7 @@ def _call(op, label, x, indices, updates=None, axis=0, batch_dims=0, reduction="
     if not isinstance(include_self, (bool, np.bool_)):
         raise TypeError(f"include_self is {include_self!r}, expected a bool")
     if not include_self and reduction == "none":
-        raise ValueError("include_self=False applies to a reduction (add, mul, max, min); "
+        raise ValueError("include_self=False applies to a reduction (add, mul, max, min, mean); "
                          "reduction is 'none'")
     if out_of_range not in _OUT_OF_RANGE:
         raise ValueError(f"out_of_range is {out_of_range!r}, expected one of "
@@ -265,7 +265,8 @@ def scatter_elements(x, indices, updates, axis=0, reduction="none", deterministi
                      check_indices=False, device=None, out=None, out_of_range="clamp",
                      fill_value=None, include_self=True):
     """ONNX ScatterElements (torch.scatter / scatter_reduce): x with updates written at
-    indices along axis, or combined with reduction add, mul, max or min. deterministic: the
+    indices along axis, or combined with reduction add, mul, max or min, or averaged with
+    "mean" (torch.scatter_reduce's: integers round toward -infinity). deterministic: the
     updates applied in indices' row-major order, the same bits every run. out: where the
     result goes (a device tensor, x itself for in place; or a NumPy array). out_of_range:
     "clamp" (DirectML's), "drop" (the update is skipped, as JAX's mode="drop") or "error".
