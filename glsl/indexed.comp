@@ -4,9 +4,9 @@
 // slices it overwrites, which its copy pass then skips); KEYS writes each element's indexed
 // offset (its target slot) and its loop index for the sort of a deterministic scatter (LARGE:
 // over the scatter's own plan, the target's element in the window); TALLY_PASS counts, over the
-// same keys, the update units of each target slot of a scatter mean (glsl/mean.comp divides). ELEM is the element size
-// in bytes (1, 2, 4, 8, or 16 for widened plans): the kernel moves bytes and never looks at data
-// types.
+// same keys, the update units of each target slot of a scatter mean (glsl/mean.comp divides).
+// ELEM is the element size in bytes (1, 2, 4, 8, or 16 for widened plans): the kernel moves
+// bytes and never looks at data types.
 // INDEX64 selects 64-bit index loads. LARGE: the large path (interface.h: LargePush), where a
 // dispatch moves only the elements whose indexed side it owns. kDrop: an element with an index
 // out of range is skipped (a scatter, a mark, and a sort key after every target) or, by a gather,

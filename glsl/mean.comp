@@ -3,8 +3,8 @@
 // reduction's kernels) and its count per target slot (glsl/indexed.comp, TALLY_PASS): over every
 // OutputTensor element (the plan's direct offsets, its slot the indices offset), each that
 // updates reached is divided by their number, plus one where its input value is in the mean
-// (kSelf), as glsl/divide.glsl divides. ELEM 1, 2 (WORDS
-// where packed), 4 or 8; kKind says float, signed or unsigned. Not on the large path.
+// (kSelf), as glsl/divide.glsl divides. ELEM 1, 2 (WORDS where packed), 4 or 8; kKind says
+// float, signed or unsigned. Not on the large path.
 #extension GL_GOOGLE_include_directive : require
 #include "elem.glsl"
 

@@ -124,9 +124,9 @@ void ListReduceModules(const ModuleSink& sink);
 bool ChooseTies(Choice& c, const Plan& plan, Result* result);
 void ListTiesModules(const ModuleSink& sink);
 
-// kernel_mean.cpp: a scatter mean's count of updates per target and its division, after the
-// pass's sum.
-Result ChooseMean(Choice& c, const Pass& pass);
+// kernel_mean.cpp: a scatter mean's count of update units per target slot and its division,
+// after the scatter pass's sum.
+Result ChooseMean(Choice& c);
 void ListMeanModules(const ModuleSink& sink);
 
 // kernel_large.cpp: what the large path cannot run (refused before any family is asked);

@@ -19,14 +19,14 @@ std::string MeanModule(const std::string& elem) {
 
 }  // namespace
 
-Result ChooseMean(Choice& c, const Pass& pass) {
+Result ChooseMean(Choice& c) {
   Plan keys = c.op.keys, walk = c.op.slotWalk;
   keys.Simplify();
   walk.Simplify();
   const bool self = !c.op.excludeSelf;
-  if (self && pass.plan.count >= 0xFFFFFFFFu)  // a count, plus the input, must fit 32 bits
+  if (self && keys.count >= 0xFFFFFFFFu)  // a slot's count, plus the input, must fit 32 bits
     return Fail(Status::Unsupported, c.op.name,
-                ": VKDML_REDUCE_FUNCTION_MEAN over 2^32 - 1 or more update elements is not "
+                ": VKDML_REDUCE_FUNCTION_MEAN over 2^32 - 1 or more update units is not "
                 "supported");
   Step step;
   step.kind = Pass::Kind::Scatter;  // bound as the scatter is
