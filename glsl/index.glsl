@@ -62,20 +62,7 @@ uint clampIndex(uvec2 v, uint n, uint position) {
 }
 
 #if LARGE
-// 64-bit unsigned arithmetic on (low, high) words, for the indexed side's offsets.
-uvec2 wideProduct(uint a, uint b) {
-  uint high, low;
-  umulExtended(a, b, high, low);
-  return uvec2(low, high);
-}
-uvec2 wideSum(uvec2 a, uvec2 b) {
-  uint carry;
-  const uint low = uaddCarry(a.x, b.x, carry);
-  return uvec2(low, a.y + b.y + carry);
-}
-bool wideBelow(uvec2 a, uvec2 b) {
-  return a.y < b.y || (a.y == b.y && a.x < b.x);
-}
+#include "wide.glsl"  // the indexed side's 64-bit offsets
 
 // locate() on the large path (interface.h: LargePush): loop element i of this dispatch's chunk
 // is element lpc.start + i of the plan's loop. A chunk is a run of one dimension's coordinates
@@ -100,7 +87,7 @@ uvec4 locate(uint p, uint i) {
     direct += c * VKDML_AT(plans[p].direct, d);
     indices += c * VKDML_AT(plans[p].indices, d);
     position += c * VKDML_AT(plans[p].position, d);
-    indexed = wideSum(indexed, wideProduct(c, VKDML_AT(plans[p].indexed, d)));
+    indexed = add2x32(indexed, product2x32(c, VKDML_AT(plans[p].indexed, d)));
   }
   indices -= lpc.indicesStart;
   bool dropped = false;
@@ -108,11 +95,11 @@ uvec4 locate(uint p, uint i) {
     const uint v = clampIndex(readIndex(indices + j * plans[p].componentStride),
                               VKDML_AT(plans[p].tupleSize, j), position + j);
     dropped = dropped || (kDrop && v == VKDML_DROPPED);
-    indexed = wideSum(indexed, wideProduct(v, VKDML_AT(plans[p].tupleStride, j)));
+    indexed = add2x32(indexed, product2x32(v, VKDML_AT(plans[p].tupleStride, j)));
   }
   const bool owned = !dropped &&
-                     !wideBelow(indexed, uvec2(lpc.indexedOwn[0], lpc.indexedOwn[1])) &&
-                     wideBelow(indexed, uvec2(lpc.indexedEnd[0], lpc.indexedEnd[1]));
+                     !less2x32(indexed, uvec2(lpc.indexedOwn[0], lpc.indexedOwn[1])) &&
+                     less2x32(indexed, uvec2(lpc.indexedEnd[0], lpc.indexedEnd[1]));
   return uvec4(direct - lpc.directStart, owned ? indexed.x - lpc.indexedStart[0] : VKDML_NOT_OWNED,
                indices, dropped ? 1u : 0u);
 }

@@ -24,10 +24,10 @@ void main() {
       c = rest - q * VKDML_AT(plans[pc.plan].sizes, d);
       rest = q;
     }
-    offset = wideSum(offset, wideProduct(c, VKDML_AT(plans[pc.plan].indices, d)));
+    offset = add2x32(offset, product2x32(c, VKDML_AT(plans[pc.plan].indices, d)));
   }
-  if (wideBelow(offset, uvec2(lpc.indexedOwn[0], lpc.indexedOwn[1])) ||
-      !wideBelow(offset, uvec2(lpc.indexedEnd[0], lpc.indexedEnd[1])))
+  if (less2x32(offset, uvec2(lpc.indexedOwn[0], lpc.indexedOwn[1])) ||
+      !less2x32(offset, uvec2(lpc.indexedEnd[0], lpc.indexedEnd[1])))
     return;
   const uvec2 value = readIndex(offset.x - lpc.indexedStart[0]);
 #else

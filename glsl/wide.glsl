@@ -1,8 +1,14 @@
 // 64-bit unsigned arithmetic on (low, high) words in 32-bit integers, for devices without
-// shaderInt64: glsl/soft_float64.glsl's float64 and glsl/divide.glsl's division.
+// shaderInt64: glsl/soft_float64.glsl's float64, glsl/divide.glsl's division and the large
+// path's 64-bit offsets (glsl/index.glsl).
 #ifndef VKDML_WIDE_GLSL
 #define VKDML_WIDE_GLSL
 
+uvec2 product2x32(uint a, uint b) {  // a * b, whole
+  uint high, low;
+  umulExtended(a, b, high, low);
+  return uvec2(low, high);
+}
 uvec2 add2x32(uvec2 a, uvec2 b) {
   uint carry;
   const uint low = uaddCarry(a.x, b.x, carry);
