@@ -651,7 +651,7 @@ void ApplyWrites(DML_TENSOR_DATA_TYPE type, const std::vector<ScatterWrite>& wri
   for (const ScatterWrite& w : writes)
     if (w.inRange || !drop) {
       Reduce(type, f, out + w.outOffset, upd + w.updOffset);
-      ++counts[w.outOffset];
+      if (mean) ++counts[w.outOffset];
     }
   if (mean)
     for (const auto& [offset, count] : counts) Divide(type, out + offset, count + !excludeSelf);
