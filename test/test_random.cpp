@@ -1420,6 +1420,32 @@ bool RunReduceCase(Rng& rng, Op op, UINT D, DML_TENSOR_DATA_TYPE dt, DML_TENSOR_
   return RunCase(c);
 }
 
+// One case of a reduction sweep, its shape and device switch drawn from rng and seed (both
+// sweeps below draw them so): in place 1 case in 4; a third of the ScatterElements cases have
+// long lines (the line kernels' shape), most of them with the line kernels forced on, half of
+// those spreading their duplicates over the whole line (a few updates per target, as random
+// indices give: the line kernels' short buckets), half crowding them onto one or two targets
+// (hundreds per target: their sort of the whole line); the others one switch or none.
+bool RunSweepCase(Rng& rng, uint64_t seed, uint64_t counter, Op op, DML_TENSOR_DATA_TYPE dt,
+                  DML_TENSOR_DATA_TYPE it, VKDML_REDUCE_FUNCTION f, bool deterministic, bool drop,
+                  bool excludeSelf, bool tiny = false) {
+  const bool inPlace = rng.P(0.25);
+  const bool longLines = op == Op::ScatterElements && rng.P(0.33);
+  const uint64_t knob = longLines && rng.P(0.7) ? 2 : rng.U(0, 5);
+  const bool spread = longLines && (seed >> 7) % 2 == 1;
+  ScopedSwitch atomics("VKDML_ATOMICS", knob == 0 ? "32" : "");
+  ScopedSwitch groups("VKDML_MAX_GROUPS", knob == 1 ? "1" : "");
+  ScopedLines lines(knob == 2);
+  ScopedSwitch nativeFloat32("VKDML_NATIVE_FLOAT32", knob == 3 ? "1" : "");
+  INFO((knob == 0   ? "VKDML_ATOMICS=32"
+        : knob == 1 ? "VKDML_MAX_GROUPS=1"
+        : knob == 2 ? "VKDML_SCATTER_LINES=1"
+        : knob == 3 ? "VKDML_NATIVE_FLOAT32=1"
+                    : ""));
+  return RunReduceCase(rng, op, UINT(1 + counter % 8), dt, it, f, deterministic, inPlace, longLines,
+                       spread, drop, excludeSelf, tiny);
+}
+
 }  // namespace
 
 // Every data type x index type x reduction, in both modes, on ScatterND and ScatterElements
@@ -1450,29 +1476,10 @@ TEST_CASE_METHOD(Fixture, "Random scatters with a reduction vs the sequential re
           Rng rng(seed);
           INFO("seed " << seed << " (VKDML_TEST_SEED=" << base << ", case " << counter << ")");
           if (!sweep.Runs(dt, f)) continue;
-          const bool inPlace = rng.P(0.25);
-          // A third of the ScatterElements cases have long lines (the line kernels' shape),
-          // most of them with the line kernels forced on.
-          const bool longLines = op == Op::ScatterElements && rng.P(0.33);
-          const uint64_t knob = longLines && rng.P(0.7) ? 2 : rng.U(0, 5);
-          // Half of those spread their duplicates over the whole line (a few updates per
-          // target, as random indices give: the line kernels' short buckets), half crowd them
-          // onto one or two targets (hundreds per target: their sort of the whole line).
-          const bool spread = longLines && (seed >> 7) % 2 == 1;
-          ScopedSwitch atomics("VKDML_ATOMICS", knob == 0 ? "32" : "");
-          ScopedSwitch groups("VKDML_MAX_GROUPS", knob == 1 ? "1" : "");
-          ScopedLines lines(knob == 2);
-          ScopedSwitch nativeFloat32("VKDML_NATIVE_FLOAT32", knob == 3 ? "1" : "");
-          INFO((knob == 0   ? "VKDML_ATOMICS=32"
-                : knob == 1 ? "VKDML_MAX_GROUPS=1"
-                : knob == 2 ? "VKDML_SCATTER_LINES=1"
-                : knob == 3 ? "VKDML_NATIVE_FLOAT32=1"
-                            : ""));
           ++runs;
           const bool drop = (seed >> 13) % 4 == 0;  // VKDML_OUT_OF_RANGE_MODE_DROP
           const bool excludeSelf = (seed >> 17) % 3 == 0;
-          if (!RunReduceCase(rng, op, UINT(1 + counter % 8), dt, it, f, deterministic, inPlace,
-                             longLines, spread, drop, excludeSelf))
+          if (!RunSweepCase(rng, seed, counter, op, dt, it, f, deterministic, drop, excludeSelf))
             ++failures;
           REQUIRE(failures < 8);
         }
@@ -1508,26 +1515,13 @@ TEST_CASE_METHOD(Fixture, "Random scatter means vs the sequential reference",
         Rng rng(seed);
         INFO("seed " << seed << " (VKDML_TEST_SEED=" << base << ", case " << counter << ")");
         if (!sweep.Runs(dt, VKDML_REDUCE_FUNCTION_MEAN)) continue;
-        const bool inPlace = rng.P(0.25);
-        const bool longLines = op == Op::ScatterElements && rng.P(0.33);
-        const uint64_t knob = longLines && rng.P(0.7) ? 2 : rng.U(0, 5);
-        const bool spread = longLines && (seed >> 7) % 2 == 1;
-        ScopedSwitch atomics("VKDML_ATOMICS", knob == 0 ? "32" : "");
-        ScopedSwitch groups("VKDML_MAX_GROUPS", knob == 1 ? "1" : "");
-        ScopedLines lines(knob == 2);
-        ScopedSwitch nativeFloat32("VKDML_NATIVE_FLOAT32", knob == 3 ? "1" : "");
-        INFO((knob == 0   ? "VKDML_ATOMICS=32"
-              : knob == 1 ? "VKDML_MAX_GROUPS=1"
-              : knob == 2 ? "VKDML_SCATTER_LINES=1"
-              : knob == 3 ? "VKDML_NATIVE_FLOAT32=1"
-                          : ""));
         ++runs;
         const bool drop = (seed >> 13) % 4 == 0;
         const bool tiny = IsFloat(dt) && (seed >> 19) % 3 == 0;  // with their inputs
         const bool excludeSelf = !tiny && (seed >> 17) % 2 == 0;
         INFO((tiny ? "denormal quotients" : ""));
-        if (!RunReduceCase(rng, op, UINT(1 + counter % 8), dt, it, VKDML_REDUCE_FUNCTION_MEAN,
-                           deterministic, inPlace, longLines, spread, drop, excludeSelf, tiny))
+        if (!RunSweepCase(rng, seed, counter, op, dt, it, VKDML_REDUCE_FUNCTION_MEAN, deterministic,
+                          drop, excludeSelf, tiny))
           ++failures;
         REQUIRE(failures < 8);
       }
