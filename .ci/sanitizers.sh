@@ -1,7 +1,8 @@
 #!/bin/sh
 # The whole test suite once more, built by clang with AddressSanitizer (LeakSanitizer included)
 # and UndefinedBehaviorSanitizer, every report fatal (but its reruns on the minimum-limits
-# device, which run the same host code); the same tree also builds the libFuzzer targets that
+# device, which run the same host code), each random sweep on a third of its cases
+# (.ci/test-share.sh); the same tree also builds the libFuzzer targets that
 # .ci/fuzz.sh runs. Usage: .ci/sanitizers.sh [BUILD_DIR] (default build-sanitize).
 set -eu
 cd "$(dirname "$0")/.."
@@ -12,5 +13,7 @@ CC=clang CXX=clang++ cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVK
 cmake --build "$dir" -j2
 built=$(date +%s)
 . .ci/sanitizer-env.sh
+share_of=3
+. .ci/test-share.sh
 ctest --test-dir "$dir" --output-on-failure --no-tests=error -j2 -LE min_limits
 echo "sanitizers: built in $((built - start)) s, suite passed in $(($(date +%s) - built)) s"

@@ -32,7 +32,11 @@ cmake -DVKDML_TEST_DRIVER_FILES="$icd" "$build" >/dev/null
 cmake --build "$build" -j2
 VK_DRIVER_FILES="$icd" VK_ICD_FILENAMES="$icd" "$build/examples/vkdml" devices
 # Not the minimum-limits device's reruns: that device forwards to the tests' driver, and its
-# point (every layout and pipeline within Vulkan's minimums) is made on lavapipe.
+# point (every layout and pipeline within Vulkan's minimums) is made on lavapipe. Each random
+# sweep on half its cases (.ci/test-share.sh): SwiftShader compiles every pipeline anew in each
+# process, and the whole suite would take most of CI's time.
+share_of=2
+. .ci/test-share.sh
 ctest --test-dir "$build" --output-on-failure --no-tests=error -j2 -LE min_limits
 # What each test skipped, and why (its own words, from ctest's log).
 awk '/^[0-9]+\/[0-9]+ Testing: / { sub(/^[^:]*: /, ""); test = $0; next }

@@ -3,10 +3,12 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -19,6 +21,40 @@ namespace vt {
 inline uint64_t BaseSeed() {
   const char* s = std::getenv("VKDML_TEST_SEED");
   return s ? std::strtoull(s, nullptr, 0) : 0x5EEDC0DEull;
+}
+
+// Which numbered cases of a random sweep run: every one, or
+//   VKDML_TEST_CASE=N     case N alone (to replay a failure the sweep reported), or
+//   VKDML_TEST_SHARE=r/n  the cases whose number hashes to r modulo n (n from 1 to 64): the share
+//                         CI's repeated suites run on the same code (.ci/sanitizers.sh,
+//                         .ci/swiftshader.sh), with r turning from one commit to the next.
+// A malformed value throws: a typo must not quietly run everything, or nothing.
+inline bool SweepRuns(uint64_t caseNumber) {
+  if (const char* only = std::getenv("VKDML_TEST_CASE"); only && *only)
+    return std::strtoull(only, nullptr, 10) == caseNumber;
+  const char* share = std::getenv("VKDML_TEST_SHARE");
+  if (!share || !*share) return true;
+  unsigned r = 0, n = 0;
+  char tail = 0;
+  if (std::sscanf(share, "%u/%u%c", &r, &n, &tail) != 2 || n < 1 || n > 64 || r >= n)
+    throw std::runtime_error(std::string("VKDML_TEST_SHARE=") + share +
+                             ": expected r/n with 0 <= r < n <= 64, e.g. 1/3");
+  uint64_t h = caseNumber + 0x9E3779B97F4A7C15ull;  // splitmix64: shares free of the sweeps' own
+  h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;      // strides (case % 3, % 4, % 8, ...)
+  h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
+  return (h ^ (h >> 31)) % n == r;
+}
+
+// True when VKDML_TEST_CASE picks one case: checks over a whole sweep do not apply.
+inline bool SweepReplaysOne() {
+  const char* only = std::getenv("VKDML_TEST_CASE");
+  return only && *only;
+}
+
+// True when VKDML_TEST_SHARE picks a share: a whole sweep's proportions need not hold.
+inline bool SweepIsShared() {
+  const char* share = std::getenv("VKDML_TEST_SHARE");
+  return share && *share;
 }
 
 // Sets an environment variable (null or empty: unsets it) for the life of the object, restoring
@@ -198,7 +234,8 @@ class TypeSweep {
     return false;
   }
   ~TypeSweep() {
-    if (std::uncaught_exceptions() != 0) return;
+    if (std::uncaught_exceptions() != 0 || (ran_ == 0 && skipped_ == 0 && SweepReplaysOne()))
+      return;  // (the case replayed is another test's)
     INFO(ran_ << " data types ran, " << skipped_ << " skipped");
     CHECK((ran_ > 0 || (skipped_ > 0 && !DeviceHasEveryType())));
     CheckSkips(skipped_, "data type(s)");
