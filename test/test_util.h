@@ -29,11 +29,21 @@ inline uint64_t BaseSeed() {
 //                         CI's repeated suites run on the same code (.ci/sanitizers.sh,
 //                         .ci/swiftshader.sh), with r turning from one commit to the next.
 // A malformed value throws: a typo must not quietly run everything, or nothing.
-inline bool SweepRuns(uint64_t caseNumber) {
-  if (const char* only = std::getenv("VKDML_TEST_CASE"); only && *only)
-    return std::strtoull(only, nullptr, 10) == caseNumber;
+inline bool SweepReplaysOne() {  // VKDML_TEST_CASE is set: checks over a whole sweep do not apply
+  const char* only = std::getenv("VKDML_TEST_CASE");
+  return only && *only;
+}
+
+inline bool SweepIsShared() {  // VKDML_TEST_SHARE is set: a whole sweep's proportions need not hold
   const char* share = std::getenv("VKDML_TEST_SHARE");
-  if (!share || !*share) return true;
+  return share && *share;
+}
+
+inline bool SweepRuns(uint64_t caseNumber) {
+  if (SweepReplaysOne())
+    return std::strtoull(std::getenv("VKDML_TEST_CASE"), nullptr, 10) == caseNumber;
+  if (!SweepIsShared()) return true;
+  const char* share = std::getenv("VKDML_TEST_SHARE");
   unsigned r = 0, n = 0;
   char tail = 0;
   if (std::sscanf(share, "%u/%u%c", &r, &n, &tail) != 2 || n < 1 || n > 64 || r >= n)
@@ -43,18 +53,6 @@ inline bool SweepRuns(uint64_t caseNumber) {
   h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;      // strides (case % 3, % 4, % 8, ...)
   h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
   return (h ^ (h >> 31)) % n == r;
-}
-
-// True when VKDML_TEST_CASE picks one case: checks over a whole sweep do not apply.
-inline bool SweepReplaysOne() {
-  const char* only = std::getenv("VKDML_TEST_CASE");
-  return only && *only;
-}
-
-// True when VKDML_TEST_SHARE picks a share: a whole sweep's proportions need not hold.
-inline bool SweepIsShared() {
-  const char* share = std::getenv("VKDML_TEST_SHARE");
-  return share && *share;
 }
 
 // Sets an environment variable (null or empty: unsets it) for the life of the object, restoring
