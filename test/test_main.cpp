@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "harness.h"
+#include "test_util.h"
 
 int main(int argc, char** argv) {
   // The same as CTest's ENVIRONMENT_MODIFICATION, for direct runs of the executable.
@@ -17,7 +18,21 @@ int main(int argc, char** argv) {
     setenv("VK_ICD_FILENAMES", VKDML_TEST_DRIVER_FILES, 1);  // loaders before 1.3.207
   }
 #endif
-  int failed = Catch::Session().run(argc, argv);
+  Catch::Session session;
+  using namespace Catch::clara;
+  session.cli(session.cli() | Opt(vt::ArgShare(), "r/n")["--share"](
+                                  "run the cases of each random sweep whose number hashes to r "
+                                  "modulo n (test_util.h: SweepRuns)"));
+  int failed = session.applyCommandLine(argc, argv);
+  if (failed == 0 && !vt::ArgShare().empty()) {
+    try {
+      vt::SweepRuns(0);  // a malformed share fails now, not in the first sweep
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "%s\n", e.what());
+      failed = 2;
+    }
+  }
+  if (failed == 0) failed = session.run();
   if (vt::HaveDevice()) {
     vt::DestroyDevice();
     std::vector<std::string> messages = vt::TakeValidationMessages();

@@ -24,35 +24,55 @@ inline uint64_t BaseSeed() {
 }
 
 // Which numbered cases of a random sweep run: every one, or
-//   VKDML_TEST_CASE=N     case N alone (to replay a failure the sweep reported), or
+//   VKDML_TEST_CASE=N     case N alone (to replay a failure the sweep reported), or those in
 //   VKDML_TEST_SHARE=r/n  the cases whose number hashes to r modulo n (n from 1 to 64): the share
 //                         CI's repeated suites run on the same code (.ci/sanitizers.sh,
-//                         .ci/swiftshader.sh), with r turning from one commit to the next.
+//                         .ci/swiftshader.sh), with r turning from one commit to the next, and in
+//   --share r/n           the same on the command line, with a hash of its own (so that both
+//                         can apply): the share CTest gives each run of the suite
+//                         (test/CMakeLists.txt), which the environment's narrows.
 // A malformed value throws: a typo must not quietly run everything, or nothing.
+inline std::string& ArgShare() {  // set by test_main.cpp
+  static std::string share;
+  return share;
+}
+
 inline bool SweepReplaysOne() {  // VKDML_TEST_CASE is set: checks over a whole sweep do not apply
   const char* only = std::getenv("VKDML_TEST_CASE");
   return only && *only;
 }
 
-inline bool SweepIsShared() {  // VKDML_TEST_SHARE is set: a whole sweep's proportions need not hold
+inline const char* EnvShare() {
   const char* share = std::getenv("VKDML_TEST_SHARE");
-  return share && *share;
+  return share && *share ? share : nullptr;
+}
+
+// A share is set: a whole sweep's proportions need not hold.
+inline bool SweepIsShared() {
+  return EnvShare() || !ArgShare().empty();
+}
+
+// Whether the case is in the share `what` (its name in messages) gives, hashing it with salt.
+inline bool InShare(const char* what, const char* share, uint64_t caseNumber, uint64_t salt) {
+  unsigned r = 0, n = 0;
+  char tail = 0;
+  if (std::sscanf(share, "%u/%u%c", &r, &n, &tail) != 2 || n < 1 || n > 64 || r >= n)
+    throw std::runtime_error(std::string(what) + share +
+                             ": expected r/n with 0 <= r < n <= 64, e.g. 1/3");
+  uint64_t h = caseNumber + salt;               // splitmix64: shares free of the sweeps' own
+  h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;  // strides (case % 3, % 4, % 8, ...)
+  h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
+  return (h ^ (h >> 31)) % n == r;
 }
 
 inline bool SweepRuns(uint64_t caseNumber) {
   if (SweepReplaysOne())
     return std::strtoull(std::getenv("VKDML_TEST_CASE"), nullptr, 10) == caseNumber;
-  if (!SweepIsShared()) return true;
-  const char* share = std::getenv("VKDML_TEST_SHARE");
-  unsigned r = 0, n = 0;
-  char tail = 0;
-  if (std::sscanf(share, "%u/%u%c", &r, &n, &tail) != 2 || n < 1 || n > 64 || r >= n)
-    throw std::runtime_error(std::string("VKDML_TEST_SHARE=") + share +
-                             ": expected r/n with 0 <= r < n <= 64, e.g. 1/3");
-  uint64_t h = caseNumber + 0x9E3779B97F4A7C15ull;  // splitmix64: shares free of the sweeps' own
-  h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;      // strides (case % 3, % 4, % 8, ...)
-  h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
-  return (h ^ (h >> 31)) % n == r;
+  if (const char* share = EnvShare())
+    if (!InShare("VKDML_TEST_SHARE=", share, caseNumber, 0x9E3779B97F4A7C15ull)) return false;
+  if (!ArgShare().empty())
+    return InShare("--share ", ArgShare().c_str(), caseNumber, 0xD1B54A32D192ED03ull);
+  return true;
 }
 
 // Sets an environment variable (null or empty: unsets it) for the life of the object, restoring
