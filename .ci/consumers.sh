@@ -49,6 +49,7 @@ no_libvulkan() {
 cmake --install "$build" --prefix "$work/stage-shared" >/dev/null
 cmake -S . -B "$work/build-static" -DBUILD_SHARED_LIBS=OFF -DVKDML_BUILD_TESTS=OFF \
   -DVKDML_BUILD_EXAMPLES=ON >/dev/null
+.ci/copy-spirv.sh "$build" "$work/build-static" >/dev/null  # (add_subdirectory compiles its own)
 cmake --build "$work/build-static" -j2 --target vkdml vkdml_embed >/dev/null
 # (lib/'s install rules alone: the tool, which the folder would install too, is not built)
 cmake --install "$work/build-static/lib" --prefix "$work/stage-static" >/dev/null

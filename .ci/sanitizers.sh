@@ -11,6 +11,7 @@ dir=${1:-build-sanitize}
 start=$(date +%s)
 CC=clang CXX=clang++ cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVKDML_SANITIZE=ON \
   -DVKDML_FUZZ=ON >/dev/null
+.ci/copy-spirv.sh build "$dir"
 cmake --build "$dir" -j2
 built=$(date +%s)
 . .ci/sanitizer-env.sh

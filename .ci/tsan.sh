@@ -11,6 +11,7 @@ tsan="-fsanitize=thread -fno-omit-frame-pointer"
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVKDML_BUILD_EXAMPLES=OFF \
   -DCMAKE_C_FLAGS="$tsan" -DCMAKE_CXX_FLAGS="$tsan" \
   -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread >/dev/null
+.ci/copy-spirv.sh build "$build"
 cmake --build "$build" -j2 --target vkdml_thread_tests
 TSAN_OPTIONS="halt_on_error=1 exitcode=66 suppressions=$PWD/test/tsan.supp" \
   "$build/test/vkdml_thread_tests" "[threads]"

@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "harness.h"
+#include "test_driver.h"  // VKDML_TEST_DRIVER_FILES, where the build found lavapipe
 #include "test_util.h"
 
 int main(int argc, char** argv) {

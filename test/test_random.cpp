@@ -1735,15 +1735,20 @@ TEST_CASE_METHOD(Fixture, "Deterministic MAX and MIN resolve ties of zeros and N
                  "[random][reduce]") {
   TypeSweep sweep;  // fails if no type ran, or any was skipped on lavapipe
   const DML_TENSOR_DATA_TYPE it = DML_TENSOR_DATA_TYPE_INT32;
+  uint64_t number = 0;  // the case's, for VKDML_TEST_CASE and the shares (SweepRuns)
   for (DML_TENSOR_DATA_TYPE dt :
        {DML_TENSOR_DATA_TYPE_FLOAT16, DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_FLOAT64}) {
-    if (!sweep.Runs(dt, VKDML_REDUCE_FUNCTION_ADD)) continue;
+    if (!sweep.Runs(dt, VKDML_REDUCE_FUNCTION_ADD)) {
+      number += 2 * 3 * 4;  // (the same numbers whichever types run)
+      continue;
+    }
     const UINT es = ref::ElementSize(dt), bits = 8 * es, m = es == 2 ? 10 : es == 4 ? 23 : 52;
     const uint64_t sign = uint64_t(1) << (bits - 1), mantissa = (uint64_t(1) << m) - 1;
     const uint64_t infinity = (sign - 1) & ~mantissa, one = (infinity >> 1) & ~mantissa;
     for (VKDML_REDUCE_FUNCTION f : {VKDML_REDUCE_FUNCTION_MAX, VKDML_REDUCE_FUNCTION_MIN}) {
       for (UINT shape = 0; shape < 3; ++shape) {
         for (UINT variant = 0; variant < 4; ++variant) {
+          if (!SweepRuns(number++)) continue;
           const bool inPlace = variant % 2 == 1, atomics32 = variant >= 2;
           Rng rng(BaseSeed() ^ 0x71E5 ^ (uint64_t(dt) << 8) ^ (UINT(f) << 4) ^ (shape << 12) ^
                   (variant << 16));
@@ -1790,8 +1795,9 @@ TEST_CASE_METHOD(Fixture, "Deterministic MAX and MIN resolve ties of zeros and N
                   std::max(4u, t->buf.GuaranteedBaseOffsetAlignment);
           }
           if (inPlace) MakeInPlace(&c);
-          INFO(c.spec.ToString() << ", " << Describe(c.opts) << ", NaNs " << pNan
-                                 << (atomics32 ? ", VKDML_ATOMICS=32" : ""));
+          INFO("case " << number - 1 << " (VKDML_TEST_SEED=" << BaseSeed()
+                       << "): " << c.spec.ToString() << ", " << Describe(c.opts) << ", NaNs "
+                       << pNan << (atomics32 ? ", VKDML_ATOMICS=32" : ""));
           if (RunCase(c)) RunCase(c);
         }
       }

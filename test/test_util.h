@@ -252,8 +252,10 @@ class TypeSweep {
     return false;
   }
   ~TypeSweep() {
-    if (std::uncaught_exceptions() != 0 || (ran_ == 0 && skipped_ == 0 && SweepReplaysOne()))
-      return;  // (the case replayed is another test's)
+    // (The case replayed is another test's, or the share holds none of this test's cases.)
+    if (std::uncaught_exceptions() != 0 ||
+        (ran_ == 0 && skipped_ == 0 && (SweepReplaysOne() || SweepIsShared())))
+      return;
     INFO(ran_ << " data types ran, " << skipped_ << " skipped");
     CHECK((ran_ > 0 || (skipped_ > 0 && !DeviceHasEveryType())));
     CheckSkips(skipped_, "data type(s)");
