@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
   int failed = session.applyCommandLine(argc, argv);
   if (failed == 0 && !vt::ArgShare().empty()) {
     try {
-      vt::SweepRuns(0);  // a malformed share fails now, not in the first sweep
+      vt::InShare("--share ", vt::ArgShare().c_str(), 0, 0);  // malformed: fail now, not later
     } catch (const std::exception& e) {
       std::fprintf(stderr, "%s\n", e.what());
       failed = 2;
