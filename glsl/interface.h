@@ -64,7 +64,9 @@ struct uvec4 {
 #define VKDML_SPEC_SELF \
   18  // mean.comp: bool, each element's input value is one of the values averaged (a mean
       // without ExcludeSelf)
-#define VKDML_SPEC_COUNT 19
+#define VKDML_SPEC_OUTPUT_SIZE \
+  19  // dequantize_rows.comp: OutputTensor's element size (4: float32, 2: float16)
+#define VKDML_SPEC_COUNT 20
 
 #define VKDML_KIND_UNSIGNED 0
 #define VKDML_KIND_SIGNED 1

@@ -13,7 +13,7 @@ constexpr UINT64 kStatusBytes = VKDML_STATUS_WORDS * sizeof(uint32_t);
 
 // The tensor a pass reads at VKDML_BIND_SOURCE.
 Role SourceOf(Pass::Kind kind) {
-  return kind == Pass::Kind::Gather ? Role::Input : Role::Updates;
+  return kind == Pass::Kind::Gather || kind == Pass::Kind::Dequantize ? Role::Input : Role::Updates;
 }
 
 // The binding a tensor is bound at.
@@ -141,6 +141,10 @@ Result BindingTableImpl::CheckBinding(bool outputs, UINT i, const DML_BUFFER_BIN
     return Fail(Status::InvalidArgument, what, "[", i, "].Offset is ", b.Offset,
                 ", expected a multiple of 4: ", op_->op.name, " on ", DataTypeName(t.type),
                 " elements updates the 4-byte words that hold them (", t.field, ")");
+  if (op_->kernels.wordBindings && b.Offset % 4)
+    return Fail(Status::InvalidArgument, what, "[", i, "].Offset is ", b.Offset,
+                ", expected a multiple of 4: ", op_->op.name,
+                " reads and writes its tensors in 4-byte words (", t.field, ")");
   if (op_->kernels.packed && t.elemSize < 4 && b.Offset % 4)
     return Fail(Status::InvalidArgument, what, "[", i, "].Offset is ", b.Offset,
                 ", expected a multiple of 4: device ", device_->Info().name, " lacks ",

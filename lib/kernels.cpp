@@ -170,9 +170,18 @@ Kernel Choice::Elementwise(std::string module, const Plan& plan, UINT slot, UINT
 
 Result ChooseKernels(const OperatorImpl& op, UINT flags, const Capabilities& caps, KernelSet* out) {
   Choice c(op, flags, caps);
+  if (c.large && op.format)
+    return Fail(Status::Unsupported, op.name,
+                ": a table or output past this device's maxStorageBufferRange (", caps.maxRange,
+                " bytes), or 2^32 or more groups of 4 output values, is not "
+                "supported");
   if (c.large) VKDML_TRY(CheckLargePath(c));
   for (const Pass& pass : op.passes) {
     if (c.large && pass.kind == Pass::Kind::Mark) continue;  // its copy then copies everything
+    if (pass.kind == Pass::Kind::Dequantize) {
+      VKDML_TRY(ChooseDequantize(c, pass));
+      continue;
+    }
     if (pass.kind == Pass::Kind::Scatter && op.excludeSelf) VKDML_TRY(ChooseReset(c, pass));
     if (pass.kind == Pass::Kind::Scatter && (op.reduce || c.deterministic))
       VKDML_TRY(ChooseReduction(c, pass));
@@ -215,7 +224,7 @@ std::vector<std::string> ElemTokens(std::initializer_list<UINT> sizes) {
 
 void ListModules(const std::function<void(const std::string&)>& sink) {
   for (auto list : {ListCopyModules, ListRunsModules, ListLinesModules, ListReduceModules,
-                    ListTiesModules, ListMeanModules})
+                    ListTiesModules, ListMeanModules, ListQuantizedModules})
     list(sink);
 }
 

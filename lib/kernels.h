@@ -97,6 +97,9 @@ struct KernelSet {
   // tensor of them starts on a multiple of 4 bytes, so that the words the kernels touch are the
   // tensor's own (DML's required size rounds up to 4 bytes).
   bool packed = false;
+  // Every binding starts on a multiple of 4 bytes: the kernels read and write the tensors in
+  // 32-bit words whatever their types (quantized rows: kernel_quantized.cpp).
+  bool wordBindings = false;
   // The large path: every kernel dispatched through Kernel::large; maxRange and rangeAlign as
   // kernel choice assumed them (Capabilities).
   bool large = false;

@@ -6,12 +6,13 @@
 
 namespace vkdml::detail {
 
-#define VKDML_OPERATOR_LIST                                                               \
-  "DML_OPERATOR_GATHER (67), DML_OPERATOR_SCATTER_ELEMENTS (94), "                        \
-  "DML_OPERATOR_GATHER_ELEMENTS (107), "                                                  \
-  "DML_OPERATOR_GATHER_ND (108), DML_OPERATOR_SCATTER_ND (109), DML_OPERATOR_GATHER_ND1 " \
-  "(140), VKDML_OPERATOR_SCATTER_ND_REDUCE (65537), "                                     \
-  "VKDML_OPERATOR_SCATTER_ELEMENTS_REDUCE (65538) or VKDML_OPERATOR_OUT_OF_RANGE (65539)"
+#define VKDML_OPERATOR_LIST                                                                 \
+  "DML_OPERATOR_GATHER (67), DML_OPERATOR_SCATTER_ELEMENTS (94), "                          \
+  "DML_OPERATOR_GATHER_ELEMENTS (107), "                                                    \
+  "DML_OPERATOR_GATHER_ND (108), DML_OPERATOR_SCATTER_ND (109), DML_OPERATOR_GATHER_ND1 "   \
+  "(140), VKDML_OPERATOR_SCATTER_ND_REDUCE (65537), "                                       \
+  "VKDML_OPERATOR_SCATTER_ELEMENTS_REDUCE (65538), VKDML_OPERATOR_OUT_OF_RANGE (65539) or " \
+  "VKDML_OPERATOR_GATHER_QUANTIZED_ROWS (65540)"
 
 Result ValidateOperatorTensors(const DML_TENSOR_DESC* input, const DML_TENSOR_DESC* indices,
                                bool hasUpdates, const DML_TENSOR_DESC* updates,
@@ -106,7 +107,7 @@ Result ApplyOutOfRange(const VKDML_OUT_OF_RANGE_OPERATOR_DESC& d, OperatorImpl* 
     return Fail(Status::InvalidArgument,
                 "Mode is VKDML_OUT_OF_RANGE_MODE_DROP, which is for scatters: a gather writes a "
                 "value for its out-of-range indices with VKDML_OUT_OF_RANGE_MODE_FILL (1)");
-  const UINT size = d.Mode == VKDML_OUT_OF_RANGE_MODE_FILL ? op->ElemSize() : 0;
+  const UINT size = d.Mode == VKDML_OUT_OF_RANGE_MODE_FILL ? op->outputs[0].elemSize : 0;
   for (UINT b = size; b < 8; ++b)
     if (d.FillValue.Bytes[b] != 0)
       return Fail(Status::InvalidArgument, "FillValue.Bytes[", b, "] is ",
@@ -182,6 +183,11 @@ Result BuildOperator(const DML_OPERATOR_DESC& desc, OperatorImpl* op) {
       if (r.ok()) r = ApplyReduceOptions(d.ExcludeSelf, op);
       break;
     }
+    case VKDML_OPERATOR_GATHER_QUANTIZED_ROWS:
+      op->name = "GATHER_QUANTIZED_ROWS";
+      r = BuildGatherQuantizedRows(
+          *static_cast<const VKDML_GATHER_QUANTIZED_ROWS_OPERATOR_DESC*>(desc.Desc), op);
+      break;
     case VKDML_OPERATOR_OUT_OF_RANGE: {
       const auto& d = *static_cast<const VKDML_OUT_OF_RANGE_OPERATOR_DESC*>(desc.Desc);
       if (!d.Operator) return Fail(Status::InvalidArgument, "OUT_OF_RANGE: Operator is null");

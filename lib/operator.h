@@ -15,7 +15,20 @@ struct Pass {
   // kernel choice (kernels.h) adds the kinds a scatter with a reduction or a deterministic one runs
   // instead of its Scatter pass: Reduce (glsl/scatter_reduce.comp), Keys, Sort
   // (glsl/radix_sort.comp), Ordered (glsl/scatter_ordered.comp) and Ties (glsl/scatter_ties.comp).
-  enum class Kind { Gather, Scatter, Mark, Reduce, Keys, Sort, Ordered, Ties } kind = Kind::Gather;
+  // Dequantize: a gather of quantized rows (glsl/dequantize_rows.comp); its plan walks the
+  // output's rows and, innermost, each row's groups of 4 values (direct stride 4), its one index
+  // component addressing a row (tupleStride: the row stride in bytes).
+  enum class Kind {
+    Gather,
+    Scatter,
+    Mark,
+    Reduce,
+    Keys,
+    Sort,
+    Ordered,
+    Ties,
+    Dequantize
+  } kind = Kind::Gather;
   Plan plan;                 // as lowered: kernel choice transforms it
   bool skipInPlace = false;  // a scatter's copy: nothing to do when OutputTensor is InputTensor
   bool maskSkip = false;     // skip elements whose mask bit (at their `indices` offset) is set
@@ -54,6 +67,8 @@ class OperatorImpl final : public Operator {
   // VKDML_REDUCE_FUNCTION_MEAN: `reduce` is ADD, the sum; kernel choice then counts each
   // target's updates and divides (kernel_mean.cpp).
   bool mean = false;
+  // VKDML_OPERATOR_GATHER_QUANTIZED_ROWS: the table's block layout.
+  VKDML_QUANTIZED_FORMAT format = VKDML_QUANTIZED_FORMAT(0);
   // FILL or DROP: an element whose index tuple is out of range is filled or skipped.
   bool Drops() const {
     return outOfRange == VKDML_OUT_OF_RANGE_MODE_FILL || outOfRange == VKDML_OUT_OF_RANGE_MODE_DROP;
@@ -93,6 +108,12 @@ Result BuildScatterND(const DML_SCATTER_ND_OPERATOR_DESC& desc, VKDML_REDUCE_FUN
                       OperatorImpl* op);
 Result BuildScatterElements(const DML_SCATTER_OPERATOR_DESC& desc, VKDML_REDUCE_FUNCTION reduce,
                             OperatorImpl* op);
+
+// A quantized format's block: its bytes (0 for an unknown format) and its name ("Q8_0").
+UINT QuantizedBlockBytes(VKDML_QUANTIZED_FORMAT format);
+const char* QuantizedFormatName(VKDML_QUANTIZED_FORMAT format);
+Result BuildGatherQuantizedRows(const VKDML_GATHER_QUANTIZED_ROWS_OPERATOR_DESC& desc,
+                                OperatorImpl* op);
 
 // Dispatches on desc.Type, adds the "GATHER_ND: " prefix to messages.
 Result BuildOperator(const DML_OPERATOR_DESC& desc, OperatorImpl* op);

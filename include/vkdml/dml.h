@@ -80,7 +80,8 @@ enum DML_OPERATOR_TYPE : UINT {
   // vkdml's own (not DirectML's): the scatters with a reduction, below.
   VKDML_OPERATOR_SCATTER_ND_REDUCE = 0x10001,
   VKDML_OPERATOR_SCATTER_ELEMENTS_REDUCE = 0x10002,
-  VKDML_OPERATOR_OUT_OF_RANGE = 0x10003,  // VKDML_OUT_OF_RANGE_OPERATOR_DESC
+  VKDML_OPERATOR_OUT_OF_RANGE = 0x10003,           // VKDML_OUT_OF_RANGE_OPERATOR_DESC
+  VKDML_OPERATOR_GATHER_QUANTIZED_ROWS = 0x10004,  // VKDML_GATHER_QUANTIZED_ROWS_OPERATOR_DESC
 };
 
 struct DML_OPERATOR_DESC {
@@ -233,6 +234,37 @@ struct VKDML_OUT_OF_RANGE_OPERATOR_DESC {
   const DML_OPERATOR_DESC* Operator;
   VKDML_OUT_OF_RANGE_MODE Mode;
   DML_SCALAR_UNION FillValue;
+};
+
+// vkdml's own: the block layouts of quantized tables (ggml's). Each row is whole blocks of 32
+// values, stored one after another, little-endian:
+//   Q8_0: 34 bytes, a float16 scale d, then 32 int8 q; value i is d * q[i].
+//   Q4_0: 18 bytes, a float16 scale d, then 16 bytes b; value i is d * ((b[i] & 15) - 8) for
+//         i < 16 and d * ((b[i - 16] >> 4) - 8) for the others.
+enum VKDML_QUANTIZED_FORMAT : UINT {
+  VKDML_QUANTIZED_FORMAT_Q8_0 = 1,
+  VKDML_QUANTIZED_FORMAT_Q4_0 = 2,
+};
+
+// vkdml's own (VKDML_OPERATOR_GATHER_QUANTIZED_ROWS; ggml's get_rows, PyTorch's embedding over a
+// quantized table): output[..., :] = the values of row indices[..., 0] of InputTensor, each
+// d * q computed in float32 (a single rounding) and rounded to nearest even for FLOAT16. Rank D
+// from 2 to 8 for all three tensors:
+//   InputTensor   UINT8 {1, ..., 1, rows, bytes per row}: Format's blocks; Strides, if given,
+//                 with a last stride of 1 (a row stride may be any number of bytes);
+//   IndicesTensor INT32, INT64, UINT32 or UINT64 {n0, ..., n(D-2), 1}, any strides; an index
+//                 out of [-rows, rows - 1] (signed) or [0, rows - 1] is clamped, as DirectML's
+//                 gathers do (VKDML_OPERATOR_OUT_OF_RANGE wraps it for FILL or ERROR);
+//   OutputTensor  FLOAT32 or FLOAT16 {n0, ..., n(D-2), 32 * blocks per row} with a last stride
+//                 of 1 and (FLOAT16) even strides.
+// Every binding offset of its tensors is a multiple of 4 bytes (the kernel reads and writes
+// 32-bit words, on any device: no 8/16-bit storage needed). A NaN or infinite scale gives NaN
+// or infinities, their NaN bits unspecified.
+struct VKDML_GATHER_QUANTIZED_ROWS_OPERATOR_DESC {
+  const DML_TENSOR_DESC* InputTensor;
+  const DML_TENSOR_DESC* IndicesTensor;
+  const DML_TENSOR_DESC* OutputTensor;
+  VKDML_QUANTIZED_FORMAT Format;
 };
 
 // Not a field of any struct: CompileOperator takes these as a UINT and refuses unknown bits, so

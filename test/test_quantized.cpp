@@ -1,0 +1,550 @@
+// VKDML_OPERATOR_GATHER_QUANTIZED_ROWS: Q8_0 and Q4_0 rows gathered and dequantized, bit for bit
+// against a reference written here (float32 products; float16 by searching every float16 for
+// the nearest, ties to even), on random shapes, strides, index types and out-of-range indices,
+// through Run and through bindings at offsets; every validation rule; checked mode and FILL; a
+// device without 8/16-bit storage.
+#include <cmath>
+
+#include "test_util.h"
+
+using namespace vt;
+
+namespace {
+
+UINT BlockBytes(VKDML_QUANTIZED_FORMAT f) {
+  return f == VKDML_QUANTIZED_FORMAT_Q8_0 ? 34 : 18;
+}
+
+// float16 bits to float, through the definition: (-1)^s * 2^(e - 15) * 1.m, or 2^-14 * 0.m.
+float HalfValue(uint16_t h) {
+  const int e = (h >> 10) & 31, m = h & 1023;
+  const double sign = (h & 0x8000) ? -1 : 1;
+  if (e == 31) return float(m ? NAN : sign * INFINITY);
+  return float(sign * (e ? std::ldexp(1024 + m, e - 25) : std::ldexp(m, -24)));
+}
+
+// The float16 nearest to f, ties to the even one: a binary search over the finite positive
+// float16s, whose bits order as their values do. 65520 and above round to infinity.
+uint16_t NearestHalf(float f) {
+  const uint16_t sign = std::signbit(f) ? 0x8000 : 0;
+  const double a = std::fabs(double(f));
+  if (a >= 65520.0) return sign | 0x7C00;
+  uint32_t lo = 0, hi = 0x7BFF;  // the largest bits whose value is <= a
+  while (lo < hi) {
+    const uint32_t mid = (lo + hi + 1) / 2;
+    if (double(HalfValue(uint16_t(mid))) <= a)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  if (lo == 0x7BFF) return uint16_t(sign | lo);  // 65504 to 65520: below the midpoint
+  const double below = a - HalfValue(uint16_t(lo)), above = HalfValue(uint16_t(lo + 1)) - a;
+  const bool up = above < below || (above == below && (lo & 1));
+  return uint16_t(sign | (up ? lo + 1 : lo));
+}
+
+// Value v (0-31) of a block, in float32: d * q, one rounding.
+float BlockValue(VKDML_QUANTIZED_FORMAT f, const uint8_t* block, UINT v) {
+  const float d = HalfValue(uint16_t(block[0] | block[1] << 8));
+  int q;
+  if (f == VKDML_QUANTIZED_FORMAT_Q8_0)
+    q = int8_t(block[2 + v]);
+  else
+    q = (v < 16 ? block[2 + v] & 15 : block[2 + v - 16] >> 4) - 8;
+  return d * float(q);
+}
+
+// Random table bytes with finite scales (an infinite or NaN one gives NaN bits the operator
+// leaves unspecified).
+Bytes RandomTable(Rng& rng, VKDML_QUANTIZED_FORMAT f, UINT rows, UINT blocks, UINT rowStride,
+                  UINT64 total) {
+  Bytes t(total);
+  for (auto& b : t) b = uint8_t(rng.U(0, 255));
+  for (UINT r = 0; r < rows; ++r)
+    for (UINT k = 0; k < blocks; ++k) {
+      uint8_t* scale = &t[UINT64(r) * rowStride + k * BlockBytes(f)];
+      if ((scale[1] & 0x7C) == 0x7C) scale[1] &= 0xBF;  // exponent 31 -> 15
+      if (rng.P(0.05)) scale[0] = scale[1] = 0;         // d = 0: every value +0 or -0
+    }
+  return t;
+}
+
+struct Case {
+  VKDML_QUANTIZED_FORMAT format = VKDML_QUANTIZED_FORMAT_Q8_0;
+  UINT rows = 1, blocks = 1, rowStride = 0;  // rowStride 0: packed
+  DML_TENSOR_DATA_TYPE indexType = DML_TENSOR_DATA_TYPE_INT32;
+  DML_TENSOR_DATA_TYPE outType = DML_TENSOR_DATA_TYPE_FLOAT32;
+  std::vector<UINT> batch;         // IndicesTensor's sizes but the last (1)
+  std::vector<UINT> indexStrides;  // empty: packed
+  std::vector<UINT> outStrides;    // empty: packed
+  std::vector<int64_t> indices;    // row-major over batch
+  UINT Values() const { return blocks * 32; }
+  UINT RowBytes() const { return blocks * BlockBytes(format); }
+  UINT Stride() const { return rowStride ? rowStride : RowBytes(); }
+};
+
+struct Built {
+  TensorDesc table, indices, output;
+  VKDML_GATHER_QUANTIZED_ROWS_OPERATOR_DESC desc{};
+  DML_OPERATOR_DESC op{};
+};
+
+void Build(const Case& c, Built* b) {
+  const UINT dims = UINT(c.batch.size()) + 1;
+  std::vector<UINT> tableSizes(dims, 1), indexSizes = c.batch, outSizes = c.batch;
+  tableSizes[dims - 2] = c.rows;
+  tableSizes[dims - 1] = c.RowBytes();
+  std::vector<UINT> tableStrides;
+  if (c.rowStride) {
+    tableStrides.assign(dims, 0);
+    tableStrides[dims - 2] = c.rowStride;
+    tableStrides[dims - 1] = 1;
+  }
+  indexSizes.push_back(1);
+  outSizes.push_back(c.Values());
+  b->table = TensorDesc(DML_TENSOR_DATA_TYPE_UINT8, tableSizes, tableStrides);
+  b->indices = TensorDesc(c.indexType, indexSizes, c.indexStrides);
+  b->output = TensorDesc(c.outType, outSizes, c.outStrides);
+  b->desc = {b->table.Desc(), b->indices.Desc(), b->output.Desc(), c.format};
+  b->op = {VKDML_OPERATOR_GATHER_QUANTIZED_ROWS, &b->desc};
+}
+
+// DirectML's clamp: into [-n, n - 1] (signed) or [0, n - 1], negative counting from the end.
+UINT ClampRow(int64_t v, UINT n, bool isSigned) {
+  if (!isSigned) return uint64_t(v) >= n ? n - 1 : UINT(v);
+  if (v < -int64_t(n)) v = -int64_t(n);
+  if (v >= int64_t(n)) v = n - 1;
+  return UINT(v < 0 ? v + n : v);
+}
+
+bool IsSigned(DML_TENSOR_DATA_TYPE t) {
+  return t == DML_TENSOR_DATA_TYPE_INT32 || t == DML_TENSOR_DATA_TYPE_INT64;
+}
+
+// Element offsets of coordinate list c over strides (packed when empty).
+UINT64 Offset(const std::vector<UINT>& sizes, const std::vector<UINT>& strides,
+              const std::vector<UINT>& coord) {
+  UINT64 off = 0, packed = 1;
+  for (size_t d = sizes.size(); d-- > 0;) {
+    off += UINT64(coord[d]) * (strides.empty() ? packed : strides[d]);
+    packed *= sizes[d];
+  }
+  return off;
+}
+
+// The index tensor's image and the expected output image (starting from `out`).
+void Images(const Case& c, const Built& b, Bytes* indexImage, Bytes* out, const Bytes& table) {
+  *indexImage = Bytes(b.indices.Total(), 0);
+  const UINT es = ref::ElementSize(c.indexType), os = ref::ElementSize(c.outType);
+  std::vector<UINT> sizes = c.batch, coord(c.batch.size(), 0);
+  std::vector<UINT> idxSizes = c.batch, outSizes = c.batch;
+  idxSizes.push_back(1);
+  outSizes.push_back(c.Values());
+  for (size_t n = 0; n < c.indices.size(); ++n) {
+    std::vector<UINT> at = coord;
+    at.push_back(0);
+    ref::WriteIndex(c.indexType, indexImage->data() + Offset(idxSizes, c.indexStrides, at) * es,
+                    c.indices[n]);
+    const UINT row = ClampRow(c.indices[n], c.rows, IsSigned(c.indexType));
+    for (UINT v = 0; v < c.Values(); ++v) {
+      const uint8_t* block = &table[UINT64(row) * c.Stride() + v / 32 * BlockBytes(c.format)];
+      const float value = BlockValue(c.format, block, v % 32);
+      at.back() = v;
+      uint8_t* dst = out->data() + Offset(outSizes, c.outStrides, at) * os;
+      if (os == 4) {
+        std::memcpy(dst, &value, 4);
+      } else {
+        const uint16_t h = NearestHalf(value);
+        std::memcpy(dst, &h, 2);
+      }
+    }
+    for (size_t d = coord.size(); d-- > 0;)  // the next coordinate, row-major
+      if (++coord[d] < sizes[d])
+        break;
+      else
+        coord[d] = 0;
+  }
+}
+
+Result Compile(Device& device, Built& b, UINT flags, std::unique_ptr<CompiledOperator>* out) {
+  std::unique_ptr<Operator> op;
+  VKDML_TRY(device.CreateOperator(b.op, &op));
+  return device.CompileOperator(*op, flags, out);
+}
+
+// Runs c through Device::Run and checks every output byte (gaps keep their poison).
+void RunAndCheck(Device& device, Rng& rng, const Case& c) {
+  Built b;
+  Build(c, &b);
+  INFO("table " << b.table.ToString() << ", indices " << b.indices.ToString() << ", output "
+                << b.output.ToString() << ", format " << UINT(c.format));
+  const Bytes table = RandomTable(rng, c.format, c.rows, c.blocks, c.Stride(), b.table.Total());
+  Bytes indexImage, expected = Poisoned(b.output.Total());
+  Images(c, b, &indexImage, &expected, table);
+  std::unique_ptr<CompiledOperator> compiled;
+  Result r = Compile(device, b, DML_EXECUTION_FLAG_NONE, &compiled);
+  INFO(Str(r));
+  REQUIRE(r.ok());
+  Bytes out = Poisoned(b.output.Total());
+  r = device.Run(*compiled, {table.data(), indexImage.data()}, {out.data()});
+  INFO(Str(r));
+  REQUIRE(r.ok());
+  const ref::Tensor t = b.output.Ref();
+  CHECK(DiffBytes(out, expected, &t) == "");
+}
+
+std::vector<int64_t> RandomIndices(Rng& rng, size_t n, UINT rows, DML_TENSOR_DATA_TYPE type) {
+  std::vector<int64_t> v(n);
+  for (auto& x : v) {
+    if (rng.P(0.1))  // out of range: clamped
+      x = IsSigned(type) ? (rng.P(0.5) ? -int64_t(rows) - int64_t(rng.U(1, 9)) : rows + 3)
+                         : int64_t(rows + rng.U(0, 5));
+    else if (IsSigned(type) && rng.P(0.3))
+      x = -int64_t(rng.U(1, rows));
+    else
+      x = int64_t(rng.U(0, rows - 1));  // duplicates are common with few rows
+  }
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("Quantized rows: the float16 reference rounds as the definition says", "[quantized]") {
+  CHECK(NearestHalf(1.0f) == 0x3C00);
+  CHECK(NearestHalf(-2.0f) == 0xC000);
+  CHECK(NearestHalf(65504.0f) == 0x7BFF);
+  CHECK(NearestHalf(65519.99f) == 0x7BFF);
+  CHECK(NearestHalf(65520.0f) == 0x7C00);
+  CHECK(NearestHalf(1.0f + 1.0f / 2048) == 0x3C00);     // a tie: to the even 1.0
+  CHECK(NearestHalf(1.0f + 3.0f / 2048) == 0x3C02);     // a tie: to the even 1 + 2^-9
+  CHECK(NearestHalf(std::ldexp(1.0f, -25)) == 0x0000);  // half the least subnormal: even 0
+  CHECK(NearestHalf(std::ldexp(1.5f, -25)) == 0x0001);  // above it
+  CHECK(NearestHalf(-0.0f) == 0x8000);
+  CHECK(HalfValue(0x0001) == std::ldexp(1.0f, -24));
+  CHECK(HalfValue(0x3555) == 0.333251953125f);
+}
+
+// ggml's layouts, written out by hand: a Q8_0 and a Q4_0 table of 3 rows of one block each.
+TEST_CASE_METHOD(Fixture, "Quantized rows: a Q8_0 and a Q4_0 table by hand", "[quantized]") {
+  for (auto format : {VKDML_QUANTIZED_FORMAT_Q8_0, VKDML_QUANTIZED_FORMAT_Q4_0}) {
+    const UINT bytes = BlockBytes(format);
+    Bytes table(3 * bytes + 2, 0);  // 2 bytes of padding to a word
+    for (UINT r = 0; r < 3; ++r) {
+      const uint16_t d = r == 0 ? 0x3C00 : r == 1 ? 0x3800 : 0xC000;  // 1, 0.5, -2
+      table[r * bytes] = uint8_t(d);
+      table[r * bytes + 1] = uint8_t(d >> 8);
+      for (UINT k = 0; k < bytes - 2; ++k) table[r * bytes + 2 + k] = uint8_t(k * 7 + r);
+    }
+    Case c;
+    c.format = format;
+    c.rows = 3;
+    c.batch = std::vector<UINT>{4};
+    Built b;
+    Build(c, &b);
+    std::unique_ptr<CompiledOperator> compiled;
+    REQUIRE(Compile(Dev(), b, DML_EXECUTION_FLAG_NONE, &compiled).ok());
+    const int32_t idx[4] = {2, 0, -1, 1};  // -1: the last row
+    std::vector<float> out(4 * 32, -7);
+    REQUIRE(Dev().Run(*compiled, {table.data(), idx}, {out.data()}).ok());
+    for (UINT n = 0; n < 4; ++n) {
+      const UINT r = n == 0 ? 2 : n == 1 ? 0 : n == 2 ? 2 : 1;
+      const float d = r == 0 ? 1.0f : r == 1 ? 0.5f : -2.0f;
+      for (UINT v = 0; v < 32; ++v) {
+        const uint8_t byte = uint8_t((format == VKDML_QUANTIZED_FORMAT_Q8_0 ? v : v % 16) * 7 + r);
+        const int q = format == VKDML_QUANTIZED_FORMAT_Q8_0 ? int(int8_t(byte))
+                                                            : (v < 16 ? byte & 15 : byte >> 4) - 8;
+        INFO("format " << UINT(format) << ", output row " << n << ", value " << v);
+        CHECK(out[n * 32 + v] == d * float(q));
+      }
+    }
+  }
+}
+
+// Random shapes (rank 2 to 5), index types, FLOAT32 and FLOAT16 outputs, padded table rows
+// (any byte count: blocks across word boundaries), strided indices and outputs, duplicates and
+// out-of-range indices (clamped).
+TEST_CASE_METHOD(Fixture, "Quantized rows: random tables vs reference", "[quantized]") {
+  for (uint64_t n = 0; n < 48; ++n) {
+    Rng rng(BaseSeed() ^ (0x9A7E + n * 0x9E3779B97F4A7C15ull));  // a case replays alone
+    Case c;
+    c.format = n % 2 ? VKDML_QUANTIZED_FORMAT_Q4_0 : VKDML_QUANTIZED_FORMAT_Q8_0;
+    c.indexType = IndexTypes()[(n / 2) % 4];
+    c.outType = (n / 8) % 2 ? DML_TENSOR_DATA_TYPE_FLOAT16 : DML_TENSOR_DATA_TYPE_FLOAT32;
+    c.rows = rng.Ui(1, 40);
+    c.blocks = rng.Ui(1, 5);
+    if (rng.P(0.5)) c.rowStride = c.RowBytes() + rng.Ui(1, 7);
+    const UINT rank = rng.Ui(1, 4);  // index dimensions before the last
+    for (UINT d = 0; d < rank; ++d) c.batch.push_back(rng.Ui(1, d == rank - 1 ? 9 : 3));
+    const bool stridedIndices = rng.P(0.4), stridedOut = rng.P(0.4);
+    if (stridedIndices) {  // padded, last dimension's stride anything
+      std::vector<UINT> sizes = c.batch;
+      sizes.push_back(1);
+      c.indexStrides.assign(sizes.size(), 0);
+      UINT64 s = rng.Ui(1, 3);
+      for (size_t d = sizes.size(); d-- > 0;) {
+        c.indexStrides[d] = UINT(s);
+        s = s * sizes[d] + rng.Ui(0, 2);
+      }
+    }
+    if (stridedOut) {  // rows padded by an even count of elements, last stride 1
+      std::vector<UINT> sizes = c.batch;
+      sizes.push_back(c.Values());
+      c.outStrides.assign(sizes.size(), 0);
+      UINT64 s = 1;
+      for (size_t d = sizes.size(); d-- > 0;) {
+        c.outStrides[d] = UINT(s);
+        s = s * sizes[d] + 2 * rng.Ui(0, 3);
+      }
+    }
+    size_t count = 1;
+    for (UINT s : c.batch) count *= s;
+    c.indices = RandomIndices(rng, count, c.rows, c.indexType);
+    if (!SweepRuns(n)) continue;
+    INFO("case " << n << " (VKDML_TEST_CASE=" << n << " replays it)");
+    RunAndCheck(Dev(), rng, c);
+  }
+}
+
+// Through bindings at word offsets of one buffer each, with guard bytes that must not change,
+// recorded into a command buffer; an offset off a word is refused, naming the reason.
+TEST_CASE_METHOD(Fixture, "Quantized rows: bindings at offsets, and offsets off a word",
+                 "[quantized]") {
+  Rng rng(BaseSeed() ^ 0x0FF5E7);
+  Case c;
+  c.format = VKDML_QUANTIZED_FORMAT_Q4_0;
+  c.rows = 7;
+  c.blocks = 3;
+  c.rowStride = 55;
+  c.outType = DML_TENSOR_DATA_TYPE_FLOAT16;
+  c.indexType = DML_TENSOR_DATA_TYPE_INT64;
+  c.batch = std::vector<UINT>{2, 5};
+  c.indices = RandomIndices(rng, 10, c.rows, c.indexType);
+  Built b;
+  Build(c, &b);
+  const Bytes table = RandomTable(rng, c.format, c.rows, c.blocks, c.Stride(), b.table.Total());
+  Bytes indexImage, expected = Poisoned(b.output.Total());
+  Images(c, b, &indexImage, &expected, table);
+  std::unique_ptr<CompiledOperator> compiled;
+  REQUIRE(Compile(Dev(), b, DML_EXECUTION_FLAG_NONE, &compiled).ok());
+  const UINT64 offsets[3] = {12, 8, 20}, guard = 64;
+  const Bytes* images[3] = {&table, &indexImage, nullptr};
+  const UINT64 sizes[3] = {b.table.Total(), b.indices.Total(), b.output.Total()};
+  std::unique_ptr<Buffer> buffers[3];
+  std::vector<Bytes> before(3);
+  for (int i = 0; i < 3; ++i) {
+    before[i] = Poisoned(offsets[i] + sizes[i] + guard);
+    if (images[i]) std::copy(images[i]->begin(), images[i]->end(), before[i].begin() + offsets[i]);
+    REQUIRE(Dev().CreateBuffer(before[i].size(), Buffer::Memory::DeviceLocal, &buffers[i]).ok());
+    REQUIRE(buffers[i]->Write(0, before[i].data(), before[i].size()).ok());
+  }
+  std::unique_ptr<BindingTable> bt;
+  REQUIRE(Dev().CreateBindingTable(*compiled, &bt).ok());
+  const DML_BUFFER_BINDING in[2] = {buffers[0]->Binding(offsets[0], sizes[0]),
+                                    buffers[1]->Binding(offsets[1], sizes[1])};
+  const DML_BUFFER_BINDING out = buffers[2]->Binding(offsets[2], sizes[2]);
+  REQUIRE(bt->BindInputs(2, in).ok());
+  REQUIRE(bt->BindOutputs(1, &out).ok());
+  REQUIRE(Dev()
+              .Submit([&](VkCommandBuffer cmd) { REQUIRE(Dev().RecordDispatch(cmd, *bt).ok()); })
+              .ok());
+  for (int i = 0; i < 3; ++i) {
+    Bytes after(before[i].size());
+    REQUIRE(buffers[i]->Read(0, after.data(), after.size()).ok());
+    Bytes want = before[i];
+    if (i == 2) std::copy(expected.begin(), expected.end(), want.begin() + offsets[i]);
+    INFO("buffer " << i);
+    CHECK(DiffBytes(after, want, nullptr) == "");
+  }
+  const DML_BUFFER_BINDING odd[2] = {buffers[0]->Binding(offsets[0] + 2, sizes[0]),
+                                     buffers[1]->Binding(offsets[1], sizes[1])};
+  Result r = bt->BindInputs(2, odd);
+  CHECK(r.status == Status::InvalidArgument);
+  CHECK(r.message ==
+        "inputs[0].Offset is 14, expected a multiple of 4: GATHER_QUANTIZED_ROWS reads and "
+        "writes its tensors in 4-byte words (InputTensor)");
+}
+
+// Checked mode reports the first out-of-range index; VKDML_OUT_OF_RANGE_MODE_FILL writes its
+// value for a whole row instead.
+TEST_CASE_METHOD(Fixture, "Quantized rows: checked mode and FILL", "[quantized]") {
+  Rng rng(BaseSeed() ^ 0xF177);
+  Case c;
+  c.rows = 5;
+  c.blocks = 2;
+  c.batch = std::vector<UINT>{4};
+  c.indices = std::vector<int64_t>{1, 9, -2, 5};
+  Built b;
+  Build(c, &b);
+  const Bytes table = RandomTable(rng, c.format, c.rows, c.blocks, c.Stride(), b.table.Total());
+  Bytes indexImage, expected = Poisoned(b.output.Total());
+  Images(c, b, &indexImage, &expected, table);
+  {
+    std::unique_ptr<CompiledOperator> compiled;
+    REQUIRE(Compile(Dev(), b, VKDML_EXECUTION_FLAG_CHECK_INDICES, &compiled).ok());
+    Bytes out = Poisoned(b.output.Total());
+    Result r = Dev().Run(*compiled, {table.data(), indexImage.data()}, {out.data()});
+    CHECK(r.status == Status::IndexOutOfRange);
+    CHECK(r.message.find("9") != std::string::npos);
+    CHECK(DiffBytes(out, expected, nullptr) == "");  // clamped, as unchecked
+  }
+  VKDML_OUT_OF_RANGE_OPERATOR_DESC fill{&b.op, VKDML_OUT_OF_RANGE_MODE_FILL, {}};
+  fill.FillValue.Float32 = -1.5f;
+  const DML_OPERATOR_DESC wrapped{VKDML_OPERATOR_OUT_OF_RANGE, &fill};
+  std::unique_ptr<Operator> op;
+  REQUIRE(Dev().CreateOperator(wrapped, &op).ok());
+  std::unique_ptr<CompiledOperator> compiled;
+  REQUIRE(Dev().CompileOperator(*op, DML_EXECUTION_FLAG_NONE, &compiled).ok());
+  std::vector<float> out(4 * 64);
+  REQUIRE(Dev().Run(*compiled, {table.data(), indexImage.data()}, {out.data()}).ok());
+  std::vector<float> want(4 * 64);
+  std::memcpy(want.data(), expected.data(), want.size() * 4);
+  for (UINT v = 64; v < 128; ++v) want[v] = -1.5f;   // index 9
+  for (UINT v = 192; v < 256; ++v) want[v] = -1.5f;  // index 5
+  CHECK(std::memcmp(out.data(), want.data(), out.size() * 4) == 0);
+}
+
+// Without 8/16-bit storage the kernel is the same (32-bit words throughout).
+TEST_CASE_METHOD(Fixture, "Quantized rows: a device without 8/16-bit storage", "[quantized]") {
+  std::unique_ptr<Device> plain;
+  REQUIRE(CreateDevice(Borrowed(Dev(), DeviceFeatures{}), &plain).ok());
+  Rng rng(BaseSeed() ^ 0x8B17);
+  for (auto out : {DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_FLOAT16})
+    for (auto format : {VKDML_QUANTIZED_FORMAT_Q8_0, VKDML_QUANTIZED_FORMAT_Q4_0}) {
+      Case c;
+      c.format = format;
+      c.outType = out;
+      c.rows = 9;
+      c.blocks = 3;
+      c.rowStride = c.RowBytes() + 1;
+      c.batch = std::vector<UINT>{3, 2};
+      c.indices = RandomIndices(rng, 6, c.rows, c.indexType);
+      RunAndCheck(*plain, rng, c);
+    }
+}
+
+// Every rule of dml.h's VKDML_GATHER_QUANTIZED_ROWS_OPERATOR_DESC, with its message.
+TEST_CASE_METHOD(Fixture, "Quantized rows: validation", "[quantized][validation]") {
+  struct Rule {
+    const char* message;
+    std::function<void(Case&, Built&)> change;  // after Build, before CreateOperator
+  };
+  const auto u8 = DML_TENSOR_DATA_TYPE_UINT8, f32 = DML_TENSOR_DATA_TYPE_FLOAT32;
+  const Rule rules[] = {
+      {"GATHER_QUANTIZED_ROWS: Format is 3, expected VKDML_QUANTIZED_FORMAT_Q8_0 (1) or "
+       "VKDML_QUANTIZED_FORMAT_Q4_0 (2)",
+       [](Case&, Built& b) { b.desc.Format = VKDML_QUANTIZED_FORMAT(3); }},
+      {"GATHER_QUANTIZED_ROWS: InputTensor.DataType is INT8, expected UINT8 (the table's Q8_0 "
+       "blocks)",
+       [](Case&, Built& b) {
+         b.table = TensorDesc(DML_TENSOR_DATA_TYPE_INT8, b.table.sizes);
+         b.desc.InputTensor = b.table.Desc();
+       }},
+      {"GATHER_QUANTIZED_ROWS: OutputTensor.DataType is INT32, expected FLOAT32 or FLOAT16",
+       [](Case&, Built& b) {
+         b.output = TensorDesc(DML_TENSOR_DATA_TYPE_INT32, b.output.sizes);
+         b.desc.OutputTensor = b.output.Desc();
+       }},
+      {"GATHER_QUANTIZED_ROWS: InputTensor.DimensionCount is 1, expected 2 to 8 (its last two "
+       "dimensions are the table's rows and bytes per row)",
+       [=](Case&, Built& b) {
+         b.table = TensorDesc(u8, {68});
+         b.indices = TensorDesc(DML_TENSOR_DATA_TYPE_INT32, {1});
+         b.output = TensorDesc(f32, {64});
+         b.desc = {b.table.Desc(), b.indices.Desc(), b.output.Desc(), b.desc.Format};
+       }},
+      {"GATHER_QUANTIZED_ROWS: IndicesTensor.DimensionCount is 3, expected 2 "
+       "(InputTensor.DimensionCount)",
+       [](Case&, Built& b) {
+         b.indices = TensorDesc(DML_TENSOR_DATA_TYPE_INT32, {1, 3, 1});
+         b.desc.IndicesTensor = b.indices.Desc();
+       }},
+      {"GATHER_QUANTIZED_ROWS: InputTensor.Sizes[0] is 2, expected 1 (only the last two "
+       "dimensions, the table's rows and bytes per row, may be larger)",
+       [=](Case&, Built& b) {
+         b.table = TensorDesc(u8, {2, 4, 68});
+         b.indices = TensorDesc(DML_TENSOR_DATA_TYPE_INT32, {1, 3, 1});
+         b.output = TensorDesc(f32, {1, 3, 64});
+         b.desc = {b.table.Desc(), b.indices.Desc(), b.output.Desc(), b.desc.Format};
+       }},
+      {"GATHER_QUANTIZED_ROWS: InputTensor.Sizes[1] is 70, expected a multiple of 34 (the bytes "
+       "of a Q8_0 block of 32 values)",
+       [=](Case&, Built& b) {
+         b.table = TensorDesc(u8, {4, 70});
+         b.desc.InputTensor = b.table.Desc();
+       }},
+      {"GATHER_QUANTIZED_ROWS: InputTensor.Strides[1] is 2, expected 1 (a row's bytes are "
+       "consecutive)",
+       [=](Case&, Built& b) {
+         b.table = TensorDesc(u8, {4, 68}, {200, 2});
+         b.desc.InputTensor = b.table.Desc();
+       }},
+      {"GATHER_QUANTIZED_ROWS: IndicesTensor.Sizes[1] is 2, expected 1 (one row index per output "
+       "row)",
+       [](Case&, Built& b) {
+         b.indices = TensorDesc(DML_TENSOR_DATA_TYPE_INT32, {3, 2});
+         b.desc.IndicesTensor = b.indices.Desc();
+       }},
+      {"GATHER_QUANTIZED_ROWS: OutputTensor.Sizes[1] is 32, expected 64 (32 values per 34-byte "
+       "block of an InputTensor row)",
+       [=](Case&, Built& b) {
+         b.output = TensorDesc(f32, {3, 32});
+         b.desc.OutputTensor = b.output.Desc();
+       }},
+      {"GATHER_QUANTIZED_ROWS: OutputTensor.Sizes[0] is 4, expected 3 (IndicesTensor.Sizes[0])",
+       [=](Case&, Built& b) {
+         b.output = TensorDesc(f32, {4, 64});
+         b.desc.OutputTensor = b.output.Desc();
+       }},
+      {"GATHER_QUANTIZED_ROWS: OutputTensor.Strides[1] is 0, expected a non-zero stride: an "
+       "output cannot broadcast",
+       [=](Case&, Built& b) {
+         b.output = TensorDesc(f32, {3, 64}, {64, 0});
+         b.desc.OutputTensor = b.output.Desc();
+       }},
+      {"GATHER_QUANTIZED_ROWS: OutputTensor.Strides[1] is 3, expected 1 (a row's values are "
+       "consecutive)",
+       [=](Case&, Built& b) {
+         b.output = TensorDesc(f32, {3, 64}, {1, 3});
+         b.desc.OutputTensor = b.output.Desc();
+       }},
+      {"GATHER_QUANTIZED_ROWS: OutputTensor.Strides[0] is 65, expected an even stride (FLOAT16 "
+       "rows start on 4-byte words)",
+       [=](Case&, Built& b) {
+         b.output = TensorDesc(DML_TENSOR_DATA_TYPE_FLOAT16, {3, 64}, {65, 1});
+         b.desc.OutputTensor = b.output.Desc();
+       }},
+      {"GATHER_QUANTIZED_ROWS: IndicesTensor.DataType is FLOAT32, expected INT32, UINT32, INT64 "
+       "or UINT64",
+       [](Case&, Built& b) {
+         b.indices = TensorDesc(f32, {3, 1});
+         b.desc.IndicesTensor = b.indices.Desc();
+       }},
+  };
+  for (const Rule& rule : rules) {
+    Case c;
+    c.rows = 4;
+    c.blocks = 2;
+    c.batch = std::vector<UINT>{3};
+    Built b;
+    Build(c, &b);
+    rule.change(c, b);
+    std::unique_ptr<Operator> op;
+    Result r = Dev().CreateOperator(b.op, &op);
+    CHECK(r.status == Status::InvalidArgument);
+    CHECK(r.message == rule.message);
+  }
+  // A VKDML_OUT_OF_RANGE_OPERATOR_DESC's FillValue is OutputTensor's type: 4 bytes of FLOAT32.
+  Case c;
+  c.rows = 4;
+  c.batch = std::vector<UINT>{3};
+  Built b;
+  Build(c, &b);
+  VKDML_OUT_OF_RANGE_OPERATOR_DESC fill{&b.op, VKDML_OUT_OF_RANGE_MODE_FILL, {}};
+  fill.FillValue.Bytes[4] = 1;
+  const DML_OPERATOR_DESC wrapped{VKDML_OPERATOR_OUT_OF_RANGE, &fill};
+  std::unique_ptr<Operator> op;
+  Result r = Dev().CreateOperator(wrapped, &op);
+  CHECK(r.message ==
+        "GATHER_QUANTIZED_ROWS: FillValue.Bytes[4] is 1, expected 0: OutputTensor's DataType, "
+        "FLOAT32, is 4 bytes wide");
+}
