@@ -193,9 +193,51 @@ std::string IndexMessage(const std::string& message, size_t D, size_t q, const s
   return path + ": indices[" + coords + message.substr(close);
 }
 
-std::string MapOnnxOperator(const OnnxOptions& a, const ArrayRef& in, const ArrayRef& idx,
+namespace {
+
+// dequantize-rows: the checks of its arrays and options, its output, D and descriptor. `idx` is
+// the indices with a trailing dimension of 1 (DirectML's IndicesTensor).
+std::string MapQuantizedRows(const OnnxOptions& a, const ArrayRef& in, const ArrayRef& idx,
+                             OnnxMapping* m) {
+  if (a.format != "q8_0" && a.format != "q4_0")
+    return "format is '" + a.format + "', expected q8_0 or q4_0";
+  if (a.dtype != npy::DType::Float32 && a.dtype != npy::DType::Float16)
+    return std::string("dtype is ") + npy::DTypeName(a.dtype) + ", expected float32 or float16";
+  if (in.dtype != npy::DType::UInt8)
+    return in.name + ": dtype is " + npy::DTypeName(in.dtype) + ", expected uint8 (the table's " +
+           a.format + " blocks)";
+  if (in.shape.size() != 2)
+    return in.name + ": rank is " + std::to_string(in.shape.size()) + " (shape " +
+           in.ShapeString() + "), expected 2: (rows, bytes per row)";
+  const uint64_t block = a.format == "q8_0" ? 34 : 18;
+  if (in.shape[1] % block || in.shape[1] == 0)
+    return in.name + ": shape is " + in.ShapeString() + ", expected (rows, a multiple of " +
+           std::to_string(block) + " bytes): whole " + a.format + " blocks of 32 values";
+  m->outputShape = Slice(idx.shape, 0, idx.shape.size() - 1);
+  m->outputShape.push_back(in.shape[1] / block * 32);
+  m->outputDType = a.dtype;
+  m->D = std::max<size_t>(2, idx.shape.size());
+  m->quantizedRows.Format =
+      a.format == "q8_0" ? VKDML_QUANTIZED_FORMAT_Q8_0 : VKDML_QUANTIZED_FORMAT_Q4_0;
+  m->desc = {VKDML_OPERATOR_GATHER_QUANTIZED_ROWS, &m->quantizedRows};
+  return "";
+}
+
+}  // namespace
+
+std::string MapOnnxOperator(const OnnxOptions& a, const ArrayRef& in, const ArrayRef& idxArray,
                             const ArrayRef* upd, OnnxMapping* m) {
-  for (const ArrayRef* n : {&in, &idx, upd}) {
+  // dequantize-rows takes one index per output row: DirectML's IndicesTensor has a last
+  // dimension of 1.
+  ArrayRef rowIndices;
+  if (a.op == "dequantize-rows") {
+    rowIndices = idxArray;
+    rowIndices.shape.push_back(1);
+    rowIndices.strides.push_back(1);
+  }
+  const ArrayRef& idx = a.op == "dequantize-rows" ? rowIndices : idxArray;
+  m->outputDType = in.dtype;
+  for (const ArrayRef* n : {&in, &idxArray, upd}) {
     if (!n) continue;
     if (n->shape.size() > 8)
       return n->name + ": rank is " + std::to_string(n->shape.size()) + " (shape " +
@@ -220,7 +262,10 @@ std::string MapOnnxOperator(const OnnxOptions& a, const ArrayRef& in, const Arra
   const Shape& is = in.shape;
   const Shape& xs = idx.shape;
   Shape inView = is;
-  if (a.op == "gather") {
+  if (a.op == "dequantize-rows") {
+    const std::string error = MapQuantizedRows(a, in, idx, m);
+    if (!error.empty()) return error;
+  } else if (a.op == "gather") {
     // DML_OPERATOR_GATHER with IndexDimensions q: input.shape[:axis] + indices.shape +
     // input.shape[axis+1:], rank r - 1 + q; the input is padded to D dimensions with leading 1s
     // (which DirectML drops again), so Axis moves by D - r.
@@ -323,10 +368,10 @@ std::string MapOnnxOperator(const OnnxOptions& a, const ArrayRef& in, const Arra
 
   // DirectML has no empty tensors: a gather with an empty output needs no device, and neither
   // does a scatter without updates. Otherwise an empty input means that no index can be valid.
-  if (!ByteSize(m->outputShape, npy::ItemSize(in.dtype), &m->outputBytes))
+  if (!ByteSize(m->outputShape, npy::ItemSize(m->outputDType), &m->outputBytes))
     return "the output would have shape " + npy::ShapeString(m->outputShape) + " of " +
-           npy::DTypeName(in.dtype) + ", more than 2^64 bytes";
-  const uint64_t outCount = m->outputBytes / npy::ItemSize(in.dtype);
+           npy::DTypeName(m->outputDType) + ", more than 2^64 bytes";
+  const uint64_t outCount = m->outputBytes / npy::ItemSize(m->outputDType);
   if (upd ? upd->ElementCount() == 0 : outCount == 0) {
     m->skipDevice = true;
     return "";
@@ -341,7 +386,7 @@ std::string MapOnnxOperator(const OnnxOptions& a, const ArrayRef& in, const Arra
   if (error.empty()) error = ToTensor(idx, xs, m->D, &m->inputs[1]);
   if (error.empty() && upd) error = ToTensor(*upd, upd->shape, m->D, &m->inputs[2]);
   if (!error.empty()) return error;
-  m->output.type = m->inputs[0].type;
+  m->output.type = DataType(m->outputDType);
   m->output.sizes.assign(m->D - m->outputShape.size(), 1);
   if (m->outputView.empty() || m->outputView == m->outputShape) {
     for (uint64_t d : m->outputShape) m->output.sizes.push_back(static_cast<UINT>(d));
@@ -373,6 +418,9 @@ std::string MapOnnxOperator(const OnnxOptions& a, const ArrayRef& in, const Arra
   if (upd) m->scatterNd.UpdatesTensor = m->scatterElements.UpdatesTensor = descs[2];
   m->gather.OutputTensor = m->gatherNd.OutputTensor = m->gatherElements.OutputTensor =
       m->scatterNd.OutputTensor = m->scatterElements.OutputTensor = out;
+  m->quantizedRows.InputTensor = descs[0];
+  m->quantizedRows.IndicesTensor = descs[1];
+  m->quantizedRows.OutputTensor = out;
   if (a.reduction != "none") {  // vkdml's reduce operators, with the same tensors
     VKDML_REDUCE_FUNCTION f = VKDML_REDUCE_FUNCTION_MIN;
     if (!ReduceFunction(a.reduction, in.dtype, &f))

@@ -61,7 +61,12 @@ void CopyToCOrder(const ArrayRef& a, uint8_t* dst);
 
 // The operator and its options, as `vkdml run` takes them.
 struct OnnxOptions {
-  std::string op;  // gather, gather-nd, gather-elements, scatter-elements, scatter-nd
+  // gather, gather-nd, gather-elements, scatter-elements, scatter-nd; or vkdml's
+  // dequantize-rows (VKDML_OPERATOR_GATHER_QUANTIZED_ROWS: the input a uint8 table of shape
+  // (rows, bytes per row) in `format`, the output indices.shape + (values per row,) of `dtype`)
+  std::string op;
+  std::string format = "q8_0";             // dequantize-rows: q8_0 or q4_0
+  npy::DType dtype = npy::DType::Float32;  // dequantize-rows: float32 or float16
   int64_t axis = 0, batchDims = 0;
   std::string reduction = "none";  // none, add, mul, max, min
   vkdml::BOOL excludeSelf = 0;     // with a reduction: PyTorch's include_self=False
@@ -94,6 +99,9 @@ struct OnnxMapping {
   vkdml::DML_SCATTER_OPERATOR_DESC scatterElements{};
   vkdml::VKDML_SCATTER_ND_REDUCE_OPERATOR_DESC scatterNdReduce{};
   vkdml::VKDML_SCATTER_ELEMENTS_REDUCE_OPERATOR_DESC scatterElementsReduce{};
+  vkdml::VKDML_GATHER_QUANTIZED_ROWS_OPERATOR_DESC quantizedRows{};
+  npy::DType outputDType = npy::DType::Float32;  // the output array's (the input's but for
+                                                 // dequantize-rows)
   vkdml::DML_OPERATOR_DESC inner{};  // desc's operator, where desc wraps it (out of range)
   vkdml::VKDML_OUT_OF_RANGE_OPERATOR_DESC outOfRange{};
   vkdml::DML_OPERATOR_DESC desc{};

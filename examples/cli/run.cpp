@@ -25,6 +25,7 @@ const char kRunUsage[] =
     "                 [--batch-dims N] [--reduction none|add|mul|max|min|mean] [--deterministic]\n"
     "                 [--include-self true|false] [--out-of-range clamp|fill|drop|error]\n"
     "                 [--fill-value V]\n"
+    "                 [--format q8_0|q4_0] [--dtype float32|float16]\n"
     "                 --output OUT.npy [--device N] [--check-indices] [--quiet]\n"
     "\n"
     "Runs one ONNX operator on .npy arrays on a Vulkan device and writes the result.\n"
@@ -37,6 +38,12 @@ const char kRunUsage[] =
     "  scatter-elements   ScatterElements: --axis N (default 0), --updates (shape\n"
     "                     indices.shape); output shape input.shape\n"
     "  scatter-nd         ScatterND: --updates; output shape input.shape\n"
+    "  dequantize-rows    vkdml's: rows of a quantized table, dequantized (ggml's get_rows):\n"
+    "                     --input a uint8 (rows, bytes per row) array of ggml's blocks,\n"
+    "                     --format q8_0 (34-byte blocks: a float16 scale d, 32 int8 q) or\n"
+    "                     q4_0 (18-byte blocks: d, 32 4-bit q, each minus 8), values d * q\n"
+    "                     in float32, then --dtype float32 (default) or float16; output\n"
+    "                     shape indices.shape + (32 * blocks per row,)\n"
     "Scatter options:\n"
     "  --reduction R      none (default: the update replaces the element), add, mul, max or\n"
     "                     min (ONNX's reduction: each update combined with its target, in the\n"
@@ -57,7 +64,7 @@ const char kRunUsage[] =
     "                     the output element is --fill-value, default 0), drop (scatters: the\n"
     "                     update is skipped) or error (as --check-indices). An index tuple\n"
     "                     with any component out of range counts as out of range whole\n"
-    "  --fill-value V     with --out-of-range fill: a value of the input's dtype (true/false\n"
+    "  --fill-value V     with --out-of-range fill: a value of the output's dtype (true/false\n"
     "                     for bool; float16 rounds as NumPy's float16(float(V)) does)\n"
     "  --quiet            print nothing on success (else one line: the operator, shapes, dtypes,\n"
     "                     device and time)\n"
@@ -74,7 +81,7 @@ struct RunArgs : OnnxOptions {
   bool haveAxis = false, haveBatchDims = false, checkIndices = false, deterministic = false;
   bool quiet = false;
   std::string outOfRangeName = "clamp", fillText;
-  bool haveFill = false;
+  bool haveFill = false, haveFormat = false, haveDType = false;
 };
 
 // value as a float16's bits, rounded to nearest even (NumPy's float16(value)).
@@ -202,6 +209,14 @@ int ParseRunArgs(int argc, char** argv, RunArgs* a) {
     } else if (arg == "--fill-value") {
       a->fillText = value;
       a->haveFill = true;
+    } else if (arg == "--format") {
+      a->format = value;
+      a->haveFormat = true;
+    } else if (arg == "--dtype") {
+      if (value != "float32" && value != "float16")
+        return Error("--dtype is '" + value + "', expected float32 or float16");
+      a->dtype = value == "float16" ? npy::DType::Float16 : npy::DType::Float32;
+      a->haveDType = true;
     } else {
       return Error("unknown option " + arg + " (see --help)");
     }
@@ -215,12 +230,17 @@ int CheckOperator(const RunArgs& a) {
   if (op.empty())
     return Error(
         "no operator given, expected one of gather, gather-elements, "
-        "gather-nd, scatter-elements, scatter-nd (see --help)");
+        "gather-nd, scatter-elements, scatter-nd, dequantize-rows (see --help)");
   if (op != "gather" && op != "gather-nd" && op != "gather-elements" && op != "scatter-nd" &&
-      op != "scatter-elements")
+      op != "scatter-elements" && op != "dequantize-rows")
     return Error("unknown operator '" + op +
                  "', expected one of gather, gather-elements, "
-                 "gather-nd, scatter-elements, scatter-nd");
+                 "gather-nd, scatter-elements, scatter-nd, dequantize-rows");
+  const bool rows = op == "dequantize-rows";
+  if ((a.haveFormat || a.haveDType) && !rows)
+    return Error(std::string(a.haveFormat ? "--format" : "--dtype") + " does not apply to " + op +
+                 " (only to dequantize-rows)");
+  if (rows && !a.haveFormat) return Error("--format is required for dequantize-rows");
   bool scatter = op == "scatter-nd" || op == "scatter-elements";
   bool elements = op == "gather-elements" || op == "scatter-elements";
   if (a.reduction != "none") {
@@ -293,7 +313,8 @@ int RunMain(int argc, char** argv) {
   if (a.outOfRangeName == "drop") a.outOfRange = VKDML_OUT_OF_RANGE_MODE_DROP;
   if (a.outOfRangeName == "fill") {
     a.outOfRange = VKDML_OUT_OF_RANGE_MODE_FILL;
-    if (a.haveFill) error = ParseFillValue(a.fillText, in.dtype, &a.fillValue);
+    const npy::DType fillType = a.op == "dequantize-rows" ? a.dtype : in.dtype;
+    if (a.haveFill) error = ParseFillValue(a.fillText, fillType, &a.fillValue);
     if (!error.empty()) return Error(error);
   }
   OnnxMapping mapping;
@@ -302,7 +323,7 @@ int RunMain(int argc, char** argv) {
 
   npy::PendingFile file(a.output);
   if (!file.Open(&error)) return Error(error);
-  const std::string header = npy::HeaderBytes(in.dtype, mapping.outputShape, false);
+  const std::string header = npy::HeaderBytes(mapping.outputDType, mapping.outputShape, false);
   const uint64_t bytes = mapping.outputBytes;
   uint8_t* out = nullptr;
   std::string where = "the host (no device work)";

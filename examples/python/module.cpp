@@ -281,7 +281,8 @@ std::string Key(const cli::OnnxOptions& o, UINT flags, const std::vector<const A
   std::string key = o.op + "/" + o.reduction + "/" + std::to_string(o.axis) + "/" +
                     std::to_string(o.batchDims) + "/" + std::to_string(flags) + "/" +
                     std::to_string(o.outOfRange) + ":" + std::to_string(o.fillValue.UInt64) + "/" +
-                    std::to_string(o.excludeSelf);
+                    std::to_string(o.excludeSelf) + "/" + o.format + "/" +
+                    std::to_string(int(o.dtype));
   for (const Arg* a : args) {
     key += "|" + std::to_string(int(a->ref.dtype));
     for (size_t d = 0; d < a->ref.shape.size(); ++d)
@@ -302,8 +303,11 @@ std::string Key(const cli::OnnxOptions& o, UINT flags, const std::vector<const A
 py::object RunOp(const std::string& op, const std::string& label, py::object device, py::object x,
                  py::object indices, py::object updates, int64_t axis, int64_t batchDims,
                  const std::string& reduction, bool deterministic, bool checkIndices,
-                 int outOfRange, const py::bytes& fill, bool includeSelf, py::object out) {
+                 int outOfRange, const py::bytes& fill, bool includeSelf, py::object out,
+                 const std::string& format, const std::string& dtype) {
   cli::OnnxOptions o;
+  o.format = format;  // dequantize-rows (the mapping checks both)
+  o.dtype = ParseDType(dtype, "dtype");
   o.excludeSelf = !includeSelf;  // with a reduction (vkdml/__init__.py checked)
   // vkdml/__init__.py checked both: FILL or DROP as the operator takes it, the fill value's
   // bytes those of an element of x's dtype.
@@ -317,7 +321,7 @@ py::object RunOp(const std::string& op, const std::string& label, py::object dev
   o.reduction = reduction;
   o.axisLabel = "axis";
   o.batchDimsLabel = "batch_dims";
-  Arg in = ToArg(x, "x"), idx = ToArg(indices, "indices"), upd;
+  Arg in = ToArg(x, op == "dequantize-rows" ? "table" : "x"), idx = ToArg(indices, "indices"), upd;
   const bool scatter = !updates.is_none();
   if (scatter) upd = ToArg(updates, "updates");
   const npy::DType it = idx.ref.dtype;
@@ -371,10 +375,10 @@ py::object RunOp(const std::string& op, const std::string& label, py::object dev
   if (!error.empty()) throw py::value_error(error);
   const UINT flags = (checkIndices ? VKDML_EXECUTION_FLAG_CHECK_INDICES : 0) |
                      (deterministic ? VKDML_EXECUTION_FLAG_DETERMINISTIC : 0);
-  if (outTensor && (outTensor->DType() != in.ref.dtype || outTensor->Shape() != m.outputShape))
+  if (outTensor && (outTensor->DType() != m.outputDType || outTensor->Shape() != m.outputShape))
     throw py::value_error("out: shape " + npy::ShapeString(outTensor->Shape()) + " " +
                           npy::DTypeName(outTensor->DType()) + ", expected " +
-                          npy::ShapeString(m.outputShape) + " " + npy::DTypeName(in.ref.dtype));
+                          npy::ShapeString(m.outputShape) + " " + npy::DTypeName(m.outputDType));
 
   std::shared_ptr<CompiledOperator> compiled;
   if (!m.skipDevice) compiled = state->Compile(Key(o, flags, {&in, &idx, &upd}), m.desc, flags);
@@ -391,7 +395,7 @@ py::object RunOp(const std::string& op, const std::string& label, py::object dev
         if (!bad.empty()) throw py::index_error(bad);
       }
       if (m.outputBytes) cli::CopyToCOrder(in.ref, dst);  // a scatter without updates
-      return ViewAs(raw, in.ref.dtype, m.outputShape);
+      return ViewAs(raw, m.outputDType, m.outputShape);
     }
     if (m.outputStartsAsInput) cli::CopyToCOrder(in.ref, dst);
     std::vector<cli::HostTensor*> inputs;
@@ -401,14 +405,14 @@ py::object RunOp(const std::string& op, const std::string& label, py::object dev
       r = cli::RunPrepared(*state->device, *compiled, inputs, dst);
     }
     if (!r) ThrowIndex(r, m, idx);
-    return ViewAs(raw, in.ref.dtype, m.outputShape);
+    return ViewAs(raw, m.outputDType, m.outputShape);
   }
 
   // Device tensors: one submission, the output never leaves the device.
   std::unique_ptr<PyTensor> made;
   PyTensor* result = outTensor;
   if (!result) {
-    made = std::make_unique<PyTensor>(device, state, in.ref.dtype, m.outputShape);
+    made = std::make_unique<PyTensor>(device, state, m.outputDType, m.outputShape);
     result = made.get();
   }
   const bool inPlace = result == in.tensor;
@@ -544,5 +548,6 @@ PYBIND11_MODULE(_vkdml, mod) {
   mod.def("run", &RunOp, py::arg("op"), py::arg("label"), py::arg("device"), py::arg("x"),
           py::arg("indices"), py::arg("updates"), py::arg("axis"), py::arg("batch_dims"),
           py::arg("reduction"), py::arg("deterministic"), py::arg("check_indices"),
-          py::arg("out_of_range"), py::arg("fill"), py::arg("include_self"), py::arg("out"));
+          py::arg("out_of_range"), py::arg("fill"), py::arg("include_self"), py::arg("out"),
+          py::arg("format") = "q8_0", py::arg("dtype") = "float32");
 }

@@ -1197,10 +1197,63 @@ def group_limits():
     os.remove(idx)
 
 
+def ref_dequantize(table, fmt):
+    """ggml's Q8_0 / Q4_0 blocks as float32 products d * q (one rounding each)."""
+    size = 34 if fmt == "q8_0" else 18
+    b = table.reshape(table.shape[0], -1, size)
+    d = b[:, :, :2].copy().view(np.float16).astype(np.float32)
+    if fmt == "q8_0":
+        q = b[:, :, 2:].view(np.int8).astype(np.float32)
+    else:
+        q = np.concatenate([b[:, :, 2:] & 15, b[:, :, 2:] >> 4], axis=2).astype(np.float32) - 8
+    return (d * q).reshape(table.shape[0], -1)
+
+
+def group_quantized():
+    """`vkdml run dequantize-rows --format q8_0|q4_0 [--dtype float16]` against a NumPy
+    reference (clamped, negative and out-of-range indices, fill and error), and its refusals."""
+    rng = np.random.default_rng(27)
+    for fmt, size in (("q8_0", 34), ("q4_0", 18)):
+        table = rng.integers(0, 256, (9, 2 * size), dtype=np.uint8)
+        table[:, 1::size] &= 0xBB  # finite scales
+        values = ref_dequantize(table, fmt)
+        for it in INDEX_TYPES:
+            signed = np.issubdtype(it, np.signedinteger)
+            idx = rng.integers(-11 if signed else 0, 11, (2, 3)).astype(it)
+            rows = np.clip(idx.astype(np.int64), -9, 8) % 9
+            for dt in ("float32", "float16"):
+                p, got = run_op("dequantize-rows", table, idx, extra=["--format", fmt, "--dtype", dt])
+                expect_ok(f"dequantize-rows {fmt} {np.dtype(it).name} {dt}", p, got,
+                          values[rows].astype(dt))
+        p, got = run_op("dequantize-rows", table, np.array([1, 12]),
+                        extra=["--format", fmt, "--out-of-range", "fill", "--fill-value", "-3"])
+        want = values[[1, 8]].copy()
+        want[1] = -3
+        expect_ok(f"dequantize-rows {fmt} fill", p, got, want)
+        p, _ = run_op("dequantize-rows", table, np.array([[0, 12]]),
+                      extra=["--format", fmt, "--check-indices"])
+        expect_error(f"dequantize-rows {fmt} --check-indices", p, 2, "is 12, outside")
+    table = np.zeros((3, 34), np.uint8)
+    idx = np.array([0])
+    for extra, text in (([], "--format is required for dequantize-rows"),
+                        (["--format", "q5_1"], "format is 'q5_1', expected q8_0 or q4_0"),
+                        (["--format", "q4_0"], "expected (rows, a multiple of 18 bytes)"),
+                        (["--format", "q8_0", "--dtype", "int8"],
+                         "--dtype is 'int8', expected float32 or float16"),
+                        (["--format", "q8_0", "--axis", "1"],
+                         "--axis does not apply to dequantize-rows")):
+        p, _ = run_op("dequantize-rows", table, idx, extra=extra)
+        expect_error(f"dequantize-rows refuses {extra}", p, 2, text)
+    p, _ = run_op("dequantize-rows", table.astype(np.int8), idx, extra=["--format", "q8_0"])
+    expect_error("dequantize-rows int8 table", p, 2, "dtype is int8, expected uint8")
+    p, _ = run_op("gather", table, idx, extra=["--format", "q8_0"])
+    expect_error("gather --format", p, 2, "--format does not apply to gather")
+
+
 GROUPS = {"help": group_help, "roundtrip": group_roundtrip, "shapes": group_shapes,
           "errors": group_errors, "indices": group_indices, "output": group_output,
           "bench": group_bench, "reduce": group_reduce, "limits": group_limits,
-          "out_of_range": group_out_of_range}
+          "out_of_range": group_out_of_range, "quantized": group_quantized}
 
 if __name__ == "__main__":
     GROUPS[sys.argv[2]]()

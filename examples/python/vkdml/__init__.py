@@ -24,7 +24,7 @@ from ._vkdml import Device as _NativeDevice
 from ._vkdml import run as _run
 
 __all__ = ["Device", "Tensor", "Error", "UnsupportedError", "gather", "gather_elements",
-           "gather_nd", "scatter_elements", "scatter_nd", "default_device"]
+           "gather_nd", "scatter_elements", "scatter_nd", "dequantize_rows", "default_device"]
 
 _REDUCTIONS = ("none", "add", "mul", "max", "min", "mean")
 # dml.h's VKDML_OUT_OF_RANGE_MODE: what an out-of-range index does.
@@ -288,3 +288,35 @@ def scatter_nd(x, indices, updates, reduction="none", deterministic=False, *,
                  deterministic=deterministic, check_indices=check_indices, device=device,
                  out=out, out_of_range=out_of_range, fill_value=fill_value,
                  include_self=include_self)
+
+
+_QUANTIZED_FORMATS = ("q8_0", "q4_0")
+
+
+def dequantize_rows(table, indices, format, *, dtype=np.float32, check_indices=False,
+                    device=None, out_of_range="clamp", fill_value=None):
+    """Rows of a quantized table, dequantized (ggml's get_rows; vkdml's
+    VKDML_OPERATOR_GATHER_QUANTIZED_ROWS). table: a uint8 array of shape (rows, bytes per row)
+    holding ggml's blocks of 32 values in `format`: "q8_0" (34 bytes: a float16 scale d, then
+    32 int8 q) or "q4_0" (18 bytes: d, then 16 bytes whose low nibbles are values 0-15 and
+    high nibbles 16-31, each q - 8). indices: any shape of integers, one row each (negative
+    ones count from the end). Returns indices.shape + (32 * blocks per row,) values d * q,
+    computed in float32 and rounded to dtype (float32 or float16). out_of_range: "clamp",
+    "fill" (the whole row is fill_value) or "error" (as check_indices=True)."""
+    if format not in _QUANTIZED_FORMATS:
+        raise ValueError(f"format is {format!r}, expected one of {', '.join(_QUANTIZED_FORMATS)}")
+    dt = np.dtype(_dtype_name(dtype))
+    if dt not in (np.dtype(np.float32), np.dtype(np.float16)):
+        raise TypeError(f"dtype is {dt}, expected float32 or float16")
+    if out_of_range not in ("clamp", "fill", "error"):
+        raise ValueError(f"out_of_range is {out_of_range!r}, expected clamp, fill or error")
+    if fill_value is not None and out_of_range != "fill":
+        raise ValueError(f"fill_value is given, but out_of_range is {out_of_range!r}: only "
+                         f"'fill' writes it")
+    fill = _fill_bytes(0 if fill_value is None else fill_value, dt) \
+        if out_of_range == "fill" else b""
+    check = bool(check_indices) or out_of_range == "error"
+    mode = _OUT_OF_RANGE["fill"] if out_of_range == "fill" else 0
+    return _run("dequantize-rows", "dequantize_rows", _device(device), _arg(table, "table"),
+                _indices(indices), None, 0, 0, "none", False, check, mode, fill, True, None,
+                format, dt.name)
