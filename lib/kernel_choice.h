@@ -7,7 +7,7 @@
 //   kernel_reduce.cpp   scatters with a reduction: atomics, and the sort with its ordered fold
 //   kernel_ties.cpp     deterministic float MAX and MIN: atomics, then the ties' passes
 //   kernel_mean.cpp     a mean's count and division, after its sum (the ADD reduction's)
-//   kernel_quantized.cpp  quantized rows, dequantized (glsl/dequantize_rows.comp)
+//   kernel_quantized.cpp  quantized rows (glsl/dequantize_rows.comp, quantize_rows.comp)
 //   kernel_large.cpp    the large path: dispatches through windows of the binding range
 // Each also lists every module name it can ask for (its ListModules), which the build checks
 // against the modules it makes (kernels.h: MissingModules).
@@ -130,8 +130,8 @@ void ListTiesModules(const ModuleSink& sink);
 Result ChooseMean(Choice& c);
 void ListMeanModules(const ModuleSink& sink);
 
-// kernel_quantized.cpp: a Dequantize pass (VKDML_OPERATOR_GATHER_QUANTIZED_ROWS).
-Result ChooseDequantize(Choice& c, const Pass& pass);
+// kernel_quantized.cpp: a Dequantize, Claim or Quantize pass (VKDML_OPERATOR_*_QUANTIZED_ROWS).
+Result ChooseQuantized(Choice& c, const Pass& pass);
 void ListQuantizedModules(const ModuleSink& sink);
 
 // kernel_large.cpp: what the large path cannot run (refused before any family is asked);

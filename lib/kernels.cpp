@@ -56,6 +56,8 @@ Result PlaceScratch(const OperatorImpl& op, const Capabilities& caps, KernelSet&
       set.sortWords ? Str("a deterministic execution sorts ", set.sortWords / 2, " update units")
       : set.tieMarkWords
           ? Str("a deterministic execution keeps a tie position per OutputTensor element")
+      : set.tallyWords && op.format
+          ? Str("it keeps the latest update of each of ", set.tallyWords, " table rows")
       : set.tallyWords ? Str("VKDML_REDUCE_FUNCTION_MEAN counts the updates of each of ",
                              set.tallyWords, " targets")
                        : Str("its mask of the slices it overwrites");
@@ -178,8 +180,9 @@ Result ChooseKernels(const OperatorImpl& op, UINT flags, const Capabilities& cap
   if (c.large) VKDML_TRY(CheckLargePath(c));
   for (const Pass& pass : op.passes) {
     if (c.large && pass.kind == Pass::Kind::Mark) continue;  // its copy then copies everything
-    if (pass.kind == Pass::Kind::Dequantize) {
-      VKDML_TRY(ChooseDequantize(c, pass));
+    if (pass.kind == Pass::Kind::Dequantize || pass.kind == Pass::Kind::Claim ||
+        pass.kind == Pass::Kind::Quantize) {
+      VKDML_TRY(ChooseQuantized(c, pass));
       continue;
     }
     if (pass.kind == Pass::Kind::Scatter && op.excludeSelf) VKDML_TRY(ChooseReset(c, pass));

@@ -84,7 +84,9 @@ struct KernelSet {
   // each run), in the sort's keys and counts regions. 0 where unused.
   UINT64 maskWords = 0, sortWords = 0, countWords = 0;
   UINT64 tiePositionWords = 0, tieMarkWords = 0;
-  UINT64 tallyWords = 0;  // a scatter mean's count per target slot (zeroed each run)
+  // A scatter mean's count per target slot, or a quantizing scatter's claim per table row
+  // (zeroed each run).
+  UINT64 tallyWords = 0;
   // Where they are, after checked mode's status words (the uniform buffer's tail), and the
   // scratch buffer's size in words.
   shader::ScratchLayout scratchAt = {};

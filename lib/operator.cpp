@@ -6,13 +6,14 @@
 
 namespace vkdml::detail {
 
-#define VKDML_OPERATOR_LIST                                                                 \
-  "DML_OPERATOR_GATHER (67), DML_OPERATOR_SCATTER_ELEMENTS (94), "                          \
-  "DML_OPERATOR_GATHER_ELEMENTS (107), "                                                    \
-  "DML_OPERATOR_GATHER_ND (108), DML_OPERATOR_SCATTER_ND (109), DML_OPERATOR_GATHER_ND1 "   \
-  "(140), VKDML_OPERATOR_SCATTER_ND_REDUCE (65537), "                                       \
-  "VKDML_OPERATOR_SCATTER_ELEMENTS_REDUCE (65538), VKDML_OPERATOR_OUT_OF_RANGE (65539) or " \
-  "VKDML_OPERATOR_GATHER_QUANTIZED_ROWS (65540)"
+#define VKDML_OPERATOR_LIST                                                                \
+  "DML_OPERATOR_GATHER (67), DML_OPERATOR_SCATTER_ELEMENTS (94), "                         \
+  "DML_OPERATOR_GATHER_ELEMENTS (107), "                                                   \
+  "DML_OPERATOR_GATHER_ND (108), DML_OPERATOR_SCATTER_ND (109), DML_OPERATOR_GATHER_ND1 "  \
+  "(140), VKDML_OPERATOR_SCATTER_ND_REDUCE (65537), "                                      \
+  "VKDML_OPERATOR_SCATTER_ELEMENTS_REDUCE (65538), VKDML_OPERATOR_OUT_OF_RANGE (65539), "  \
+  "VKDML_OPERATOR_GATHER_QUANTIZED_ROWS (65540) or VKDML_OPERATOR_SCATTER_QUANTIZED_ROWS " \
+  "(65541)"
 
 Result ValidateOperatorTensors(const DML_TENSOR_DESC* input, const DML_TENSOR_DESC* indices,
                                bool hasUpdates, const DML_TENSOR_DESC* updates,
@@ -187,6 +188,11 @@ Result BuildOperator(const DML_OPERATOR_DESC& desc, OperatorImpl* op) {
       op->name = "GATHER_QUANTIZED_ROWS";
       r = BuildGatherQuantizedRows(
           *static_cast<const VKDML_GATHER_QUANTIZED_ROWS_OPERATOR_DESC*>(desc.Desc), op);
+      break;
+    case VKDML_OPERATOR_SCATTER_QUANTIZED_ROWS:
+      op->name = "SCATTER_QUANTIZED_ROWS";
+      r = BuildScatterQuantizedRows(
+          *static_cast<const VKDML_SCATTER_QUANTIZED_ROWS_OPERATOR_DESC*>(desc.Desc), op);
       break;
     case VKDML_OPERATOR_OUT_OF_RANGE: {
       const auto& d = *static_cast<const VKDML_OUT_OF_RANGE_OPERATOR_DESC*>(desc.Desc);

@@ -18,6 +18,10 @@ struct Pass {
   // Dequantize: a gather of quantized rows (glsl/dequantize_rows.comp); its plan walks the
   // output's rows and, innermost, each row's groups of 4 values (direct stride 4), its one index
   // component addressing a row (tupleStride: the row stride in bytes).
+  // Claim and Quantize: a quantizing scatter of rows (glsl/quantize_rows.comp). Claim walks the
+  // update rows, each setting its target row's claim (the scratch's tally word) to the latest
+  // position that names it; Quantize walks the update rows and, innermost, their blocks (direct
+  // stride 32), and the claiming row's invocations quantize and store the block.
   enum class Kind {
     Gather,
     Scatter,
@@ -27,7 +31,9 @@ struct Pass {
     Sort,
     Ordered,
     Ties,
-    Dequantize
+    Dequantize,
+    Claim,
+    Quantize
   } kind = Kind::Gather;
   Plan plan;                 // as lowered: kernel choice transforms it
   bool skipInPlace = false;  // a scatter's copy: nothing to do when OutputTensor is InputTensor
@@ -67,7 +73,7 @@ class OperatorImpl final : public Operator {
   // VKDML_REDUCE_FUNCTION_MEAN: `reduce` is ADD, the sum; kernel choice then counts each
   // target's updates and divides (kernel_mean.cpp).
   bool mean = false;
-  // VKDML_OPERATOR_GATHER_QUANTIZED_ROWS: the table's block layout.
+  // VKDML_OPERATOR_GATHER_QUANTIZED_ROWS and _SCATTER_: the table's block layout.
   VKDML_QUANTIZED_FORMAT format = VKDML_QUANTIZED_FORMAT(0);
   // FILL or DROP: an element whose index tuple is out of range is filled or skipped.
   bool Drops() const {
@@ -114,6 +120,8 @@ UINT QuantizedBlockBytes(VKDML_QUANTIZED_FORMAT format);
 const char* QuantizedFormatName(VKDML_QUANTIZED_FORMAT format);
 Result BuildGatherQuantizedRows(const VKDML_GATHER_QUANTIZED_ROWS_OPERATOR_DESC& desc,
                                 OperatorImpl* op);
+Result BuildScatterQuantizedRows(const VKDML_SCATTER_QUANTIZED_ROWS_OPERATOR_DESC& desc,
+                                 OperatorImpl* op);
 
 // Dispatches on desc.Type, adds the "GATHER_ND: " prefix to messages.
 Result BuildOperator(const DML_OPERATOR_DESC& desc, OperatorImpl* op);

@@ -548,3 +548,358 @@ TEST_CASE_METHOD(Fixture, "Quantized rows: validation", "[quantized][validation]
         "GATHER_QUANTIZED_ROWS: FillValue.Bytes[4] is 1, expected 0: OutputTensor's DataType, "
         "FLOAT32, is 4 bytes wide");
 }
+
+// ---- VKDML_OPERATOR_SCATTER_QUANTIZED_ROWS ----
+
+namespace {
+
+// ggml's reference quantizers (quantize_row_q8_0_ref, quantize_row_q4_0_ref), in C++ float32:
+// each statement one rounding.
+void QuantizeBlock(VKDML_QUANTIZED_FORMAT f, const float* x, uint8_t* out) {
+  float d;
+  if (f == VKDML_QUANTIZED_FORMAT_Q8_0) {
+    float amax = 0;
+    for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[j]));
+    d = amax / 127;
+  } else {
+    float amax = 0, max = 0;
+    for (int j = 0; j < 32; ++j)
+      if (amax < std::fabs(x[j])) {
+        amax = std::fabs(x[j]);
+        max = x[j];
+      }
+    d = max / -8;
+  }
+  const float id = d != 0 ? 1.0f / d : 0.0f;
+  const uint16_t h = NearestHalf(d);
+  out[0] = uint8_t(h);
+  out[1] = uint8_t(h >> 8);
+  for (int j = 0; j < 32; ++j) {
+    const float v = x[j] * id;
+    if (f == VKDML_QUANTIZED_FORMAT_Q8_0) {
+      out[2 + j] = uint8_t(int8_t(std::round(v)));  // std::round: halves away from zero
+    } else {
+      const float w = v + 8.5f;
+      const int nibble = std::min(15, int(int8_t(w)));
+      if (j < 16)
+        out[2 + j] = uint8_t(nibble);
+      else
+        out[2 + j - 16] = uint8_t(out[2 + j - 16] | nibble << 4);
+    }
+  }
+}
+
+// A block of 32 values of one of the kinds the rule has edges at.
+void RandomBlock(Rng& rng, VKDML_QUANTIZED_FORMAT f, float* x) {
+  const UINT kind = rng.Ui(0, 7);
+  const float scale = std::ldexp(1.0f, int(rng.Ui(0, 80)) - 40);
+  std::normal_distribution<float> normal(0, 1);
+  for (int j = 0; j < 32; ++j) x[j] = normal(rng.g) * scale;
+  switch (kind) {
+    case 0:  // all zeros (d = 0, or -0 for Q4_0)
+      for (int j = 0; j < 32; ++j) x[j] = rng.P(0.5) ? 0.0f : -0.0f;
+      break;
+    case 1: {  // Q8_0's halves: amax 127 * 2^k, values (n + 0.5) * 2^k, x * id exact
+      const float unit = std::ldexp(1.0f, int(rng.Ui(0, 40)) - 20);
+      for (int j = 0; j < 32; ++j) x[j] = (float(int(rng.Ui(0, 252)) - 126) + 0.5f) * unit;
+      x[rng.Ui(0, 31)] = (rng.P(0.5) ? 127 : -127) * unit;
+      break;
+    }
+    case 2: {  // Q4_0's ties of magnitude: the first one's sign decides d
+      const UINT a = rng.Ui(0, 30), b = rng.Ui(a + 1, 31);
+      float m = 0;
+      for (int j = 0; j < 32; ++j) m = std::max(m, std::fabs(x[j]));
+      x[a] = rng.P(0.5) ? 2 * m : -2 * m;
+      x[b] = -x[a];
+      break;
+    }
+    case 3:  // denormals among small normals (amax at least 2^-100: 1 / d stays finite)
+      for (int j = 0; j < 32; ++j)
+        if (rng.P(0.5)) x[j] = std::ldexp(normal(rng.g), -130);
+      x[0] = std::ldexp(1.5f, -100);
+      break;
+    case 4:  // large: d past float16 (infinity), 1 / d tiny
+      for (int j = 0; j < 32; ++j) x[j] = normal(rng.g) * 1e37f;
+      break;
+    case 5: {  // Q4_0: max -8 * 2^k (or 8 * 2^k), so x * id is exact, and x * id + 8.5 whole
+      const float unit = std::ldexp(1.0f, int(rng.Ui(0, 40)) - 20);
+      for (int j = 0; j < 32; ++j) x[j] = (float(int(rng.Ui(0, 14)) - 7) + 0.5f) * unit;
+      x[rng.Ui(0, 31)] = (rng.P(0.5) ? 8 : -8) * unit;
+      break;
+    }
+    default:
+      break;
+  }
+  (void)f;
+}
+
+struct ScatterCase {
+  VKDML_QUANTIZED_FORMAT format = VKDML_QUANTIZED_FORMAT_Q8_0;
+  UINT rows = 1, blocks = 1, inStride = 0, outStride = 0;  // 0: packed
+  DML_TENSOR_DATA_TYPE indexType = DML_TENSOR_DATA_TYPE_INT32;
+  std::vector<UINT> batch;
+  std::vector<int64_t> indices;
+  UINT RowBytes() const { return blocks * BlockBytes(format); }
+  UINT In() const { return inStride ? inStride : RowBytes(); }
+  UINT Out() const { return outStride ? outStride : RowBytes(); }
+};
+
+struct BuiltScatter {
+  TensorDesc table, indices, updates, output;
+  VKDML_SCATTER_QUANTIZED_ROWS_OPERATOR_DESC desc{};
+  DML_OPERATOR_DESC op{};
+};
+
+void BuildScatter(const ScatterCase& c, BuiltScatter* b) {
+  const UINT dims = UINT(c.batch.size()) + 1;
+  std::vector<UINT> tableSizes(dims, 1), indexSizes = c.batch, updateSizes = c.batch;
+  tableSizes[dims - 2] = c.rows;
+  tableSizes[dims - 1] = c.RowBytes();
+  auto strides = [&](UINT row) {
+    std::vector<UINT> s(dims, 0);
+    s[dims - 2] = row;
+    s[dims - 1] = 1;
+    return s;
+  };
+  indexSizes.push_back(1);
+  updateSizes.push_back(c.blocks * 32);
+  b->table = TensorDesc(DML_TENSOR_DATA_TYPE_UINT8, tableSizes, strides(c.In()));
+  b->output = TensorDesc(DML_TENSOR_DATA_TYPE_UINT8, tableSizes, strides(c.Out()));
+  b->indices = TensorDesc(c.indexType, indexSizes);
+  b->updates = TensorDesc(DML_TENSOR_DATA_TYPE_FLOAT32, updateSizes);
+  b->desc = {b->table.Desc(), b->indices.Desc(), b->updates.Desc(), b->output.Desc(), c.format};
+  b->op = {VKDML_OPERATOR_SCATTER_QUANTIZED_ROWS, &b->desc};
+}
+
+// The expected output image from `initial` (the output buffer's bytes before the run): the
+// table's rows copied to the output's layout, unless in place, then each update row quantized
+// in order (the last one of a row stays).
+Bytes ExpectedScatter(const ScatterCase& c, const Bytes& table, const std::vector<float>& updates,
+                      Bytes initial, bool inPlace) {
+  if (!inPlace)
+    for (UINT r = 0; r < c.rows; ++r)
+      std::memcpy(&initial[UINT64(r) * c.Out()], &table[UINT64(r) * c.In()], c.RowBytes());
+  for (size_t n = 0; n < c.indices.size(); ++n) {
+    const UINT row = ClampRow(c.indices[n], c.rows, IsSigned(c.indexType));
+    for (UINT k = 0; k < c.blocks; ++k)
+      QuantizeBlock(c.format, &updates[(n * c.blocks + k) * 32],
+                    &initial[UINT64(row) * c.Out() + k * BlockBytes(c.format)]);
+  }
+  return initial;
+}
+
+}  // namespace
+
+TEST_CASE("Quantized rows: the quantizers' reference meets ggml's examples", "[quantized]") {
+  // Q8_0 of 0..31: amax 31, d = 31/127, q = round(x * 127/31).
+  float x[32];
+  for (int j = 0; j < 32; ++j) x[j] = float(j);
+  uint8_t b[34] = {};
+  QuantizeBlock(VKDML_QUANTIZED_FORMAT_Q8_0, x, b);
+  CHECK((b[0] | b[1] << 8) == NearestHalf(31.0f / 127));
+  CHECK(int8_t(b[2 + 31]) == 127);
+  CHECK(int8_t(b[2 + 1]) == 4);  // 1 * 4.0967... rounds to 4
+  // Q4_0 of -16..15: max -16 (the first of magnitude 16), d = 2, q = x / 2 + 8.
+  for (int j = 0; j < 32; ++j) x[j] = float(j - 16);
+  uint8_t c[18] = {};
+  QuantizeBlock(VKDML_QUANTIZED_FORMAT_Q4_0, x, c);
+  CHECK((c[0] | c[1] << 8) == 0x4000);  // 2.0
+  CHECK((c[2] & 15) == 0);              // -16 / 2 + 8
+  CHECK((c[2 + 15] >> 4) == 15);        // 15 / 2 + 8.5 = 16, min(15, ...)
+}
+
+// Random tables, rows, index types and duplicates (the last update of a row stays), clamped
+// indices, padded rows on either side, out of place through Run.
+TEST_CASE_METHOD(Fixture, "Quantized rows: random quantizing scatters vs reference",
+                 "[quantized]") {
+  for (uint64_t n = 0; n < 32; ++n) {
+    Rng rng(BaseSeed() ^ (0x5CA7 + n * 0x9E3779B97F4A7C15ull));
+    ScatterCase c;
+    c.format = n % 2 ? VKDML_QUANTIZED_FORMAT_Q4_0 : VKDML_QUANTIZED_FORMAT_Q8_0;
+    c.indexType = IndexTypes()[(n / 2) % 4];
+    c.rows = rng.Ui(1, 30);
+    c.blocks = rng.Ui(1, 4);
+    if (rng.P(0.5)) c.inStride = c.RowBytes() + rng.Ui(1, 5);
+    if (rng.P(0.5)) c.outStride = c.RowBytes() + rng.Ui(1, 5);
+    const UINT rank = rng.Ui(1, 3);
+    for (UINT d = 0; d < rank; ++d) c.batch.push_back(rng.Ui(1, d == rank - 1 ? 12 : 2));
+    size_t count = 1;
+    for (UINT s : c.batch) count *= s;
+    c.indices = RandomIndices(rng, count, c.rows, c.indexType);
+    if (!SweepRuns(n)) continue;
+    INFO("case " << n << " (VKDML_TEST_CASE=" << n << " replays it)");
+    BuiltScatter b;
+    BuildScatter(c, &b);
+    INFO("table " << b.table.ToString() << ", indices " << b.indices.ToString() << ", updates "
+                  << b.updates.ToString() << ", format " << UINT(c.format));
+    Bytes table(b.table.Total());
+    for (auto& v : table) v = uint8_t(rng.U(0, 255));
+    std::vector<float> updates(count * c.blocks * 32);
+    for (size_t k = 0; k < count * c.blocks; ++k) RandomBlock(rng, c.format, &updates[k * 32]);
+    Bytes indexImage = IndexBytes(c.indexType, c.indices, b.indices.Total());
+    const Bytes expected = ExpectedScatter(c, table, updates, Poisoned(b.output.Total()), false);
+    std::unique_ptr<Operator> op;
+    std::unique_ptr<CompiledOperator> compiled;
+    Result r = Dev().CreateOperator(b.op, &op);
+    INFO(Str(r));
+    REQUIRE(r.ok());
+    REQUIRE(Dev().CompileOperator(*op, DML_EXECUTION_FLAG_NONE, &compiled).ok());
+    Bytes out = Poisoned(b.output.Total());
+    r = Dev().Run(*compiled, {table.data(), indexImage.data(), updates.data()}, {out.data()});
+    INFO(Str(r));
+    REQUIRE(r.ok());
+    CHECK(DiffBytes(out, expected, nullptr) == "");
+  }
+}
+
+// In place (the output bound to the table's own range) through bindings at word offsets, with
+// guard bytes; DROP skips an out-of-range row and checked mode reports it; a block whose d is
+// below 2^-128 stores q = 0 (dml.h).
+TEST_CASE_METHOD(Fixture, "Quantized rows: a quantizing scatter in place, DROP, checked, tiny",
+                 "[quantized]") {
+  Rng rng(BaseSeed() ^ 0x1A9CE);
+  ScatterCase c;
+  c.format = VKDML_QUANTIZED_FORMAT_Q4_0;
+  c.rows = 6;
+  c.blocks = 2;
+  c.inStride = c.outStride = 39;  // rows on odd bytes
+  c.batch = std::vector<UINT>{5};
+  c.indices = std::vector<int64_t>{4, -1, 9, 0, 4};  // 9: out of range; row 4 twice
+  BuiltScatter b;
+  BuildScatter(c, &b);
+  Bytes table(b.table.Total());
+  for (auto& v : table) v = uint8_t(rng.U(0, 255));
+  std::vector<float> updates(5 * 64);
+  for (size_t k = 0; k < 10; ++k) RandomBlock(rng, c.format, &updates[k * 32]);
+  const Bytes indexImage = IndexBytes(c.indexType, c.indices, b.indices.Total());
+  {  // in place, clamped: index 9 is row 5
+    std::unique_ptr<Operator> op;
+    std::unique_ptr<CompiledOperator> compiled;
+    REQUIRE(Dev().CreateOperator(b.op, &op).ok());
+    REQUIRE(Dev().CompileOperator(*op, DML_EXECUTION_FLAG_NONE, &compiled).ok());
+    const UINT64 at = 8, guard = 64;
+    Bytes before = Poisoned(at + table.size() + guard);
+    std::copy(table.begin(), table.end(), before.begin() + at);
+    std::unique_ptr<Buffer> buf, idx, upd;
+    REQUIRE(Dev().CreateBuffer(before.size(), Buffer::Memory::DeviceLocal, &buf).ok());
+    REQUIRE(buf->Write(0, before.data(), before.size()).ok());
+    REQUIRE(Dev().CreateBuffer(indexImage.size(), Buffer::Memory::DeviceLocal, &idx).ok());
+    REQUIRE(idx->Write(0, indexImage.data(), indexImage.size()).ok());
+    REQUIRE(Dev().CreateBuffer(updates.size() * 4, Buffer::Memory::DeviceLocal, &upd).ok());
+    REQUIRE(upd->Write(0, updates.data(), updates.size() * 4).ok());
+    std::unique_ptr<BindingTable> bt;
+    REQUIRE(Dev().CreateBindingTable(*compiled, &bt).ok());
+    const DML_BUFFER_BINDING in[3] = {buf->Binding(at, table.size()), idx->Binding(),
+                                      upd->Binding()};
+    REQUIRE(bt->BindInputs(3, in).ok());
+    REQUIRE(bt->BindOutputs(1, &in[0]).ok());
+    REQUIRE(Dev()
+                .Submit([&](VkCommandBuffer cmd) { REQUIRE(Dev().RecordDispatch(cmd, *bt).ok()); })
+                .ok());
+    Bytes after(before.size());
+    REQUIRE(buf->Read(0, after.data(), after.size()).ok());
+    Bytes want = before;
+    const Bytes rows = ExpectedScatter(c, table, updates, table, true);
+    std::copy(rows.begin(), rows.end(), want.begin() + at);
+    CHECK(DiffBytes(after, want, nullptr) == "");
+  }
+  {  // DROP, checked: index 9 skipped and reported
+    VKDML_OUT_OF_RANGE_OPERATOR_DESC drop{&b.op, VKDML_OUT_OF_RANGE_MODE_DROP, {}};
+    const DML_OPERATOR_DESC wrapped{VKDML_OPERATOR_OUT_OF_RANGE, &drop};
+    std::unique_ptr<Operator> op;
+    std::unique_ptr<CompiledOperator> compiled;
+    REQUIRE(Dev().CreateOperator(wrapped, &op).ok());
+    REQUIRE(Dev().CompileOperator(*op, VKDML_EXECUTION_FLAG_CHECK_INDICES, &compiled).ok());
+    Bytes out = Poisoned(b.output.Total());
+    Result r =
+        Dev().Run(*compiled, {table.data(), indexImage.data(), updates.data()}, {out.data()});
+    CHECK(r.status == Status::IndexOutOfRange);
+    ScatterCase kept = c;
+    kept.indices = std::vector<int64_t>{4, -1, 0, 4};
+    std::vector<float> keptUpdates(updates.begin(), updates.begin() + 128);
+    keptUpdates.insert(keptUpdates.end(), updates.begin() + 192, updates.end());
+    CHECK(DiffBytes(out, ExpectedScatter(kept, table, keptUpdates, Poisoned(out.size()), false),
+                    nullptr) == "");
+  }
+  {  // a block of magnitude 2^-125: d = 2^-125 / 8 = 2^-128 ... below, 1 / d overflows
+    ScatterCase t;
+    t.format = VKDML_QUANTIZED_FORMAT_Q8_0;
+    t.batch = std::vector<UINT>{1};
+    t.indices = std::vector<int64_t>{0};
+    BuiltScatter tb;
+    BuildScatter(t, &tb);
+    std::vector<float> x(32, std::ldexp(1.0f, -125));
+    x[3] = -x[3];
+    Bytes tableBytes(tb.table.Total(), 0x77), out(tb.output.Total());
+    const Bytes index = IndexBytes(t.indexType, t.indices, tb.indices.Total());
+    std::unique_ptr<Operator> op;
+    std::unique_ptr<CompiledOperator> compiled;
+    REQUIRE(Dev().CreateOperator(tb.op, &op).ok());
+    REQUIRE(Dev().CompileOperator(*op, DML_EXECUTION_FLAG_NONE, &compiled).ok());
+    REQUIRE(Dev().Run(*compiled, {tableBytes.data(), index.data(), x.data()}, {out.data()}).ok());
+    const float d = std::ldexp(1.0f, -125) / 127;
+    CHECK((out[0] | out[1] << 8) == NearestHalf(d));  // a float16 0
+    for (int j = 0; j < 32; ++j) CHECK(out[2 + j] == 0);
+  }
+}
+
+// Each rule the scatter adds to the gather's, with its message.
+TEST_CASE_METHOD(Fixture, "Quantized rows: scatter validation", "[quantized][validation]") {
+  struct Rule {
+    const char* message;
+    std::function<void(BuiltScatter&)> change;
+  };
+  const auto u8 = DML_TENSOR_DATA_TYPE_UINT8;
+  const Rule rules[] = {
+      {"SCATTER_QUANTIZED_ROWS: Format is 0, expected VKDML_QUANTIZED_FORMAT_Q8_0 (1) or "
+       "VKDML_QUANTIZED_FORMAT_Q4_0 (2)",
+       [](BuiltScatter& b) { b.desc.Format = VKDML_QUANTIZED_FORMAT(0); }},
+      {"SCATTER_QUANTIZED_ROWS: UpdatesTensor.DataType is FLOAT16, expected FLOAT32",
+       [](BuiltScatter& b) {
+         b.updates = TensorDesc(DML_TENSOR_DATA_TYPE_FLOAT16, b.updates.sizes);
+         b.desc.UpdatesTensor = b.updates.Desc();
+       }},
+      {"SCATTER_QUANTIZED_ROWS: OutputTensor.Sizes[0] is 5, expected 4 (InputTensor.Sizes[0])",
+       [=](BuiltScatter& b) {
+         b.output = TensorDesc(u8, {5, 68});
+         b.desc.OutputTensor = b.output.Desc();
+       }},
+      {"SCATTER_QUANTIZED_ROWS: OutputTensor.DataType is INT8, expected UINT8 "
+       "(InputTensor.DataType)",
+       [](BuiltScatter& b) {
+         b.output = TensorDesc(DML_TENSOR_DATA_TYPE_INT8, b.output.sizes);
+         b.desc.OutputTensor = b.output.Desc();
+       }},
+      {"SCATTER_QUANTIZED_ROWS: UpdatesTensor.Sizes[1] is 32, expected 64 (32 values per 34-byte "
+       "block of an InputTensor row)",
+       [](BuiltScatter& b) {
+         b.updates = TensorDesc(DML_TENSOR_DATA_TYPE_FLOAT32, {3, 32});
+         b.desc.UpdatesTensor = b.updates.Desc();
+       }},
+      {"SCATTER_QUANTIZED_ROWS: UpdatesTensor.Strides[1] is 3, expected 1 (a row's values are "
+       "consecutive)",
+       [](BuiltScatter& b) {
+         b.updates = TensorDesc(DML_TENSOR_DATA_TYPE_FLOAT32, {3, 64}, {1, 3});
+         b.desc.UpdatesTensor = b.updates.Desc();
+       }},
+      {"SCATTER_QUANTIZED_ROWS: IndicesTensor.Sizes[1] is 2, expected 1 (one row index per "
+       "update row)",
+       [](BuiltScatter& b) {
+         b.indices = TensorDesc(DML_TENSOR_DATA_TYPE_INT32, {3, 2});
+         b.desc.IndicesTensor = b.indices.Desc();
+       }},
+  };
+  for (const Rule& rule : rules) {
+    ScatterCase c;
+    c.rows = 4;
+    c.blocks = 2;
+    c.batch = std::vector<UINT>{3};
+    BuiltScatter b;
+    BuildScatter(c, &b);
+    rule.change(b);
+    std::unique_ptr<Operator> op;
+    Result r = Dev().CreateOperator(b.op, &op);
+    CHECK(r.status == Status::InvalidArgument);
+    CHECK(r.message == rule.message);
+  }
+}

@@ -80,8 +80,9 @@ enum DML_OPERATOR_TYPE : UINT {
   // vkdml's own (not DirectML's): the scatters with a reduction, below.
   VKDML_OPERATOR_SCATTER_ND_REDUCE = 0x10001,
   VKDML_OPERATOR_SCATTER_ELEMENTS_REDUCE = 0x10002,
-  VKDML_OPERATOR_OUT_OF_RANGE = 0x10003,           // VKDML_OUT_OF_RANGE_OPERATOR_DESC
-  VKDML_OPERATOR_GATHER_QUANTIZED_ROWS = 0x10004,  // VKDML_GATHER_QUANTIZED_ROWS_OPERATOR_DESC
+  VKDML_OPERATOR_OUT_OF_RANGE = 0x10003,            // VKDML_OUT_OF_RANGE_OPERATOR_DESC
+  VKDML_OPERATOR_GATHER_QUANTIZED_ROWS = 0x10004,   // VKDML_GATHER_QUANTIZED_ROWS_OPERATOR_DESC
+  VKDML_OPERATOR_SCATTER_QUANTIZED_ROWS = 0x10005,  // VKDML_SCATTER_QUANTIZED_ROWS_OPERATOR_DESC
 };
 
 struct DML_OPERATOR_DESC {
@@ -263,6 +264,35 @@ enum VKDML_QUANTIZED_FORMAT : UINT {
 struct VKDML_GATHER_QUANTIZED_ROWS_OPERATOR_DESC {
   const DML_TENSOR_DESC* InputTensor;
   const DML_TENSOR_DESC* IndicesTensor;
+  const DML_TENSOR_DESC* OutputTensor;
+  VKDML_QUANTIZED_FORMAT Format;
+};
+
+// vkdml's own (VKDML_OPERATOR_SCATTER_QUANTIZED_ROWS; ggml's set_rows into a quantized table,
+// e.g. a KV cache): output = input; then row indices[..., 0] of OutputTensor becomes
+// UpdatesTensor's row [..., :] quantized, the later index in IndicesTensor's row-major order
+// winning where two name one row (as ggml's CPU set_rows, run in order). Each block of 32 values
+// x is quantized as ggml's reference quantizer does, in float32, bit for bit:
+//   Q8_0: amax = max |x|, d = amax / 127, id = d ? 1 / d : 0, q = roundf(x * id) (halves away
+//         from zero);
+//   Q4_0: max = the x of largest magnitude (the first on ties), d = max / -8,
+//         id = d ? 1 / d : 0, q = min(15, trunc(x * id + 8.5f));
+// d stored as float16 (to nearest even). Each division and product is rounded once, as IEEE
+// float32 does it, denormals kept, on every device. Updates must be finite; a block whose d is
+// below 2^-128 (where 1 / d overflows, and C's conversion of the infinite product to an integer
+// is undefined) stores q = 0 (Q4_0: 8, the value 0).
+// Rank D from 2 to 8 for all four tensors:
+//   InputTensor   UINT8 {1, ..., 1, rows, bytes per row} (as VKDML_GATHER_QUANTIZED_ROWS');
+//   IndicesTensor {n0, ..., n(D-2), 1}, any index type and strides; out-of-range indices are
+//                 clamped (VKDML_OPERATOR_OUT_OF_RANGE wraps it for DROP or ERROR);
+//   UpdatesTensor FLOAT32 {n0, ..., n(D-2), 32 * blocks per row}, a last stride of 1;
+//   OutputTensor  UINT8, InputTensor's sizes, a last stride of 1; may be bound where InputTensor
+//                 is (in place: only the indexed rows are written).
+// Every binding offset is a multiple of 4 bytes.
+struct VKDML_SCATTER_QUANTIZED_ROWS_OPERATOR_DESC {
+  const DML_TENSOR_DESC* InputTensor;
+  const DML_TENSOR_DESC* IndicesTensor;
+  const DML_TENSOR_DESC* UpdatesTensor;
   const DML_TENSOR_DESC* OutputTensor;
   VKDML_QUANTIZED_FORMAT Format;
 };

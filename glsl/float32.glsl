@@ -1,0 +1,70 @@
+// float32 arithmetic in 32-bit integer code, rounded to nearest even once, denormals in and out:
+// a device's float multiply may flush denormals and its division is only within 2.5 ULP, and
+// quantizing must match a CPU bit for bit (glsl/quantize_rows.comp). Needs wide.glsl.
+#ifndef VKDML_FLOAT32_GLSL
+#define VKDML_FLOAT32_GLSL
+
+// The float32 nearest q * 2^x (q < 2^64, nonzero; `sticky`: q was truncated, the value a little
+// more), with `sign`; infinity past the largest float.
+uint roundFloat32(uint sign, uvec2 q, int x, bool sticky) {
+  const uint n = bitLength2x32(q);
+  int biased = x + int(n) - 1 + 127;  // of the leading bit
+  int drop = int(n) - 24;             // bits below the significand's last
+  if (biased < 1) {                   // a denormal: its last bit is 2^-149
+    biased = 0;
+    drop = -149 - x;
+  }
+  if (biased >= 255) return sign | 0x7F800000u;
+  if (drop > int(n)) return sign;  // below half the least denormal
+  uvec2 r;
+  if (drop <= 0) {
+    r = shiftLeft2x32(q, uint(-drop));
+  } else {
+    r = shiftRight2x32(q, uint(drop));
+    const uvec2 below = sub2x32(q, shiftLeft2x32(r, uint(drop)));
+    const uvec2 halfway = shiftLeft2x32(uvec2(1u, 0u), uint(drop - 1));
+    if (less2x32(halfway, below) || (below == halfway && (sticky || (r.x & 1u) != 0u))) ++r.x;
+  }
+  // r's leading bit (the hidden one, or a carry into it) adds 1 to the exponent field.
+  return sign | ((biased > 0 ? uint(biased - 1) << 23 : 0u) + r.x);
+}
+
+// A finite nonzero float32's significand m and exponent x (its value m * 2^x).
+void splitFloat32(uint a, out uint m, out int x) {
+  const uint field = (a >> 23) & 0xFFu;
+  m = field != 0u ? (a & 0x7FFFFFu) | 0x800000u : a & 0x7FFFFFu;
+  x = int(max(field, 1u)) - 150;
+}
+
+uint multiplyFloat32(uint a, uint b) {
+  const uint sign = (a ^ b) & 0x80000000u, ma = a & 0x7FFFFFFFu, mb = b & 0x7FFFFFFFu;
+  if (ma > 0x7F800000u || mb > 0x7F800000u) return 0x7FC00000u;  // NaN
+  if (ma == 0x7F800000u || mb == 0x7F800000u)
+    return ma == 0u || mb == 0u ? 0x7FC00000u : sign | 0x7F800000u;  // infinity (times 0: NaN)
+  if (ma == 0u || mb == 0u) return sign;
+  uint sa, sb;
+  int xa, xb;
+  splitFloat32(ma, sa, xa);
+  splitFloat32(mb, sb, xb);
+  return roundFloat32(sign, product2x32(sa, sb), xa + xb, false);
+}
+
+// 1 / a for a finite nonzero a: 2^50 / m, long division, then rounded.
+uint reciprocalFloat32(uint a) {
+  uint m;
+  int x;
+  splitFloat32(a & 0x7FFFFFFFu, m, x);
+  uvec2 q = uvec2(0u);
+  uint r = 0u;
+  for (uint i = 0u; i <= 50u; ++i) {  // the bits of 2^50: a one, then 50 zeros
+    r = (r << 1) | (i == 0u ? 1u : 0u);  // r < m < 2^24: no overflow
+    q = shiftLeft2x32(q, 1u);
+    if (r >= m) {
+      r -= m;
+      q.x |= 1u;
+    }
+  }
+  return roundFloat32(a & 0x80000000u, q, -x - 50, r != 0u);
+}
+
+#endif  // VKDML_FLOAT32_GLSL
