@@ -195,13 +195,14 @@ std::string IndexMessage(const std::string& message, size_t D, size_t q, const s
 
 namespace {
 
-// dequantize-rows: the checks of its arrays and options, its output, D and descriptor. `idx` is
-// the indices with a trailing dimension of 1 (DirectML's IndicesTensor).
+// dequantize-rows and quantize-rows: the checks of their arrays and options, the output, D and
+// descriptor. `idx` is the indices with a trailing dimension of 1 (DirectML's IndicesTensor).
 std::string MapQuantizedRows(const OnnxOptions& a, const ArrayRef& in, const ArrayRef& idx,
-                             OnnxMapping* m) {
+                             const ArrayRef* upd, OnnxMapping* m) {
+  const bool scatter = a.op == "quantize-rows";
   if (a.format != "q8_0" && a.format != "q4_0")
     return "format is '" + a.format + "', expected q8_0 or q4_0";
-  if (a.dtype != npy::DType::Float32 && a.dtype != npy::DType::Float16)
+  if (!scatter && a.dtype != npy::DType::Float32 && a.dtype != npy::DType::Float16)
     return std::string("dtype is ") + npy::DTypeName(a.dtype) + ", expected float32 or float16";
   if (in.dtype != npy::DType::UInt8)
     return in.name + ": dtype is " + npy::DTypeName(in.dtype) + ", expected uint8 (the table's " +
@@ -213,13 +214,27 @@ std::string MapQuantizedRows(const OnnxOptions& a, const ArrayRef& in, const Arr
   if (in.shape[1] % block || in.shape[1] == 0)
     return in.name + ": shape is " + in.ShapeString() + ", expected (rows, a multiple of " +
            std::to_string(block) + " bytes): whole " + a.format + " blocks of 32 values";
-  m->outputShape = Slice(idx.shape, 0, idx.shape.size() - 1);
-  m->outputShape.push_back(in.shape[1] / block * 32);
-  m->outputDType = a.dtype;
+  Shape rows = Slice(idx.shape, 0, idx.shape.size() - 1);
+  rows.push_back(in.shape[1] / block * 32);
   m->D = std::max<size_t>(2, idx.shape.size());
-  m->quantizedRows.Format =
+  const auto format =
       a.format == "q8_0" ? VKDML_QUANTIZED_FORMAT_Q8_0 : VKDML_QUANTIZED_FORMAT_Q4_0;
-  m->desc = {VKDML_OPERATOR_GATHER_QUANTIZED_ROWS, &m->quantizedRows};
+  if (!scatter) {
+    m->outputShape = rows;
+    m->outputDType = a.dtype;
+    m->quantizedRows.Format = format;
+    m->desc = {VKDML_OPERATOR_GATHER_QUANTIZED_ROWS, &m->quantizedRows};
+    return "";
+  }
+  if (a.reduction != "none") return "reduction does not apply to " + a.Label();
+  if (upd->dtype != npy::DType::Float32)
+    return upd->name + ": dtype is " + npy::DTypeName(upd->dtype) + ", expected float32";
+  if (upd->shape != rows)
+    return upd->name + ": shape is " + upd->ShapeString() + ", expected " + npy::ShapeString(rows) +
+           " (indices.shape + (32 values per block,))";
+  m->outputShape = in.shape;
+  m->quantizingRows.Format = format;
+  m->desc = {VKDML_OPERATOR_SCATTER_QUANTIZED_ROWS, &m->quantizingRows};
   return "";
 }
 
@@ -229,13 +244,14 @@ std::string MapOnnxOperator(const OnnxOptions& a, const ArrayRef& in, const Arra
                             const ArrayRef* upd, OnnxMapping* m) {
   // dequantize-rows takes one index per output row: DirectML's IndicesTensor has a last
   // dimension of 1.
+  const bool quantized = a.op == "dequantize-rows" || a.op == "quantize-rows";
   ArrayRef rowIndices;
-  if (a.op == "dequantize-rows") {
+  if (quantized) {
     rowIndices = idxArray;
     rowIndices.shape.push_back(1);
     rowIndices.strides.push_back(1);
   }
-  const ArrayRef& idx = a.op == "dequantize-rows" ? rowIndices : idxArray;
+  const ArrayRef& idx = quantized ? rowIndices : idxArray;
   m->outputDType = in.dtype;
   for (const ArrayRef* n : {&in, &idxArray, upd}) {
     if (!n) continue;
@@ -254,7 +270,7 @@ std::string MapOnnxOperator(const OnnxOptions& a, const ArrayRef& in, const Arra
       it != npy::DType::UInt64)
     return idx.name + ": dtype is " + npy::DTypeName(it) +
            ", expected an index type: int32, int64, uint32 or uint64";
-  if (upd && upd->dtype != in.dtype)
+  if (upd && upd->dtype != in.dtype && !quantized)
     return upd->name + ": dtype is " + npy::DTypeName(upd->dtype) + ", expected " +
            npy::DTypeName(in.dtype) + " (the dtype of " + in.name + ")";
 
@@ -262,8 +278,8 @@ std::string MapOnnxOperator(const OnnxOptions& a, const ArrayRef& in, const Arra
   const Shape& is = in.shape;
   const Shape& xs = idx.shape;
   Shape inView = is;
-  if (a.op == "dequantize-rows") {
-    const std::string error = MapQuantizedRows(a, in, idx, m);
+  if (quantized) {
+    const std::string error = MapQuantizedRows(a, in, idx, upd, m);
     if (!error.empty()) return error;
   } else if (a.op == "gather") {
     // DML_OPERATOR_GATHER with IndexDimensions q: input.shape[:axis] + indices.shape +
@@ -421,6 +437,7 @@ std::string MapOnnxOperator(const OnnxOptions& a, const ArrayRef& in, const Arra
   m->quantizedRows.InputTensor = descs[0];
   m->quantizedRows.IndicesTensor = descs[1];
   m->quantizedRows.OutputTensor = out;
+  m->quantizingRows = {descs[0], descs[1], upd ? descs[2] : nullptr, out, m->quantizingRows.Format};
   if (a.reduction != "none") {  // vkdml's reduce operators, with the same tensors
     VKDML_REDUCE_FUNCTION f = VKDML_REDUCE_FUNCTION_MIN;
     if (!ReduceFunction(a.reduction, in.dtype, &f))

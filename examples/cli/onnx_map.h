@@ -64,6 +64,8 @@ struct OnnxOptions {
   // gather, gather-nd, gather-elements, scatter-elements, scatter-nd; or vkdml's
   // dequantize-rows (VKDML_OPERATOR_GATHER_QUANTIZED_ROWS: the input a uint8 table of shape
   // (rows, bytes per row) in `format`, the output indices.shape + (values per row,) of `dtype`)
+  // and quantize-rows (VKDML_OPERATOR_SCATTER_QUANTIZED_ROWS: the table with float32 updates of
+  // shape indices.shape + (values per row,) quantized into it)
   std::string op;
   std::string format = "q8_0";             // dequantize-rows: q8_0 or q4_0
   npy::DType dtype = npy::DType::Float32;  // dequantize-rows: float32 or float16
@@ -100,6 +102,7 @@ struct OnnxMapping {
   vkdml::VKDML_SCATTER_ND_REDUCE_OPERATOR_DESC scatterNdReduce{};
   vkdml::VKDML_SCATTER_ELEMENTS_REDUCE_OPERATOR_DESC scatterElementsReduce{};
   vkdml::VKDML_GATHER_QUANTIZED_ROWS_OPERATOR_DESC quantizedRows{};
+  vkdml::VKDML_SCATTER_QUANTIZED_ROWS_OPERATOR_DESC quantizingRows{};
   npy::DType outputDType = npy::DType::Float32;  // the output array's (the input's but for
                                                  // dequantize-rows)
   vkdml::DML_OPERATOR_DESC inner{};  // desc's operator, where desc wraps it (out of range)

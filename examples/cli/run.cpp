@@ -44,6 +44,10 @@ const char kRunUsage[] =
     "                     q4_0 (18-byte blocks: d, 32 4-bit q, each minus 8), values d * q\n"
     "                     in float32, then --dtype float32 (default) or float16; output\n"
     "                     shape indices.shape + (32 * blocks per row,)\n"
+    "  quantize-rows      vkdml's: float32 rows quantized into such a table (ggml's set_rows,\n"
+    "                     its reference quantizer bit for bit): --input the table, --updates\n"
+    "                     indices.shape + (32 * blocks per row,) float32, --format; the\n"
+    "                     later of two updates of a row stays; output shape input.shape\n"
     "Scatter options:\n"
     "  --reduction R      none (default: the update replaces the element), add, mul, max or\n"
     "                     min (ONNX's reduction: each update combined with its target, in the\n"
@@ -230,18 +234,20 @@ int CheckOperator(const RunArgs& a) {
   if (op.empty())
     return Error(
         "no operator given, expected one of gather, gather-elements, "
-        "gather-nd, scatter-elements, scatter-nd, dequantize-rows (see --help)");
+        "gather-nd, scatter-elements, scatter-nd, dequantize-rows, quantize-rows (see --help)");
   if (op != "gather" && op != "gather-nd" && op != "gather-elements" && op != "scatter-nd" &&
-      op != "scatter-elements" && op != "dequantize-rows")
+      op != "scatter-elements" && op != "dequantize-rows" && op != "quantize-rows")
     return Error("unknown operator '" + op +
                  "', expected one of gather, gather-elements, "
-                 "gather-nd, scatter-elements, scatter-nd, dequantize-rows");
-  const bool rows = op == "dequantize-rows";
-  if ((a.haveFormat || a.haveDType) && !rows)
-    return Error(std::string(a.haveFormat ? "--format" : "--dtype") + " does not apply to " + op +
-                 " (only to dequantize-rows)");
-  if (rows && !a.haveFormat) return Error("--format is required for dequantize-rows");
-  bool scatter = op == "scatter-nd" || op == "scatter-elements";
+                 "gather-nd, scatter-elements, scatter-nd, dequantize-rows, quantize-rows");
+  const bool rows = op == "dequantize-rows" || op == "quantize-rows";
+  if (a.haveFormat && !rows)
+    return Error("--format does not apply to " + op +
+                 " (only to dequantize-rows and quantize-rows)");
+  if (a.haveDType && op != "dequantize-rows")
+    return Error("--dtype does not apply to " + op + " (only to dequantize-rows)");
+  if (rows && !a.haveFormat) return Error("--format is required for " + op);
+  bool scatter = op == "scatter-nd" || op == "scatter-elements" || op == "quantize-rows";
   bool elements = op == "gather-elements" || op == "scatter-elements";
   if (a.reduction != "none") {
     if (a.reduction != "add" && a.reduction != "mul" && a.reduction != "min" &&

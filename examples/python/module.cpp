@@ -321,16 +321,17 @@ py::object RunOp(const std::string& op, const std::string& label, py::object dev
   o.reduction = reduction;
   o.axisLabel = "axis";
   o.batchDimsLabel = "batch_dims";
-  Arg in = ToArg(x, op == "dequantize-rows" ? "table" : "x"), idx = ToArg(indices, "indices"), upd;
+  const bool quantized = op == "dequantize-rows" || op == "quantize-rows";
+  Arg in = ToArg(x, quantized ? "table" : "x"), idx = ToArg(indices, "indices"), upd;
   const bool scatter = !updates.is_none();
-  if (scatter) upd = ToArg(updates, "updates");
+  if (scatter) upd = ToArg(updates, quantized ? "rows" : "updates");
   const npy::DType it = idx.ref.dtype;
   if (it != npy::DType::Int32 && it != npy::DType::Int64 && it != npy::DType::UInt32 &&
       it != npy::DType::UInt64)
     throw py::type_error(std::string("indices: dtype is ") + npy::DTypeName(it) +
                          ", expected an integer type (int32, int64, uint32 or uint64; other "
                          "integer types are widened to int32)");
-  if (scatter && upd.ref.dtype != in.ref.dtype)
+  if (scatter && upd.ref.dtype != in.ref.dtype && !quantized)
     throw py::type_error(std::string("updates: dtype is ") + npy::DTypeName(upd.ref.dtype) +
                          ", expected " + npy::DTypeName(in.ref.dtype) + " (the dtype of x)");
 

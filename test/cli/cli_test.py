@@ -1209,6 +1209,27 @@ def ref_dequantize(table, fmt):
     return (d * q).reshape(table.shape[0], -1)
 
 
+def ref_quantize(x, fmt):
+    """ggml's reference quantizer (quantize_row_q8_0_ref / _q4_0_ref) in NumPy float32."""
+    b = x.reshape(-1, 32).astype(np.float32)
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        if fmt == "q8_0":
+            d = np.abs(b).max(axis=1) / np.float32(127)
+        else:
+            d = b[np.arange(len(b)), np.abs(b).argmax(axis=1)] / np.float32(-8)
+        inv = np.where(d != 0, np.float32(1) / np.where(d != 0, d, 1), 0).astype(np.float32)
+        v = b * inv[:, None]
+        scale = d.astype(np.float16)
+    if fmt == "q8_0":
+        t = np.trunc(v)
+        q = (t + np.sign(v) * (np.abs(v - t) >= 0.5)).astype(np.int8).view(np.uint8)
+    else:
+        n = np.minimum(15, (v + np.float32(8.5)).astype(np.int8)).astype(np.uint8)
+        q = n[:, :16] | (n[:, 16:] << 4)
+    out = np.concatenate([scale.view(np.uint8).reshape(-1, 2), q], axis=1)
+    return out.reshape(x.shape[:-1] + (-1,))
+
+
 def group_quantized():
     """`vkdml run dequantize-rows --format q8_0|q4_0 [--dtype float16]` against a NumPy
     reference (clamped, negative and out-of-range indices, fill and error), and its refusals."""
@@ -1248,6 +1269,26 @@ def group_quantized():
     expect_error("dequantize-rows int8 table", p, 2, "dtype is int8, expected uint8")
     p, _ = run_op("gather", table, idx, extra=["--format", "q8_0"])
     expect_error("gather --format", p, 2, "--format does not apply to gather")
+    # quantize-rows: rows quantized into the table as ggml's reference quantizer does.
+    for fmt, size in (("q8_0", 34), ("q4_0", 18)):
+        table = rng.integers(0, 256, (5, 2 * size), dtype=np.uint8)
+        rows = (rng.standard_normal((3, 64)) * 3).astype(np.float32)
+        idx = np.array([4, -1, 1])  # -1 is row 4 again: the later one stays
+        p, got = run_op("quantize-rows", table, idx, rows, extra=["--format", fmt])
+        want = table.copy()
+        q = ref_quantize(rows, fmt)
+        want[4], want[1] = q[1], q[2]
+        expect_ok(f"quantize-rows {fmt}", p, got, want)
+        if p.returncode == 0:
+            back = ref_dequantize(got, fmt)[[4, 1]]
+            check(np.abs(back - rows[1:]).max() <= np.abs(rows).max() / 4,
+                  f"quantize-rows {fmt}: the table does not dequantize near the rows")
+    p, _ = run_op("quantize-rows", table, idx, rows.astype(np.float64), extra=["--format", "q4_0"])
+    expect_error("quantize-rows float64 rows", p, 2, "dtype is float64, expected float32")
+    p, _ = run_op("quantize-rows", table, idx, rows, extra=["--format", "q4_0", "--dtype", "float16"])
+    expect_error("quantize-rows --dtype", p, 2, "--dtype does not apply to quantize-rows")
+    p, _ = run_op("quantize-rows", table, idx, rows, extra=["--format", "q4_0", "--reduction", "add"])
+    expect_error("quantize-rows --reduction", p, 2, "reduction does not apply to quantize-rows")
 
 
 GROUPS = {"help": group_help, "roundtrip": group_roundtrip, "shapes": group_shapes,

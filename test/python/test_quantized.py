@@ -94,3 +94,82 @@ def test_dequantize_rows_refuses(device):
         vkdml.dequantize_rows(table, idx, "q4_0")
     with pytest.raises(ValueError, match="out_of_range is 'drop'"):
         vkdml.dequantize_rows(table, idx, "q8_0", out_of_range="drop")
+
+
+def quantize(x, fmt):
+    """ggml's reference quantizer (quantize_row_q8_0_ref / _q4_0_ref) in NumPy float32, one
+    rounding per operation: blocks of 32 values of x (float32, (..., 32 * blocks)) to bytes."""
+    b = x.reshape(-1, 32).astype(np.float32)
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        if fmt == "q8_0":
+            d = np.abs(b).max(axis=1) / np.float32(127)
+        else:
+            d = b[np.arange(len(b)), np.abs(b).argmax(axis=1)] / np.float32(-8)  # first on ties
+        inv = np.where(d != 0, np.float32(1) / np.where(d != 0, d, 1), 0).astype(np.float32)
+        v = b * inv[:, None]
+        scale = d.astype(np.float16)  # past 65504: infinity, as ggml's conversion
+    if fmt == "q8_0":
+        t = np.trunc(v)
+        q = (t + np.sign(v) * (np.abs(v - t) >= 0.5)).astype(np.int8).view(np.uint8)  # roundf
+    else:
+        n = np.minimum(15, (v + np.float32(8.5)).astype(np.int8)).astype(np.uint8)
+        q = n[:, :16] | (n[:, 16:] << 4)
+    out = np.concatenate([scale.view(np.uint8).reshape(-1, 2), q], axis=1)
+    return out.reshape(x.shape[:-1] + (-1,))
+
+
+def random_rows(rng, shape):
+    x = rng.standard_normal(shape).astype(np.float32)
+    x *= np.float32(2.0) ** rng.integers(-30, 30, size=shape[:-1] + (1,)).astype(np.float32)
+    x[..., :32][..., 5] = 0  # zeros among the values
+    return x
+
+
+@pytest.mark.parametrize("fmt", ["q8_0", "q4_0"])
+@pytest.mark.parametrize("itype", [np.int32, np.int64, np.uint32, np.uint64])
+def test_quantize_rows(device, fmt, itype):
+    rng = np.random.default_rng(11)
+    table = random_table(rng, fmt, 17, 2)
+    lo = -20 if np.dtype(itype).kind == "i" else 0
+    idx = rng.integers(lo, 20, size=(3, 4)).astype(itype)
+    rows = random_rows(rng, (3, 4, 64))
+    got = vkdml.quantize_rows(table, idx, rows, fmt)
+    want = table.copy()
+    blocks = quantize(rows, fmt)
+    for n, r in enumerate(clamp(idx, 17).reshape(-1)):  # in order: the later one stays
+        want[r] = blocks.reshape(-1, want.shape[1])[n]
+    assert got.dtype == np.uint8 and got.shape == table.shape
+    assert got.tobytes() == want.tobytes()
+    back = vkdml.dequantize_rows(got, clamp(idx, 17), fmt)
+    assert back.shape == rows.shape
+
+
+def test_quantize_rows_in_place_on_device(device):
+    rng = np.random.default_rng(12)
+    table = random_table(rng, "q4_0", 6, 3)
+    t = device.tensor(table)
+    rows = random_rows(rng, (2, 96))
+    res = vkdml.quantize_rows(t, np.array([5, 1]), rows, "q4_0", out=t)
+    assert res is t
+    want = table.copy()
+    want[[5, 1]] = quantize(rows, "q4_0")
+    assert t.numpy().tobytes() == want.tobytes()
+    host = np.zeros_like(table)
+    assert vkdml.quantize_rows(table, np.array([0]), rows[:1], "q4_0", out=host) is host
+    assert host[1:].tobytes() == table[1:].tobytes()
+
+
+def test_quantize_rows_out_of_range_and_refusals(device):
+    table = random_table(np.random.default_rng(13), "q8_0", 3, 1)
+    rows = np.ones((2, 32), np.float32)
+    got = vkdml.quantize_rows(table, np.array([7, 2]), rows, "q8_0", out_of_range="drop")
+    assert got[:2].tobytes() == table[:2].tobytes()
+    assert got[2].tobytes() == quantize(rows[1], "q8_0").tobytes()
+    with pytest.raises(IndexError, match="is 7"):
+        vkdml.quantize_rows(table, np.array([7, 2]), rows, "q8_0", check_indices=True)
+    with pytest.raises(ValueError, match=r"rows: dtype is float64, expected float32"):
+        vkdml.quantize_rows(table, np.array([0, 1]), rows.astype(np.float64), "q8_0")
+    with pytest.raises(ValueError, match=r"rows: shape is \(2, 32\), expected \(3, 32\)"):
+        vkdml.quantize_rows(table, np.array([0, 1, 2]), rows, "q8_0")
+    with pytest.raises(ValueError, match="out_of_range is 'fill'"):
+        vkdml.quantize_rows(table, np.array([0]), rows[:1], "q8_0", out_of_range="fill")

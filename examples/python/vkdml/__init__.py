@@ -24,7 +24,7 @@ from ._vkdml import Device as _NativeDevice
 from ._vkdml import run as _run
 
 __all__ = ["Device", "Tensor", "Error", "UnsupportedError", "gather", "gather_elements",
-           "gather_nd", "scatter_elements", "scatter_nd", "dequantize_rows", "default_device"]
+           "gather_nd", "scatter_elements", "scatter_nd", "dequantize_rows", "quantize_rows", "default_device"]
 
 _REDUCTIONS = ("none", "add", "mul", "max", "min", "mean")
 # dml.h's VKDML_OUT_OF_RANGE_MODE: what an out-of-range index does.
@@ -320,3 +320,32 @@ def dequantize_rows(table, indices, format, *, dtype=np.float32, check_indices=F
     return _run("dequantize-rows", "dequantize_rows", _device(device), _arg(table, "table"),
                 _indices(indices), None, 0, 0, "none", False, check, mode, fill, True, None,
                 format, dt.name)
+
+
+def quantize_rows(table, indices, rows, format, *, out=None, check_indices=False, device=None,
+                  out_of_range="clamp"):
+    """The table (uint8, (rows, bytes per row), ggml's `format` blocks: "q8_0" or "q4_0") with
+    row indices[...] replaced by rows[...] (float32, indices.shape + (values per row,))
+    quantized as ggml's reference quantizer does, bit for bit (ggml's set_rows; vkdml's
+    VKDML_OPERATOR_SCATTER_QUANTIZED_ROWS). Where two indices name a row, the later one in
+    C order stays. Returns a new array, or with a device table a device tensor; out: where
+    the result goes (a device tensor, the table itself for in place; or a NumPy array).
+    out_of_range: "clamp", "drop" (the row is skipped) or "error" (as check_indices=True)."""
+    if format not in _QUANTIZED_FORMATS:
+        raise ValueError(f"format is {format!r}, expected one of {', '.join(_QUANTIZED_FORMATS)}")
+    if out_of_range not in ("clamp", "drop", "error"):
+        raise ValueError(f"out_of_range is {out_of_range!r}, expected clamp, drop or error")
+    t, idx, r = _arg(table, "table"), _indices(indices), _arg(rows, "rows")
+    on_device = any(isinstance(a, Tensor) for a in (t, idx, r))
+    host_out = out if isinstance(out, np.ndarray) and not on_device else None
+    check = bool(check_indices) or out_of_range == "error"
+    mode = _OUT_OF_RANGE["drop"] if out_of_range == "drop" else 0
+    result = _run("quantize-rows", "quantize_rows", _device(device), t, idx, r, 0, 0, "none",
+                  False, check, mode, b"", True, None if host_out is not None else out, format,
+                  "float32")
+    if host_out is not None:
+        if host_out.shape != result.shape:
+            raise ValueError(f"out: shape is {host_out.shape}, expected {result.shape}")
+        np.copyto(host_out, result, casting="no")
+        return host_out
+    return result
