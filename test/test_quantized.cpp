@@ -590,7 +590,7 @@ void QuantizeBlock(VKDML_QUANTIZED_FORMAT f, const float* x, uint8_t* out) {
 }
 
 // A block of 32 values of one of the kinds the rule has edges at.
-void RandomBlock(Rng& rng, VKDML_QUANTIZED_FORMAT f, float* x) {
+void RandomBlock(Rng& rng, float* x) {
   const UINT kind = rng.Ui(0, 7);
   const float scale = std::ldexp(1.0f, int(rng.Ui(0, 80)) - 40);
   std::normal_distribution<float> normal(0, 1);
@@ -630,7 +630,6 @@ void RandomBlock(Rng& rng, VKDML_QUANTIZED_FORMAT f, float* x) {
     default:
       break;
   }
-  (void)f;
 }
 
 struct ScatterCase {
@@ -735,7 +734,7 @@ TEST_CASE_METHOD(Fixture, "Quantized rows: random quantizing scatters vs referen
     Bytes table(b.table.Total());
     for (auto& v : table) v = uint8_t(rng.U(0, 255));
     std::vector<float> updates(count * c.blocks * 32);
-    for (size_t k = 0; k < count * c.blocks; ++k) RandomBlock(rng, c.format, &updates[k * 32]);
+    for (size_t k = 0; k < count * c.blocks; ++k) RandomBlock(rng, &updates[k * 32]);
     Bytes indexImage = IndexBytes(c.indexType, c.indices, b.indices.Total());
     const Bytes expected = ExpectedScatter(c, table, updates, Poisoned(b.output.Total()), false);
     std::unique_ptr<Operator> op;
@@ -770,7 +769,7 @@ TEST_CASE_METHOD(Fixture, "Quantized rows: a quantizing scatter in place, DROP, 
   Bytes table(b.table.Total());
   for (auto& v : table) v = uint8_t(rng.U(0, 255));
   std::vector<float> updates(5 * 64);
-  for (size_t k = 0; k < 10; ++k) RandomBlock(rng, c.format, &updates[k * 32]);
+  for (size_t k = 0; k < 10; ++k) RandomBlock(rng, &updates[k * 32]);
   const Bytes indexImage = IndexBytes(c.indexType, c.indices, b.indices.Total());
   {  // in place, clamped: index 9 is row 5
     std::unique_ptr<Operator> op;
