@@ -278,9 +278,9 @@ struct VKDML_GATHER_QUANTIZED_ROWS_OPERATOR_DESC {
 //   Q4_0: max = the x of largest magnitude (the first on ties), d = max / -8,
 //         id = d ? 1 / d : 0, q = min(15, trunc(x * id + 8.5f));
 // d stored as float16 (to nearest even). Each division and product is rounded once, as IEEE
-// float32 does it, denormals kept, on every device. Updates must be finite; a block whose d is
-// below 2^-128 (where 1 / d overflows, and C's conversion of the infinite product to an integer
-// is undefined) stores q = 0 (Q4_0: 8, the value 0).
+// float32 does it, denormals kept, on every device. Updates must be finite; a block whose 1 / d
+// overflows float32 (d about 2^-128 or less, where C's conversion of the infinite product to an
+// integer is undefined) stores q = 0 (Q4_0: 8, the value 0).
 // Rank D from 2 to 8 for all four tensors:
 //   InputTensor   UINT8 {1, ..., 1, rows, bytes per row} (as VKDML_GATHER_QUANTIZED_ROWS');
 //   IndicesTensor {n0, ..., n(D-2), 1}, any index type and strides; out-of-range indices are
