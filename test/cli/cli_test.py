@@ -23,8 +23,8 @@ import time
 import numpy as np
 
 import validation
-from onnx_reference import (ref_gather, ref_gather_elements, ref_gather_nd,
-                            ref_scatter_elements, ref_scatter_nd, ref_scatter_reduce,
+from onnx_reference import (ref_dequantize, ref_gather, ref_gather_elements, ref_gather_nd,
+                            ref_quantize, ref_scatter_elements, ref_scatter_nd, ref_scatter_reduce,
                             reduce_values, same, sample, scatter_elements_writers,
                             unique_indices)
 
@@ -1195,39 +1195,6 @@ def group_limits():
         os.remove(inp)
         os.remove(ind)
     os.remove(idx)
-
-
-def ref_dequantize(table, fmt):
-    """ggml's Q8_0 / Q4_0 blocks as float32 products d * q (one rounding each)."""
-    size = 34 if fmt == "q8_0" else 18
-    b = table.reshape(table.shape[0], -1, size)
-    d = b[:, :, :2].copy().view(np.float16).astype(np.float32)
-    if fmt == "q8_0":
-        q = b[:, :, 2:].view(np.int8).astype(np.float32)
-    else:
-        q = np.concatenate([b[:, :, 2:] & 15, b[:, :, 2:] >> 4], axis=2).astype(np.float32) - 8
-    return (d * q).reshape(table.shape[0], -1)
-
-
-def ref_quantize(x, fmt):
-    """ggml's reference quantizer (quantize_row_q8_0_ref / _q4_0_ref) in NumPy float32."""
-    b = x.reshape(-1, 32).astype(np.float32)
-    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        if fmt == "q8_0":
-            d = np.abs(b).max(axis=1) / np.float32(127)
-        else:
-            d = b[np.arange(len(b)), np.abs(b).argmax(axis=1)] / np.float32(-8)
-        inv = np.where(d != 0, np.float32(1) / np.where(d != 0, d, 1), 0).astype(np.float32)
-        v = b * inv[:, None]
-        scale = d.astype(np.float16)
-    if fmt == "q8_0":
-        t = np.trunc(v)
-        q = (t + np.sign(v) * (np.abs(v - t) >= 0.5)).astype(np.int8).view(np.uint8)
-    else:
-        n = np.minimum(15, (v + np.float32(8.5)).astype(np.int8)).astype(np.uint8)
-        q = n[:, :16] | (n[:, 16:] << 4)
-    out = np.concatenate([scale.view(np.uint8).reshape(-1, 2), q], axis=1)
-    return out.reshape(x.shape[:-1] + (-1,))
 
 
 def group_quantized():

@@ -200,3 +200,41 @@ def reduce_values(dtype, shape, red, order_free, seed):
             a = np.where(np.isfinite(a) & (a != 0), a, np.array(1.5, dtype))
         return a
     return sample(dtype, shape, seed)
+
+
+QUANTIZED_BLOCK_BYTES = {"q8_0": 34, "q4_0": 18}
+
+
+def ref_dequantize(table, fmt):
+    """ggml's Q8_0 / Q4_0 blocks (a uint8 table, rows of whole blocks) as float32 products d * q,
+    one rounding each."""
+    b = table.reshape(table.shape[0], -1, QUANTIZED_BLOCK_BYTES[fmt])
+    d = b[:, :, :2].copy().view(np.float16).astype(np.float32)  # (rows, blocks, 1)
+    if fmt == "q8_0":
+        q = b[:, :, 2:].view(np.int8).astype(np.float32)
+    else:
+        qs = b[:, :, 2:]
+        q = np.concatenate([qs & 15, qs >> 4], axis=2).astype(np.float32) - np.float32(8)
+    return (d * q).reshape(table.shape[0], -1)
+
+
+def ref_quantize(x, fmt):
+    """ggml's reference quantizer (quantize_row_q8_0_ref / _q4_0_ref) in NumPy float32, one
+    rounding per operation: blocks of 32 values of x (float32, (..., 32 * blocks)) to bytes."""
+    b = x.reshape(-1, 32).astype(np.float32)
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        if fmt == "q8_0":
+            d = np.abs(b).max(axis=1) / np.float32(127)
+        else:
+            d = b[np.arange(len(b)), np.abs(b).argmax(axis=1)] / np.float32(-8)  # first on ties
+        inv = np.where(d != 0, np.float32(1) / np.where(d != 0, d, 1), 0).astype(np.float32)
+        v = b * inv[:, None]
+        scale = d.astype(np.float16)  # past 65504: infinity, as ggml's conversion
+    if fmt == "q8_0":
+        t = np.trunc(v)
+        q = (t + np.sign(v) * (np.abs(v - t) >= 0.5)).astype(np.int8).view(np.uint8)  # roundf
+    else:
+        n = np.minimum(15, (v + np.float32(8.5)).astype(np.int8)).astype(np.uint8)
+        q = n[:, :16] | (n[:, 16:] << 4)
+    out = np.concatenate([scale.view(np.uint8).reshape(-1, 2), q], axis=1)
+    return out.reshape(x.shape[:-1] + (-1,))

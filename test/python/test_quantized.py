@@ -1,29 +1,19 @@
-"""vkdml.dequantize_rows against a NumPy reference written here: ggml's Q8_0 and Q4_0 blocks
-dequantized in float32 (then rounded to float16 by NumPy), rows taken with DirectML's clamp."""
+"""vkdml.dequantize_rows and vkdml.quantize_rows against the NumPy references the CLI's tests
+share (test/cli/onnx_reference.py): ggml's Q8_0 and Q4_0 blocks dequantized in float32 (then
+rounded to float16 by NumPy), rows taken with DirectML's clamp; ggml's reference quantizer."""
 import numpy as np
 import pytest
 
 import vkdml
-
-BLOCK = {"q8_0": 34, "q4_0": 18}
+from onnx_reference import QUANTIZED_BLOCK_BYTES as BLOCK
+from onnx_reference import ref_dequantize as dequantize
+from onnx_reference import ref_quantize as quantize
 
 
 def random_table(rng, fmt, rows, blocks):
     t = rng.integers(0, 256, size=(rows, blocks, BLOCK[fmt]), dtype=np.uint8)
     t[:, :, 1] &= 0xBB  # finite scales: a float16 exponent below 31
     return t.reshape(rows, blocks * BLOCK[fmt])
-
-
-def dequantize(table, fmt):
-    rows = table.shape[0]
-    b = table.reshape(rows, -1, BLOCK[fmt])
-    d = b[:, :, :2].copy().view(np.float16).astype(np.float32)  # (rows, blocks, 1)
-    if fmt == "q8_0":
-        q = b[:, :, 2:].view(np.int8).astype(np.float32)
-    else:
-        qs = b[:, :, 2:]
-        q = np.concatenate([qs & 15, qs >> 4], axis=2).astype(np.float32) - np.float32(8)
-    return (d * q).reshape(rows, -1)  # float32 products: one rounding each
 
 
 def clamp(indices, n):
@@ -94,28 +84,6 @@ def test_dequantize_rows_refuses(device):
         vkdml.dequantize_rows(table, idx, "q4_0")
     with pytest.raises(ValueError, match="out_of_range is 'drop'"):
         vkdml.dequantize_rows(table, idx, "q8_0", out_of_range="drop")
-
-
-def quantize(x, fmt):
-    """ggml's reference quantizer (quantize_row_q8_0_ref / _q4_0_ref) in NumPy float32, one
-    rounding per operation: blocks of 32 values of x (float32, (..., 32 * blocks)) to bytes."""
-    b = x.reshape(-1, 32).astype(np.float32)
-    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        if fmt == "q8_0":
-            d = np.abs(b).max(axis=1) / np.float32(127)
-        else:
-            d = b[np.arange(len(b)), np.abs(b).argmax(axis=1)] / np.float32(-8)  # first on ties
-        inv = np.where(d != 0, np.float32(1) / np.where(d != 0, d, 1), 0).astype(np.float32)
-        v = b * inv[:, None]
-        scale = d.astype(np.float16)  # past 65504: infinity, as ggml's conversion
-    if fmt == "q8_0":
-        t = np.trunc(v)
-        q = (t + np.sign(v) * (np.abs(v - t) >= 0.5)).astype(np.int8).view(np.uint8)  # roundf
-    else:
-        n = np.minimum(15, (v + np.float32(8.5)).astype(np.int8)).astype(np.uint8)
-        q = n[:, :16] | (n[:, 16:] << 4)
-    out = np.concatenate([scale.view(np.uint8).reshape(-1, 2), q], axis=1)
-    return out.reshape(x.shape[:-1] + (-1,))
 
 
 def random_rows(rng, shape):
