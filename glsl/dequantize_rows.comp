@@ -32,7 +32,6 @@ uint tableBytes4(uint b) {
   return shift == 0u ? low : (low >> shift) | (tableWords[word + 1u] << (32u - shift));
 }
 
-
 void main() {
   const uint p = pc.plan;
   const uint count = loopCount(p);

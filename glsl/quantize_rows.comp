@@ -75,8 +75,6 @@ void main() {
     if (!kDrop || row != VKDML_DROPPED) atomicMax(TALLY(row), at.w + 1u);
 #else
     if ((!kDrop || row != VKDML_DROPPED) && TALLY(row) == at.w + 1u) {
-      const uint blocks = VKDML_AT(plans[p].sizes, kRank - 1u);
-      const uint block = i - divideBySize(p, kRank - 1u, i) * blocks;
       const uint from = (pc.srcBase >> 2) + at.x;  // at.x: the block's first value
       uint x[32];
       uint amax = 0u, extreme = 0u;  // largest magnitude's bits, and (Q4_0) that value's
@@ -94,7 +92,7 @@ void main() {
 #endif
       const bool zero = (d & 0x7FFFFFFFu) == 0u;
       const uint id = zero ? 0u : reciprocalFloat32(d);
-      const bool overflow = (id & 0x7FFFFFFFu) == 0x7F800000u;  // d below 2^-128: q 0 (dml.h)
+      const bool overflow = (id & 0x7FFFFFFFu) == 0x7F800000u;  // 1 / d overflows: q 0 (dml.h)
       uint words[kBlockWords];
       for (uint k = 0u; k < kBlockWords; ++k) words[k] = 0u;
       const uint h = floatToHalf(d);
@@ -112,8 +110,8 @@ void main() {
         putByte(words, 2u + (j & 15u), nibble << (j < 16u ? 0u : 4u));
 #endif
       }
-      storeBlock(pc.dstBase + row * VKDML_AT(plans[p].tupleStride, 0) + block * kBlockBytes,
-                 words);
+      // at.y: the block's first byte in its row (the plan's indexed stride of the blocks).
+      storeBlock(pc.dstBase + row * VKDML_AT(plans[p].tupleStride, 0) + at.y, words);
     }
 #endif
     if (count - i <= step) break;

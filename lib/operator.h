@@ -21,7 +21,8 @@ struct Pass {
   // Claim and Quantize: a quantizing scatter of rows (glsl/quantize_rows.comp). Claim walks the
   // update rows, each setting its target row's claim (the scratch's tally word) to the latest
   // position that names it; Quantize walks the update rows and, innermost, their blocks (direct
-  // stride 32), and the claiming row's invocations quantize and store the block.
+  // stride 32 values, indexed stride a block's bytes), and the claiming row's invocations
+  // quantize and store the block.
   enum class Kind {
     Gather,
     Scatter,

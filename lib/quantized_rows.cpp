@@ -34,6 +34,13 @@ const char* QuantizedFormatName(VKDML_QUANTIZED_FORMAT format) {
 
 namespace {
 
+Result CheckFormat(VKDML_QUANTIZED_FORMAT format) {
+  if (!QuantizedBlockBytes(format))
+    return Fail(Status::InvalidArgument, "Format is ", UINT(format),
+                ", expected VKDML_QUANTIZED_FORMAT_Q8_0 (1) or VKDML_QUANTIZED_FORMAT_Q4_0 (2)");
+  return {};
+}
+
 Result CheckLastStride(const Tensor& t, const char* why) {
   const UINT last = t.dims - 1;
   if (t.strides[last] != 1)
@@ -101,10 +108,8 @@ Plan IndexLoop(const Tensor& indices, const Tensor& rows) {
 
 Result BuildGatherQuantizedRows(const VKDML_GATHER_QUANTIZED_ROWS_OPERATOR_DESC& desc,
                                 OperatorImpl* op) {
+  VKDML_TRY(CheckFormat(desc.Format));
   const UINT blockBytes = QuantizedBlockBytes(desc.Format);
-  if (!blockBytes)
-    return Fail(Status::InvalidArgument, "Format is ", UINT(desc.Format),
-                ", expected VKDML_QUANTIZED_FORMAT_Q8_0 (1) or VKDML_QUANTIZED_FORMAT_Q4_0 (2)");
   Tensor input, indices, output;
   VKDML_TRY(ValidateTensor(desc.InputTensor, "InputTensor", TensorRole::Data, &input));
   VKDML_TRY(ValidateTensor(desc.IndicesTensor, "IndicesTensor", TensorRole::Indices, &indices));
@@ -141,10 +146,8 @@ Result BuildGatherQuantizedRows(const VKDML_GATHER_QUANTIZED_ROWS_OPERATOR_DESC&
 
 Result BuildScatterQuantizedRows(const VKDML_SCATTER_QUANTIZED_ROWS_OPERATOR_DESC& desc,
                                  OperatorImpl* op) {
+  VKDML_TRY(CheckFormat(desc.Format));
   const UINT blockBytes = QuantizedBlockBytes(desc.Format);
-  if (!blockBytes)
-    return Fail(Status::InvalidArgument, "Format is ", UINT(desc.Format),
-                ", expected VKDML_QUANTIZED_FORMAT_Q8_0 (1) or VKDML_QUANTIZED_FORMAT_Q4_0 (2)");
   Tensor input, indices, updates, output;
   VKDML_TRY(ValidateTensor(desc.InputTensor, "InputTensor", TensorRole::Data, &input));
   VKDML_TRY(ValidateTensor(desc.IndicesTensor, "IndicesTensor", TensorRole::Indices, &indices));
@@ -177,7 +180,7 @@ Result BuildScatterQuantizedRows(const VKDML_SCATTER_QUANTIZED_ROWS_OPERATOR_DES
   Pass quantize;
   quantize.kind = Pass::Kind::Quantize;
   quantize.plan = IndexLoop(indices, updates);
-  quantize.plan.AddDim(values / 32, 32, 0, 0, 0);
+  quantize.plan.AddDim(values / 32, 32, blockBytes, 0, 0);  // indexed: the block's first byte
   quantize.plan.AddComponent(rows, output.strides[dims - 2]);
   op->inputs = {input, indices, updates};
   op->outputs = {output};
