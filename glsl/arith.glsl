@@ -112,17 +112,19 @@ bool floatKeeps(uint x, uint u) {
   return kReduce == VKDML_REDUCE_MAX ? a >= b : a <= b;
 }
 
-// Float ADD and MULTIPLY. WIDE_FLOAT32: in float32 where neither operand nor the result is a
-// denormal, since a device's flushing then changes nothing; otherwise through float64.
-uint floatCombine(uint x, uint u) {
-  const bool add = kReduce == VKDML_REDUCE_ADD;
+// Float x + u (add) or x * u, rounded once: `precise`, so no device fuses a product with a later
+// sum (glsl/embedding_bag.comp adds weighted rows). WIDE_FLOAT32: in float32 where neither
+// operand nor the result is a denormal, since a device's flushing then changes nothing;
+// otherwise through float64.
+uint floatArith(uint x, uint u, bool add) {
 #if WIDE_FLOAT32
   if (ELEM == 4) {
     const bool denormal = ((x & 0x7F800000u) == 0u && (x & 0x7FFFFFu) != 0u) ||
                           ((u & 0x7F800000u) == 0u && (u & 0x7FFFFFu) != 0u);
     if (!denormal) {
-      const uint r = floatBitsToUint(add ? uintBitsToFloat(x) + uintBitsToFloat(u)
-                                         : uintBitsToFloat(x) * uintBitsToFloat(u));
+      precise const float f = add ? uintBitsToFloat(x) + uintBitsToFloat(u)
+                                  : uintBitsToFloat(x) * uintBitsToFloat(u);
+      const uint r = floatBitsToUint(f);
       const bool zero = add ? (x ^ u) == 0x80000000u || ((x | u) & 0x7FFFFFFFu) == 0u
                             : (x & 0x7FFFFFFFu) == 0u || (u & 0x7FFFFFFFu) == 0u;
       if ((r & 0x7F800000u) != 0u || zero) return r;  // normal, infinite, NaN, or exactly 0
@@ -131,7 +133,13 @@ uint floatCombine(uint x, uint u) {
     return floatBitsFromDouble(add ? a + b : a * b);
   }
 #endif
-  return fromFloat(add ? toFloat(x) + toFloat(u) : toFloat(x) * toFloat(u));
+  precise const float f = add ? toFloat(x) + toFloat(u) : toFloat(x) * toFloat(u);
+  return fromFloat(f);
+}
+
+// Float ADD and MULTIPLY (kReduce).
+uint floatCombine(uint x, uint u) {
+  return floatArith(x, u, kReduce == VKDML_REDUCE_ADD);
 }
 
 uint reduceBits(uint x, uint u) {

@@ -15,3 +15,6 @@ layout(std430, set = 0, binding = VKDML_BIND_SCRATCH) restrict buffer Scratch { 
 #define TIE_MARK(w) scratch[scratchAt.counts + (w)]
 #define TIE_POSITION(t) scratch[scratchAt.keys + (t)]
 #define TALLY(e) scratch[scratchAt.tally + (e)]
+#define BOUND(b) scratch[scratchAt.bounds + (b)]
+#define WEIGHT(e) scratch[scratchAt.weights + (e)]
+#define PARTIAL(w) scratch[scratchAt.partials + (w)]

@@ -15,8 +15,6 @@
 layout(local_size_x_id = VKDML_SPEC_GROUP_SIZE) in;  // Capabilities::groupSize
 layout(constant_id = VKDML_SPEC_OUTPUT_SIZE) const uint kOutputSize = 4;
 
-const uint kBlockBytes = FORMAT == 8 ? 34u : 18u;
-
 layout(std430, set = 0, binding = VKDML_BIND_SOURCE) restrict readonly buffer Table {
   uint tableWords[];  // InputTensor
 };
@@ -24,13 +22,7 @@ layout(std430, set = 0, binding = VKDML_BIND_OUTPUT) restrict writeonly buffer O
   uint outputWords[];
 };
 
-// The 4 table bytes from byte b, little-endian. The word after b's is read only when b is not on
-// a word; it then holds byte b + 3, which is the tensor's (its size rounds up to a word).
-uint tableBytes4(uint b) {
-  const uint word = b >> 2, shift = (b & 3u) * 8u;
-  const uint low = tableWords[word];
-  return shift == 0u ? low : (low >> shift) | (tableWords[word + 1u] << (32u - shift));
-}
+#include "quantized.glsl"
 
 void main() {
   const uint p = pc.plan;
@@ -45,17 +37,7 @@ void main() {
       bits = fillBytes;  // VKDML_OUT_OF_RANGE_MODE_FILL: the value's bytes repeat
     } else {
       const uint q = kRank > 1u ? i - divideBySize(p, kRank - 1u, i) * quads : i;
-      const uint block = pc.srcBase + row + (q >> 3) * kBlockBytes;
-      const float d = halfToFloat(tableBytes4(block) & 0xFFFFu);
-#if FORMAT == 8
-      const uint packed = tableBytes4(block + 2u + (q & 7u) * 4u);
-      for (uint k = 0u; k < 4u; ++k)
-        bits[k] = floatBitsToUint(d * float(bitfieldExtract(int(packed), int(8u * k), 8)));
-#else
-      const uint packed = tableBytes4(block + 2u + (q & 3u) * 4u) >> ((q & 4u) != 0u ? 4u : 0u);
-      for (uint k = 0u; k < 4u; ++k)
-        bits[k] = floatBitsToUint(d * float(int((packed >> (8u * k)) & 15u) - 8));
-#endif
+      bits = dequantizeQuad(pc.srcBase + row, q);
       if (kOutputSize == 2u)
         bits.xy = uvec2(floatToHalf(bits.x) | (floatToHalf(bits.y) << 16),
                         floatToHalf(bits.z) | (floatToHalf(bits.w) << 16));

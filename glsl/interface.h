@@ -65,8 +65,21 @@ struct uvec4 {
   18  // mean.comp: bool, each element's input value is one of the values averaged (a mean
       // without ExcludeSelf)
 #define VKDML_SPEC_OUTPUT_SIZE \
-  19  // dequantize_rows.comp: OutputTensor's element size (4: float32, 2: float16)
-#define VKDML_SPEC_COUNT 20
+  19  // dequantize_rows.comp, embedding_bag.comp: OutputTensor's element size (4: float32, 2:
+      // float16); embedding_bag.comp (WEIGHTS): PerSampleWeightsTensor's
+#define VKDML_SPEC_BAG 20  // embedding_bag.comp: VKDML_BAG_* bits, below
+#define VKDML_SPEC_PADDING \
+  21  // embedding_bag.comp: the row whose entries are skipped, or VKDML_NO_PADDING
+#define VKDML_SPEC_WIDTH 22  // embedding_bag.comp: values in a row
+#define VKDML_SPEC_COUNT 23
+
+// VKDML_SPEC_BAG's bits.
+#define VKDML_BAG_MEAN 1u         // divide each sum by its bag's rows
+#define VKDML_BAG_WEIGHTED 2u     // multiply each row by its weight (the scratch's WEIGHT)
+#define VKDML_BAG_FILL 4u         // an entry whose index is out of range is a row of the fill value
+#define VKDML_BAG_LAST_OFFSET 8u  // OffsetsTensor's last entry is the last bag's end
+#define VKDML_NO_PADDING 0xFFFFFFFFu
+#define VKDML_BAG_PARTIAL_WORDS 5u
 
 #define VKDML_KIND_UNSIGNED 0
 #define VKDML_KIND_SIGNED 1
@@ -145,7 +158,8 @@ struct Push {
   uint dstBase;    // OutputTensor
   uint begin;      // scatter_ordered.comp: the sorted positions this dispatch folds, [begin, end);
   uint end;        // indexed_runs.comp: begin is the dispatch's first run; scatter_ties.comp
-                   // (WRITE): end is OutputTensor's span in elements
+                   // (WRITE): end is OutputTensor's span in elements; embedding_bag.comp: the
+                   // entries of each bag this dispatch folds, [begin, end) from the bag's start
 };
 
 // Push constants of the large path's dispatches (modules built with LARGE=1, for tensors past
@@ -199,7 +213,11 @@ struct SortPush {
 //   each (U update units), the keys (target slots) and values (update units) sorted from one
 //   half into the other;
 // - counts: the sort's digit counts with the scan's levels;
-// - tally: a scatter mean's count of update units per target slot, zeroed before each run.
+// - tally: a scatter mean's count of update units per target slot, zeroed before each run;
+// - bounds and weights: an embedding bag's bag bounds (bags + 1 words, clamped) and its weights
+//   as float32 (a word per entry), written by its first passes; partials: where loops are
+//   bounded, its folds carried from one dispatch to the next (VKDML_BAG_PARTIAL_WORDS a group
+//   of 4 values: the 4 partial results, then the rows folded).
 // A deterministic float MAX or MIN (glsl/ties.glsl) takes the sort's regions instead: a tie
 // position per OutputTensor element in keys, and the tie marks in counts: word VKDML_TIES_ANY
 // (whether any target is marked), then a bit per OutputTensor element, zeroed before each run.
@@ -209,7 +227,9 @@ struct ScratchLayout {
   uint values;
   uint counts;
   uint tally;
-  uint unused0, unused1, unused2;
+  uint bounds;
+  uint weights;
+  uint partials;
 };
 // After ScratchLayout in the uniform: VKDML_OUT_OF_RANGE_MODE_FILL's value (a scatter's: its
 // reduction's identity, for ExcludeSelf), its element's bytes repeated over the 16

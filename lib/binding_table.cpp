@@ -13,7 +13,23 @@ constexpr UINT64 kStatusBytes = VKDML_STATUS_WORDS * sizeof(uint32_t);
 
 // The tensor a pass reads at VKDML_BIND_SOURCE.
 Role SourceOf(Pass::Kind kind) {
-  return kind == Pass::Kind::Gather || kind == Pass::Kind::Dequantize ? Role::Input : Role::Updates;
+  switch (kind) {
+    case Pass::Kind::Gather:
+    case Pass::Kind::Dequantize:
+    case Pass::Kind::Bag:
+      return Role::Input;
+    case Pass::Kind::Bounds:
+      return Role::Offsets;
+    case Pass::Kind::Weights:
+      return Role::Weights;
+    default:
+      return Role::Updates;
+  }
+}
+
+// The role of inputs[i].
+Role InputRole(size_t i) {
+  return Role(UINT(Role::Input) + UINT(i));
 }
 
 // The binding a tensor is bound at.
@@ -60,8 +76,8 @@ Result BindingTableImpl::Init() {
   const KernelSet& k = op_->kernels;
   size_t largeSets = 0;
   for (const LargeKernel& lk : LargeKernels()) largeSets += lk.kernel->large.size();
-  const bool scatter = op_->op.inputs.size() > 2;
-  const uint32_t sets = uint32_t((scatter ? 2 : 1) + largeSets);
+  const uint32_t sourceSets = uint32_t(op_->op.inputs.size() - 1);  // all but IndicesTensor
+  const uint32_t sets = uint32_t(sourceSets + largeSets);
   VkDescriptorPoolSize sizes[] = {
       {VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, sets},
       {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, sets * (VKDML_BINDING_COUNT - 1)}};
@@ -77,9 +93,9 @@ Result BindingTableImpl::Init() {
   ai.descriptorSetCount = sets;
   ai.pSetLayouts = layouts.data();
   VKDML_VK(vk.vkAllocateDescriptorSets(device_->Handle(), &ai, all.data()));
-  inputSet_ = all[0];
-  updatesSet_ = all[scatter ? 1 : 0];
-  largeSets_.assign(all.begin() + (scatter ? 2 : 1), all.end());
+  for (size_t i = 0, next = 0; i < op_->op.inputs.size(); ++i)
+    if (InputRole(i) != Role::Indices) sourceSets_[UINT(InputRole(i))] = all[next++];
+  largeSets_.assign(all.begin() + sourceSets, all.end());
 
   // The table's own buffers: the scratch (status words first), bound whole in every set, and
   // the host's copy of the status words.
@@ -167,8 +183,8 @@ Result BindingTableImpl::Bind(bool outputs, UINT count, const DML_BUFFER_BINDING
   // Descriptor ranges start at multiples of 4 too: kernels may address a binding in 32-bit words.
   const UINT64 align = std::max<UINT64>(device_->Limits().minStorageBufferOffsetAlignment, 4);
   const UINT64 maxRange = device_->Limits().maxStorageBufferRange;
-  // Each tensor in the sets that see it: InputTensor and UpdatesTensor as their set's source,
-  // IndicesTensor and OutputTensor in both.
+  // Each tensor in the sets that see it: a source (every input but IndicesTensor) in its own
+  // set, IndicesTensor and OutputTensor in all (at most 3 sets, 4 inputs).
   VkDescriptorBufferInfo infos[4];
   VkWriteDescriptorSet writes[8];
   UINT n = 0;
@@ -181,14 +197,13 @@ Result BindingTableImpl::Bind(bool outputs, UINT count, const DML_BUFFER_BINDING
       return Fail(Status::Unsupported, what, "[", i, "]: ", t.field, " spans ",
                   delta + t.totalBytes, " bytes from the aligned offset ", base,
                   ", more than this device's maxStorageBufferRange ", maxRange);
-    const Role tensor = outputs ? Role::Output : Role(UINT(Role::Input) + i);
+    const Role tensor = outputs ? Role::Output : InputRole(i);
     infos[i] = {b.Buffer, base, std::min(delta + t.totalBytes, maxRange)};
     delta_[UINT(tensor)] = delta;
-    const UINT sets = updatesSet_ == inputSet_ ? 1 : 2;  // a gather's one set, a scatter's two
-    for (UINT which = 0; which < sets; ++which) {
-      const VkDescriptorSet set = which == 0 ? inputSet_ : updatesSet_;
-      if ((tensor == Role::Input && which != 0) || (tensor == Role::Updates && which != 1))
-        continue;
+    const bool shared = tensor == Role::Indices || tensor == Role::Output;
+    for (UINT source = 0; source < UINT(Role::Count); ++source) {
+      const VkDescriptorSet set = sourceSets_[source];
+      if (!set || (!shared && source != UINT(tensor))) continue;
       writes[n] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
       writes[n].dstSet = set;
       writes[n].dstBinding = BindingOf(tensor);
@@ -446,7 +461,7 @@ Result BindingTableImpl::Record(VkCommandBuffer cmd) {
 void BindingTableImpl::Dispatch(VkCommandBuffer cmd, const Kernel& k, Role source,
                                 VkDescriptorSet* bound) const {
   const auto& vk = device_->Vk();
-  const VkDescriptorSet set = source == Role::Input ? inputSet_ : updatesSet_;
+  const VkDescriptorSet set = sourceSets_[UINT(source)];
   if (set != *bound)
     vk.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, device_->PipelineLayout(), 0, 1,
                                &set, 0, nullptr);

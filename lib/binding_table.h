@@ -49,9 +49,10 @@ class BindingTableImpl final : public BindingTable {
   DeviceImpl* device_;
   std::shared_ptr<const CompiledState> op_;
   VkDescriptorPool pool_ = VK_NULL_HANDLE;
-  // The descriptor sets whose source is InputTensor and (a scatter's) UpdatesTensor; a gather's
-  // second is its first.
-  VkDescriptorSet inputSet_ = VK_NULL_HANDLE, updatesSet_ = VK_NULL_HANDLE;
+  // A descriptor set per input a pass reads as its source (every one but IndicesTensor: a
+  // gather's InputTensor; a scatter's InputTensor and UpdatesTensor; an embedding bag's
+  // InputTensor, OffsetsTensor and PerSampleWeightsTensor), indexed by Role.
+  VkDescriptorSet sourceSets_[UINT(Role::Count)] = {};
   std::vector<VkDescriptorSet> largeSets_;  // one per large dispatch, in LargeKernels() order
   std::unique_ptr<BufferImpl> scratch_;     // KernelSet::scratchWords, device local
   std::unique_ptr<BufferImpl> status_;      // checked mode: the status words, read by the host

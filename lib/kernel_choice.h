@@ -8,6 +8,7 @@
 //   kernel_ties.cpp     deterministic float MAX and MIN: atomics, then the ties' passes
 //   kernel_mean.cpp     a mean's count and division, after its sum (the ADD reduction's)
 //   kernel_quantized.cpp  quantized rows (glsl/dequantize_rows.comp, quantize_rows.comp)
+//   kernel_bag.cpp      embedding bags (glsl/embedding_bag.comp)
 //   kernel_large.cpp    the large path: dispatches through windows of the binding range
 // Each also lists every module name it can ask for (its ListModules), which the build checks
 // against the modules it makes (kernels.h: MissingModules).
@@ -133,6 +134,10 @@ void ListMeanModules(const ModuleSink& sink);
 // kernel_quantized.cpp: a Dequantize, Claim or Quantize pass (VKDML_OPERATOR_*_QUANTIZED_ROWS).
 Result ChooseQuantized(Choice& c, const Pass& pass);
 void ListQuantizedModules(const ModuleSink& sink);
+
+// kernel_bag.cpp: an embedding bag's Bounds, Weights or Bag pass (VKDML_OPERATOR_EMBEDDING_BAG).
+Result ChooseBag(Choice& c, const Pass& pass);
+void ListBagModules(const ModuleSink& sink);
 
 // kernel_large.cpp: what the large path cannot run (refused before any family is asked);
 // whether a tensor may not fit one descriptor; its windows; a kernel's dispatches on the large

@@ -50,6 +50,9 @@ Result PlaceScratch(const OperatorImpl& op, const Capabilities& caps, KernelSet&
   set.scratchAt.values = place(set.sortWords);
   set.scratchAt.counts = place(std::max(set.countWords, set.tieMarkWords));
   set.scratchAt.tally = place(set.tallyWords);
+  set.scratchAt.bounds = place(set.boundsWords);
+  set.scratchAt.weights = place(set.weightWords);
+  set.scratchAt.partials = place(set.partialWords);
   set.scratchWords = at;
   if (at * 4 <= caps.scratchRange) return {};
   const std::string what =
@@ -60,6 +63,8 @@ Result PlaceScratch(const OperatorImpl& op, const Capabilities& caps, KernelSet&
           ? Str("it keeps the latest update of each of ", set.tallyWords, " table rows")
       : set.tallyWords ? Str("VKDML_REDUCE_FUNCTION_MEAN counts the updates of each of ",
                              set.tallyWords, " targets")
+      : op.bag         ? Str("it keeps the bounds of ", set.boundsWords - 1, " bags",
+                     set.weightWords ? Str(" and ", set.weightWords, " weights") : "")
                        : Str("its mask of the slices it overwrites");
   return Fail(Status::Unsupported, op.name, ": ", what, ", which needs ", at * 4,
               " bytes of scratch, more than this device's maxStorageBufferRange ",
@@ -172,17 +177,20 @@ Kernel Choice::Elementwise(std::string module, const Plan& plan, UINT slot, UINT
 
 Result ChooseKernels(const OperatorImpl& op, UINT flags, const Capabilities& caps, KernelSet* out) {
   Choice c(op, flags, caps);
-  if (c.large && op.format)
+  if (c.large && (op.format || op.bag))
     return Fail(Status::Unsupported, op.name,
-                ": a table or output past this device's maxStorageBufferRange (", caps.maxRange,
-                " bytes), or 2^32 or more groups of 4 output values, is not "
-                "supported");
+                ": a tensor past this device's maxStorageBufferRange (", caps.maxRange,
+                " bytes), or 2^32 or more groups of 4 output values, is not supported");
   if (c.large) VKDML_TRY(CheckLargePath(c));
   for (const Pass& pass : op.passes) {
     if (c.large && pass.kind == Pass::Kind::Mark) continue;  // its copy then copies everything
     if (pass.kind == Pass::Kind::Dequantize || pass.kind == Pass::Kind::Claim ||
         pass.kind == Pass::Kind::Quantize) {
       VKDML_TRY(ChooseQuantized(c, pass));
+      continue;
+    }
+    if (op.bag) {
+      VKDML_TRY(ChooseBag(c, pass));
       continue;
     }
     if (pass.kind == Pass::Kind::Scatter && op.excludeSelf) VKDML_TRY(ChooseReset(c, pass));
@@ -227,7 +235,7 @@ std::vector<std::string> ElemTokens(std::initializer_list<UINT> sizes) {
 
 void ListModules(const std::function<void(const std::string&)>& sink) {
   for (auto list : {ListCopyModules, ListRunsModules, ListLinesModules, ListReduceModules,
-                    ListTiesModules, ListMeanModules, ListQuantizedModules})
+                    ListTiesModules, ListMeanModules, ListQuantizedModules, ListBagModules})
     list(sink);
 }
 

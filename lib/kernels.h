@@ -34,9 +34,11 @@ struct LargeDispatch {
   Span direct, indices, indexed;
 };
 
-// The tensors a kernel touches, as kernel choice names them. A pass's source (InputTensor or
-// UpdatesTensor) is bound at VKDML_BIND_SOURCE (binding_table.cpp).
-enum class Role : UINT { None, Input, Indices, Updates, Output, Count };
+// The tensors a kernel touches, as kernel choice names them: inputs[i] is Role(Input + i), so an
+// embedding bag's OffsetsTensor is Updates' (Offsets) and its PerSampleWeightsTensor Weights. A
+// pass's source (InputTensor, UpdatesTensor, or an embedding bag's OffsetsTensor or
+// PerSampleWeightsTensor) is bound at VKDML_BIND_SOURCE (binding_table.cpp).
+enum class Role : UINT { None, Input, Indices, Updates, Weights, Output, Count, Offsets = Updates };
 
 // One dispatch.
 struct Kernel {
@@ -87,6 +89,9 @@ struct KernelSet {
   // A scatter mean's count per target slot, or a quantizing scatter's claim per table row
   // (zeroed each run).
   UINT64 tallyWords = 0;
+  // An embedding bag's bounds and float32 weights (written by its first passes), and its partial
+  // folds where its bags take more than one dispatch.
+  UINT64 boundsWords = 0, weightWords = 0, partialWords = 0;
   // Where they are, after checked mode's status words (the uniform buffer's tail), and the
   // scratch buffer's size in words.
   shader::ScratchLayout scratchAt = {};

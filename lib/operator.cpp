@@ -6,14 +6,14 @@
 
 namespace vkdml::detail {
 
-#define VKDML_OPERATOR_LIST                                                                \
-  "DML_OPERATOR_GATHER (67), DML_OPERATOR_SCATTER_ELEMENTS (94), "                         \
-  "DML_OPERATOR_GATHER_ELEMENTS (107), "                                                   \
-  "DML_OPERATOR_GATHER_ND (108), DML_OPERATOR_SCATTER_ND (109), DML_OPERATOR_GATHER_ND1 "  \
-  "(140), VKDML_OPERATOR_SCATTER_ND_REDUCE (65537), "                                      \
-  "VKDML_OPERATOR_SCATTER_ELEMENTS_REDUCE (65538), VKDML_OPERATOR_OUT_OF_RANGE (65539), "  \
-  "VKDML_OPERATOR_GATHER_QUANTIZED_ROWS (65540) or VKDML_OPERATOR_SCATTER_QUANTIZED_ROWS " \
-  "(65541)"
+#define VKDML_OPERATOR_LIST                                                               \
+  "DML_OPERATOR_GATHER (67), DML_OPERATOR_SCATTER_ELEMENTS (94), "                        \
+  "DML_OPERATOR_GATHER_ELEMENTS (107), "                                                  \
+  "DML_OPERATOR_GATHER_ND (108), DML_OPERATOR_SCATTER_ND (109), DML_OPERATOR_GATHER_ND1 " \
+  "(140), VKDML_OPERATOR_SCATTER_ND_REDUCE (65537), "                                     \
+  "VKDML_OPERATOR_SCATTER_ELEMENTS_REDUCE (65538), VKDML_OPERATOR_OUT_OF_RANGE (65539), " \
+  "VKDML_OPERATOR_GATHER_QUANTIZED_ROWS (65540), VKDML_OPERATOR_SCATTER_QUANTIZED_ROWS "  \
+  "(65541) or VKDML_OPERATOR_EMBEDDING_BAG (65542)"
 
 Result ValidateOperatorTensors(const DML_TENSOR_DESC* input, const DML_TENSOR_DESC* indices,
                                bool hasUpdates, const DML_TENSOR_DESC* updates,
@@ -104,9 +104,10 @@ Result ApplyOutOfRange(const VKDML_OUT_OF_RANGE_OPERATOR_DESC& d, OperatorImpl* 
     return Fail(Status::InvalidArgument,
                 "Mode is VKDML_OUT_OF_RANGE_MODE_FILL, which is for gathers: a scatter skips its "
                 "out-of-range updates with VKDML_OUT_OF_RANGE_MODE_DROP (2)");
-  if (d.Mode == VKDML_OUT_OF_RANGE_MODE_DROP && !op->IsScatter())
+  if (d.Mode == VKDML_OUT_OF_RANGE_MODE_DROP && !op->IsScatter() && !op->bag)
     return Fail(Status::InvalidArgument,
-                "Mode is VKDML_OUT_OF_RANGE_MODE_DROP, which is for scatters: a gather writes a "
+                "Mode is VKDML_OUT_OF_RANGE_MODE_DROP, which is for scatters and embedding bags: a "
+                "gather writes a "
                 "value for its out-of-range indices with VKDML_OUT_OF_RANGE_MODE_FILL (1)");
   const UINT size = d.Mode == VKDML_OUT_OF_RANGE_MODE_FILL ? op->outputs[0].elemSize : 0;
   for (UINT b = size; b < 8; ++b)
@@ -193,6 +194,10 @@ Result BuildOperator(const DML_OPERATOR_DESC& desc, OperatorImpl* op) {
       op->name = "SCATTER_QUANTIZED_ROWS";
       r = BuildScatterQuantizedRows(
           *static_cast<const VKDML_SCATTER_QUANTIZED_ROWS_OPERATOR_DESC*>(desc.Desc), op);
+      break;
+    case VKDML_OPERATOR_EMBEDDING_BAG:
+      op->name = "EMBEDDING_BAG";
+      r = BuildEmbeddingBag(*static_cast<const VKDML_EMBEDDING_BAG_OPERATOR_DESC*>(desc.Desc), op);
       break;
     case VKDML_OPERATOR_OUT_OF_RANGE: {
       const auto& d = *static_cast<const VKDML_OUT_OF_RANGE_OPERATOR_DESC*>(desc.Desc);

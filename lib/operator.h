@@ -23,6 +23,14 @@ struct Pass {
   // position that names it; Quantize walks the update rows and, innermost, their blocks (direct
   // stride 32 values, indexed stride a block's bytes), and the claiming row's invocations
   // quantize and store the block.
+  // Bounds, Weights and Bag: an embedding bag (glsl/embedding_bag.comp). Bounds walks the bags
+  // plus one (indices stride: OffsetsTensor's), clamping each bound into the scratch's bounds,
+  // its one index component addressing the entries (tupleSize: IndicesTensor's entries);
+  // Weights walks the entries (indices stride: PerSampleWeightsTensor's) into the scratch's
+  // weights as float32; Bag walks the output's bags (position stride 1: the bag) and,
+  // innermost, each row's groups of 4 values (indexed stride 4: the group's first value), its
+  // one index component addressing a table row (tupleStride: the row stride in bytes) and
+  // componentStride IndicesTensor's stride between entries.
   enum class Kind {
     Gather,
     Scatter,
@@ -34,7 +42,10 @@ struct Pass {
     Ties,
     Dequantize,
     Claim,
-    Quantize
+    Quantize,
+    Bounds,
+    Weights,
+    Bag
   } kind = Kind::Gather;
   Plan plan;                 // as lowered: kernel choice transforms it
   bool skipInPlace = false;  // a scatter's copy: nothing to do when OutputTensor is InputTensor
@@ -46,7 +57,9 @@ class OperatorImpl final : public Operator {
  public:
   DML_OPERATOR_TYPE type = DML_OPERATOR_INVALID;
   const char* name = "";
-  std::vector<Tensor> inputs;   // InputTensor, IndicesTensor[, UpdatesTensor]
+  // InputTensor, IndicesTensor[, UpdatesTensor] (an embedding bag: InputTensor, IndicesTensor,
+  // OffsetsTensor[, PerSampleWeightsTensor])
+  std::vector<Tensor> inputs;
   std::vector<Tensor> outputs;  // OutputTensor
   std::vector<Pass> passes;
   // What each index component indexes, for checked-mode messages: component j of an index
@@ -76,6 +89,12 @@ class OperatorImpl final : public Operator {
   bool mean = false;
   // VKDML_OPERATOR_GATHER_QUANTIZED_ROWS and _SCATTER_: the table's block layout.
   VKDML_QUANTIZED_FORMAT format = VKDML_QUANTIZED_FORMAT(0);
+  // VKDML_OPERATOR_EMBEDDING_BAG (bag): its mode and options as the kernel takes them
+  // (interface.h: VKDML_BAG_*, but FILL, which VKDML_OPERATOR_OUT_OF_RANGE sets), its padding
+  // row (VKDML_NO_PADDING: none), a row's values, and IndicesTensor's entries.
+  bool bag = false;
+  VKDML_EMBEDDING_BAG_MODE bagMode = VKDML_EMBEDDING_BAG_MODE_SUM;
+  UINT bagFlags = 0, padding = VKDML_NO_PADDING, width = 0, entries = 0;
   // FILL or DROP: an element whose index tuple is out of range is filled or skipped.
   bool Drops() const {
     return outOfRange == VKDML_OUT_OF_RANGE_MODE_FILL || outOfRange == VKDML_OUT_OF_RANGE_MODE_DROP;
@@ -119,10 +138,18 @@ Result BuildScatterElements(const DML_SCATTER_OPERATOR_DESC& desc, VKDML_REDUCE_
 // A quantized format's block: its bytes (0 for an unknown format) and its name ("Q8_0").
 UINT QuantizedBlockBytes(VKDML_QUANTIZED_FORMAT format);
 const char* QuantizedFormatName(VKDML_QUANTIZED_FORMAT format);
+Result CheckQuantizedFormat(VKDML_QUANTIZED_FORMAT format);
+// A quantized table (InputTensor): UINT8 {1, ..., 1, rows, bytes per row} of whole blocks, its
+// bytes in a row consecutive.
+Result CheckQuantizedTable(const Tensor& input, VKDML_QUANTIZED_FORMAT format);
+// t's last stride is 1 (`why` says what needs it).
+Result CheckLastStride(const Tensor& t, const char* why);
 Result BuildGatherQuantizedRows(const VKDML_GATHER_QUANTIZED_ROWS_OPERATOR_DESC& desc,
                                 OperatorImpl* op);
 Result BuildScatterQuantizedRows(const VKDML_SCATTER_QUANTIZED_ROWS_OPERATOR_DESC& desc,
                                  OperatorImpl* op);
+
+Result BuildEmbeddingBag(const VKDML_EMBEDDING_BAG_OPERATOR_DESC& desc, OperatorImpl* op);
 
 // Dispatches on desc.Type, adds the "GATHER_ND: " prefix to messages.
 Result BuildOperator(const DML_OPERATOR_DESC& desc, OperatorImpl* op);

@@ -32,9 +32,7 @@ const char* QuantizedFormatName(VKDML_QUANTIZED_FORMAT format) {
   return "UNKNOWN";
 }
 
-namespace {
-
-Result CheckFormat(VKDML_QUANTIZED_FORMAT format) {
+Result CheckQuantizedFormat(VKDML_QUANTIZED_FORMAT format) {
   if (!QuantizedBlockBytes(format))
     return Fail(Status::InvalidArgument, "Format is ", UINT(format),
                 ", expected VKDML_QUANTIZED_FORMAT_Q8_0 (1) or VKDML_QUANTIZED_FORMAT_Q4_0 (2)");
@@ -49,9 +47,7 @@ Result CheckLastStride(const Tensor& t, const char* why) {
   return {};
 }
 
-// The table (InputTensor): UINT8 {1, ..., 1, rows, bytes per row} of whole blocks, its bytes in a
-// row consecutive.
-Result CheckTable(const Tensor& input, VKDML_QUANTIZED_FORMAT format) {
+Result CheckQuantizedTable(const Tensor& input, VKDML_QUANTIZED_FORMAT format) {
   const UINT dims = input.dims, row = dims - 2, last = dims - 1;
   if (dims < 2)
     return Fail(Status::InvalidArgument, "InputTensor.DimensionCount is 1, expected 2 to ",
@@ -71,6 +67,8 @@ Result CheckTable(const Tensor& input, VKDML_QUANTIZED_FORMAT format) {
                 QuantizedFormatName(format), " block of 32 values)");
   return CheckLastStride(input, "a row's bytes are consecutive");
 }
+
+namespace {
 
 // IndicesTensor {n0, ..., 1}, and a row tensor (the gather's output, the scatter's updates) of
 // sizes {n0, ..., values}, its values consecutive.
@@ -108,7 +106,7 @@ Plan IndexLoop(const Tensor& indices, const Tensor& rows) {
 
 Result BuildGatherQuantizedRows(const VKDML_GATHER_QUANTIZED_ROWS_OPERATOR_DESC& desc,
                                 OperatorImpl* op) {
-  VKDML_TRY(CheckFormat(desc.Format));
+  VKDML_TRY(CheckQuantizedFormat(desc.Format));
   const UINT blockBytes = QuantizedBlockBytes(desc.Format);
   Tensor input, indices, output;
   VKDML_TRY(ValidateTensor(desc.InputTensor, "InputTensor", TensorRole::Data, &input));
@@ -116,7 +114,7 @@ Result BuildGatherQuantizedRows(const VKDML_GATHER_QUANTIZED_ROWS_OPERATOR_DESC&
   VKDML_TRY(ValidateTensor(desc.OutputTensor, "OutputTensor", TensorRole::Data, &output));
   VKDML_TRY(CheckSameRank(indices, input));
   VKDML_TRY(CheckSameRank(output, input));
-  VKDML_TRY(CheckTable(input, desc.Format));
+  VKDML_TRY(CheckQuantizedTable(input, desc.Format));
   if (output.type != DML_TENSOR_DATA_TYPE_FLOAT32 && output.type != DML_TENSOR_DATA_TYPE_FLOAT16)
     return Fail(Status::InvalidArgument, "OutputTensor.DataType is ", DataTypeName(output.type),
                 ", expected FLOAT32 or FLOAT16");
@@ -146,7 +144,7 @@ Result BuildGatherQuantizedRows(const VKDML_GATHER_QUANTIZED_ROWS_OPERATOR_DESC&
 
 Result BuildScatterQuantizedRows(const VKDML_SCATTER_QUANTIZED_ROWS_OPERATOR_DESC& desc,
                                  OperatorImpl* op) {
-  VKDML_TRY(CheckFormat(desc.Format));
+  VKDML_TRY(CheckQuantizedFormat(desc.Format));
   const UINT blockBytes = QuantizedBlockBytes(desc.Format);
   Tensor input, indices, updates, output;
   VKDML_TRY(ValidateTensor(desc.InputTensor, "InputTensor", TensorRole::Data, &input));
@@ -156,7 +154,7 @@ Result BuildScatterQuantizedRows(const VKDML_SCATTER_QUANTIZED_ROWS_OPERATOR_DES
   VKDML_TRY(CheckSameRank(indices, input));
   VKDML_TRY(CheckSameRank(updates, input));
   VKDML_TRY(CheckSameRank(output, input));
-  VKDML_TRY(CheckTable(input, desc.Format));
+  VKDML_TRY(CheckQuantizedTable(input, desc.Format));
   if (updates.type != DML_TENSOR_DATA_TYPE_FLOAT32)
     return Fail(Status::InvalidArgument, "UpdatesTensor.DataType is ", DataTypeName(updates.type),
                 ", expected FLOAT32");

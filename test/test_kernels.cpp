@@ -158,8 +158,8 @@ TEST_CASE("Interface: the kernels lay out plans and push constants as C++ does",
     const std::vector<size_t> scratch = {
         offsetof(shader::ScratchLayout, mask),    offsetof(shader::ScratchLayout, keys),
         offsetof(shader::ScratchLayout, values),  offsetof(shader::ScratchLayout, counts),
-        offsetof(shader::ScratchLayout, tally),   offsetof(shader::ScratchLayout, unused0),
-        offsetof(shader::ScratchLayout, unused1), offsetof(shader::ScratchLayout, unused2)};
+        offsetof(shader::ScratchLayout, tally),   offsetof(shader::ScratchLayout, bounds),
+        offsetof(shader::ScratchLayout, weights), offsetof(shader::ScratchLayout, partials)};
     REQUIRE(l.offsets[scratchId].size() == scratch.size());
     for (uint32_t i = 0; i < scratch.size(); ++i) CHECK(l.offsets[scratchId][i] == scratch[i]);
   }

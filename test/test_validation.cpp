@@ -1576,12 +1576,13 @@ TEST_CASE_METHOD(Fixture, "Rule 36: VKDML_OPERATOR_OUT_OF_RANGE's Mode, FillValu
     wrong.WithOutOfRange(wrong.IsScatter() ? VKDML_OUT_OF_RANGE_MODE_FILL
                                            : VKDML_OUT_OF_RANGE_MODE_DROP);
     expect(wrong, wrong.Name(),
-           wrong.IsScatter() ? "Mode is VKDML_OUT_OF_RANGE_MODE_FILL, which is for gathers: a "
-                               "scatter skips its out-of-range updates with "
-                               "VKDML_OUT_OF_RANGE_MODE_DROP (2)"
-                             : "Mode is VKDML_OUT_OF_RANGE_MODE_DROP, which is for scatters: a "
-                               "gather writes a value for its out-of-range indices with "
-                               "VKDML_OUT_OF_RANGE_MODE_FILL (1)");
+           wrong.IsScatter()
+               ? "Mode is VKDML_OUT_OF_RANGE_MODE_FILL, which is for gathers: a "
+                 "scatter skips its out-of-range updates with "
+                 "VKDML_OUT_OF_RANGE_MODE_DROP (2)"
+               : "Mode is VKDML_OUT_OF_RANGE_MODE_DROP, which is for scatters and "
+                 "embedding bags: a gather writes a value for its out-of-range indices with "
+                 "VKDML_OUT_OF_RANGE_MODE_FILL (1)");
     // A FLOAT32 tensor's fill given as a double: its high bytes would be lost.
     DML_SCALAR_UNION asDouble{};
     asDouble.Float64 = 1.0;  // 0x3FF0000000000000: Bytes[6] is 0xF0

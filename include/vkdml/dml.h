@@ -83,6 +83,7 @@ enum DML_OPERATOR_TYPE : UINT {
   VKDML_OPERATOR_OUT_OF_RANGE = 0x10003,            // VKDML_OUT_OF_RANGE_OPERATOR_DESC
   VKDML_OPERATOR_GATHER_QUANTIZED_ROWS = 0x10004,   // VKDML_GATHER_QUANTIZED_ROWS_OPERATOR_DESC
   VKDML_OPERATOR_SCATTER_QUANTIZED_ROWS = 0x10005,  // VKDML_SCATTER_QUANTIZED_ROWS_OPERATOR_DESC
+  VKDML_OPERATOR_EMBEDDING_BAG = 0x10006,           // VKDML_EMBEDDING_BAG_OPERATOR_DESC
 };
 
 struct DML_OPERATOR_DESC {
@@ -218,8 +219,10 @@ union DML_SCALAR_UNION {
 // against its own dimension; one out of range makes the whole tuple so (GatherND: its slice).
 enum VKDML_OUT_OF_RANGE_MODE : UINT {
   VKDML_OUT_OF_RANGE_MODE_CLAMP = 0,  // DirectML's: the component is clamped into range
-  VKDML_OUT_OF_RANGE_MODE_FILL = 1,   // gathers: the output element is FillValue
-  VKDML_OUT_OF_RANGE_MODE_DROP = 2,   // scatters: the update element is skipped
+  VKDML_OUT_OF_RANGE_MODE_FILL = 1,   // gathers: the output element is FillValue (embedding bags:
+                                      // the entry's row is FillValues)
+  VKDML_OUT_OF_RANGE_MODE_DROP = 2,   // scatters: the update element is skipped (embedding bags:
+                                      // the entry)
   // As CLAMP, and every execution checked as VKDML_EXECUTION_FLAG_CHECK_INDICES does:
   // BindingTable::IndexStatus and Device::Run return Status::IndexOutOfRange.
   VKDML_OUT_OF_RANGE_MODE_ERROR = 3,
@@ -295,6 +298,59 @@ struct VKDML_SCATTER_QUANTIZED_ROWS_OPERATOR_DESC {
   const DML_TENSOR_DESC* UpdatesTensor;
   const DML_TENSOR_DESC* OutputTensor;
   VKDML_QUANTIZED_FORMAT Format;
+};
+
+// vkdml's own: how VKDML_OPERATOR_EMBEDDING_BAG reduces a bag's rows.
+enum VKDML_EMBEDDING_BAG_MODE : UINT {
+  VKDML_EMBEDDING_BAG_MODE_SUM = 0,
+  VKDML_EMBEDDING_BAG_MODE_MEAN = 1,
+  VKDML_EMBEDDING_BAG_MODE_MAX = 2,
+};
+
+// vkdml's own (VKDML_OPERATOR_EMBEDDING_BAG; PyTorch's embedding_bag with 1-D input and
+// offsets): output[b, :] reduces the rows InputTensor[indices[i], :] for the entries i of bag b,
+// i in [offsets[b], offsets[b + 1]) (the last bag ends at the last entry, or, with
+// IncludeLastOffset, at OffsetsTensor's last value). Each bound is clamped into [0, entries];
+// a bag whose end is before its start is empty. Every value is a float32 (FLOAT16 and quantized
+// tables' exactly: the quantized ones d * q, as VKDML_GATHER_QUANTIZED_ROWS'), and a bag is
+// reduced in entry order, one rounding per step as IEEE float32 does it, denormals kept where
+// the device can (README: Embedding bags):
+//   SUM   0, plus each row (times its weight, that product rounded first);
+//   MEAN  that sum (without weights) divided by the bag's rows, rounded once;
+//   MAX   the first row, then NumPy's maximum with each next (a NaN stays; of equal values,
+//         -0 and +0 included, the earlier stays).
+// An empty bag, or one whose entries are all skipped, gives 0. The result is rounded to
+// OutputTensor's type (FLOAT16: to nearest even). Every execution gives the same bits: the
+// order is fixed, so VKDML_EXECUTION_FLAG_DETERMINISTIC changes nothing.
+// An entry is skipped (not added, not counted) when its row, after clamping, is PaddingIndex
+// (with HasPaddingIndex). An index out of [-rows, rows - 1] (signed) or [0, rows - 1] is
+// clamped; VKDML_OPERATOR_OUT_OF_RANGE wraps it for DROP (the entry is skipped), FILL (a row of
+// FillValue, an OutputTensor element) or ERROR.
+// Rank D from 2 to 8 for every tensor, each of sizes 1 but the last two (IndicesTensor,
+// OffsetsTensor and PerSampleWeightsTensor: but the last):
+//   InputTensor   {rows, width}: FLOAT32 or FLOAT16 values (Format 0), or UINT8 {rows, bytes
+//                 per row} of Format's blocks (width: 32 per block); a last stride of 1;
+//   IndicesTensor {entries}, INT32, INT64, UINT32 or UINT64, any stride;
+//   OffsetsTensor {bags} ({bags + 1} with IncludeLastOffset), IndicesTensor's DataType, any
+//                 stride;
+//   PerSampleWeightsTensor  null, or (Mode SUM) {entries} of OutputTensor's DataType, any
+//                 stride: entry i's row is multiplied by its weight;
+//   OutputTensor  {bags, width}: InputTensor's DataType (Format 0), or FLOAT32 or FLOAT16; a
+//                 last stride of 1.
+// Bind InputTensor, IndicesTensor, OffsetsTensor and, when given, PerSampleWeightsTensor. Every
+// binding offset is a multiple of 4 bytes (the kernels read and write 32-bit words, on any
+// device: no 8/16-bit storage needed).
+struct VKDML_EMBEDDING_BAG_OPERATOR_DESC {
+  const DML_TENSOR_DESC* InputTensor;
+  const DML_TENSOR_DESC* IndicesTensor;
+  const DML_TENSOR_DESC* OffsetsTensor;
+  const DML_TENSOR_DESC* PerSampleWeightsTensor;  // optional
+  const DML_TENSOR_DESC* OutputTensor;
+  VKDML_EMBEDDING_BAG_MODE Mode;
+  VKDML_QUANTIZED_FORMAT Format;  // 0: InputTensor holds values
+  BOOL IncludeLastOffset;
+  BOOL HasPaddingIndex;
+  UINT PaddingIndex;  // a row, below rows (PyTorch's negative padding_idx: rows + padding_idx)
 };
 
 // Not a field of any struct: CompileOperator takes these as a UINT and refuses unknown bits, so

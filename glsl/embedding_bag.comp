@@ -1,0 +1,174 @@
+#version 450
+// Embedding bags (VKDML_OPERATOR_EMBEDDING_BAG; lib/operator.h: Pass::Kind::Bounds, Weights and
+// Bag). Every tensor is read and written in 32-bit words (bases in bytes: Kernel::unit 1), so no
+// device needs 8- or 16-bit storage.
+// BOUNDS: bound b of the bags (b <= bags) into the scratch, OffsetsTensor's entry b clamped into
+//   [0, entries], or (the last, without VKDML_BAG_LAST_OFFSET) entries.
+// WEIGHTS: PerSampleWeightsTensor's entry e into the scratch as float32.
+// Otherwise (Bag): an invocation per group of 4 output values of a bag, folding its entries' rows
+//   in entry order, each step rounded once in float32 (glsl/arith.glsl, as a float32 reduction's,
+//   denormals kept by _dp and _w), then rounded to OutputTensor's type. TABLE: 32 (FLOAT32
+//   values), 16 (FLOAT16), 8 (Q8_0 blocks) or 4 (Q4_0).
+// INDEX64: 64-bit indices and offsets.
+#extension GL_GOOGLE_include_directive : require
+#define ELEM 4  // arith.glsl and divide.glsl on float32 bits
+#include "common.glsl"
+#include "index.glsl"
+#include "arith.glsl"
+#include "divide.glsl"
+
+layout(local_size_x_id = VKDML_SPEC_GROUP_SIZE) in;  // Capabilities::groupSize
+layout(constant_id = VKDML_SPEC_OUTPUT_SIZE) const uint kOutputSize = 4;
+layout(constant_id = VKDML_SPEC_BAG) const uint kBag = 0;
+layout(constant_id = VKDML_SPEC_PADDING) const uint kPadding = VKDML_NO_PADDING;
+layout(constant_id = VKDML_SPEC_WIDTH) const uint kWidth = 1;
+const bool kMean = (kBag & VKDML_BAG_MEAN) != 0u;
+const bool kWeighted = (kBag & VKDML_BAG_WEIGHTED) != 0u;
+const bool kFill = (kBag & VKDML_BAG_FILL) != 0u;
+const bool kLastOffset = (kBag & VKDML_BAG_LAST_OFFSET) != 0u;
+
+layout(std430, set = 0, binding = VKDML_BIND_SOURCE) restrict readonly buffer Source {
+  uint tableWords[];  // the pass's source: the table, OffsetsTensor or PerSampleWeightsTensor
+};
+layout(std430, set = 0, binding = VKDML_BIND_OUTPUT) restrict buffer Output { uint outputWords[]; };
+
+// Each loop's stride: every invocation's (at most 65535 * 1024, below 2^26). A loop counts at
+// most a tensor's bytes over 2 within one descriptor (below 2^31), so `+= kStep` cannot wrap.
+#define kStep (gl_NumWorkGroups.x * gl_WorkGroupSize.x)
+
+// The float16 at byte b (even) of the source, as float32 bits.
+uint sourceHalf(uint b) {
+  return floatBitsToUint(halfToFloat((tableWords[b >> 2] >> ((b & 2u) * 8u)) & 0xFFFFu));
+}
+
+#if TABLE == 8 || TABLE == 4
+#define FORMAT TABLE
+#include "quantized.glsl"
+#endif
+
+#ifdef BOUNDS
+void main() {
+  const uint p = pc.plan;
+  const uint count = loopCount(p);  // the bags, plus 1
+  const uint entries = VKDML_AT(plans[p].tupleSize, 0), offsets = kLastOffset ? count : count - 1u;
+  for (uint b = gl_GlobalInvocationID.x; b < count; b += kStep) {
+    uint bound = entries;
+    if (b < offsets) {
+      const uint e = (pc.srcBase >> 2) + loopOffsets(p, kRank, b).z * (INDEX64 != 0 ? 2u : 1u);
+      const uint lo = tableWords[e];
+      const uint hi = INDEX64 != 0 ? tableWords[e + 1u] : kSignedIndex && int(lo) < 0 ? ~0u : 0u;
+      const bool negative = kSignedIndex && int(hi) < 0;
+      bound = negative ? 0u : hi != 0u ? entries : min(lo, entries);
+    }
+    BOUND(b) = bound;
+  }
+}
+#elif defined(WEIGHTS)
+void main() {
+  const uint p = pc.plan;
+  const uint count = loopCount(p);
+  for (uint e = gl_GlobalInvocationID.x; e < count; e += kStep) {
+    const uint at = loopOffsets(p, kRank, e).z;  // the weight's element
+    WEIGHT(e) =
+        kOutputSize == 4u ? tableWords[(pc.srcBase >> 2) + at] : sourceHalf(pc.srcBase + 2u * at);
+  }
+}
+#else
+// Values c to c + 3 of the table row whose first byte is `row`, as float32 bits (0 past the row).
+uvec4 rowValues(uint row, uint c) {
+  uvec4 v = uvec4(0u);
+#if TABLE == 32
+  for (uint k = 0u; k < 4u; ++k)
+    if (c + k < kWidth) v[k] = tableWords[(row >> 2) + c + k];
+#elif TABLE == 16
+  for (uint k = 0u; k < 4u; ++k)
+    if (c + k < kWidth) v[k] = sourceHalf(row + 2u * (c + k));
+#else
+  v = dequantizeQuad(row, c >> 2);  // a row is whole blocks: c + 3 < kWidth
+#endif
+  return v;
+}
+
+// Stores float16 h at byte b (even) of the output, leaving the word's other half, which another
+// invocation may be storing, or which is not the tensor's: atomically, bits of its own only.
+void storeHalf(uint b, uint h) {
+  const uint w = b >> 2, shift = (b & 2u) * 8u;
+  atomicAnd(outputWords[w], ~(0xFFFFu << shift));
+  atomicOr(outputWords[w], h << shift);
+}
+
+// Entries fetched at once: their index and row loads in flight together, then folded in order.
+const uint kBatch = 4u;
+
+void main() {
+  const uint p = pc.plan;
+  const uint count = loopCount(p);
+  const uint rows = VKDML_AT(plans[p].tupleSize, 0), rowStride = VKDML_AT(plans[p].tupleStride, 0);
+  const uint fill =  // FILL's value (an OutputTensor element) as float32 bits
+      kOutputSize == 4u ? fillBytes.x : floatBitsToUint(halfToFloat(fillBytes.x & 0xFFFFu));
+  for (uint i = gl_GlobalInvocationID.x; i < count; i += kStep) {
+    const uvec4 at = loopOffsets(p, kRank, i);  // x: the output's byte, y: the first value, w: bag
+    const uint start = BOUND(at.w), length = max(BOUND(at.w + 1u), start) - start;
+    // This dispatch's entries of the bag, [begin, end) from its start (every one, but where
+    // loops are bounded: lib/kernel_bag.cpp); an earlier dispatch finished a bag this short.
+    if (pc.begin > 0u && pc.begin >= length) continue;
+    const uint from = start + pc.begin, to = start + min(length, pc.end);
+    uvec4 acc = uvec4(0u);  // +0
+    uint n = 0u;            // the rows folded
+    if (pc.begin > 0u) {
+      for (uint k = 0u; k < 4u; ++k) acc[k] = PARTIAL(i * VKDML_BAG_PARTIAL_WORDS + k);
+      n = PARTIAL(i * VKDML_BAG_PARTIAL_WORDS + 4u);
+    }
+    for (uint e = from; e < to; e += kBatch) {
+      uvec4 v[kBatch];
+      bool used[kBatch];
+      for (uint j = 0u; j < kBatch; ++j) {
+        used[j] = e + j < to;
+        if (!used[j]) continue;
+        const uint row = clampIndex(readIndex((e + j) * plans[p].componentStride), rows, e + j);
+        if (kDrop && row == VKDML_DROPPED) {
+          used[j] = kFill;  // FILL: a row of its value; DROP: skipped
+          v[j] = uvec4(fill);
+        } else {
+          used[j] = row != kPadding;
+          if (used[j]) v[j] = rowValues(pc.srcBase + row * rowStride, at.y);
+        }
+      }
+      for (uint j = 0u; j < kBatch; ++j) {  // folded in entry order
+        if (!used[j]) continue;
+        if (kWeighted) {
+          const uint w = WEIGHT(e + j);
+          for (uint k = 0u; k < 4u; ++k) v[j][k] = floatArith(v[j][k], w, false);
+        }
+        for (uint k = 0u; k < 4u; ++k)
+          acc[k] = kReduce == VKDML_REDUCE_MAX ? (n == 0u ? v[j][k] : reduceBits(acc[k], v[j][k]))
+                                               : floatArith(acc[k], v[j][k], true);
+        ++n;
+      }
+    }
+    if (to < start + length) {  // a later dispatch goes on
+      for (uint k = 0u; k < 4u; ++k) PARTIAL(i * VKDML_BAG_PARTIAL_WORDS + k) = acc[k];
+      PARTIAL(i * VKDML_BAG_PARTIAL_WORDS + 4u) = n;
+      continue;
+    }
+    if (kMean && n > 0u)
+      for (uint k = 0u; k < 4u; ++k) acc[k] = divideFloat(uvec2(acc[k], 0u), n).x;
+    if (kOutputSize == 4u) {
+      const uint word = (pc.dstBase + at.x) >> 2;
+      for (uint k = 0u; k < 4u; ++k)
+        if (at.y + k < kWidth) outputWords[word + k] = acc[k];
+    } else {  // a word where both its halves are this group's, else the half alone
+      const uint values = min(4u, kWidth - at.y), first = pc.dstBase + at.x;
+      for (uint k = 0u; k < values; ++k) {
+        const uint b = first + 2u * k, h = floatToHalf(acc[k]);
+        if ((b & 2u) == 0u && k + 1u < values) {
+          outputWords[b >> 2] = h | (floatToHalf(acc[k + 1u]) << 16);
+          ++k;
+        } else {
+          storeHalf(b, h);
+        }
+      }
+    }
+  }
+}
+#endif

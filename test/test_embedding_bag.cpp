@@ -1,0 +1,655 @@
+// VKDML_OPERATOR_EMBEDDING_BAG: bags of FLOAT32, FLOAT16, Q8_0 and Q4_0 rows summed, averaged
+// or maxed, bit for bit against a sequential reference written here (dml.h's definition: entry
+// order, each step rounded in float32), on random shapes, strides, index types, offsets (out of
+// order and out of range), weights, padding rows and out-of-range modes; by hand; through
+// bindings at offsets; every validation rule.
+#include <cmath>
+
+#include "kernels.h"
+#include "quantized_ref.h"
+#include "test_util.h"
+
+using namespace vt;
+
+namespace {
+
+struct BagCase {
+  VKDML_QUANTIZED_FORMAT format = VKDML_QUANTIZED_FORMAT(0);      // 0: a table of values
+  DML_TENSOR_DATA_TYPE valueType = DML_TENSOR_DATA_TYPE_FLOAT32;  // the table's (format 0)
+  DML_TENSOR_DATA_TYPE outType = DML_TENSOR_DATA_TYPE_FLOAT32;
+  DML_TENSOR_DATA_TYPE indexType = DML_TENSOR_DATA_TYPE_INT32;
+  VKDML_EMBEDDING_BAG_MODE mode = VKDML_EMBEDDING_BAG_MODE_SUM;
+  UINT rank = 2;
+  UINT rows = 1, width = 1;  // width: values per row (format: 32 per block)
+  UINT rowPad = 0;           // elements (bytes for format) past a table row
+  UINT outPad = 0;           // elements past an output row (even for FLOAT16)
+  UINT indexStride = 1, offsetStride = 1, weightStride = 1;
+  bool includeLast = false, weighted = false, hasPadding = false;
+  UINT padding = 0;
+  VKDML_OUT_OF_RANGE_MODE outOfRange = VKDML_OUT_OF_RANGE_MODE_CLAMP;
+  float fill = 0;
+  bool denormals = false;  // values may be float32 denormals
+  std::vector<int64_t> indices, offsets;
+
+  UINT Entries() const { return UINT(indices.size()); }
+  UINT Bags() const { return UINT(offsets.size()) - (includeLast ? 1 : 0); }
+  UINT RowElements() const { return format ? width / 32 * BlockBytes(format) : width; }
+  UINT RowStride() const { return RowElements() + rowPad; }
+  UINT OutStride() const { return width + outPad; }
+};
+
+// Sizes {1, ..., 1, last...} of rank r.
+std::vector<UINT> Lead(UINT r, std::vector<UINT> last) {
+  std::vector<UINT> s(r - last.size(), 1);
+  s.insert(s.end(), last.begin(), last.end());
+  return s;
+}
+
+struct BagBuilt {
+  TensorDesc table, indices, offsets, weights, output;
+  VKDML_EMBEDDING_BAG_OPERATOR_DESC desc{};
+  DML_OPERATOR_DESC bag{};
+  VKDML_OUT_OF_RANGE_OPERATOR_DESC wrap{};
+  DML_OPERATOR_DESC op{};
+};
+
+void Build(const BagCase& c, BagBuilt* b) {
+  const UINT r = c.rank;
+  const DML_TENSOR_DATA_TYPE tableType = c.format ? DML_TENSOR_DATA_TYPE_UINT8 : c.valueType;
+  std::vector<UINT> none;
+  b->table = TensorDesc(tableType, Lead(r, {c.rows, c.RowElements()}),
+                        c.rowPad ? Lead(r, {c.RowStride(), 1}) : none);
+  b->indices = TensorDesc(c.indexType, Lead(r, {c.Entries()}), Lead(r, {c.indexStride}));
+  b->offsets =
+      TensorDesc(c.indexType, Lead(r, {UINT(c.offsets.size())}), Lead(r, {c.offsetStride}));
+  b->weights = TensorDesc(c.outType, Lead(r, {c.Entries()}), Lead(r, {c.weightStride}));
+  b->output = TensorDesc(c.outType, Lead(r, {c.Bags(), c.width}),
+                         c.outPad ? Lead(r, {c.OutStride(), 1}) : none);
+  // Leading strides of size-1 dimensions: anything; Lead's 1s will do.
+  b->desc = {b->table.Desc(),   b->indices.Desc(),
+             b->offsets.Desc(), c.weighted ? b->weights.Desc() : nullptr,
+             b->output.Desc(),  c.mode,
+             c.format,          c.includeLast,
+             c.hasPadding,      c.padding};
+  b->bag = {VKDML_OPERATOR_EMBEDDING_BAG, &b->desc};
+  b->op = b->bag;
+  if (c.outOfRange != VKDML_OUT_OF_RANGE_MODE_CLAMP) {
+    b->wrap.Operator = &b->bag;
+    b->wrap.Mode = c.outOfRange;
+    if (c.outOfRange == VKDML_OUT_OF_RANGE_MODE_FILL) {
+      if (c.outType == DML_TENSOR_DATA_TYPE_FLOAT16)
+        b->wrap.FillValue.UInt16 = NearestHalf(c.fill);
+      else
+        b->wrap.FillValue.Float32 = c.fill;
+    }
+    b->op = {VKDML_OPERATOR_OUT_OF_RANGE, &b->wrap};
+  }
+}
+
+bool IsSigned(DML_TENSOR_DATA_TYPE t) {
+  return t == DML_TENSOR_DATA_TYPE_INT32 || t == DML_TENSOR_DATA_TYPE_INT64;
+}
+
+// A float32 for a table or a weight: small multiples of powers of 2 (sums often exact), any
+// significand at moderate exponents (sums round), zeros, a few NaNs and huge values (sums
+// overflow), and with `denormals` float32 denormals.
+float RandomValue(Rng& rng, bool denormals, bool specials) {
+  const double p = double(rng.U(0, 999)) / 1000;
+  const float sign = rng.P(0.5) ? -1.0f : 1.0f;
+  if (p < 0.35) return sign * float(rng.U(0, 100)) * std::ldexp(1.0f, int(rng.U(0, 8)) - 4);
+  if (p < 0.80) {
+    const uint32_t bits = uint32_t(rng.U(0, 0x7FFFFF)) | uint32_t(rng.U(117, 137)) << 23;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return sign * f;
+  }
+  if (p < 0.88) return sign * 0.0f;
+  if (denormals && p < 0.96) {
+    const uint32_t bits = uint32_t(rng.U(1, 0x7FFFFF)) >> rng.U(0, 20);
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return sign * f;
+  }
+  if (specials && p > 0.995) return NAN;
+  if (specials && p > 0.985) return sign * std::ldexp(1.5f, 126);  // two add to infinity
+  return sign * float(rng.U(1, 9));
+}
+
+// The table's bytes and its values (row-major, rows x width, as float).
+void RandomTableValues(Rng& rng, const BagCase& c, UINT64 total, Bytes* bytes,
+                       std::vector<float>* values) {
+  values->assign(size_t(c.rows) * c.width, 0);
+  if (c.format) {
+    *bytes = RandomTable(rng, c.format, c.rows, c.width / 32, c.RowStride(), total);
+    for (UINT r = 0; r < c.rows; ++r)
+      for (UINT v = 0; v < c.width; ++v)
+        (*values)[size_t(r) * c.width + v] = BlockValue(
+            c.format, &(*bytes)[UINT64(r) * c.RowStride() + v / 32 * BlockBytes(c.format)], v % 32);
+    return;
+  }
+  *bytes = Bytes(total);
+  for (auto& b : *bytes) b = uint8_t(rng.U(0, 255));  // the gaps keep anything
+  const bool f16 = c.valueType == DML_TENSOR_DATA_TYPE_FLOAT16;
+  for (UINT r = 0; r < c.rows; ++r)
+    for (UINT v = 0; v < c.width; ++v) {
+      const UINT64 at = UINT64(r) * c.RowStride() + v;
+      float f = RandomValue(rng, c.denormals && !f16, true);
+      if (f16) {
+        const uint16_t h = std::isnan(f) ? 0x7E00 : NearestHalf(f);
+        std::memcpy(bytes->data() + at * 2, &h, 2);
+        f = HalfValue(h);
+      } else {
+        std::memcpy(bytes->data() + at * 4, &f, 4);
+      }
+      (*values)[size_t(r) * c.width + v] = f;
+    }
+}
+
+// Products and sums rounded to float32 one at a time: through memory, so no fused multiply-add.
+float Round(float f) {
+  volatile float v = f;
+  return v;
+}
+
+// The bag's reference, value by value: dml.h's definition read literally.
+std::vector<float> Reference(const BagCase& c, const std::vector<float>& table,
+                             const std::vector<float>& weights) {
+  const UINT n = c.Entries(), bags = c.Bags();
+  auto bound = [&](UINT b) -> UINT {
+    if (b >= c.offsets.size()) return n;
+    const int64_t o = c.offsets[b];
+    if (IsSigned(c.indexType) && o < 0) return 0;
+    return uint64_t(o) > n ? n : UINT(o);
+  };
+  std::vector<float> out(size_t(bags) * c.width, 0);
+  for (UINT b = 0; b < bags; ++b)
+    for (UINT v = 0; v < c.width; ++v) {
+      float acc = 0;
+      UINT count = 0;
+      for (UINT e = bound(b); e < bound(b + 1); ++e) {
+        int64_t i = c.indices[e];
+        const bool isSigned = IsSigned(c.indexType);
+        const bool inRange =
+            isSigned ? i >= -int64_t(c.rows) && i < int64_t(c.rows) : uint64_t(i) < c.rows;
+        float x;
+        if (!inRange && c.outOfRange == VKDML_OUT_OF_RANGE_MODE_DROP) continue;
+        if (!inRange && c.outOfRange == VKDML_OUT_OF_RANGE_MODE_FILL) {
+          x = c.outType == DML_TENSOR_DATA_TYPE_FLOAT16 ? HalfValue(NearestHalf(c.fill)) : c.fill;
+        } else {
+          if (!inRange) i = isSigned && i < 0 ? -int64_t(c.rows) : int64_t(c.rows) - 1;
+          const UINT row = UINT(i < 0 ? i + c.rows : i);
+          if (c.hasPadding && row == c.padding) continue;
+          x = table[size_t(row) * c.width + v];
+        }
+        if (c.weighted) x = Round(x * weights[e]);
+        if (c.mode == VKDML_EMBEDDING_BAG_MODE_MAX)
+          acc = count == 0 || std::isnan(x)   ? (count == 0 || !std::isnan(acc) ? x : acc)
+                : std::isnan(acc) || acc >= x ? acc
+                                              : x;
+        else
+          acc = Round(acc + x);
+        ++count;
+      }
+      if (c.mode == VKDML_EMBEDDING_BAG_MODE_MEAN && count) acc = Round(acc / float(count));
+      out[size_t(b) * c.width + v] = acc;
+    }
+  return out;
+}
+
+Result Compile(Device& device, const DML_OPERATOR_DESC& desc, UINT flags,
+               std::unique_ptr<CompiledOperator>* out) {
+  std::unique_ptr<Operator> op;
+  VKDML_TRY(device.CreateOperator(desc, &op));
+  return device.CompileOperator(*op, flags, out);
+}
+
+// Every output element against the reference: the same bits, or both NaNs (their bits are
+// unspecified); the gaps between rows keep their poison.
+void CheckOutput(const BagCase& c, const BagBuilt& b, const Bytes& out,
+                 const std::vector<float>& expected) {
+  const bool f16 = c.outType == DML_TENSOR_DATA_TYPE_FLOAT16;
+  const UINT es = f16 ? 2 : 4;
+  Bytes poison = Poisoned(b.output.Total());
+  std::vector<bool> element(b.output.Total(), false);
+  int failures = 0;
+  for (UINT bag = 0; bag < c.Bags(); ++bag)
+    for (UINT v = 0; v < c.width; ++v) {
+      const UINT64 at = (UINT64(bag) * c.OutStride() + v) * es;
+      for (UINT k = 0; k < es; ++k) element[at + k] = true;
+      const float want = expected[size_t(bag) * c.width + v];
+      uint32_t got = 0, wantBits;
+      std::memcpy(&got, out.data() + at, es);
+      bool same;
+      if (f16) {
+        wantBits = std::isnan(want) ? 0x7E00 : NearestHalf(want);
+        same = got == wantBits || (std::isnan(want) && (got & 0x7C00) == 0x7C00 && (got & 0x3FF));
+      } else {
+        std::memcpy(&wantBits, &want, 4);
+        float g;
+        std::memcpy(&g, &got, 4);
+        same = got == wantBits || (std::isnan(want) && std::isnan(g));
+      }
+      if (!same && failures++ < 5)
+        FAIL_CHECK("bag " << bag << ", value " << v << ": got bits 0x" << std::hex << got
+                          << ", expected 0x" << wantBits << std::dec << " (" << want << ")");
+    }
+  for (UINT64 i = 0; i < out.size(); ++i)
+    if (!element[i] && out[i] != poison[i] && failures++ < 5)
+      FAIL_CHECK("byte " << i << " between output rows changed");
+  CHECK(failures == 0);
+}
+
+Bytes OffsetBytes(const BagCase& c, const TensorDesc& t, const std::vector<int64_t>& values,
+                  UINT stride) {
+  Bytes bytes(t.Total(), 0xA5);
+  const UINT es = ref::ElementSize(c.indexType);
+  for (size_t i = 0; i < values.size(); ++i)
+    ref::WriteIndex(c.indexType, bytes.data() + i * stride * es, values[i]);
+  return bytes;
+}
+
+// Builds, fills and runs c (flags: the compile flags), and checks it.
+void RunCase(Rng& rng, const BagCase& c, UINT flags = DML_EXECUTION_FLAG_NONE) {
+  BagBuilt b;
+  Build(c, &b);
+  INFO("table " << b.table.ToString() << ", indices " << b.indices.ToString() << ", offsets "
+                << b.offsets.ToString() << (c.weighted ? ", weights " : "")
+                << (c.weighted ? b.weights.ToString() : "") << ", output " << b.output.ToString()
+                << ", mode " << UINT(c.mode) << ", format " << UINT(c.format) << ", include last "
+                << c.includeLast << ", padding " << (c.hasPadding ? int64_t(c.padding) : -1)
+                << ", out of range " << UINT(c.outOfRange));
+  Bytes table;
+  std::vector<float> values;
+  RandomTableValues(rng, c, b.table.Total(), &table, &values);
+  std::vector<float> weights(c.Entries());
+  Bytes weightBytes(b.weights.Total(), 0x5A);
+  const bool f16 = c.outType == DML_TENSOR_DATA_TYPE_FLOAT16;
+  for (UINT e = 0; e < c.Entries(); ++e) {
+    float w = RandomValue(rng, c.denormals && !f16, false);
+    if (f16) {
+      const uint16_t h = NearestHalf(w);
+      std::memcpy(weightBytes.data() + UINT64(e) * c.weightStride * 2, &h, 2);
+      w = HalfValue(h);
+    } else {
+      std::memcpy(weightBytes.data() + UINT64(e) * c.weightStride * 4, &w, 4);
+    }
+    weights[e] = w;
+  }
+  const Bytes indexBytes = OffsetBytes(c, b.indices, c.indices, c.indexStride);
+  const Bytes offsetBytes = OffsetBytes(c, b.offsets, c.offsets, c.offsetStride);
+  std::unique_ptr<CompiledOperator> compiled;
+  Result r = Compile(Dev(), b.op, flags, &compiled);
+  INFO(Str(r));
+  REQUIRE(r.ok());
+  Bytes out = Poisoned(b.output.Total());
+  std::vector<const void*> inputs = {table.data(), indexBytes.data(), offsetBytes.data()};
+  if (c.weighted) inputs.push_back(weightBytes.data());
+  r = Dev().Run(*compiled, inputs, {out.data()});
+  INFO(Str(r));
+  REQUIRE(r.ok());
+  CheckOutput(c, b, out, Reference(c, values, weights));
+}
+
+// Whether this device keeps float32 denormals in vkdml's arithmetic (as the float32 reductions:
+// asked to, or computed in float64).
+bool KeepsDenormals32() {
+  const DeviceInfo& info = Dev().Info();
+  return info.enabled.shaderDenormPreserveFloat32 || info.enabled.shaderFloat64;
+}
+
+// Random offsets for n entries and `bags` bags: usually sorted from 0, sometimes not from 0,
+// out of order, negative or past n.
+std::vector<int64_t> RandomOffsets(Rng& rng, UINT n, UINT bounds, DML_TENSOR_DATA_TYPE type) {
+  std::vector<int64_t> o(bounds);
+  for (auto& x : o) x = int64_t(rng.U(0, n));
+  std::sort(o.begin(), o.end());
+  if (rng.P(0.7)) o[0] = 0;
+  if (rng.P(0.2)) o[rng.U(0, bounds - 1)] = int64_t(rng.U(0, n));       // out of order
+  if (rng.P(0.15)) o[rng.U(0, bounds - 1)] = int64_t(n + rng.U(1, 5));  // past the end
+  if (IsSigned(type) && rng.P(0.15)) o[rng.U(0, bounds - 1)] = -int64_t(rng.U(1, 3));
+  return o;
+}
+
+std::vector<int64_t> RandomIndices(Rng& rng, UINT n, UINT rows, DML_TENSOR_DATA_TYPE type,
+                                   double outside) {
+  std::vector<int64_t> v(n);
+  for (auto& x : v) {
+    if (rng.P(outside))
+      x = IsSigned(type) && rng.P(0.5) ? -int64_t(rows) - int64_t(rng.U(1, 4))
+                                       : int64_t(rows + rng.U(0, 4));
+    else if (IsSigned(type) && rng.P(0.2))
+      x = -int64_t(rng.U(1, rows));
+    else
+      x = int64_t(rng.U(0, rows - 1));
+  }
+  return v;
+}
+
+}  // namespace
+
+// A table by hand: 4 rows of 3 values; bags {0, 2}, {2}, {}, {1, 1, 3} with weights, padding
+// and each mode, the values small integers, so every result is exact.
+TEST_CASE_METHOD(Fixture, "Embedding bags: by hand", "[bag]") {
+  const float table[4][3] = {{1, 2, 3}, {-4, 5, 0.5f}, {7, -8, 9}, {10, 11, -12}};
+  const int64_t indices[6] = {0, 2, 2, 1, 1, 3};
+  const int64_t offsets[4] = {0, 2, 3, 3};  // bag 2 is empty
+  const float weights[6] = {2, 1, -1, 0.5f, 0.5f, 1};
+  struct Want {
+    VKDML_EMBEDDING_BAG_MODE mode;
+    bool weighted, padding;
+    float out[4][3];
+  };
+  const Want wants[] = {
+      {VKDML_EMBEDDING_BAG_MODE_SUM,
+       false,
+       false,
+       {{8, -6, 12}, {7, -8, 9}, {0, 0, 0}, {2, 21, -11}}},
+      {VKDML_EMBEDDING_BAG_MODE_SUM,
+       true,
+       false,
+       {{9, -4, 15}, {-7, 8, -9}, {0, 0, 0}, {6, 16, -11.5f}}},
+      {VKDML_EMBEDDING_BAG_MODE_MEAN,
+       false,
+       false,
+       {{4, -3, 6}, {7, -8, 9}, {0, 0, 0}, {2 / 3.0f, 7, -11 / 3.0f}}},
+      {VKDML_EMBEDDING_BAG_MODE_MAX,
+       false,
+       false,
+       {{7, 2, 9}, {7, -8, 9}, {0, 0, 0}, {10, 11, 0.5f}}},
+      // Row 1 the padding: skipped, not counted.
+      {VKDML_EMBEDDING_BAG_MODE_MEAN,
+       false,
+       true,
+       {{4, -3, 6}, {7, -8, 9}, {0, 0, 0}, {10, 11, -12}}},
+  };
+  for (const Want& w : wants) {
+    BagCase c;
+    c.mode = w.mode;
+    c.weighted = w.weighted;
+    c.hasPadding = w.padding;
+    c.padding = 1;
+    c.rows = 4;
+    c.width = 3;
+    c.indexType = DML_TENSOR_DATA_TYPE_INT64;
+    c.indices.assign(indices, indices + 6);
+    c.offsets.assign(offsets, offsets + 4);
+    BagBuilt b;
+    Build(c, &b);
+    std::unique_ptr<CompiledOperator> compiled;
+    REQUIRE(Compile(Dev(), b.op, DML_EXECUTION_FLAG_NONE, &compiled).ok());
+    float out[4][3];
+    std::vector<const void*> inputs = {table, indices, offsets};
+    if (c.weighted) inputs.push_back(weights);
+    REQUIRE(Dev().Run(*compiled, inputs, {out}).ok());
+    for (UINT bag = 0; bag < 4; ++bag)
+      for (UINT v = 0; v < 3; ++v) {
+        INFO("mode " << UINT(w.mode) << (w.weighted ? ", weighted" : "")
+                     << (w.padding ? ", padding" : "") << ", bag " << bag << ", value " << v);
+        CHECK(out[bag][v] == w.out[bag][v]);
+      }
+  }
+}
+
+// Random bags over every table layout, output type, mode and option, bit for bit.
+TEST_CASE_METHOD(Fixture, "Embedding bags: random bags vs reference", "[bag]") {
+  const bool denormals = KeepsDenormals32();
+  if (!denormals) WARN(Dev().Info().name << " may flush float32 denormals: none in this sweep");
+  for (uint64_t n = 0; n < 40; ++n) {
+    Rng rng(BaseSeed() ^ (0xBA6 + n * 0x9E3779B97F4A7C15ull));  // a case replays alone
+    BagCase c;
+    const UINT layout = n % 4;  // f32, f16, q8_0, q4_0
+    if (layout >= 2)
+      c.format = layout == 2 ? VKDML_QUANTIZED_FORMAT_Q8_0 : VKDML_QUANTIZED_FORMAT_Q4_0;
+    c.valueType = layout == 1 ? DML_TENSOR_DATA_TYPE_FLOAT16 : DML_TENSOR_DATA_TYPE_FLOAT32;
+    c.outType = c.format
+                    ? ((n / 4) % 2 ? DML_TENSOR_DATA_TYPE_FLOAT16 : DML_TENSOR_DATA_TYPE_FLOAT32)
+                    : c.valueType;
+    c.mode = VKDML_EMBEDDING_BAG_MODE((n / 8) % 3);
+    c.indexType = IndexTypes()[(n / 2 + n / 24) % 4];
+    c.rank = rng.Ui(2, 4);
+    c.rows = rng.Ui(1, 30);
+    c.width = c.format ? 32 * rng.Ui(1, 3) : rng.Ui(1, 23);
+    if (rng.P(0.4)) c.rowPad = rng.Ui(1, 5);
+    if (rng.P(0.4)) c.outPad = 2 * rng.Ui(1, 3);
+    if (rng.P(0.3)) c.indexStride = rng.Ui(2, 3);
+    if (rng.P(0.3)) c.offsetStride = rng.Ui(2, 3);
+    c.includeLast = rng.P(0.4);
+    c.weighted = c.mode == VKDML_EMBEDDING_BAG_MODE_SUM && rng.P(0.6);
+    if (c.weighted && rng.P(0.3)) c.weightStride = rng.Ui(2, 3);
+    c.hasPadding = rng.P(0.3);
+    c.padding = rng.Ui(0, c.rows - 1);
+    const UINT modes = rng.Ui(0, 5);  // CLAMP more often than the others
+    c.outOfRange = modes < 3 ? VKDML_OUT_OF_RANGE_MODE(modes == 0   ? 1
+                                                       : modes == 1 ? 2
+                                                                    : 0)
+                             : VKDML_OUT_OF_RANGE_MODE_CLAMP;
+    c.fill = RandomValue(rng, false, false);
+    c.denormals = denormals;
+    const UINT entries = rng.Ui(1, 40);
+    c.indices = RandomIndices(rng, entries, c.rows, c.indexType, 0.1);
+    c.offsets = RandomOffsets(rng, entries, rng.Ui(c.includeLast ? 2 : 1, 10), c.indexType);
+    if (!SweepRuns(n)) continue;
+    INFO("case " << n << " (VKDML_TEST_CASE=" << n << " replays it)");
+    RunCase(rng, c);
+  }
+}
+
+// Checked mode (and ERROR) reports the first entry out of range, in IndicesTensor's order, and
+// still gives the clamped result; entries in no bag are not read, so not reported.
+TEST_CASE_METHOD(Fixture, "Embedding bags: checked mode and ERROR", "[bag]") {
+  Rng rng(BaseSeed() ^ 0xC4EC);
+  BagCase c;
+  c.rows = 5;
+  c.width = 6;
+  c.indexType = DML_TENSOR_DATA_TYPE_INT32;
+  c.indices = {0, 1, 9, 2, -7, 3, 44};
+  c.offsets = {0, 3, 5};  // entry 6 (44) is in the last bag; none is outside a bag here
+  for (const bool error : {false, true}) {
+    BagCase k = c;
+    if (error) k.outOfRange = VKDML_OUT_OF_RANGE_MODE_ERROR;
+    BagBuilt b;
+    Build(k, &b);
+    std::unique_ptr<CompiledOperator> compiled;
+    REQUIRE(Compile(Dev(), b.op, error ? 0 : VKDML_EXECUTION_FLAG_CHECK_INDICES, &compiled).ok());
+    Bytes table(b.table.Total(), 0);
+    std::vector<float> out(3 * 6);
+    const Result r = Dev().Run(*compiled,
+                               {table.data(), OffsetBytes(k, b.indices, k.indices, 1).data(),
+                                OffsetBytes(k, b.offsets, k.offsets, 1).data()},
+                               {out.data()});
+    CHECK(r.status == Status::IndexOutOfRange);
+    CHECK(r.message == "EMBEDDING_BAG: IndicesTensor[0,2] is 9, outside the valid range [-5, 4]");
+  }
+  (void)rng;
+}
+
+// Through bindings at word offsets of one buffer, with guard bytes that must not change; an
+// offset off a word is refused, naming the reason.
+TEST_CASE_METHOD(Fixture, "Embedding bags: bindings at offsets", "[bag]") {
+  Rng rng(BaseSeed() ^ 0xB1D5);
+  BagCase c;
+  c.valueType = c.outType = DML_TENSOR_DATA_TYPE_FLOAT16;
+  c.rows = 9;
+  c.width = 7;  // odd: each row's last float16 shares a word with what is not the tensor's
+  c.rowPad = 1;
+  c.outPad = 2;
+  c.weighted = true;
+  c.indexType = DML_TENSOR_DATA_TYPE_UINT64;
+  c.indices = RandomIndices(rng, 12, c.rows, c.indexType, 0.1);
+  c.offsets = {0, 4, 4, 9};
+  BagBuilt b;
+  Build(c, &b);
+  Bytes table;
+  std::vector<float> values;
+  RandomTableValues(rng, c, b.table.Total(), &table, &values);
+  std::vector<float> weights(12);
+  Bytes weightBytes(b.weights.Total(), 0);
+  for (UINT e = 0; e < 12; ++e) {
+    const uint16_t h = NearestHalf(float(rng.U(0, 8)) / 4 - 1);
+    std::memcpy(weightBytes.data() + 2 * e, &h, 2);
+    weights[e] = HalfValue(h);
+  }
+  const Bytes images[4] = {table, OffsetBytes(c, b.indices, c.indices, 1),
+                           OffsetBytes(c, b.offsets, c.offsets, 1), weightBytes};
+  std::unique_ptr<CompiledOperator> compiled;
+  REQUIRE(Compile(Dev(), b.op, DML_EXECUTION_FLAG_NONE, &compiled).ok());
+  // Inputs from byte 12, each after the last and 20 guard bytes, on its element size (8: the
+  // indices); then the output.
+  std::vector<DML_BUFFER_BINDING> in(4);
+  UINT64 at = 12;
+  for (UINT i = 0; i < 4; ++i) {
+    const UINT64 align = i == 1 || i == 2 ? 8 : 4;
+    at = (at + align - 1) / align * align;
+    in[i] = {VK_NULL_HANDLE, at, images[i].size()};
+    at += images[i].size() + 20;
+  }
+  at = (at + 3) / 4 * 4;
+  DML_BUFFER_BINDING out{VK_NULL_HANDLE, at, b.output.Total()};
+  Bytes image = Poisoned(at + b.output.Total() + 16);
+  for (UINT i = 0; i < 4; ++i)
+    std::copy(images[i].begin(), images[i].end(), image.begin() + in[i].Offset);
+  std::unique_ptr<Buffer> buffer;
+  REQUIRE(Dev().CreateBuffer(image.size(), Buffer::Memory::DeviceLocal, &buffer).ok());
+  REQUIRE(buffer->Write(0, image.data(), image.size()).ok());
+  for (auto& binding : in) binding.Buffer = buffer->Handle();
+  out.Buffer = buffer->Handle();
+  std::unique_ptr<BindingTable> bt;
+  REQUIRE(Dev().CreateBindingTable(*compiled, &bt).ok());
+  INFO(Str(bt->BindInputs(4, in.data())));
+  REQUIRE(bt->BindInputs(4, in.data()).ok());
+  REQUIRE(bt->BindOutputs(1, &out).ok());
+  REQUIRE(Dev()
+              .Submit([&](VkCommandBuffer cmd) { REQUIRE(Dev().RecordDispatch(cmd, *bt).ok()); })
+              .ok());
+  Bytes result(image.size());
+  REQUIRE(buffer->Read(0, result.data(), result.size()).ok());
+  for (UINT64 i = 0; i < image.size(); ++i)
+    if (i < out.Offset || i >= out.Offset + b.output.Total())
+      REQUIRE(result[i] == image[i]);  // inputs and guards untouched
+  Bytes got(result.begin() + out.Offset, result.begin() + out.Offset + b.output.Total());
+  CheckOutput(c, b, got, Reference(c, values, weights));
+
+  in[2].Offset += 2;  // OffsetsTensor's elements are 8 bytes: its own rule speaks first
+  CHECK(bt->BindInputs(4, in.data()).message ==
+        "inputs[2].Offset is " + std::to_string(in[2].Offset) +
+            ", expected a multiple of 8 (the UINT64 element size of OffsetsTensor)");
+  in[2].Offset -= 2;
+  in[3].Offset += 2;
+  CHECK(bt->BindInputs(4, in.data()).message ==
+        "inputs[3].Offset is " + std::to_string(in[3].Offset) +
+            ", expected a multiple of 4: EMBEDDING_BAG reads and writes its tensors in 4-byte "
+            "words (PerSampleWeightsTensor)");
+}
+
+// Bags longer than one dispatch may fold where loops are bounded (lavapipe: lib/kernel_bag.cpp
+// folds them a chunk at a time; in one dispatch, lavapipe stops this bag of 276997 entries after
+// 4 x 65535 of them): every entry counts, in order, in each mode.
+TEST_CASE_METHOD(Fixture, "Embedding bags: bags of hundreds of thousands of entries", "[bag]") {
+  for (auto mode : {VKDML_EMBEDDING_BAG_MODE_SUM, VKDML_EMBEDDING_BAG_MODE_MEAN,
+                    VKDML_EMBEDDING_BAG_MODE_MAX}) {
+    Rng rng(BaseSeed() ^ (0x1096 + UINT(mode)));
+    BagCase c;
+    c.mode = mode;
+    c.weighted = mode == VKDML_EMBEDDING_BAG_MODE_SUM;
+    c.rows = 50;
+    c.width = 5;
+    c.hasPadding = true;
+    c.padding = 7;
+    c.indices = RandomIndices(rng, 280000, c.rows, c.indexType, 0.01);
+    c.offsets = {0, 3, 3, 277000, 279999};  // bags of 3, 0, 276997, 2999 and 1 entries
+    INFO("mode " << UINT(mode));
+    RunCase(rng, c);
+  }
+}
+
+// Kernel choice, without a GPU: the bounds, the weights (when given) and the bags, each table
+// layout's module with the float arithmetic the device needs; every binding on a word; the bags
+// in chunks where loops are bounded; the large path refused.
+TEST_CASE("Embedding bags: kernel choice", "[kernels][bag]") {
+  using vkdml::detail::Capabilities;
+  using vkdml::detail::KernelSet;
+  auto choose = [](const BagCase& c, const Capabilities& caps, KernelSet* set) {
+    BagBuilt b;
+    Build(c, &b);
+    vkdml::detail::OperatorImpl op;
+    REQUIRE(vkdml::detail::BuildOperator(b.op, &op).ok());
+    return vkdml::detail::ChooseKernels(op, 0, caps, set);
+  };
+  BagCase c;
+  c.rows = 10;
+  c.width = 6;  // 2 groups of 4 values a bag
+  c.indices.assign(30, 1);
+  c.offsets = {0, 5, 9, 20, 29};
+  c.weighted = true;
+  Capabilities gpu;
+  gpu.maxGroups = 65535;
+  struct Want {
+    bool denormPreserve32, float64;
+    const char* suffix;
+  };
+  for (const Want& w : {Want{false, false, ""}, Want{false, true, "_w"}, Want{true, true, "_dp"}}) {
+    gpu.denormPreserve32 = w.denormPreserve32;
+    gpu.float64 = w.float64;
+    KernelSet set;
+    REQUIRE(choose(c, gpu, &set).ok());
+    REQUIRE(set.steps.size() == 3);
+    CHECK(set.steps[0].plain.module == "bag_bounds_i32");
+    CHECK(set.steps[1].plain.module == "bag_weights");
+    CHECK(set.steps[2].plain.module == std::string("embedding_bag_f32_i32") + w.suffix);
+    CHECK(set.plans[set.steps[2].plain.slot].count == 5 * 2);
+    CHECK(set.steps[2].plain.spec[VKDML_SPEC_BAG] == VKDML_BAG_WEIGHTED);
+    CHECK(set.steps[2].plain.spec[VKDML_SPEC_WIDTH] == 6);
+    CHECK(set.steps[2].plain.end == 0xFFFFFFFFu);  // every entry in one dispatch
+    CHECK(set.wordBindings);
+    CHECK(set.boundsWords == 6);
+    CHECK(set.weightWords == 30);
+    CHECK(set.partialWords == 0);
+  }
+  // MAX only compares, and FLOAT16 tables' sums are never denormal: no float arithmetic module.
+  gpu.float64 = true;
+  gpu.denormPreserve32 = false;
+  BagCase max = c;
+  max.weighted = false;
+  max.mode = VKDML_EMBEDDING_BAG_MODE_MAX;
+  max.indexType = DML_TENSOR_DATA_TYPE_INT64;
+  BagCase half = c;
+  half.valueType = half.outType = DML_TENSOR_DATA_TYPE_FLOAT16;
+  BagCase q4 = c;
+  q4.format = VKDML_QUANTIZED_FORMAT_Q4_0;
+  q4.width = 64;
+  q4.outType = DML_TENSOR_DATA_TYPE_FLOAT16;
+  for (const auto& [k, module] :
+       {std::pair{max, "embedding_bag_f32_i64"}, std::pair{half, "embedding_bag_f16_i32"},
+        std::pair{q4, "embedding_bag_q4_0_i32_w"}}) {
+    KernelSet set;
+    REQUIRE(choose(k, gpu, &set).ok());
+    CHECK(set.steps.back().plain.module == module);
+    CHECK(set.steps.back().plain.spec[VKDML_SPEC_OUTPUT_SIZE] == (k.outType == c.outType ? 4 : 2));
+  }
+  // Bounded loops (lavapipe's 16384 iterations an invocation): a bag of every entry folds in
+  // dispatches of at most 8192 entries, each carrying 5 words per group of 4 values.
+  Capabilities cpu = gpu;
+  cpu.maxLoop = 16384;
+  BagCase longer = c;
+  longer.indices.assign(20000, 3);
+  longer.offsets = {0, 10};
+  KernelSet set;
+  REQUIRE(choose(longer, cpu, &set).ok());
+  REQUIRE(set.steps.size() == 2 + 3);
+  for (UINT d = 0; d < 3; ++d) {
+    CHECK(set.steps[2 + d].plain.begin == d * 8192);
+    CHECK(set.steps[2 + d].plain.end == std::min<UINT>((d + 1) * 8192, 20000));
+  }
+  CHECK(set.partialWords == 2 * 2 * VKDML_BAG_PARTIAL_WORDS);
+  CHECK(set.scratchAt.partials + set.partialWords <= set.scratchWords);
+  // The large path is refused, naming it.
+  Capabilities small = gpu;
+  small.maxRange = 1 << 10;
+  BagCase wide = c;
+  wide.rows = 100;
+  const Result r = choose(wide, small, &set);
+  CHECK(r.status == Status::Unsupported);
+  CHECK(r.message ==
+        "EMBEDDING_BAG: a tensor past this device's maxStorageBufferRange (1024 bytes), or "
+        "2^32 or more groups of 4 output values, is not supported");
+}
