@@ -653,3 +653,186 @@ TEST_CASE("Embedding bags: kernel choice", "[kernels][bag]") {
         "EMBEDDING_BAG: a tensor past this device's maxStorageBufferRange (1024 bytes), or "
         "2^32 or more groups of 4 output values, is not supported");
 }
+
+// Every validation rule, one case each, with its message (test/SEMANTICS.md, rule 39).
+TEST_CASE_METHOD(Fixture, "Embedding bags: validation", "[bag][validation]") {
+  struct Rule {
+    const char* message;
+    std::function<void(BagBuilt&)> change;  // after Build, before CreateOperator
+  };
+  const auto f32 = DML_TENSOR_DATA_TYPE_FLOAT32, f16 = DML_TENSOR_DATA_TYPE_FLOAT16;
+  const auto i32 = DML_TENSOR_DATA_TYPE_INT32, i64 = DML_TENSOR_DATA_TYPE_INT64;
+  // The base: a FLOAT32 table {4, 3}, 5 INT32 entries, 2 bags.
+  const Rule rules[] = {
+      {"Mode is 3, expected VKDML_EMBEDDING_BAG_MODE_SUM (0), _MEAN (1) or _MAX (2)",
+       [](BagBuilt& b) { b.desc.Mode = VKDML_EMBEDDING_BAG_MODE(3); }},
+      {"Format is 3, expected VKDML_QUANTIZED_FORMAT_Q8_0 (1) or VKDML_QUANTIZED_FORMAT_Q4_0 (2)",
+       [](BagBuilt& b) { b.desc.Format = VKDML_QUANTIZED_FORMAT(3); }},
+      {"IncludeLastOffset is 2, expected 0 or 1",
+       [](BagBuilt& b) { b.desc.IncludeLastOffset = 2; }},
+      {"HasPaddingIndex is -1, expected 0 or 1", [](BagBuilt& b) { b.desc.HasPaddingIndex = -1; }},
+      {"InputTensor.DataType is INT32, expected FLOAT32 or FLOAT16 (or UINT8 blocks with a Format)",
+       [=](BagBuilt& b) {
+         b.table = TensorDesc(i32, {4, 3});
+         b.desc.InputTensor = b.table.Desc();
+       }},
+      {"InputTensor.DimensionCount is 1, expected 2 to 8 (its last two dimensions are the "
+       "table's rows and values per row)",
+       [=](BagBuilt& b) {
+         b.table = TensorDesc(f32, {12});
+         b.indices = TensorDesc(i32, {5});
+         b.offsets = TensorDesc(i32, {2});
+         b.output = TensorDesc(f32, {6});
+         b.desc.InputTensor = b.table.Desc();
+         b.desc.IndicesTensor = b.indices.Desc();
+         b.desc.OffsetsTensor = b.offsets.Desc();
+         b.desc.OutputTensor = b.output.Desc();
+       }},
+      {"InputTensor.Sizes[0] is 2, expected 1 (leading dimension)",
+       [=](BagBuilt& b) {
+         b.table = TensorDesc(f32, {2, 4, 3});
+         b.indices = TensorDesc(i32, {1, 1, 5});
+         b.offsets = TensorDesc(i32, {1, 1, 2});
+         b.output = TensorDesc(f32, {1, 2, 3});
+         b.desc.InputTensor = b.table.Desc();
+         b.desc.IndicesTensor = b.indices.Desc();
+         b.desc.OffsetsTensor = b.offsets.Desc();
+         b.desc.OutputTensor = b.output.Desc();
+       }},
+      {"InputTensor.Strides[1] is 2, expected 1 (a row's values are consecutive)",
+       [=](BagBuilt& b) {
+         b.table = TensorDesc(f32, {4, 3}, {6, 2});
+         b.desc.InputTensor = b.table.Desc();
+       }},
+      {"InputTensor.DataType is FLOAT32, expected UINT8 (the table's Q8_0 blocks)",
+       [](BagBuilt& b) { b.desc.Format = VKDML_QUANTIZED_FORMAT_Q8_0; }},
+      {"IndicesTensor.DimensionCount is 3, expected 2 (InputTensor.DimensionCount)",
+       [=](BagBuilt& b) {
+         b.indices = TensorDesc(i32, {1, 1, 5});
+         b.desc.IndicesTensor = b.indices.Desc();
+       }},
+      {"IndicesTensor.DataType is FLOAT32, expected INT32, UINT32, INT64 or UINT64",
+       [=](BagBuilt& b) {
+         b.indices = TensorDesc(f32, {1, 5});
+         b.desc.IndicesTensor = b.indices.Desc();
+       }},
+      {"IndicesTensor.Sizes[0] is 2, expected 1 (leading dimension)",
+       [=](BagBuilt& b) {
+         b.indices = TensorDesc(i32, {2, 5});
+         b.desc.IndicesTensor = b.indices.Desc();
+       }},
+      {"OffsetsTensor.Sizes[0] is 2, expected 1 (leading dimension)",
+       [=](BagBuilt& b) {
+         b.offsets = TensorDesc(i32, {2, 1});
+         b.desc.OffsetsTensor = b.offsets.Desc();
+       }},
+      {"OffsetsTensor.DataType is INT64, expected INT32 (IndicesTensor.DataType)",
+       [=](BagBuilt& b) {
+         b.offsets = TensorDesc(i64, {1, 2});
+         b.desc.OffsetsTensor = b.offsets.Desc();
+       }},
+      {"OffsetsTensor.Sizes[1] is 1, expected at least 2 with IncludeLastOffset (a bag's start "
+       "and its end)",
+       [=](BagBuilt& b) {
+         b.offsets = TensorDesc(i32, {1, 1});
+         b.desc.OffsetsTensor = b.offsets.Desc();
+         b.desc.IncludeLastOffset = 1;
+       }},
+      {"OutputTensor.DataType is FLOAT16, expected FLOAT32 (InputTensor.DataType)",
+       [=](BagBuilt& b) {
+         b.output = TensorDesc(f16, {2, 3});
+         b.desc.OutputTensor = b.output.Desc();
+       }},
+      {"OutputTensor.DataType is INT32, expected FLOAT32 or FLOAT16",
+       [=](BagBuilt& b) {
+         b.table = TensorDesc(DML_TENSOR_DATA_TYPE_UINT8, {4, 34});
+         b.output = TensorDesc(i32, {2, 32});
+         b.desc.InputTensor = b.table.Desc();
+         b.desc.OutputTensor = b.output.Desc();
+         b.desc.Format = VKDML_QUANTIZED_FORMAT_Q8_0;
+       }},
+      {"OutputTensor.Sizes[0] is 3, expected 2 (bags: OffsetsTensor's entries)",
+       [=](BagBuilt& b) {
+         b.output = TensorDesc(f32, {3, 3});
+         b.desc.OutputTensor = b.output.Desc();
+       }},
+      {"OutputTensor.Sizes[0] is 2, expected 1 (bags: OffsetsTensor's entries, less 1)",
+       [=](BagBuilt& b) { b.desc.IncludeLastOffset = 1; }},
+      {"OutputTensor.Sizes[1] is 4, expected 3 (InputTensor's values per row)",
+       [=](BagBuilt& b) {
+         b.output = TensorDesc(f32, {2, 4});
+         b.desc.OutputTensor = b.output.Desc();
+       }},
+      {"OutputTensor.Strides[1] is 0, expected a non-zero stride: an output cannot broadcast",
+       [=](BagBuilt& b) {
+         b.output = TensorDesc(f32, {2, 3}, {3, 0});
+         b.desc.OutputTensor = b.output.Desc();
+       }},
+      {"OutputTensor.Strides[1] is 2, expected 1 (a row's values are consecutive)",
+       [=](BagBuilt& b) {
+         b.output = TensorDesc(f32, {2, 3}, {1, 2});
+         b.desc.OutputTensor = b.output.Desc();
+       }},
+      {"PerSampleWeightsTensor is given with Mode MEAN, expected null: weights apply to "
+       "VKDML_EMBEDDING_BAG_MODE_SUM only",
+       [](BagBuilt& b) {
+         b.desc.PerSampleWeightsTensor = b.weights.Desc();
+         b.desc.Mode = VKDML_EMBEDDING_BAG_MODE_MEAN;
+       }},
+      {"PerSampleWeightsTensor.DataType is FLOAT16, expected FLOAT32 (OutputTensor.DataType)",
+       [=](BagBuilt& b) {
+         b.weights = TensorDesc(f16, {1, 5});
+         b.desc.PerSampleWeightsTensor = b.weights.Desc();
+       }},
+      {"PerSampleWeightsTensor.Sizes[1] is 4, expected 5 (IndicesTensor's entries)",
+       [=](BagBuilt& b) {
+         b.weights = TensorDesc(f32, {1, 4});
+         b.desc.PerSampleWeightsTensor = b.weights.Desc();
+       }},
+      {"PerSampleWeightsTensor.DimensionCount is 1, expected 2 (InputTensor.DimensionCount)",
+       [=](BagBuilt& b) {
+         b.weights = TensorDesc(f32, {5});
+         b.desc.PerSampleWeightsTensor = b.weights.Desc();
+       }},
+      {"PaddingIndex is 4, expected a row of InputTensor, below 4 (PyTorch's negative "
+       "padding_idx p is row 4 + p)",
+       [](BagBuilt& b) {
+         b.desc.HasPaddingIndex = 1;
+         b.desc.PaddingIndex = 4;
+       }},
+  };
+  for (const Rule& rule : rules) {
+    BagCase c;
+    c.rows = 4;
+    c.width = 3;
+    c.indices.assign(5, 0);
+    c.offsets = {0, 2};
+    BagBuilt b;
+    Build(c, &b);
+    rule.change(b);
+    std::unique_ptr<Operator> op;
+    const Result r = Dev().CreateOperator(b.op, &op);
+    CHECK(r.status == Status::InvalidArgument);
+    CHECK(r.message == std::string("EMBEDDING_BAG: ") + rule.message);
+  }
+  // DROP and FILL both apply (an entry skipped, or a row of FillValue); FillValue is
+  // OutputTensor's type.
+  BagCase c;
+  c.rows = 4;
+  c.width = 3;
+  c.indices.assign(5, 0);
+  c.offsets = {0, 2};
+  for (auto mode : {VKDML_OUT_OF_RANGE_MODE_DROP, VKDML_OUT_OF_RANGE_MODE_FILL}) {
+    c.outOfRange = mode;
+    BagBuilt b;
+    Build(c, &b);
+    std::unique_ptr<Operator> op;
+    CHECK(Dev().CreateOperator(b.op, &op).ok());
+    b.wrap.FillValue.Bytes[4] = 1;
+    CHECK(Dev().CreateOperator(b.op, &op).message ==
+          (mode == VKDML_OUT_OF_RANGE_MODE_FILL
+               ? "EMBEDDING_BAG: FillValue.Bytes[4] is 1, expected 0: OutputTensor's DataType, "
+                 "FLOAT32, is 4 bytes wide"
+               : "EMBEDDING_BAG: FillValue.Bytes[4] is 1, expected 0: Mode DROP writes no value"));
+  }
+}

@@ -469,6 +469,120 @@ std::string MapOnnxOperator(const OnnxOptions& a, const ArrayRef& in, const Arra
   return "";
 }
 
+std::string MapEmbeddingBag(const OnnxOptions& o, const ArrayRef& table, const ArrayRef& idx,
+                            const ArrayRef& offsets, const ArrayRef* weights, OnnxMapping* m) {
+  VKDML_EMBEDDING_BAG_MODE mode = VKDML_EMBEDDING_BAG_MODE_SUM;
+  if (o.mode == "mean")
+    mode = VKDML_EMBEDDING_BAG_MODE_MEAN;
+  else if (o.mode == "max")
+    mode = VKDML_EMBEDDING_BAG_MODE_MAX;
+  else if (o.mode != "sum")
+    return "mode is '" + o.mode + "', expected sum, mean or max";
+  const bool quantized = table.dtype == npy::DType::UInt8;
+  if (table.shape.size() != 2)
+    return table.name + ": rank is " + std::to_string(table.shape.size()) + " (shape " +
+           table.ShapeString() + "), expected 2: (rows, " + (quantized ? "bytes" : "values") +
+           " per row)";
+  uint64_t width = table.shape[1];
+  VKDML_QUANTIZED_FORMAT format = VKDML_QUANTIZED_FORMAT(0);
+  if (quantized) {
+    if (o.format != "q8_0" && o.format != "q4_0")
+      return "format is '" + o.format + "', expected q8_0 or q4_0 (the uint8 table's blocks)";
+    if (o.dtype != npy::DType::Float32 && o.dtype != npy::DType::Float16)
+      return std::string("dtype is ") + npy::DTypeName(o.dtype) + ", expected float32 or float16";
+    const uint64_t block = o.format == "q8_0" ? 34 : 18;
+    if (width % block || width == 0)
+      return table.name + ": shape is " + table.ShapeString() + ", expected (rows, a multiple of " +
+             std::to_string(block) + " bytes): whole " + o.format + " blocks of 32 values";
+    width = width / block * 32;
+    format = o.format == "q8_0" ? VKDML_QUANTIZED_FORMAT_Q8_0 : VKDML_QUANTIZED_FORMAT_Q4_0;
+    m->outputDType = o.dtype;
+  } else if (table.dtype == npy::DType::Float32 || table.dtype == npy::DType::Float16) {
+    m->outputDType = table.dtype;
+  } else {
+    return table.name + ": dtype is " + npy::DTypeName(table.dtype) +
+           ", expected float32 or float16 (or uint8 blocks with a format)";
+  }
+  for (const ArrayRef* a : {&idx, &offsets, weights}) {
+    if (!a) continue;
+    if (a->shape.size() != 1)
+      return a->name + ": rank is " + std::to_string(a->shape.size()) + " (shape " +
+             a->ShapeString() + "), expected 1";
+    if (a->shape[0] > UINT32_MAX)
+      return a->name + ": shape[0] is " + std::to_string(a->shape[0]) +
+             ", expected at most 4294967295";
+  }
+  const npy::DType it = idx.dtype;
+  if (it != npy::DType::Int32 && it != npy::DType::Int64 && it != npy::DType::UInt32 &&
+      it != npy::DType::UInt64)
+    return idx.name + ": dtype is " + npy::DTypeName(it) +
+           ", expected an index type: int32, int64, uint32 or uint64";
+  if (offsets.dtype != it)
+    return offsets.name + ": dtype is " + npy::DTypeName(offsets.dtype) + ", expected " +
+           npy::DTypeName(it) + " (the dtype of " + idx.name + ")";
+  if (weights) {
+    if (mode != VKDML_EMBEDDING_BAG_MODE_SUM)
+      return "per-sample weights (" + weights->name + ") apply to mode sum only, not " + o.mode;
+    if (weights->dtype != m->outputDType)
+      return weights->name + ": dtype is " + npy::DTypeName(weights->dtype) + ", expected " +
+             npy::DTypeName(m->outputDType) + " (the output's)";
+    if (weights->shape != idx.shape)
+      return weights->name + ": shape is " + weights->ShapeString() + ", expected " +
+             idx.ShapeString() + " (the shape of " + idx.name + ")";
+  }
+  const uint64_t rows = table.shape[0], entries = idx.shape[0], bounds = offsets.shape[0];
+  UINT padding = 0;
+  if (o.hasPadding) {
+    const int64_t p = o.paddingIdx < 0 ? o.paddingIdx + int64_t(rows) : o.paddingIdx;
+    if (p < 0 || uint64_t(p) >= rows)
+      return "padding_idx is " + std::to_string(o.paddingIdx) + ", expected " +
+             std::to_string(-int64_t(rows)) + " to " + std::to_string(int64_t(rows) - 1) + " (" +
+             table.name + " has " + std::to_string(rows) + " rows)";
+    padding = UINT(p);
+  }
+  const uint64_t bags = o.includeLastOffset ? (bounds ? bounds - 1 : 0) : bounds;
+  m->outputShape = {bags, width};
+  m->D = 2;
+  if (!ByteSize(m->outputShape, npy::ItemSize(m->outputDType), &m->outputBytes))
+    return "the output would have shape " + npy::ShapeString(m->outputShape) +
+           ", more than 2^64 "
+           "bytes";
+  if (m->outputBytes == 0 || entries == 0) {  // no bags or no values; or every bag empty: zeros
+    m->skipDevice = true;
+    m->zeroOutput = m->outputBytes != 0;
+    return "";
+  }
+  if (rows == 0)
+    return table.name + ": has no rows (shape " + table.ShapeString() +
+           "), so no index into it is valid";
+
+  m->inputs.resize(weights ? 4 : 3);
+  std::string error = ToTensor(table, table.shape, 2, &m->inputs[0]);
+  if (error.empty()) error = ToTensor(idx, idx.shape, 2, &m->inputs[1]);
+  if (error.empty()) error = ToTensor(offsets, offsets.shape, 2, &m->inputs[2]);
+  if (error.empty() && weights) error = ToTensor(*weights, weights->shape, 2, &m->inputs[3]);
+  if (!error.empty()) return error;
+  m->output.type = DataType(m->outputDType);
+  m->output.sizes = {UINT(bags), UINT(width)};
+  m->embeddingBag = {m->inputs[0].Desc(),
+                     m->inputs[1].Desc(),
+                     m->inputs[2].Desc(),
+                     weights ? m->inputs[3].Desc() : nullptr,
+                     m->output.Desc(),
+                     mode,
+                     format,
+                     o.includeLastOffset ? 1 : 0,
+                     o.hasPadding ? 1 : 0,
+                     padding};
+  m->desc = {VKDML_OPERATOR_EMBEDDING_BAG, &m->embeddingBag};
+  if (o.outOfRange != VKDML_OUT_OF_RANGE_MODE_CLAMP) {
+    m->inner = m->desc;
+    m->outOfRange = {&m->inner, o.outOfRange, o.fillValue};
+    m->desc = {VKDML_OPERATOR_OUT_OF_RANGE, &m->outOfRange};
+  }
+  return "";
+}
+
 std::string CheckIndicesOnHost(const OnnxOptions& a, const ArrayRef& in, const ArrayRef& idx) {
   const ArrayRef& c = idx;  // read in place, in C order through its strides
   const Shape& is = in.shape;

@@ -77,6 +77,12 @@ struct OnnxOptions {
   // (The checked mode is an execution flag.)
   vkdml::VKDML_OUT_OF_RANGE_MODE outOfRange = vkdml::VKDML_OUT_OF_RANGE_MODE_CLAMP;
   vkdml::DML_SCALAR_UNION fillValue{};
+  // embedding-bag (VKDML_OPERATOR_EMBEDDING_BAG, PyTorch's embedding_bag with 1-D indices and
+  // offsets): the mode (sum, mean, max), include_last_offset and padding_idx (negative: from the
+  // end, as PyTorch's); a uint8 table takes `format` and `dtype` as dequantize-rows does.
+  std::string mode = "sum";
+  bool includeLastOffset = false, hasPadding = false;
+  int64_t paddingIdx = 0;
   // How messages name things: the operator, and its axis and batch-dims options.
   std::string opLabel, axisLabel = "--axis", batchDimsLabel = "--batch-dims";
   const std::string& Label() const { return opLabel.empty() ? op : opLabel; }
@@ -103,12 +109,14 @@ struct OnnxMapping {
   vkdml::VKDML_SCATTER_ELEMENTS_REDUCE_OPERATOR_DESC scatterElementsReduce{};
   vkdml::VKDML_GATHER_QUANTIZED_ROWS_OPERATOR_DESC quantizedRows{};
   vkdml::VKDML_SCATTER_QUANTIZED_ROWS_OPERATOR_DESC quantizingRows{};
+  vkdml::VKDML_EMBEDDING_BAG_OPERATOR_DESC embeddingBag{};
   npy::DType outputDType = npy::DType::Float32;  // the output array's (the input's but for
                                                  // dequantize-rows)
   vkdml::DML_OPERATOR_DESC inner{};  // desc's operator, where desc wraps it (out of range)
   vkdml::VKDML_OUT_OF_RANGE_OPERATOR_DESC outOfRange{};
   vkdml::DML_OPERATOR_DESC desc{};
-  bool skipDevice = false;           // the output is empty or a copy of the input
+  bool skipDevice = false;  // the output is empty, a copy of the input, or (zeroOutput) zeros
+  bool zeroOutput = false;  // embedding-bag without entries: every bag empty
   bool outputStartsAsInput = false;  // a view: the output is the input outside it
   uint64_t outputBytes = 0;          // the output array's
 };
@@ -118,6 +126,13 @@ struct OnnxMapping {
 // TotalTensorSizeInBytes (which rounds up to 4) is copied into its HostTensor's `bytes`.
 std::string MapOnnxOperator(const OnnxOptions& o, const ArrayRef& in, const ArrayRef& idx,
                             const ArrayRef* upd, OnnxMapping* m);
+
+// embedding-bag: the table (2-D: float32 or float16 values, or uint8 blocks of o.format),
+// 1-D indices and offsets of one integer dtype, and optional 1-D per-sample weights of the
+// output's dtype, checked and mapped as MapOnnxOperator does the others ("" or the error). The
+// output is (bags, values per row).
+std::string MapEmbeddingBag(const OnnxOptions& o, const ArrayRef& table, const ArrayRef& idx,
+                            const ArrayRef& offsets, const ArrayRef* weights, OnnxMapping* m);
 
 // For work that needs no device (an empty output or no updates), with checked indices: the
 // first index in C order outside its range, in the words of the device's check. "" if none.

@@ -26,6 +26,8 @@ const char kRunUsage[] =
     "                 [--include-self true|false] [--out-of-range clamp|fill|drop|error]\n"
     "                 [--fill-value V]\n"
     "                 [--format q8_0|q4_0] [--dtype float32|float16]\n"
+    "                 [--offsets OFF.npy] [--per-sample-weights W.npy] [--mode sum|mean|max]\n"
+    "                 [--include-last-offset] [--padding-idx N]\n"
     "                 --output OUT.npy [--device N] [--check-indices] [--quiet]\n"
     "\n"
     "Runs one ONNX operator on .npy arrays on a Vulkan device and writes the result.\n"
@@ -48,6 +50,15 @@ const char kRunUsage[] =
     "                     its reference quantizer bit for bit): --input the table, --updates\n"
     "                     indices.shape + (32 * blocks per row,) float32, --format; the\n"
     "                     later of two updates of a row stays; output shape input.shape\n"
+    "  embedding-bag      vkdml's: PyTorch's embedding_bag: --input a (rows, width) float32 or\n"
+    "                     float16 table (or uint8 blocks with --format, --dtype as for\n"
+    "                     dequantize-rows), 1-D --indices and --offsets of one dtype (bag b is\n"
+    "                     indices[offsets[b]:offsets[b+1]], the last to the end), --mode sum\n"
+    "                     (default), mean or max, in index order with float32 steps (the same\n"
+    "                     bits every run), --per-sample-weights (sum: each row times its\n"
+    "                     weight), --include-last-offset (offsets[-1] ends the last bag),\n"
+    "                     --padding-idx N (that row's entries are skipped); empty bags are 0;\n"
+    "                     output shape (bags, width)\n"
     "Scatter options:\n"
     "  --reduction R      none (default: the update replaces the element), add, mul, max or\n"
     "                     min (ONNX's reduction: each update combined with its target, in the\n"
@@ -65,9 +76,10 @@ const char kRunUsage[] =
     "                     discrete GPU, else the first device)\n"
     "  --check-indices    fail (exit 2) on the first out-of-range index instead of clamping\n"
     "  --out-of-range M   what an out-of-range index does: clamp (default), fill (gathers:\n"
-    "                     the output element is --fill-value, default 0), drop (scatters: the\n"
-    "                     update is skipped) or error (as --check-indices). An index tuple\n"
-    "                     with any component out of range counts as out of range whole\n"
+    "                     the output element is --fill-value, default 0; embedding-bag: the\n"
+    "                     row is), drop (scatters: the update is skipped; embedding-bag: the\n"
+    "                     entry) or error (as --check-indices). An index tuple with any\n"
+    "                     component out of range counts as out of range whole\n"
     "  --fill-value V     with --out-of-range fill: a value of the output's dtype (true/false\n"
     "                     for bool; float16 rounds as NumPy's float16(float(V)) does)\n"
     "  --quiet            print nothing on success (else one line: the operator, shapes, dtypes,\n"
@@ -80,12 +92,12 @@ const char kRunUsage[] =
     "memory or a Vulkan allocation); OUT is only written on success.\n";
 
 struct RunArgs : OnnxOptions {
-  std::string input, indices, updates, output;
+  std::string input, indices, updates, output, offsets, weights;
   int64_t device = -1;
   bool haveAxis = false, haveBatchDims = false, checkIndices = false, deterministic = false;
   bool quiet = false;
   std::string outOfRangeName = "clamp", fillText;
-  bool haveFill = false, haveFormat = false, haveDType = false;
+  bool haveFill = false, haveFormat = false, haveDType = false, haveMode = false;
 };
 
 // value as a float16's bits, rounded to nearest even (NumPy's float16(value)).
@@ -166,10 +178,12 @@ int ParseRunArgs(int argc, char** argv, RunArgs* a) {
       std::fputs(kRunUsage, stdout);
       return 0;
     }
-    if (arg == "--check-indices" || arg == "--deterministic" || arg == "--quiet") {
+    if (arg == "--check-indices" || arg == "--deterministic" || arg == "--quiet" ||
+        arg == "--include-last-offset") {
       (arg == "--check-indices"   ? a->checkIndices
        : arg == "--deterministic" ? a->deterministic
-                                  : a->quiet) = true;
+       : arg == "--quiet"         ? a->quiet
+                                  : a->includeLastOffset) = true;
       continue;
     }
     if (arg.rfind("--", 0) != 0) {
@@ -186,20 +200,29 @@ int ParseRunArgs(int argc, char** argv, RunArgs* a) {
     } else {
       return Error(arg + " needs a value (see --help)");
     }
-    int64_t* number = arg == "--axis"         ? &a->axis
-                      : arg == "--batch-dims" ? &a->batchDims
-                      : arg == "--device"     ? &a->device
-                                              : nullptr;
+    int64_t* number = arg == "--axis"          ? &a->axis
+                      : arg == "--batch-dims"  ? &a->batchDims
+                      : arg == "--device"      ? &a->device
+                      : arg == "--padding-idx" ? &a->paddingIdx
+                                               : nullptr;
     if (number) {
       if (!ParseInt(value, number)) return Error(arg + " is '" + value + "', expected an integer");
       if (arg == "--axis") a->haveAxis = true;
       if (arg == "--batch-dims") a->haveBatchDims = true;
+      if (arg == "--padding-idx") a->hasPadding = true;
     } else if (arg == "--input") {
       a->input = value;
     } else if (arg == "--indices") {
       a->indices = value;
     } else if (arg == "--updates") {
       a->updates = value;
+    } else if (arg == "--offsets") {
+      a->offsets = value;
+    } else if (arg == "--per-sample-weights") {
+      a->weights = value;
+    } else if (arg == "--mode") {
+      a->mode = value;
+      a->haveMode = true;
     } else if (arg == "--output") {
       a->output = value;
     } else if (arg == "--reduction") {
@@ -234,19 +257,35 @@ int CheckOperator(const RunArgs& a) {
   if (op.empty())
     return Error(
         "no operator given, expected one of gather, gather-elements, "
-        "gather-nd, scatter-elements, scatter-nd, dequantize-rows, quantize-rows (see --help)");
+        "gather-nd, scatter-elements, scatter-nd, dequantize-rows, quantize-rows, embedding-bag "
+        "(see --help)");
   if (op != "gather" && op != "gather-nd" && op != "gather-elements" && op != "scatter-nd" &&
-      op != "scatter-elements" && op != "dequantize-rows" && op != "quantize-rows")
+      op != "scatter-elements" && op != "dequantize-rows" && op != "quantize-rows" &&
+      op != "embedding-bag")
     return Error("unknown operator '" + op +
                  "', expected one of gather, gather-elements, "
-                 "gather-nd, scatter-elements, scatter-nd, dequantize-rows, quantize-rows");
+                 "gather-nd, scatter-elements, scatter-nd, dequantize-rows, quantize-rows, "
+                 "embedding-bag");
   const bool rows = op == "dequantize-rows" || op == "quantize-rows";
-  if (a.haveFormat && !rows)
+  const bool bag = op == "embedding-bag";
+  if (a.haveFormat && !rows && !bag)
     return Error("--format does not apply to " + op +
-                 " (only to dequantize-rows and quantize-rows)");
-  if (a.haveDType && op != "dequantize-rows")
-    return Error("--dtype does not apply to " + op + " (only to dequantize-rows)");
+                 " (only to dequantize-rows, quantize-rows and embedding-bag)");
+  if (a.haveDType && op != "dequantize-rows" && !bag)
+    return Error("--dtype does not apply to " + op +
+                 " (only to dequantize-rows and embedding-bag)");
   if (rows && !a.haveFormat) return Error("--format is required for " + op);
+  if (!bag) {
+    const char* bagOption = !a.offsets.empty()    ? "--offsets"
+                            : !a.weights.empty()  ? "--per-sample-weights"
+                            : a.haveMode          ? "--mode"
+                            : a.includeLastOffset ? "--include-last-offset"
+                            : a.hasPadding        ? "--padding-idx"
+                                                  : nullptr;
+    if (bagOption)
+      return Error(std::string(bagOption) + " does not apply to " + op +
+                   " (only to embedding-bag)");
+  }
   bool scatter = op == "scatter-nd" || op == "scatter-elements" || op == "quantize-rows";
   bool elements = op == "gather-elements" || op == "scatter-elements";
   if (a.reduction != "none") {
@@ -262,16 +301,17 @@ int CheckOperator(const RunArgs& a) {
   const std::string& mode = a.outOfRangeName;
   if (mode != "clamp" && mode != "fill" && mode != "drop" && mode != "error")
     return Error("--out-of-range is '" + mode + "', expected clamp, fill, drop or error");
+  if (bag && a.offsets.empty()) return Error("--offsets is required for embedding-bag");
   if (mode == "fill" && scatter)
     return Error("--out-of-range fill does not apply to " + op +
                  " (a scatter skips out-of-range updates with --out-of-range drop)");
-  if (mode == "drop" && !scatter)
+  if (mode == "drop" && !scatter && !bag)
     return Error("--out-of-range drop does not apply to " + op +
                  " (a gather writes --fill-value for out-of-range indices with --out-of-range "
                  "fill)");
   if (a.haveFill && mode != "fill")
     return Error("--fill-value applies with --out-of-range fill only");
-  if (a.deterministic && !scatter)
+  if (a.deterministic && !scatter && !bag)
     return Error("--deterministic does not apply to " + op + " (a gather is deterministic)");
   if (a.haveAxis && !elements && op != "gather") return Error("--axis does not apply to " + op);
   if (a.haveBatchDims && op != "gather-nd") return Error("--batch-dims does not apply to " + op);
@@ -297,12 +337,12 @@ int RunMain(int argc, char** argv) {
 
   // The inputs, mapped once their headers and sizes agree; then the operator, checked against
   // them. No output exists yet.
-  npy::Array arrays[3];
-  ArrayRef in, idx, upd;
+  npy::Array arrays[5];
+  ArrayRef in, idx, upd, off, weights;
   std::string error;
-  const std::string* paths[3] = {&a.input, &a.indices, &a.updates};
-  ArrayRef* refs[3] = {&in, &idx, &upd};
-  for (int i = 0; i < 3; ++i) {
+  const std::string* paths[5] = {&a.input, &a.indices, &a.updates, &a.offsets, &a.weights};
+  ArrayRef* refs[5] = {&in, &idx, &upd, &off, &weights};
+  for (int i = 0; i < 5; ++i) {
     if (paths[i]->empty()) continue;
     const npy::Array& array = arrays[i];
     if (!npy::Read(*paths[i], &arrays[i], &error)) return Error(error);
@@ -319,12 +359,16 @@ int RunMain(int argc, char** argv) {
   if (a.outOfRangeName == "drop") a.outOfRange = VKDML_OUT_OF_RANGE_MODE_DROP;
   if (a.outOfRangeName == "fill") {
     a.outOfRange = VKDML_OUT_OF_RANGE_MODE_FILL;
-    const npy::DType fillType = a.op == "dequantize-rows" ? a.dtype : in.dtype;
+    const bool blocks =
+        a.op == "dequantize-rows" || (a.op == "embedding-bag" && in.dtype == npy::DType::UInt8);
+    const npy::DType fillType = blocks ? a.dtype : in.dtype;
     if (a.haveFill) error = ParseFillValue(a.fillText, fillType, &a.fillValue);
     if (!error.empty()) return Error(error);
   }
   OnnxMapping mapping;
-  error = MapOnnxOperator(a, in, idx, updates, &mapping);
+  error = a.op == "embedding-bag"
+              ? MapEmbeddingBag(a, in, idx, off, a.weights.empty() ? nullptr : &weights, &mapping)
+              : MapOnnxOperator(a, in, idx, updates, &mapping);
   if (!error.empty()) return Error(error);
 
   npy::PendingFile file(a.output);
@@ -336,12 +380,16 @@ int RunMain(int argc, char** argv) {
   if (mapping.skipDevice) {
     Result r = CheckDeviceIndex(static_cast<int>(a.device));  // checked even when not used
     if (!r) return Error(r.message, ExitStatus(r));
-    if (a.checkIndices) {
+    // (embedding-bag: no bags, or no entries, so no index that a bag reads)
+    if (a.checkIndices && a.op != "embedding-bag") {
       error = CheckIndicesOnHost(a, in, idx);
       if (!error.empty()) return Error(error, kExitBadInput);
     }
     if (!(out = file.Map(header.size() + bytes, &error))) return Error(error);
-    if (bytes) CopyToCOrder(in, out + header.size());  // a scatter without updates
+    if (mapping.zeroOutput)
+      std::memset(out + header.size(), 0, bytes);  // embedding-bag without entries
+    else if (bytes)
+      CopyToCOrder(in, out + header.size());  // a scatter without updates
   } else {
     // The whole operator is validated and compiled before the output takes any memory: a
     // refused operator costs nothing, however large its output would be.
@@ -374,7 +422,10 @@ int RunMain(int argc, char** argv) {
     std::string shapes = in.ShapeString() + " " + npy::DTypeName(in.dtype) + ", indices " +
                          idx.ShapeString() + " " + npy::DTypeName(idx.dtype);
     if (updates) shapes += ", updates " + upd.ShapeString();
-    std::printf("vkdml run: %s%s%s%s: input %s -> %s %s on %s in %.1f ms\n", a.op.c_str(),
+    if (!a.offsets.empty()) shapes += ", offsets " + off.ShapeString();
+    if (!a.weights.empty()) shapes += ", per-sample weights " + weights.ShapeString();
+    std::printf("vkdml run: %s%s%s%s%s: input %s -> %s %s on %s in %.1f ms\n", a.op.c_str(),
+                a.op == "embedding-bag" ? (" --mode " + a.mode).c_str() : "",
                 a.reduction != "none" ? (" --reduction " + a.reduction).c_str() : "",
                 a.deterministic ? " --deterministic" : "",
                 a.outOfRangeName != "clamp" ? (" --out-of-range " + a.outOfRangeName).c_str() : "",

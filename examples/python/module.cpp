@@ -277,12 +277,14 @@ Arg ToArg(const py::object& o, const std::string& name) {
 }
 
 // What tells compiled operators apart: everything MapOnnxOperator reads but the data.
-std::string Key(const cli::OnnxOptions& o, UINT flags, const std::vector<const Arg*>& args) {
+std::string Key(const cli::OnnxOptions& o, UINT flags, const std::vector<Arg*>& args) {
   std::string key = o.op + "/" + o.reduction + "/" + std::to_string(o.axis) + "/" +
                     std::to_string(o.batchDims) + "/" + std::to_string(flags) + "/" +
                     std::to_string(o.outOfRange) + ":" + std::to_string(o.fillValue.UInt64) + "/" +
                     std::to_string(o.excludeSelf) + "/" + o.format + "/" +
-                    std::to_string(int(o.dtype));
+                    std::to_string(int(o.dtype)) + "/" + o.mode + "/" +
+                    std::to_string(o.includeLastOffset) + "/" +
+                    (o.hasPadding ? std::to_string(o.paddingIdx) : "-");
   for (const Arg* a : args) {
     key += "|" + std::to_string(int(a->ref.dtype));
     for (size_t d = 0; d < a->ref.shape.size(); ++d)
@@ -297,15 +299,27 @@ std::string Key(const cli::OnnxOptions& o, UINT flags, const std::vector<const A
   throw py::index_error(cli::IndexMessage(r.message, m.D, idx.ref.shape.size(), idx.ref.name));
 }
 
-// Runs op on x, indices (and updates). Host arrays in: a new NumPy array out. Any device tensor
-// in: the others are uploaded to its device, and the result is a device tensor (`out` if given,
-// which may be x itself: in place).
+// embedding_bag's own arguments (RunOp's, for op "embedding-bag").
+struct BagArgs {
+  py::object offsets = py::none(), weights = py::none();
+  std::string mode = "sum";
+  bool includeLastOffset = false;
+  py::object paddingIdx = py::none();
+};
+
+// Runs op on x, indices (and updates; embedding-bag: offsets and weights). Host arrays in: a new
+// NumPy array out. Any device tensor in: the others are uploaded to its device, and the result
+// is a device tensor (`out` if given, which may be x itself: in place).
 py::object RunOp(const std::string& op, const std::string& label, py::object device, py::object x,
                  py::object indices, py::object updates, int64_t axis, int64_t batchDims,
                  const std::string& reduction, bool deterministic, bool checkIndices,
                  int outOfRange, const py::bytes& fill, bool includeSelf, py::object out,
-                 const std::string& format, const std::string& dtype) {
+                 const std::string& format, const std::string& dtype, const BagArgs& bag) {
   cli::OnnxOptions o;
+  o.mode = bag.mode;
+  o.includeLastOffset = bag.includeLastOffset;
+  o.hasPadding = !bag.paddingIdx.is_none();
+  if (o.hasPadding) o.paddingIdx = bag.paddingIdx.cast<int64_t>();
   o.format = format;  // dequantize-rows (the mapping checks both)
   o.dtype = ParseDType(dtype, "dtype");
   o.excludeSelf = !includeSelf;  // with a reduction (vkdml/__init__.py checked)
@@ -322,9 +336,13 @@ py::object RunOp(const std::string& op, const std::string& label, py::object dev
   o.axisLabel = "axis";
   o.batchDimsLabel = "batch_dims";
   const bool quantized = op == "dequantize-rows" || op == "quantize-rows";
-  Arg in = ToArg(x, quantized ? "table" : "x"), idx = ToArg(indices, "indices"), upd;
-  const bool scatter = !updates.is_none();
+  const bool isBag = op == "embedding-bag";
+  Arg in = ToArg(x, quantized || isBag ? "table" : "x"), idx = ToArg(indices, "indices"), upd;
+  Arg off, weights;
+  const bool scatter = !updates.is_none(), weighted = !bag.weights.is_none();
   if (scatter) upd = ToArg(updates, quantized ? "rows" : "updates");
+  if (isBag) off = ToArg(bag.offsets, "offsets");
+  if (weighted) weights = ToArg(bag.weights, "per_sample_weights");
   const npy::DType it = idx.ref.dtype;
   if (it != npy::DType::Int32 && it != npy::DType::Int64 && it != npy::DType::UInt32 &&
       it != npy::DType::UInt64)
@@ -336,8 +354,10 @@ py::object RunOp(const std::string& op, const std::string& label, py::object dev
                          ", expected " + npy::DTypeName(in.ref.dtype) + " (the dtype of x)");
 
   // The device: a tensor argument's, else the one given.
-  std::vector<Arg*> args = {&in, &idx};
+  std::vector<Arg*> args = {&in, &idx};  // in binding order
   if (scatter) args.push_back(&upd);
+  if (isBag) args.push_back(&off);
+  if (weighted) args.push_back(&weights);
   std::shared_ptr<DeviceState> state;
   for (Arg* a : args) {
     if (!a->tensor) continue;
@@ -372,7 +392,9 @@ py::object RunOp(const std::string& op, const std::string& label, py::object dev
 
   cli::OnnxMapping m;
   const std::string error =
-      cli::MapOnnxOperator(o, in.ref, idx.ref, scatter ? &upd.ref : nullptr, &m);
+      isBag
+          ? cli::MapEmbeddingBag(o, in.ref, idx.ref, off.ref, weighted ? &weights.ref : nullptr, &m)
+          : cli::MapOnnxOperator(o, in.ref, idx.ref, scatter ? &upd.ref : nullptr, &m);
   if (!error.empty()) throw py::value_error(error);
   const UINT flags = (checkIndices ? VKDML_EXECUTION_FLAG_CHECK_INDICES : 0) |
                      (deterministic ? VKDML_EXECUTION_FLAG_DETERMINISTIC : 0);
@@ -382,7 +404,7 @@ py::object RunOp(const std::string& op, const std::string& label, py::object dev
                           npy::ShapeString(m.outputShape) + " " + npy::DTypeName(m.outputDType));
 
   std::shared_ptr<CompiledOperator> compiled;
-  if (!m.skipDevice) compiled = state->Compile(Key(o, flags, {&in, &idx, &upd}), m.desc, flags);
+  if (!m.skipDevice) compiled = state->Compile(Key(o, flags, args), m.desc, flags);
   Result r;
 
   if (!onDevice) {  // host arrays: Device::Run straight from and into NumPy's memory
@@ -391,11 +413,14 @@ py::object RunOp(const std::string& op, const std::string& label, py::object dev
     py::array raw = Uninitialised(total);
     uint8_t* dst = static_cast<uint8_t*>(raw.mutable_data());
     if (m.skipDevice) {
-      if (checkIndices) {
+      if (checkIndices && !isBag) {  // (embedding-bag: no bags or no entries, nothing read)
         const std::string bad = cli::CheckIndicesOnHost(o, in.ref, idx.ref);
         if (!bad.empty()) throw py::index_error(bad);
       }
-      if (m.outputBytes) cli::CopyToCOrder(in.ref, dst);  // a scatter without updates
+      if (m.zeroOutput)
+        std::memset(dst, 0, m.outputBytes);  // embedding-bag without entries
+      else if (m.outputBytes)
+        cli::CopyToCOrder(in.ref, dst);  // a scatter without updates
       return ViewAs(raw, m.outputDType, m.outputShape);
     }
     if (m.outputStartsAsInput) cli::CopyToCOrder(in.ref, dst);
@@ -417,7 +442,7 @@ py::object RunOp(const std::string& op, const std::string& label, py::object dev
     result = made.get();
   }
   const bool inPlace = result == in.tensor;
-  if (m.skipDevice && checkIndices) {
+  if (m.skipDevice && checkIndices && !isBag) {
     std::vector<uint8_t> host(idx.tensor->Bytes() + 8);
     idx.tensor->Read(host.data());
     cli::ArrayRef ref = idx.ref;
@@ -426,7 +451,12 @@ py::object RunOp(const std::string& op, const std::string& label, py::object dev
     const std::string bad = cli::CheckIndicesOnHost(o, in.ref, ref);
     if (!bad.empty()) throw py::index_error(bad);
   }
-  const bool copyInput = !inPlace && (m.skipDevice ? m.outputBytes != 0 : m.outputStartsAsInput);
+  if (m.zeroOutput) {  // embedding-bag without entries: every bag 0
+    const std::vector<uint8_t> zeros(result->Bytes(), 0);
+    result->Write(zeros.data());
+  }
+  const bool copyInput =
+      !inPlace && !m.zeroOutput && (m.skipDevice ? m.outputBytes != 0 : m.outputStartsAsInput);
   std::unique_ptr<BindingTable> table;
   if (!m.skipDevice) {
     Check(state->device->CreateBindingTable(*compiled, &table));
@@ -546,9 +576,16 @@ PYBIND11_MODULE(_vkdml, mod) {
         return ViewAs(raw, t.DType(), t.Shape());
       });
 
+  py::class_<BagArgs>(mod, "BagArgs")
+      .def(py::init([](py::object offsets, py::object weights, const std::string& mode,
+                       bool includeLastOffset, py::object paddingIdx) {
+             return BagArgs{offsets, weights, mode, includeLastOffset, paddingIdx};
+           }),
+           py::arg("offsets"), py::arg("weights"), py::arg("mode"), py::arg("include_last_offset"),
+           py::arg("padding_idx"));
   mod.def("run", &RunOp, py::arg("op"), py::arg("label"), py::arg("device"), py::arg("x"),
           py::arg("indices"), py::arg("updates"), py::arg("axis"), py::arg("batch_dims"),
           py::arg("reduction"), py::arg("deterministic"), py::arg("check_indices"),
           py::arg("out_of_range"), py::arg("fill"), py::arg("include_self"), py::arg("out"),
-          py::arg("format") = "q8_0", py::arg("dtype") = "float32");
+          py::arg("format") = "q8_0", py::arg("dtype") = "float32", py::arg("bag") = BagArgs());
 }

@@ -23,10 +23,10 @@ import time
 import numpy as np
 
 import validation
-from onnx_reference import (ref_dequantize, ref_gather, ref_gather_elements, ref_gather_nd,
-                            ref_quantize, ref_scatter_elements, ref_scatter_nd, ref_scatter_reduce,
-                            reduce_values, same, sample, scatter_elements_writers,
-                            unique_indices)
+from onnx_reference import (ref_dequantize, ref_embedding_bag, ref_gather, ref_gather_elements,
+                            ref_gather_nd, ref_quantize, ref_scatter_elements, ref_scatter_nd,
+                            ref_scatter_reduce, reduce_values, same, sample,
+                            scatter_elements_writers, unique_indices)
 
 validation.install()  # every process below under the validation layer, where ctest asks
 VKDML = os.path.abspath(sys.argv[1])
@@ -1258,10 +1258,72 @@ def group_quantized():
     expect_error("quantize-rows --reduction", p, 2, "reduction does not apply to quantize-rows")
 
 
+def group_bag():
+    """`vkdml run embedding-bag` against the NumPy reference (float32, float16 and Q4_0 tables,
+    each mode, weights, include-last-offset, padding, drop and fill), and its refusals."""
+    rng = np.random.default_rng(28)
+    offsets = np.array([0, 3, 3, 7])
+    for layout in ("float32", "float16", "q4_0"):
+        if layout == "q4_0":
+            table = rng.integers(0, 256, (9, 36), dtype=np.uint8)
+            table[:, 1::18] &= 0xBB  # finite scales
+            values, out, fmt = ref_dequantize(table, "q4_0"), "float16", ["--format", "q4_0",
+                                                                         "--dtype", "float16"]
+        else:
+            table = rng.standard_normal((9, 5)).astype(layout)
+            values, out, fmt = table.astype(np.float32), layout, []
+        for it in INDEX_TYPES:
+            signed = np.issubdtype(it, np.signedinteger)
+            idx = rng.integers(-11 if signed else 0, 11, 10).astype(it)
+            off = offsets.astype(it)
+            for mode in ("sum", "mean", "max"):
+                args = ["--offsets", save("off.npy", off), "--mode", mode, *fmt]
+                p, got = run_op("embedding-bag", table, idx, extra=args)
+                expect_ok(f"embedding-bag {layout} {np.dtype(it).name} {mode}", p, got,
+                          ref_embedding_bag(values, idx, off, mode).astype(out))
+        w = rng.standard_normal(10).astype(out)
+        idx = rng.integers(0, 9, 10)
+        args = ["--offsets", save("off.npy", offsets), "--per-sample-weights", save("w.npy", w),
+                "--include-last-offset", "--padding-idx", "-2", *fmt]
+        p, got = run_op("embedding-bag", table, idx, extra=args)
+        expect_ok(f"embedding-bag {layout} weights", p, got,
+                  ref_embedding_bag(values, idx, offsets, "sum", w, True, 7).astype(out))
+    table = np.arange(12, dtype=np.float32).reshape(4, 3)
+    idx, off = np.array([1, 9, 2, -7]), save("off.npy", np.array([0, 2]))
+    p, got = run_op("embedding-bag", table, idx, extra=["--offsets", off, "--out-of-range", "drop",
+                                                       "--mode", "mean"])
+    expect_ok("embedding-bag drop", p, got, np.array([[3, 4, 5], [6, 7, 8]], np.float32))
+    p, got = run_op("embedding-bag", table, idx, extra=["--offsets", off, "--out-of-range", "fill",
+                                                       "--fill-value", "-1"])
+    expect_ok("embedding-bag fill", p, got, np.array([[2, 3, 4], [5, 6, 7]], np.float32))
+    p, _ = run_op("embedding-bag", table, idx, extra=["--offsets", off, "--check-indices"])
+    expect_error("embedding-bag --check-indices", p, 2,
+                 "indices[1] is 9, outside the valid range [-4, 3]")
+    p, got = run_op("embedding-bag", table, np.zeros(0, np.int64),
+                    extra=["--offsets", save("off.npy", np.zeros(3, np.int64))])
+    expect_ok("embedding-bag without entries", p, got, np.zeros((3, 3), np.float32))
+    for extra, text in (([], "--offsets is required for embedding-bag"),
+                        (["--offsets", off, "--mode", "min"],
+                         "mode is 'min', expected sum, mean or max"),
+                        (["--offsets", off, "--mode", "max", "--per-sample-weights",
+                          save("w.npy", np.ones(4, np.float32))],
+                         "apply to mode sum only, not max"),
+                        (["--offsets", save("off32.npy", np.array([0], np.int32))],
+                         "dtype is int32, expected int64 (the dtype of"),
+                        (["--offsets", off, "--padding-idx", "4"],
+                         "padding_idx is 4, expected -4 to 3"),
+                        (["--offsets", off, "--axis", "0"],
+                         "--axis does not apply to embedding-bag")):
+        p, _ = run_op("embedding-bag", table, idx, extra=extra)
+        expect_error(f"embedding-bag refuses {extra}", p, 2, text)
+    p, _ = run_op("gather", table, idx, extra=["--mode", "sum"])
+    expect_error("gather --mode", p, 2, "--mode does not apply to gather (only to embedding-bag)")
+
+
 GROUPS = {"help": group_help, "roundtrip": group_roundtrip, "shapes": group_shapes,
           "errors": group_errors, "indices": group_indices, "output": group_output,
           "bench": group_bench, "reduce": group_reduce, "limits": group_limits,
-          "out_of_range": group_out_of_range, "quantized": group_quantized}
+          "out_of_range": group_out_of_range, "quantized": group_quantized, "bag": group_bag}
 
 if __name__ == "__main__":
     GROUPS[sys.argv[2]]()

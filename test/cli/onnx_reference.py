@@ -238,3 +238,62 @@ def ref_quantize(x, fmt):
         q = n[:, :16] | (n[:, 16:] << 4)
     out = np.concatenate([scale.view(np.uint8).reshape(-1, 2), q], axis=1)
     return out.reshape(x.shape[:-1] + (-1,))
+
+
+def ref_embedding_bag(values, indices, offsets, mode="sum", weights=None,
+                      include_last_offset=False, padding_idx=None, out_of_range="clamp",
+                      fill=0.0):
+    """torch's embedding_bag as vkdml defines it (dml.h: VKDML_EMBEDDING_BAG_OPERATOR_DESC), read
+    literally: values the table's rows as float32 (rows, width); each bag's entries in order,
+    each product and sum rounded to float32 (NumPy's float32 arithmetic: no fused multiply-add);
+    the mean's division once; max keeping a NaN and, of equal values, the earlier. Returns
+    float32 (bags, width); the caller rounds to the output's dtype."""
+    values = np.asarray(values, np.float32)
+    rows, width = values.shape
+    idx = [int(v) for v in np.asarray(indices).reshape(-1)]
+    off = [int(v) for v in np.asarray(offsets).reshape(-1)]
+    n = len(idx)
+    bags = len(off) - 1 if include_last_offset else len(off)
+    signed = np.asarray(indices).dtype.kind == "i"
+
+    def bound(b):
+        return n if b >= len(off) else min(max(off[b], 0), n)
+
+    out = np.zeros((max(bags, 0), width), np.float32)
+    for b in range(max(bags, 0)):
+        acc, count = np.zeros(width, np.float32), 0
+        for e in range(bound(b), bound(b + 1)):
+            i = idx[e]
+            inside = -rows <= i < rows if signed else 0 <= i < rows
+            if not inside and out_of_range == "drop":
+                continue
+            if not inside and out_of_range == "fill":
+                v = np.full(width, fill, np.float32)
+            else:
+                row = min(max(i, -rows), rows - 1) if signed else min(i, rows - 1)
+                row = row + rows if row < 0 else row
+                if padding_idx is not None and row == padding_idx:
+                    continue
+                v = values[row]
+            if weights is not None:
+                v = v * np.float32(weights[e])
+            if mode == "max":
+                keep = np.isnan(acc) | ~(np.isnan(v) | (v > acc))
+                acc = v.copy() if count == 0 else np.where(keep, acc, v)
+            else:
+                acc = acc + v
+            count += 1
+        if mode == "mean" and count:
+            acc = acc / np.float32(count)
+        out[b] = acc
+    return out
+
+
+def same_bits(a, b):
+    """a and b (float arrays of one dtype) hold the same bits, any NaN matching any NaN."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    u = np.dtype(f"u{a.itemsize}")
+    nan = np.isnan(a) & np.isnan(b)
+    return bool(np.all((a.view(u) == b.view(u)) | nan))

@@ -21,10 +21,12 @@ import numpy as np
 
 from ._vkdml import Error, Tensor, UnsupportedError
 from ._vkdml import Device as _NativeDevice
+from ._vkdml import BagArgs as _BagArgs
 from ._vkdml import run as _run
 
 __all__ = ["Device", "Tensor", "Error", "UnsupportedError", "gather", "gather_elements",
-           "gather_nd", "scatter_elements", "scatter_nd", "dequantize_rows", "quantize_rows", "default_device"]
+           "gather_nd", "scatter_elements", "scatter_nd", "dequantize_rows", "quantize_rows",
+           "embedding_bag", "default_device"]
 
 _REDUCTIONS = ("none", "add", "mul", "max", "min", "mean")
 # dml.h's VKDML_OUT_OF_RANGE_MODE: what an out-of-range index does.
@@ -349,3 +351,80 @@ def quantize_rows(table, indices, rows, format, *, out=None, check_indices=False
         np.copyto(host_out, result, casting="no")
         return host_out
     return result
+
+
+_BAG_MODES = ("sum", "mean", "max")
+
+
+def embedding_bag(table, indices, offsets=None, mode="sum", per_sample_weights=None,
+                  include_last_offset=False, padding_idx=None, deterministic=False, *,
+                  format=None, dtype=None, check_indices=False, device=None,
+                  out_of_range="clamp", fill_value=None):
+    """torch.nn.functional.embedding_bag (vkdml's VKDML_OPERATOR_EMBEDDING_BAG): for each bag
+    b, the rows table[indices[i]] for i in [offsets[b], offsets[b + 1]) (the last bag to the
+    end of indices, or with include_last_offset to offsets[-1]) reduced by mode "sum", "mean"
+    or "max", in index order, each step rounded in float32 (the same bits every run, so
+    deterministic changes nothing); empty bags give 0. Returns (bags, values per row).
+    table: float32 or float16 (rows, width); or uint8 (rows, bytes per row) of ggml's blocks
+    in format "q8_0" or "q4_0", read without a dequantized copy, the result of dtype float32
+    (default) or float16. indices and offsets: 1-D integers of one dtype; or indices 2-D
+    (a bag per row) and offsets None, as PyTorch's. per_sample_weights (mode "sum"): one per
+    index, of the result's dtype; each row is multiplied by its weight (rounded) before it is
+    added. padding_idx: entries naming that row (negative: from the end) are skipped, not
+    counted. Bounds outside [0, len(indices)] are clamped. out_of_range: "clamp", "drop" (the
+    entry is skipped), "fill" (its row is fill_value) or "error" (as check_indices=True)."""
+    if mode not in _BAG_MODES:
+        raise ValueError(f"mode is {mode!r}, expected one of {', '.join(_BAG_MODES)}")
+    if not isinstance(include_last_offset, (bool, np.bool_)):
+        raise TypeError(f"include_last_offset is {include_last_offset!r}, expected a bool")
+    if padding_idx is not None:
+        padding_idx = _int(padding_idx, "padding_idx")
+    if out_of_range not in _OUT_OF_RANGE:
+        raise ValueError(f"out_of_range is {out_of_range!r}, expected one of "
+                         f"{', '.join(_OUT_OF_RANGE)}")
+    if fill_value is not None and out_of_range != "fill":
+        raise ValueError(f"fill_value is given, but out_of_range is {out_of_range!r}: only "
+                         f"'fill' writes it")
+    t, idx = _arg(table, "table"), _indices(indices)
+    weights = None if per_sample_weights is None else _arg(per_sample_weights,
+                                                           "per_sample_weights")
+    blocks = t.dtype == np.uint8
+    if blocks:
+        if format not in _QUANTIZED_FORMATS:
+            raise ValueError(f"format is {format!r}, expected one of "
+                             f"{', '.join(_QUANTIZED_FORMATS)} for a uint8 table")
+        out_dtype = np.dtype(_dtype_name(np.float32 if dtype is None else dtype))
+        if out_dtype not in (np.dtype(np.float32), np.dtype(np.float16)):
+            raise TypeError(f"dtype is {out_dtype}, expected float32 or float16")
+    else:
+        if format is not None or dtype is not None:
+            raise ValueError(f"{'format' if format is not None else 'dtype'} applies to a uint8 "
+                             f"table of quantized blocks; table's dtype is {t.dtype}")
+        out_dtype = t.dtype
+    if offsets is None:  # PyTorch's 2-D indices: a bag per row, all of one length
+        if not isinstance(idx, np.ndarray) or idx.ndim != 2:
+            raise ValueError("offsets is None: expected 2-D host indices (a bag per row); "
+                             "give 1-D indices with offsets otherwise")
+        if include_last_offset:
+            raise ValueError("include_last_offset applies to offsets; with 2-D indices each row "
+                             "is a bag")
+        bags, length = idx.shape
+        offsets = np.arange(0, bags * length, max(length, 1), dtype=idx.dtype)[:bags]
+        idx = idx.reshape(-1)
+        if isinstance(weights, np.ndarray) and weights.ndim == 2:
+            weights = weights.reshape(-1)
+    elif isinstance(offsets, (list, tuple)) and isinstance(idx, (np.ndarray, Tensor)):
+        offsets = np.asarray(offsets, dtype=idx.dtype)  # a list takes indices' dtype
+    else:
+        offsets = _arg(offsets, "offsets")
+        if isinstance(offsets, np.ndarray) and offsets.dtype.kind in "iu" \
+                and offsets.itemsize < 4:
+            offsets = offsets.astype(np.int32)
+    fill = _fill_bytes(0 if fill_value is None else fill_value, out_dtype) \
+        if out_of_range == "fill" else b""
+    check = bool(check_indices) or out_of_range == "error"
+    code = _OUT_OF_RANGE[out_of_range] if out_of_range in ("fill", "drop") else 0
+    return _run("embedding-bag", "embedding_bag", _device(device), t, idx, None, 0, 0, "none",
+                bool(deterministic), check, code, fill, True, None,
+                format if blocks else "q8_0", out_dtype.name,
+                _BagArgs(offsets, weights, mode, bool(include_last_offset), padding_idx))
