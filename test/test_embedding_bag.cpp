@@ -430,7 +430,7 @@ TEST_CASE_METHOD(Fixture, "Embedding bags: random bags vs reference", "[bag]") {
     c.offsets = RandomOffsets(rng, entries, rng.Ui(c.includeLast ? 2 : 1, 10), c.indexType);
     if (!SweepRuns(n)) continue;
     INFO("case " << n << " (VKDML_TEST_CASE=" << n << " replays it)");
-    RunCase(rng, c);
+    RunCase(rng, c, n % 3 == 1 ? VKDML_EXECUTION_FLAG_DETERMINISTIC : DML_EXECUTION_FLAG_NONE);
   }
 }
 
@@ -568,12 +568,12 @@ TEST_CASE_METHOD(Fixture, "Embedding bags: bags of hundreds of thousands of entr
 TEST_CASE("Embedding bags: kernel choice", "[kernels][bag]") {
   using vkdml::detail::Capabilities;
   using vkdml::detail::KernelSet;
-  auto choose = [](const BagCase& c, const Capabilities& caps, KernelSet* set) {
+  auto choose = [](const BagCase& c, const Capabilities& caps, KernelSet* set, UINT flags = 0) {
     BagBuilt b;
     Build(c, &b);
     vkdml::detail::OperatorImpl op;
     REQUIRE(vkdml::detail::BuildOperator(b.op, &op).ok());
-    return vkdml::detail::ChooseKernels(op, 0, caps, set);
+    return vkdml::detail::ChooseKernels(op, flags, caps, set);
   };
   BagCase c;
   c.rows = 10;
@@ -604,6 +604,14 @@ TEST_CASE("Embedding bags: kernel choice", "[kernels][bag]") {
     CHECK(set.boundsWords == 6);
     CHECK(set.weightWords == 30);
     CHECK(set.partialWords == 0);
+    // Every run folds in entry order already: the deterministic mode takes the same kernels.
+    KernelSet deterministic;
+    REQUIRE(choose(c, gpu, &deterministic, VKDML_EXECUTION_FLAG_DETERMINISTIC).ok());
+    REQUIRE(deterministic.steps.size() == set.steps.size());
+    for (size_t i = 0; i < set.steps.size(); ++i) {
+      CHECK(deterministic.steps[i].plain.module == set.steps[i].plain.module);
+      CHECK(deterministic.steps[i].plain.spec == set.steps[i].plain.spec);
+    }
   }
   // MAX only compares, and FLOAT16 tables' sums are never denormal: no float arithmetic module.
   gpu.float64 = true;

@@ -371,7 +371,7 @@ enum DML_EXECUTION_FLAGS {
   // reductions), except for reductions of 4- and 8-byte integers, which give the same bits in
   // any order and run as by default, and float32 and float64 MAX and MIN, which run as by default
   // and then settle ties (+0 and -0, NaN payloads) in two more passes. Accepted and without
-  // effect for gathers, which are deterministic.
+  // effect for gathers and embedding bags, which are deterministic.
   VKDML_EXECUTION_FLAG_DETERMINISTIC = 0x200,
 };
 
