@@ -320,8 +320,9 @@ enum VKDML_EMBEDDING_BAG_MODE : UINT {
 //   MAX   the first row, then NumPy's maximum with each next (a NaN stays; of equal values,
 //         -0 and +0 included, the earlier stays).
 // An empty bag, or one whose entries are all skipped, gives 0. The result is rounded to
-// OutputTensor's type (FLOAT16: to nearest even). Every execution gives the same bits: the
-// order is fixed, so VKDML_EXECUTION_FLAG_DETERMINISTIC changes nothing.
+// OutputTensor's type (FLOAT16: to nearest even); a NaN result's bits are unspecified. Every
+// execution gives the same bits: the order is fixed, so VKDML_EXECUTION_FLAG_DETERMINISTIC
+// changes nothing.
 // An entry is skipped (not added, not counted) when its row, after clamping, is PaddingIndex
 // (with HasPaddingIndex). An index out of [-rows, rows - 1] (signed) or [0, rows - 1] is
 // clamped; VKDML_OPERATOR_OUT_OF_RANGE wraps it for DROP (the entry is skipped), FILL (a row of
