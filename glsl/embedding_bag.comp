@@ -19,13 +19,6 @@
 
 layout(local_size_x_id = VKDML_SPEC_GROUP_SIZE) in;  // Capabilities::groupSize
 layout(constant_id = VKDML_SPEC_OUTPUT_SIZE) const uint kOutputSize = 4;
-layout(constant_id = VKDML_SPEC_BAG) const uint kBag = 0;
-layout(constant_id = VKDML_SPEC_PADDING) const uint kPadding = VKDML_NO_PADDING;
-layout(constant_id = VKDML_SPEC_WIDTH) const uint kWidth = 1;
-const bool kMean = (kBag & VKDML_BAG_MEAN) != 0u;
-const bool kWeighted = (kBag & VKDML_BAG_WEIGHTED) != 0u;
-const bool kFill = (kBag & VKDML_BAG_FILL) != 0u;
-const bool kLastOffset = (kBag & VKDML_BAG_LAST_OFFSET) != 0u;
 
 layout(std430, set = 0, binding = VKDML_BIND_SOURCE) restrict readonly buffer Source {
   uint tableWords[];  // the pass's source: the table, OffsetsTensor or PerSampleWeightsTensor
@@ -50,7 +43,8 @@ uint sourceHalf(uint b) {
 void main() {
   const uint p = pc.plan;
   const uint count = loopCount(p);  // the bags, plus 1
-  const uint entries = VKDML_AT(plans[p].tupleSize, 0), offsets = kLastOffset ? count : count - 1u;
+  const bool lastOffset = (plans[p].bag.x & VKDML_BAG_LAST_OFFSET) != 0u;
+  const uint entries = VKDML_AT(plans[p].tupleSize, 0), offsets = lastOffset ? count : count - 1u;
   for (uint b = gl_GlobalInvocationID.x; b < count; b += kStep) {
     uint bound = entries;
     if (b < offsets) {
@@ -74,17 +68,18 @@ void main() {
   }
 }
 #else
-// Values c to c + 3 of the table row whose first byte is `row`, as float32 bits (0 past the row).
-uvec4 rowValues(uint row, uint c) {
+// Values c to c + 3 of the table row whose first byte is `row`, as float32 bits (0 past the row's
+// `width` values).
+uvec4 rowValues(uint row, uint c, uint width) {
   uvec4 v = uvec4(0u);
 #if TABLE == 32
   for (uint k = 0u; k < 4u; ++k)
-    if (c + k < kWidth) v[k] = tableWords[(row >> 2) + c + k];
+    if (c + k < width) v[k] = tableWords[(row >> 2) + c + k];
 #elif TABLE == 16
   for (uint k = 0u; k < 4u; ++k)
-    if (c + k < kWidth) v[k] = sourceHalf(row + 2u * (c + k));
+    if (c + k < width) v[k] = sourceHalf(row + 2u * (c + k));
 #else
-  v = dequantizeQuad(row, c >> 2);  // a row is whole blocks: c + 3 < kWidth
+  v = dequantizeQuad(row, c >> 2);  // a row is whole blocks: c + 3 < width
 #endif
   return v;
 }
@@ -104,6 +99,11 @@ void main() {
   const uint p = pc.plan;
   const uint count = loopCount(p);
   const uint rows = VKDML_AT(plans[p].tupleSize, 0), rowStride = VKDML_AT(plans[p].tupleStride, 0);
+  const uvec4 options = plans[p].bag;  // uniform: the same branches in every invocation
+  const bool mean = (options.x & VKDML_BAG_MEAN) != 0u;
+  const bool weighted = (options.x & VKDML_BAG_WEIGHTED) != 0u;
+  const bool fillDropped = (options.x & VKDML_BAG_FILL) != 0u;
+  const uint padding = options.y, width = options.z;
   const uint fill =  // FILL's value (an OutputTensor element) as float32 bits
       kOutputSize == 4u ? fillBytes.x : floatBitsToUint(halfToFloat(fillBytes.x & 0xFFFFu));
   for (uint i = gl_GlobalInvocationID.x; i < count; i += kStep) {
@@ -127,16 +127,16 @@ void main() {
         if (!used[j]) continue;
         const uint row = clampIndex(readIndex((e + j) * plans[p].componentStride), rows, e + j);
         if (kDrop && row == VKDML_DROPPED) {
-          used[j] = kFill;  // FILL: a row of its value; DROP: skipped
+          used[j] = fillDropped;  // FILL: a row of its value; DROP: skipped
           v[j] = uvec4(fill);
         } else {
-          used[j] = row != kPadding;
-          if (used[j]) v[j] = rowValues(pc.srcBase + row * rowStride, at.y);
+          used[j] = row != padding;
+          if (used[j]) v[j] = rowValues(pc.srcBase + row * rowStride, at.y, width);
         }
       }
       for (uint j = 0u; j < kBatch; ++j) {  // folded in entry order
         if (!used[j]) continue;
-        if (kWeighted) {
+        if (weighted) {
           const uint w = WEIGHT(e + j);
           for (uint k = 0u; k < 4u; ++k) v[j][k] = floatArith(v[j][k], w, false);
         }
@@ -151,14 +151,14 @@ void main() {
       PARTIAL(i * VKDML_BAG_PARTIAL_WORDS + 4u) = n;
       continue;
     }
-    if (kMean && n > 0u)
+    if (mean && n > 0u)
       for (uint k = 0u; k < 4u; ++k) acc[k] = divideFloat(uvec2(acc[k], 0u), n).x;
     if (kOutputSize == 4u) {
       const uint word = (pc.dstBase + at.x) >> 2;
       for (uint k = 0u; k < 4u; ++k)
-        if (at.y + k < kWidth) outputWords[word + k] = acc[k];
+        if (at.y + k < width) outputWords[word + k] = acc[k];
     } else {  // a word where both its halves are this group's, else the half alone
-      const uint values = min(4u, kWidth - at.y), first = pc.dstBase + at.x;
+      const uint values = min(4u, width - at.y), first = pc.dstBase + at.x;
       for (uint k = 0u; k < values; ++k) {
         const uint b = first + 2u * k, h = floatToHalf(acc[k]);
         if ((b & 2u) == 0u && k + 1u < values) {

@@ -67,13 +67,10 @@ struct uvec4 {
 #define VKDML_SPEC_OUTPUT_SIZE \
   19  // dequantize_rows.comp, embedding_bag.comp: OutputTensor's element size (4: float32, 2:
       // float16); embedding_bag.comp (WEIGHTS): PerSampleWeightsTensor's
-#define VKDML_SPEC_BAG 20  // embedding_bag.comp: VKDML_BAG_* bits, below
-#define VKDML_SPEC_PADDING \
-  21  // embedding_bag.comp: the row whose entries are skipped, or VKDML_NO_PADDING
-#define VKDML_SPEC_WIDTH 22  // embedding_bag.comp: values in a row
-#define VKDML_SPEC_COUNT 23
+#define VKDML_SPEC_COUNT 20
 
-// VKDML_SPEC_BAG's bits.
+// An embedding bag's options (PackedPlan::bag.x): a plan's values, not specialization
+// constants, so that its pipelines serve every padding row, width and option.
 #define VKDML_BAG_MEAN 1u         // divide each sum by its bag's rows
 #define VKDML_BAG_WEIGHTED 2u     // multiply each row by its weight (the scratch's WEIGHT)
 #define VKDML_BAG_FILL 4u         // an entry whose index is out of range is a row of the fill value
@@ -146,6 +143,9 @@ struct PackedPlan {
   uvec4 position[VKDML_DIM_VECS];     // row-major position in IndicesTensor (checked mode)
   uvec4 tupleSize[VKDML_DIM_VECS];    // size of the dimension index component j addresses
   uvec4 tupleStride[VKDML_DIM_VECS];  // indexed-side stride of that dimension
+  // embedding_bag.comp: VKDML_BAG_* bits, the row whose entries are skipped (VKDML_NO_PADDING:
+  // none), the values in a row, and 0
+  uvec4 bag;
 };
 
 // Push constants of every dispatch. Bases are in the kernel's elements (ELEM bytes) from the
@@ -238,7 +238,7 @@ struct ScratchLayout {
 #define VKDML_TIES_BITS 1
 
 #ifdef __cplusplus
-static_assert(sizeof(PackedPlan) % 16 == 0 && sizeof(PackedPlan) == 16 + 9 * 32,
+static_assert(sizeof(PackedPlan) % 16 == 0 && sizeof(PackedPlan) == 16 + 9 * 32 + 16,
               "PackedPlan must keep std140's layout");
 static_assert(sizeof(ScratchLayout) == 32, "ScratchLayout must keep std140's layout");
 // Within Vulkan 1.1's minimum limits, on any device: the uniform buffer's range (16 KiB), and the

@@ -57,10 +57,9 @@ Result ChooseBag(Choice& c, const Pass& pass) {
   spec[VKDML_SPEC_REDUCE] =
       op.bagMode == VKDML_EMBEDDING_BAG_MODE_MAX ? VKDML_REDUCE_MAX : VKDML_REDUCE_ADD;
   spec[VKDML_SPEC_ELEMENT_KIND] = VKDML_KIND_FLOAT;
-  spec[VKDML_SPEC_BAG] =
-      op.bagFlags | (op.outOfRange == VKDML_OUT_OF_RANGE_MODE_FILL ? VKDML_BAG_FILL : 0);
-  spec[VKDML_SPEC_PADDING] = op.padding;
-  spec[VKDML_SPEC_WIDTH] = op.width;
+  c.set.plans[slot].bag = {
+      {op.bagFlags | (op.outOfRange == VKDML_OUT_OF_RANGE_MODE_FILL ? VKDML_BAG_FILL : 0),
+       op.padding, op.width, 0}};
   c.set.wordBindings = true;
   if (pass.kind == Pass::Kind::Bounds) c.set.boundsWords = pass.plan.count;
   if (pass.kind == Pass::Kind::Weights) c.set.weightWords = pass.plan.count;

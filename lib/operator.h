@@ -90,8 +90,9 @@ class OperatorImpl final : public Operator {
   // VKDML_OPERATOR_GATHER_QUANTIZED_ROWS and _SCATTER_: the table's block layout.
   VKDML_QUANTIZED_FORMAT format = VKDML_QUANTIZED_FORMAT(0);
   // VKDML_OPERATOR_EMBEDDING_BAG (bag): its mode and options as the kernel takes them
-  // (interface.h: VKDML_BAG_*, but FILL, which VKDML_OPERATOR_OUT_OF_RANGE sets), its padding
-  // row (VKDML_NO_PADDING: none), a row's values, and IndicesTensor's entries.
+  // (interface.h: VKDML_BAG_* in PackedPlan::bag, but FILL, which VKDML_OPERATOR_OUT_OF_RANGE
+  // sets), its padding row (VKDML_NO_PADDING: none), a row's values, and IndicesTensor's
+  // entries.
   bool bag = false;
   VKDML_EMBEDDING_BAG_MODE bagMode = VKDML_EMBEDDING_BAG_MODE_SUM;
   UINT bagFlags = 0, padding = VKDML_NO_PADDING, width = 0, entries = 0;

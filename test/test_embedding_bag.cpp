@@ -568,6 +568,7 @@ TEST_CASE_METHOD(Fixture, "Embedding bags: bags of hundreds of thousands of entr
 TEST_CASE("Embedding bags: kernel choice", "[kernels][bag]") {
   using vkdml::detail::Capabilities;
   using vkdml::detail::KernelSet;
+  using vkdml::detail::Specialization;
   auto choose = [](const BagCase& c, const Capabilities& caps, KernelSet* set, UINT flags = 0) {
     BagBuilt b;
     Build(c, &b);
@@ -597,8 +598,9 @@ TEST_CASE("Embedding bags: kernel choice", "[kernels][bag]") {
     CHECK(set.steps[1].plain.module == "bag_weights");
     CHECK(set.steps[2].plain.module == std::string("embedding_bag_f32_i32") + w.suffix);
     CHECK(set.plans[set.steps[2].plain.slot].count == 5 * 2);
-    CHECK(set.steps[2].plain.spec[VKDML_SPEC_BAG] == VKDML_BAG_WEIGHTED);
-    CHECK(set.steps[2].plain.spec[VKDML_SPEC_WIDTH] == 6);
+    // The options are the plan's, not the pipeline's (interface.h: PackedPlan::bag).
+    const auto& options = set.plans[set.steps[2].plain.slot].bag;
+    CHECK((options[0] == VKDML_BAG_WEIGHTED && options[1] == VKDML_NO_PADDING && options[2] == 6));
     CHECK(set.steps[2].plain.end == 0xFFFFFFFFu);  // every entry in one dispatch
     CHECK(set.wordBindings);
     CHECK(set.boundsWords == 6);
@@ -612,6 +614,29 @@ TEST_CASE("Embedding bags: kernel choice", "[kernels][bag]") {
       CHECK(deterministic.steps[i].plain.module == set.steps[i].plain.module);
       CHECK(deterministic.steps[i].plain.spec == set.steps[i].plain.spec);
     }
+  }
+  // Another width, padding row and options: the same pipelines (their specialization), so a
+  // model's bags of any shape share them.
+  {
+    BagCase other = c;
+    other.width = 9;
+    other.hasPadding = true;
+    other.padding = 2;
+    other.includeLast = true;
+    other.outOfRange = VKDML_OUT_OF_RANGE_MODE_DROP;
+    KernelSet a, b;
+    REQUIRE(choose(c, gpu, &a).ok());
+    REQUIRE(choose(other, gpu, &b).ok());
+    for (size_t i = 0; i < a.steps.size(); ++i) {
+      CHECK(a.steps[i].plain.module == b.steps[i].plain.module);
+      const bool drop = b.steps[i].plain.spec[VKDML_SPEC_DROP] == 1;  // DROP's own, as any op's
+      Specialization expected = a.steps[i].plain.spec;
+      expected[VKDML_SPEC_DROP] = drop ? 1 : 0;
+      CHECK(b.steps[i].plain.spec == expected);
+    }
+    const auto& options = b.plans[b.steps[2].plain.slot].bag;
+    CHECK((options[0] == (VKDML_BAG_WEIGHTED | VKDML_BAG_LAST_OFFSET) && options[1] == 2 &&
+           options[2] == 9));
   }
   // MAX only compares, and FLOAT16 tables' sums are never denormal: no float arithmetic module.
   gpu.float64 = true;

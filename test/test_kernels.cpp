@@ -113,13 +113,13 @@ KernelSet Choose(OpSpec spec, const Capabilities& device, UINT flags = 0) {
 
 TEST_CASE("Interface: the kernels lay out plans and push constants as C++ does", "[kernels]") {
   const std::vector<size_t> plan = {
-      offsetof(shader::PackedPlan, count),      offsetof(shader::PackedPlan, componentStride),
-      offsetof(shader::PackedPlan, sortedBase), offsetof(shader::PackedPlan, lineLength),
-      offsetof(shader::PackedPlan, sizes),      offsetof(shader::PackedPlan, magic),
-      offsetof(shader::PackedPlan, shift),      offsetof(shader::PackedPlan, direct),
-      offsetof(shader::PackedPlan, indexed),    offsetof(shader::PackedPlan, indices),
-      offsetof(shader::PackedPlan, position),   offsetof(shader::PackedPlan, tupleSize),
-      offsetof(shader::PackedPlan, tupleStride)};
+      offsetof(shader::PackedPlan, count),       offsetof(shader::PackedPlan, componentStride),
+      offsetof(shader::PackedPlan, sortedBase),  offsetof(shader::PackedPlan, lineLength),
+      offsetof(shader::PackedPlan, sizes),       offsetof(shader::PackedPlan, magic),
+      offsetof(shader::PackedPlan, shift),       offsetof(shader::PackedPlan, direct),
+      offsetof(shader::PackedPlan, indexed),     offsetof(shader::PackedPlan, indices),
+      offsetof(shader::PackedPlan, position),    offsetof(shader::PackedPlan, tupleSize),
+      offsetof(shader::PackedPlan, tupleStride), offsetof(shader::PackedPlan, bag)};
   const std::vector<size_t> push = {
       offsetof(shader::Push, plan),      offsetof(shader::Push, srcBase),
       offsetof(shader::Push, indexBase), offsetof(shader::Push, dstBase),

@@ -44,24 +44,26 @@ def case(rng, layout, rows, width):
 @pytest.mark.parametrize("mode", ["sum", "mean", "max"])
 def test_embedding_bag_vs_reference(device, layout, mode):
     rng = np.random.default_rng(zlib.crc32(f"{layout} {mode}".encode()))  # the same every run
+    # One width per layout and one padding row: each width and padding row compiles its own
+    # pipelines (the C++ sweep takes random ones; here the mapping and the modes matter).
+    width = 64 if layout in BLOCK else 7
     for trial in range(2):  # 0: weights (sum), 1: include_last_offset and padding_idx
-        rows, width = int(rng.integers(1, 20)), 32 * int(rng.integers(1, 3))
-        if layout not in BLOCK:
-            width = int(rng.integers(1, 13))
+        rows = int(rng.integers(2, 20))
         table, values, out = case(rng, layout, rows, width)
-        itype = [np.int32, np.int64, np.uint32, np.uint64][2 * trial + (mode == "max")]
+        # Sum and mean (float32 arithmetic, a costly pipeline to build on lavapipe) with one
+        # index type; max with the unsigned ones. The C++ sweep and cli.bag take every pairing.
+        itype = [np.uint32, np.uint64][trial] if mode == "max" else np.int64
         n = int(rng.integers(1, 40))
         lo = -rows - 2 if np.dtype(itype).kind == "i" else 0
         idx = rng.integers(lo, rows + 2, n).astype(itype)  # duplicates, out of range: clamped
         off = random_offsets(rng, n, int(rng.integers(1, 8))).astype(itype)
         last = trial == 1 and len(off) > 1
-        pad = int(rng.integers(-rows, rows)) if trial == 1 else None
+        pad = 1 if trial == 1 else None
         weights = rng.standard_normal(n).astype(out) if mode == "sum" and trial == 0 else None
         got = vkdml.embedding_bag(table, idx, off, mode=mode, per_sample_weights=weights,
                                   include_last_offset=last, padding_idx=pad,
                                   format=layout if layout in BLOCK else None)
-        want = ref_embedding_bag(values, idx, off, mode, weights, last,
-                                 None if pad is None else pad % rows).astype(out)
+        want = ref_embedding_bag(values, idx, off, mode, weights, last, pad).astype(out)
         assert got.dtype == want.dtype and got.shape == want.shape
         assert same_bits(got, want), (trial, got, want)
 
