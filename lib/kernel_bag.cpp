@@ -1,8 +1,9 @@
 // Embedding bags (VKDML_OPERATOR_EMBEDDING_BAG): glsl/embedding_bag.comp's stages, a module per
-// stage, table layout, index size and float arithmetic; the mode, options and sizes are
-// specialization constants. Like the quantized rows' kernels they read and write 32-bit words on
-// every device, so every binding starts on a word (KernelSet::wordBindings), and their bases are
-// bytes (Kernel::unit 1).
+// stage, table layout, index size and float arithmetic; MAX (or the sum's ADD) and the output
+// size are specialization constants, the options, padding row and width the plan's
+// (PackedPlan::bag), so one pipeline serves bags of any shape. Like the quantized rows' kernels
+// they read and write 32-bit words on every device, so every binding starts on a word
+// (KernelSet::wordBindings), and their bases are bytes (Kernel::unit 1).
 #include <algorithm>
 
 #include "kernel_choice.h"
@@ -52,11 +53,13 @@ Result ChooseBag(Choice& c, const Pass& pass) {
       BagModule(pass.kind, table, c.indexSize, ArithSuffix(op.bagMode, table, c.caps)), pass.plan,
       slot, 1);
   Specialization& spec = step.plain.spec;
-  spec[VKDML_SPEC_OUTPUT_SIZE] =
-      pass.kind == Pass::Kind::Weights ? op.inputs[3].elemSize : op.outputs[0].elemSize;
-  spec[VKDML_SPEC_REDUCE] =
-      op.bagMode == VKDML_EMBEDDING_BAG_MODE_MAX ? VKDML_REDUCE_MAX : VKDML_REDUCE_ADD;
-  spec[VKDML_SPEC_ELEMENT_KIND] = VKDML_KIND_FLOAT;
+  if (pass.kind == Pass::Kind::Weights) spec[VKDML_SPEC_OUTPUT_SIZE] = op.inputs[3].elemSize;
+  if (pass.kind == Pass::Kind::Bag) {  // the bounds' pass is the same for every mode
+    spec[VKDML_SPEC_OUTPUT_SIZE] = op.outputs[0].elemSize;
+    spec[VKDML_SPEC_REDUCE] =
+        op.bagMode == VKDML_EMBEDDING_BAG_MODE_MAX ? VKDML_REDUCE_MAX : VKDML_REDUCE_ADD;
+    spec[VKDML_SPEC_ELEMENT_KIND] = VKDML_KIND_FLOAT;
+  }
   c.set.plans[slot].bag = {
       {op.bagFlags | (op.outOfRange == VKDML_OUT_OF_RANGE_MODE_FILL ? VKDML_BAG_FILL : 0),
        op.padding, op.width, 0}};
