@@ -195,27 +195,38 @@ std::string IndexMessage(const std::string& message, size_t D, size_t q, const s
 
 namespace {
 
+// A uint8 table of o.format's blocks, (rows, bytes per row), and (withDType: a gather's) the
+// float dtype its values come out as: "" and its values per row, or the error.
+std::string CheckBlockTable(const OnnxOptions& o, const ArrayRef& table, bool withDType,
+                            uint64_t* values) {
+  if (o.format != "q8_0" && o.format != "q4_0")
+    return "format is '" + o.format + "', expected q8_0 or q4_0";
+  if (withDType && o.dtype != npy::DType::Float32 && o.dtype != npy::DType::Float16)
+    return std::string("dtype is ") + npy::DTypeName(o.dtype) + ", expected float32 or float16";
+  if (table.dtype != npy::DType::UInt8)
+    return table.name + ": dtype is " + npy::DTypeName(table.dtype) +
+           ", expected uint8 (the table's " + o.format + " blocks)";
+  if (table.shape.size() != 2)
+    return table.name + ": rank is " + std::to_string(table.shape.size()) + " (shape " +
+           table.ShapeString() + "), expected 2: (rows, bytes per row)";
+  const uint64_t block = o.format == "q8_0" ? 34 : 18;
+  if (table.shape[1] % block || table.shape[1] == 0)
+    return table.name + ": shape is " + table.ShapeString() + ", expected (rows, a multiple of " +
+           std::to_string(block) + " bytes): whole " + o.format + " blocks of 32 values";
+  *values = table.shape[1] / block * 32;
+  return "";
+}
+
 // dequantize-rows and quantize-rows: the checks of their arrays and options, the output, D and
 // descriptor. `idx` is the indices with a trailing dimension of 1 (DirectML's IndicesTensor).
 std::string MapQuantizedRows(const OnnxOptions& a, const ArrayRef& in, const ArrayRef& idx,
                              const ArrayRef* upd, OnnxMapping* m) {
   const bool scatter = a.op == "quantize-rows";
-  if (a.format != "q8_0" && a.format != "q4_0")
-    return "format is '" + a.format + "', expected q8_0 or q4_0";
-  if (!scatter && a.dtype != npy::DType::Float32 && a.dtype != npy::DType::Float16)
-    return std::string("dtype is ") + npy::DTypeName(a.dtype) + ", expected float32 or float16";
-  if (in.dtype != npy::DType::UInt8)
-    return in.name + ": dtype is " + npy::DTypeName(in.dtype) + ", expected uint8 (the table's " +
-           a.format + " blocks)";
-  if (in.shape.size() != 2)
-    return in.name + ": rank is " + std::to_string(in.shape.size()) + " (shape " +
-           in.ShapeString() + "), expected 2: (rows, bytes per row)";
-  const uint64_t block = a.format == "q8_0" ? 34 : 18;
-  if (in.shape[1] % block || in.shape[1] == 0)
-    return in.name + ": shape is " + in.ShapeString() + ", expected (rows, a multiple of " +
-           std::to_string(block) + " bytes): whole " + a.format + " blocks of 32 values";
+  uint64_t values = 0;
+  const std::string error = CheckBlockTable(a, in, !scatter, &values);
+  if (!error.empty()) return error;
   Shape rows = Slice(idx.shape, 0, idx.shape.size() - 1);
-  rows.push_back(in.shape[1] / block * 32);
+  rows.push_back(values);
   m->D = std::max<size_t>(2, idx.shape.size());
   const auto format =
       a.format == "q8_0" ? VKDML_QUANTIZED_FORMAT_Q8_0 : VKDML_QUANTIZED_FORMAT_Q4_0;
@@ -479,22 +490,14 @@ std::string MapEmbeddingBag(const OnnxOptions& o, const ArrayRef& table, const A
   else if (o.mode != "sum")
     return "mode is '" + o.mode + "', expected sum, mean or max";
   const bool quantized = table.dtype == npy::DType::UInt8;
-  if (table.shape.size() != 2)
+  if (table.shape.size() != 2 && !quantized)
     return table.name + ": rank is " + std::to_string(table.shape.size()) + " (shape " +
-           table.ShapeString() + "), expected 2: (rows, " + (quantized ? "bytes" : "values") +
-           " per row)";
-  uint64_t width = table.shape[1];
+           table.ShapeString() + "), expected 2: (rows, values per row)";
+  uint64_t width = quantized ? 0 : table.shape[1];
   VKDML_QUANTIZED_FORMAT format = VKDML_QUANTIZED_FORMAT(0);
-  if (quantized) {
-    if (o.format != "q8_0" && o.format != "q4_0")
-      return "format is '" + o.format + "', expected q8_0 or q4_0 (the uint8 table's blocks)";
-    if (o.dtype != npy::DType::Float32 && o.dtype != npy::DType::Float16)
-      return std::string("dtype is ") + npy::DTypeName(o.dtype) + ", expected float32 or float16";
-    const uint64_t block = o.format == "q8_0" ? 34 : 18;
-    if (width % block || width == 0)
-      return table.name + ": shape is " + table.ShapeString() + ", expected (rows, a multiple of " +
-             std::to_string(block) + " bytes): whole " + o.format + " blocks of 32 values";
-    width = width / block * 32;
+  if (quantized) {  // blocks, as dequantize-rows' table
+    const std::string error = CheckBlockTable(o, table, true, &width);
+    if (!error.empty()) return error;
     format = o.format == "q8_0" ? VKDML_QUANTIZED_FORMAT_Q8_0 : VKDML_QUANTIZED_FORMAT_Q4_0;
     m->outputDType = o.dtype;
   } else if (table.dtype == npy::DType::Float32 || table.dtype == npy::DType::Float16) {
