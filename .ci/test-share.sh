@@ -1,6 +1,7 @@
 # Sourced by .ci/sanitizers.sh and .ci/swiftshader.sh with the share's size in $share_of: the
 # suite they repeat (lavapipe ran every case first) runs 1 in $share_of of each random sweep's
-# cases (VKDML_TEST_SHARE=r/n, test/test_util.h: SweepRuns), to keep CI within its time. r turns
+# cases (VKDML_TEST_SHARE=r/n, test/test_util.h: SweepRuns) and the CLI tests' long loops a
+# share of their items (test/cli/cli_test.py: share), to keep CI within its time. r turns
 # with the commit (its hash modulo n), so that successive commits cover every case; a share
 # already in the environment is kept. The line it prints replays the same cases.
 if [ -z "${VKDML_TEST_SHARE:-}" ]; then

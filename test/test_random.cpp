@@ -1966,7 +1966,7 @@ void DeterministicRowsCase(UINT rows, UINT width, DML_TENSOR_DATA_TYPE dt, uint6
 // A real tensor past the device's binding range (lavapipe: 128 MiB, so 160 MiB here), gathered
 // from and scattered into through windows; on devices with a range over 1 GiB the hidden
 // "[.gpu-large]" tests do this.
-TEST_CASE_METHOD(Fixture, "Large path: tensors past maxStorageBufferRange", "[large]") {
+TEST_CASE_METHOD(Fixture, "Large path: tensors past maxStorageBufferRange", "[large][big]") {
   const UINT64 range = Dev().Info().maxStorageBufferRange;
   if (range > (UINT64(1) << 30)) {
     // Never on lavapipe (128 MiB), where CI runs it: a wider range there would skip it silently.
@@ -1997,7 +1997,7 @@ TEST_CASE_METHOD(Fixture, "Large path: tensors past maxStorageBufferRange", "[la
 // is wider than 128 MiB (SwiftShader's 1 GiB, NVIDIA's 4 GiB), the tensors would take minutes
 // on the CPU reference: skipped there, never on lavapipe.
 TEST_CASE_METHOD(Fixture, "Large path: a deterministic sort past maxStorageBufferRange",
-                 "[large][reduce]") {
+                 "[large][reduce][big]") {
   const UINT64 range = Dev().Info().maxStorageBufferRange;
   if (range > (UINT64(1) << 27)) {
     CHECK(Dev().Info().driverName.find("llvmpipe") == std::string::npos);

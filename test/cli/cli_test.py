@@ -43,6 +43,22 @@ def check(cond, what):
         print("FAIL:", what)
 
 
+def share(items):
+    """The items a repeated run of the suite takes: with VKDML_TEST_SHARE=r/n (CI's sanitizer and
+    SwiftShader runs, .ci/test-share.sh: lavapipe's run took every item first, and r turns with
+    the commit), those at positions r, r + n, ...; else every one. For the long loops over data
+    types, axes and cases, where each item is a few whole CLI runs."""
+    items = list(items)
+    value = os.environ.get("VKDML_TEST_SHARE", "")
+    if not value:
+        return items
+    m = re.fullmatch(r"(\d+)/(\d+)", value)
+    if not m or not 0 <= int(m[1]) < int(m[2]) <= 64:
+        raise SystemExit(f"VKDML_TEST_SHARE={value}: expected r/n with 0 <= r < n <= 64, e.g. 1/3")
+    r, n = int(m[1]), int(m[2])
+    return items[r::n] or items[r % len(items):][:1]  # never none: each loop runs
+
+
 _features = None
 skips = {}  # the device features whose absence made cases skip, and how many
 
@@ -168,7 +184,7 @@ def group_help():
 
 
 def group_roundtrip():
-    for dt in DATA_TYPES:
+    for dt in share(DATA_TYPES):
         data = sample(dt, (3, 4))
         name = np.dtype(dt).name
         # gather-elements with the identity indices returns the input bit for bit
@@ -188,7 +204,7 @@ def group_roundtrip():
         eidx = np.array([[2, 0, 1, 1], [0, 2, 2, 0]], np.int64)  # (2, 4) into (3, 4), axis 0
         p, got = run_op("scatter-elements", data, eidx, upd)
         expect_ok(f"scatter-elements {name}", p, got, ref_scatter_elements(data, eidx, upd, 0))
-    for it in INDEX_TYPES:
+    for it in share(INDEX_TYPES):
         data = sample(np.float32, (4, 3))
         idx = np.array([[3, 2], [0, 1], [1, 0]], it)
         p, got = run_op("gather-nd", data, idx)
@@ -226,7 +242,7 @@ def group_shapes():
     expect_ok("gather-elements 1-d", p, got, data[[4, 0, 4, 2]])
     # 8-d, and every axis of it, negative axes too
     data8 = sample(np.int32, (2, 1, 3, 2, 1, 2, 3, 2))
-    for axis in range(-8, 8):
+    for axis in share(range(-8, 8)):
         idx8 = np.zeros_like(data8, np.int64)
         idx8[...] = data8.shape[axis] - 1
         p, got = run_op("gather-elements", data8, idx8, extra=["--axis", str(axis)])
@@ -237,7 +253,7 @@ def group_shapes():
     expect_ok("gather-nd 8-d input", p, got, ref_gather_nd(data8, idx))
     # Gather: every axis of the 8-d data with 0-d indices (rank 7), 1-d indices (rank 8), and
     # 2-d indices where the output's rank allows; 0-d data out of 1-d data; Fortran order.
-    for axis in range(-8, 8):
+    for axis in share(range(-8, 8)):
         n = data8.shape[axis]
         for idx in (np.array(n - 1, np.int64), np.array([0, n - 1, -n], np.int32)):
             p, got = run_op("gather", data8, idx, extra=["--axis", str(axis)])
@@ -293,7 +309,7 @@ def group_shapes():
     # ONNX ScatterElements: negative axes, every axis of 8-d data, Fortran order, and indices
     # smaller than the input on non-axis dims (the output outside them is the input's).
     rng = np.random.default_rng(11)
-    for axis in range(-8, 8):
+    for axis in share(range(-8, 8)):
         ishape = list(data8.shape)
         ishape[axis] = 1
         idx8 = unique_indices(rng, ishape, axis % 8, data8.shape[axis], np.int64, negative=True)
@@ -667,7 +683,7 @@ def group_reduce():
     dtypes = [np.float16, np.float32, np.float64, np.int8, np.int16, np.int32, np.int64,
               np.uint8, np.uint16, np.uint32, np.uint64, np.bool_]
     rng = np.random.default_rng(7)
-    for n, dtype in enumerate(dtypes):
+    for n, dtype in share(enumerate(dtypes)):
         for r, red in enumerate(("add", "mul", "max", "min")):
             det = (n + r) % 2 == 0
             extra = ["--reduction", red] + (["--deterministic"] if det else [])
@@ -685,7 +701,7 @@ def group_reduce():
             expect_ok(f"scatter-elements {what}", p, got,
                       ref_scatter_reduce(data, idx, upd, red, axis=1))
     # --include-self false: targets start from the reduction's identity (torch's include_self).
-    for n, dtype in enumerate((np.float32, np.int16, np.uint8, np.float16)):
+    for n, dtype in share(enumerate((np.float32, np.int16, np.uint8, np.float16))):
         for red in ("add", "mul", "max", "min"):
             data = reduce_values(dtype, (5, 3), red, False, n)
             idx = rng.integers(-5, 5, (6, 1)).astype(np.int64)
@@ -696,7 +712,8 @@ def group_reduce():
                       ref_scatter_reduce(data, idx, upd, red, include_self=False))
     # --reduction mean: the sum divided once (floats rounded once, integers toward -infinity),
     # with the input (and without: --include-self false).
-    for n, dtype in enumerate((np.float16, np.float32, np.float64, np.int8, np.int64, np.uint16)):
+    for n, dtype in share(enumerate((np.float16, np.float32, np.float64, np.int8, np.int64,
+                                     np.uint16))):
         for det in (True, False):
             for self_ in ("true", "false"):
                 data = reduce_values(dtype, (5, 3), "mean", not det, n)
@@ -977,8 +994,13 @@ def group_bench():
     names = [line.split()[0] for line in p.stdout.splitlines() if line.strip()]
     check(p.returncode == 0 and "rows-f32" in names and "latency" in names,
           f"bench --list: {p.stdout!r}")
+    # The cases a plain `vkdml bench` runs (not the diagnostics), or a share of them.
+    default = [line.split()[0] for line in p.stdout.splitlines()
+               if line.strip() and "(diagnostic" not in line]
+    chosen = share(default)
+    named = ["--case", ",".join(chosen)] if chosen != default else []
     p = vkdml("bench", "--size", "small", "--runs", "3", "--warmup", "1", "--latency-calls",
-              "200", "--json", "--no-progress")
+              "200", "--json", "--no-progress", *named)
     check(p.returncode == 0, f"bench --size small: exit {p.returncode}, stderr {p.stderr!r}")
     rows = [json.loads(line) for line in p.stdout.splitlines() if line.strip()]
     fields = ["case", "op", "dtype", "index_dtype", "input_shape", "indices_shape",
@@ -988,7 +1010,8 @@ def group_bench():
               "elements-axis1-i32idx", "elements-axis1-f16", "scatter-rows-f32",
               "scatter-rows-inplace", "scatter-elements-axis1-f32", "latency-run",
               "latency-replay"):
-        check(c in cases, f"bench: no row for {c}")
+        if c.split("-")[0] in chosen or c in chosen:
+            check(c in cases, f"bench: no row for {c}")
     for r in rows:
         if "skipped" in r:  # refused by the device: only for a feature it lacks
             check(refused_for_lack(r["skipped"]),
