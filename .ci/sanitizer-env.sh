@@ -7,3 +7,6 @@ export ASAN_OPTIONS="detect_leaks=1:check_initialization_order=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export LSAN_OPTIONS="suppressions=$PWD/.ci/lsan.supp:print_suppressions=0"
 export LD_PRELOAD="$PWD/$dir/test/libvkdml_keep_vulkan_loaded.so"
+# A rerun on lavapipe for vkdml's host code: its pipelines compile without LLVM's optimization
+# passes (test/CMakeLists.txt: --fast-compile).
+export GALLIVM_PERF=nopt

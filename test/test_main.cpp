@@ -21,10 +21,17 @@ int main(int argc, char** argv) {
 #endif
   Catch::Session session;
   using namespace Catch::clara;
-  session.cli(session.cli() | Opt(vt::ArgShare(), "r/n")["--share"](
-                                  "run the cases of each random sweep whose number hashes to r "
-                                  "modulo n (test_util.h: SweepRuns)"));
+  bool fastCompile = false;
+  session.cli(session.cli() |
+              Opt(vt::ArgShare(),
+                  "r/n")["--share"]("run the cases of each random sweep whose number hashes to r "
+                                    "modulo n (test_util.h: SweepRuns)") |
+              Opt(fastCompile)["--fast-compile"](
+                  "lavapipe compiles pipelines without LLVM's optimization passes "
+                  "(GALLIVM_PERF=nopt, unless set): for the reruns, whose point is vkdml's "
+                  "layouts, limits and large path, not lavapipe's code"));
   int failed = session.applyCommandLine(argc, argv);
+  if (fastCompile) setenv("GALLIVM_PERF", "nopt", 0);  // before any Vulkan call
   if (failed == 0 && !vt::ArgShare().empty()) {
     try {
       vt::InShare("--share ", vt::ArgShare().c_str(), 0, 0);  // malformed: fail now, not later

@@ -11,6 +11,20 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import vkdml  # noqa: E402
 
 
+def pytest_collection_modifyitems(config, items):
+    """VKDML_TEST_SHARE=r/n (a rerun of the suite: python.min_limits, test/CMakeLists.txt): the
+    tests at positions r, r + n, ... of the collection; the first run took every one."""
+    share = os.environ.get("VKDML_TEST_SHARE", "")
+    if not share:
+        return
+    r, _, n = share.partition("/")
+    if not (r.isdigit() and n.isdigit() and 0 <= int(r) < int(n) <= 64):
+        raise pytest.UsageError(f"VKDML_TEST_SHARE={share}: expected r/n with 0 <= r < n <= 64")
+    keep = items[int(r)::int(n)]
+    config.hook.pytest_deselected(items=[i for i in items if i not in keep])
+    items[:] = keep
+
+
 @pytest.fixture(scope="session")
 def device():
     d = vkdml.Device(validation=True)
