@@ -15,6 +15,8 @@ using vkdml::UINT;
 // Cases
 
 std::vector<uint32_t> Spec::Output() const {
+  if (kind == OpKind::GatherQuantized) return {indices[0], width};
+  if (kind == OpKind::EmbeddingBag) return {static_cast<uint32_t>(Bags()), width};
   if (kind == OpKind::GatherElements) return indices;
   if (IsScatter()) return input;
   std::vector<uint32_t> out(indices.begin(), indices.end() - 1);
@@ -37,8 +39,23 @@ const char* Spec::OpName() const {
       return "ScatterND";
     case OpKind::ScatterElements:
       return "ScatterElements";
+    case OpKind::GatherQuantized:
+      return "GatherQuantizedRows";
+    case OpKind::ScatterQuantized:
+      return "ScatterQuantizedRows";
+    case OpKind::EmbeddingBag:
+      return "EmbeddingBag";
   }
   return "?";
+}
+
+vkdml::DML_TENSOR_DATA_TYPE Spec::InputType() const {
+  const bool table = kind == OpKind::GatherQuantized || kind == OpKind::ScatterQuantized;
+  return table ? vkdml::DML_TENSOR_DATA_TYPE_UINT8 : dtype;
+}
+
+vkdml::DML_TENSOR_DATA_TYPE Spec::OutputType() const {
+  return kind == OpKind::ScatterQuantized ? vkdml::DML_TENSOR_DATA_TYPE_UINT8 : dtype;
 }
 
 std::string TypeName(vkdml::DML_TENSOR_DATA_TYPE t) {
@@ -62,6 +79,11 @@ float HalfToFloat(uint16_t h) {
   const float magnitude = exponent == 0 ? std::ldexp(float(mantissa), -24)
                                         : std::ldexp(float(mantissa | 0x400u), int(exponent) - 25);
   return sign ? -magnitude : magnitude;
+}
+
+// A block's bytes in a quantized table (dml.h: VKDML_QUANTIZED_FORMAT).
+uint32_t BlockBytes(vkdml::VKDML_QUANTIZED_FORMAT f) {
+  return f == vkdml::VKDML_QUANTIZED_FORMAT_Q8_0 ? 34 : 18;
 }
 
 Spec MakeSpec(const char* name, OpKind kind, vkdml::DML_TENSOR_DATA_TYPE dtype,
@@ -206,6 +228,48 @@ std::vector<Spec> MakeSpecs(bool small) {
     r->peer += " (torch.use_deterministic_algorithms(True))";
     add(*r);
   }
+  // vkdml's own operators (issue 27). Rows of a 32000 x 4096 table in ggml's Q4_0 and Q8_0
+  // blocks, 8192 of them gathered to float32, and 8192 float32 rows quantized into the Q8_0 one
+  // in place (unique rows: ggml's set_rows into a KV cache).
+  const uint32_t vocab = small ? 500 : 32000, qpicks = small ? 128 : 8192, qwidth = 4096;
+  auto quantized = [&](const char* name, OpKind kind, vkdml::VKDML_QUANTIZED_FORMAT f) {
+    Spec q = MakeSpec(name, kind, f32, i64, {vocab, qwidth / 32 * BlockBytes(f)}, {qpicks, 1});
+    q.format = f;
+    q.width = qwidth;
+    return q;
+  };
+  Spec q4 = quantized("q4_0-rows", OpKind::GatherQuantized, vkdml::VKDML_QUANTIZED_FORMAT_Q4_0);
+  q4.peer = "x.index_select(0, i), unpacked and scaled";
+  add(q4);
+  Spec q8 = quantized("q8_0-rows", OpKind::GatherQuantized, vkdml::VKDML_QUANTIZED_FORMAT_Q8_0);
+  q8.peer = q4.peer;
+  add(q8);
+  Spec q8s =
+      quantized("q8_0-quantize-rows", OpKind::ScatterQuantized, vkdml::VKDML_QUANTIZED_FORMAT_Q8_0);
+  q8s.updates = {qpicks, qwidth};
+  q8s.uniqueRows = true;
+  q8s.inPlace = true;
+  q8s.peer = "x.index_copy_(0, i, u quantized and packed)";
+  add(q8s);
+  // Embedding bags over a 1,000,000 x 128 float32 table, 65,536 bags of 20 random rows: sum
+  // and mean, each again deterministic (the same kernels: vkdml's bags are always in order).
+  const uint32_t bagRows = small ? 15625 : 1000000, bags = small ? 1024 : 65536;
+  Spec bagSum =
+      MakeSpec("bag-sum-f32", OpKind::EmbeddingBag, f32, i64, {bagRows, 128}, {bags * 20});
+  bagSum.width = 128;
+  bagSum.bagSize = 20;
+  bagSum.peer = "F.embedding_bag(i, x, offsets, mode=\"sum\")";
+  Spec bagMean = bagSum;
+  bagMean.name = "bag-mean-f32";
+  bagMean.bagMode = vkdml::VKDML_EMBEDDING_BAG_MODE_MEAN;
+  bagMean.peer = "F.embedding_bag(i, x, offsets, mode=\"mean\")";
+  for (Spec* r : {&bagSum, &bagMean}) {
+    add(*r);
+    r->name += "-det";
+    r->deterministic = true;
+    r->peer += " (torch.use_deterministic_algorithms(True))";
+    add(*r);
+  }
   Spec lat = MakeSpec("latency", OpKind::GatherElements, f32, i64, {64, 64}, {64, 64});
   lat.axis = 1;
   lat.latency = true;
@@ -253,10 +317,33 @@ OpDesc::OpDesc(const Spec& s) {
     t.buffer.GuaranteedBaseOffsetAlignment = 0;
     t.desc = {vkdml::DML_TENSOR_TYPE_BUFFER, &t.buffer};
   };
-  set(input, s.dtype, s.input);
+  set(input, s.InputType(), s.input);
   set(indices, s.itype, s.indices);
-  set(output, s.dtype, out);
+  set(output, s.OutputType(), out);
   switch (s.kind) {
+    case OpKind::GatherQuantized:
+      gqr = {&input.desc, &indices.desc, &output.desc, s.format};
+      op = {vkdml::VKDML_OPERATOR_GATHER_QUANTIZED_ROWS, &gqr};
+      break;
+    case OpKind::ScatterQuantized:
+      set(updates, s.dtype, s.updates);
+      sqr = {&input.desc, &indices.desc, &updates.desc, &output.desc, s.format};
+      op = {vkdml::VKDML_OPERATOR_SCATTER_QUANTIZED_ROWS, &sqr};
+      break;
+    case OpKind::EmbeddingBag:
+      set(offsets, s.itype, {static_cast<uint32_t>(s.Bags())});
+      bag = {&input.desc,
+             &indices.desc,
+             &offsets.desc,
+             nullptr,
+             &output.desc,
+             s.bagMode,
+             vkdml::VKDML_QUANTIZED_FORMAT(0),
+             false,
+             false,
+             0};
+      op = {vkdml::VKDML_OPERATOR_EMBEDDING_BAG, &bag};
+      break;
     case OpKind::GatherND:
       gnd = {&input.desc, &indices.desc, &output.desc, static_cast<UINT>(s.input.size()),
              static_cast<UINT>(s.indices.size())};
@@ -359,6 +446,21 @@ void FillData(Bytes& b, size_t elemSize, uint64_t seed) {
 
 namespace {
 
+// A quantized table: random quants, each block's float16 scale in +-[1, 2) (finite: an infinite
+// or NaN one gives NaN bits the operators leave unspecified).
+void FillTable(Bytes& b, vkdml::VKDML_QUANTIZED_FORMAT f, uint64_t seed) {
+  Rng rng(seed);
+  for (size_t at = 0; at < b.n; at += 8) {
+    const uint64_t r = rng.Next();
+    std::memcpy(b.data() + at, &r, std::min<size_t>(8, b.n - at));
+  }
+  for (size_t at = 0; at + 2 <= b.n; at += BlockBytes(f)) {
+    const uint64_t r = rng.Next();
+    const uint16_t d = static_cast<uint16_t>(0x3C00u | (r & 0x3FFu) | ((r >> 63) << 15));
+    std::memcpy(b.data() + at, &d, 2);
+  }
+}
+
 bool IsSigned(vkdml::DML_TENSOR_DATA_TYPE t) {
   return t == vkdml::DML_TENSOR_DATA_TYPE_INT32 || t == vkdml::DML_TENSOR_DATA_TYPE_INT64;
 }
@@ -452,10 +554,18 @@ void MakeHostData(const Spec& s, const OpDesc& d, HostData* h, uint64_t seed) {
   h->input.Allocate(d.input.buffer.TotalTensorSizeInBytes);
   if (integers)
     FillIntegers(h->input, es, seed * 3 + 1);
+  else if (s.format)  // (each row whole blocks: the blocks run on across rows)
+    FillTable(h->input, s.format, seed * 3 + 1);
   else
     FillData(h->input, es, seed * 3 + 1);
   h->indices.Allocate(Product(s.indices) * vkdml::DataTypeSize(s.itype));
-  if (s.uniqueRows) {
+  if (s.kind == OpKind::EmbeddingBag) {  // random rows; bags of bagSize entries
+    FillIndices(h->indices, s.itype, {s.input[0]}, seed * 3 + 2);
+    const size_t is = vkdml::DataTypeSize(s.itype);
+    h->offsets.Allocate(d.offsets.buffer.TotalTensorSizeInBytes);
+    for (uint64_t b = 0; b < s.Bags(); ++b)
+      StoreIndex(h->offsets.data() + b * is, is, static_cast<int64_t>(b * s.bagSize));
+  } else if (s.uniqueRows) {
     FillUniqueIndices(h->indices, s.itype, s.input[0], seed * 3 + 2);
   } else if (s.kind == OpKind::GatherElements || s.kind == OpKind::ScatterElements) {
     // Plain random along the axis: for ScatterElements, duplicate targets within a line.
@@ -644,6 +754,9 @@ struct Reference {
         return h.updates.data() + (static_cast<uint64_t>(row) * slice + o % slice) * es;
       }
       case OpKind::ScatterElements:  // Allowed()
+      case OpKind::GatherQuantized:  // VerifyOwn
+      case OpKind::ScatterQuantized:
+      case OpKind::EmbeddingBag:
         break;
     }
     return nullptr;
@@ -674,8 +787,136 @@ std::vector<uint64_t> SamplePositions(const Spec& s, const Reference& ref) {
 
 }  // namespace
 
+namespace {
+
+// The float16 nearest to f, ties to even (the quantizers' stored scale).
+uint16_t FloatToHalf(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
+  x &= 0x7FFFFFFFu;
+  if (x > 0x7F800000u) return sign | 0x7E00u;   // NaN
+  if (x >= 0x477FF000u) return sign | 0x7C00u;  // 65520 and above: infinity
+  if (x < 0x38800000u) {                        // below 2^-14: f * 2^24, rounded, is the half
+    float a;
+    std::memcpy(&a, &x, 4);
+    return static_cast<uint16_t>(sign |
+                                 static_cast<uint16_t>(std::nearbyint(double(a) * 16777216.0)));
+  }
+  uint32_t h = ((x >> 23) - 112) << 10 | (x & 0x7FFFFFu) >> 13;
+  const uint32_t rest = x & 0x1FFFu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1))) ++h;  // a carry moves into the exponent
+  return static_cast<uint16_t>(sign | h);
+}
+
+// Value v of a table block: d * q in float32 (VKDML_QUANTIZED_FORMAT).
+float BlockValue(vkdml::VKDML_QUANTIZED_FORMAT f, const uint8_t* block, uint32_t v) {
+  const float d = HalfToFloat(static_cast<uint16_t>(block[0] | block[1] << 8));
+  int q;
+  if (f == vkdml::VKDML_QUANTIZED_FORMAT_Q8_0)
+    q = static_cast<int8_t>(block[2 + v]);
+  else
+    q = (v < 16 ? block[2 + v] & 15 : block[2 + v - 16] >> 4) - 8;
+  return d * static_cast<float>(q);
+}
+
+// 32 values quantized as ggml's reference quantizers do (dml.h:
+// VKDML_SCATTER_QUANTIZED_ROWS_OPERATOR_DESC), into `block`.
+void QuantizeBlock(vkdml::VKDML_QUANTIZED_FORMAT f, const float* x, uint8_t* block) {
+  float amax = 0, max = 0;
+  for (int j = 0; j < 32; ++j)
+    if (amax < std::fabs(x[j])) {
+      amax = std::fabs(x[j]);
+      max = x[j];
+    }
+  const bool q8 = f == vkdml::VKDML_QUANTIZED_FORMAT_Q8_0;
+  const float d = q8 ? amax / 127 : max / -8, id = d != 0 ? 1 / d : 0;
+  const uint16_t half = FloatToHalf(d);
+  std::memcpy(block, &half, 2);
+  if (q8) {
+    for (int j = 0; j < 32; ++j)
+      block[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(std::round(x[j] * id)));
+    return;
+  }
+  auto quant = [&](int j) {
+    return static_cast<uint8_t>(
+        std::min(15, static_cast<int>(static_cast<int8_t>(x[j] * id + 8.5f))));
+  };
+  for (int j = 0; j < 16; ++j) block[2 + j] = static_cast<uint8_t>(quant(j) | quant(j + 16) << 4);
+}
+
+uint32_t Bits(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  return b;
+}
+
+// vkdml's own operators (float32 values): 20000 random output elements (quantizing scatters:
+// table bytes, half of them in rows the updates write) against the definitions in dml.h.
+uint64_t VerifyOwn(const Spec& s, const HostData& h, const uint8_t* out, uint64_t* checked,
+                   std::string* first) {
+  const uint64_t rows = s.input[0], rowBytes = s.input[1], total = Product(s.Output());
+  const uint64_t samples = std::min<uint64_t>(20000, total);
+  Rng rng(12345);
+  std::vector<int64_t> owner;  // ScatterQuantized: row -> the update row written there
+  if (s.kind == OpKind::ScatterQuantized) {
+    owner.assign(rows, -1);
+    for (uint64_t i = 0; i < s.indices[0]; ++i)
+      owner[LoadIndex(h.indices.data(), s.itype, i, rows)] = static_cast<int64_t>(i);
+  }
+  uint64_t bad = 0;
+  for (uint64_t n = 0; n < samples; ++n) {
+    uint64_t o = samples == total ? n : rng.Below(total);
+    uint32_t want = 0, got = 0;
+    if (s.kind == OpKind::GatherQuantized) {
+      const uint64_t r = LoadIndex(h.indices.data(), s.itype, o / s.width, rows), e = o % s.width;
+      want =
+          Bits(BlockValue(s.format, h.input.data() + r * rowBytes + e / 32 * BlockBytes(s.format),
+                          static_cast<uint32_t>(e % 32)));
+      std::memcpy(&got, out + o * 4, 4);
+    } else if (s.kind == OpKind::ScatterQuantized) {
+      if (n % 2)  // a byte of a written row
+        o = LoadIndex(h.indices.data(), s.itype, rng.Below(s.indices[0]), rows) * rowBytes +
+            rng.Below(rowBytes);
+      const int64_t u = owner[o / rowBytes];
+      want = h.input.data()[o];
+      if (u >= 0) {
+        const uint64_t block = o % rowBytes / BlockBytes(s.format);
+        float x[32];
+        std::memcpy(x, h.updates.data() + (static_cast<uint64_t>(u) * s.width + block * 32) * 4,
+                    sizeof x);
+        uint8_t q[34];
+        QuantizeBlock(s.format, x, q);
+        want = q[o % rowBytes % BlockBytes(s.format)];
+      }
+      got = out[o];
+    } else {  // EmbeddingBag: the bag's rows in entry order, from 0
+      const uint64_t b = o / s.width, c = o % s.width;
+      float sum = 0, x;
+      for (uint64_t e = b * s.bagSize; e < (b + 1) * s.bagSize; ++e) {
+        const uint64_t r = LoadIndex(h.indices.data(), s.itype, e, rows);
+        std::memcpy(&x, h.input.data() + (r * s.width + c) * 4, 4);
+        sum = sum + x;
+      }
+      if (s.bagMode == vkdml::VKDML_EMBEDDING_BAG_MODE_MEAN)
+        sum = sum / static_cast<float>(s.bagSize);
+      want = Bits(sum);
+      std::memcpy(&got, out + o * 4, 4);
+    }
+    if (got != want && !bad++)
+      *first = Format("output element %" PRIu64 " is 0x%x, expected 0x%x", o, got, want);
+  }
+  *checked = samples;
+  return bad;
+}
+
+}  // namespace
+
 uint64_t Verify(const Spec& s, const HostData& h, const uint8_t* out, uint64_t* checked,
                 std::string* first) {
+  if (s.kind == OpKind::GatherQuantized || s.kind == OpKind::ScatterQuantized ||
+      s.kind == OpKind::EmbeddingBag)
+    return VerifyOwn(s, h, out, checked, first);
   Reference ref(s, h);
   size_t es = vkdml::DataTypeSize(s.dtype);
   std::vector<uint64_t> pos = SamplePositions(s, ref);
@@ -729,6 +970,14 @@ double MinBytes(const Spec& s, const HostData& h) {
   double es = vkdml::DataTypeSize(s.dtype), is = vkdml::DataTypeSize(s.itype);
   double idx = static_cast<double>(Product(s.indices)) * is;
   double out = static_cast<double>(Product(s.Output())) * es;
+  // vkdml's own: the table rows read (quantized: their blocks) or written, the indices, offsets,
+  // updates and output.
+  const double tableRow = static_cast<double>(s.format ? s.input[1] : s.width * es);
+  if (s.kind == OpKind::GatherQuantized) return idx + s.indices[0] * tableRow + out;
+  if (s.kind == OpKind::ScatterQuantized)
+    return idx + static_cast<double>(Product(s.updates)) * es + s.indices[0] * tableRow;
+  if (s.kind == OpKind::EmbeddingBag)
+    return idx + static_cast<double>(s.Bags()) * is + s.indices[0] * tableRow + out;
   if (!s.IsScatter()) return idx + 2 * out;  // indices + elements read + output
   double upd = static_cast<double>(Product(s.updates)) * es;
   if (!s.inPlace)  // input read + output written + indices + updates read

@@ -13,7 +13,15 @@
 
 namespace bench {
 
-enum class OpKind { GatherND, GatherElements, ScatterND, ScatterElements };
+enum class OpKind {
+  GatherND,
+  GatherElements,
+  ScatterND,
+  ScatterElements,
+  GatherQuantized,   // VKDML_OPERATOR_GATHER_QUANTIZED_ROWS
+  ScatterQuantized,  // VKDML_OPERATOR_SCATTER_QUANTIZED_ROWS, in place
+  EmbeddingBag,      // VKDML_OPERATOR_EMBEDDING_BAG
+};
 
 struct Spec {
   std::string name;
@@ -33,10 +41,26 @@ struct Spec {
   // Wrapped in VKDML_OPERATOR_OUT_OF_RANGE (FILL or DROP; the indices stay in range, so the
   // output is the clamp case's and the time is the mode's own cost).
   vkdml::VKDML_OUT_OF_RANGE_MODE outOfRange = vkdml::VKDML_OUT_OF_RANGE_MODE_CLAMP;
+  // Quantized tables (GatherQuantized, ScatterQuantized): input is the UINT8 table {rows, bytes
+  // per row} of `format`'s blocks, `width` values a row; dtype is the values' type (float32).
+  vkdml::VKDML_QUANTIZED_FORMAT format = vkdml::VKDML_QUANTIZED_FORMAT(0);
+  uint32_t width = 0;
+  // EmbeddingBag: input {rows, width} of dtype, indices {entries}, bags of `bagSize` entries
+  // each (offsets 0, bagSize, ...).
+  vkdml::VKDML_EMBEDDING_BAG_MODE bagMode = vkdml::VKDML_EMBEDDING_BAG_MODE_SUM;
+  uint32_t bagSize = 0;
   std::string peer;
 
   std::vector<uint32_t> Output() const;
-  bool IsScatter() const { return kind == OpKind::ScatterND || kind == OpKind::ScatterElements; }
+  bool IsScatter() const {
+    return kind == OpKind::ScatterND || kind == OpKind::ScatterElements ||
+           kind == OpKind::ScatterQuantized;
+  }
+  // The UINT8 table's type for quantized gathers and scatters, else dtype.
+  vkdml::DML_TENSOR_DATA_TYPE InputType() const;
+  // The output's: the table's for a quantizing scatter, else dtype.
+  vkdml::DML_TENSOR_DATA_TYPE OutputType() const;
+  uint64_t Bags() const { return bagSize ? indices[0] / bagSize : 0; }
   const char* OpName() const;
   const char* ReduceName() const;  // ONNX's names: none, add, mul, max, min
 };
@@ -55,13 +79,16 @@ struct OpDesc {
     vkdml::DML_BUFFER_TENSOR_DESC buffer{};
     vkdml::DML_TENSOR_DESC desc{};
   };
-  Tensor input, indices, updates, output;
+  Tensor input, indices, updates, offsets, output;
   vkdml::DML_GATHER_ND_OPERATOR_DESC gnd{};
   vkdml::DML_GATHER_ELEMENTS_OPERATOR_DESC ge{};
   vkdml::DML_SCATTER_ND_OPERATOR_DESC snd{};
   vkdml::DML_SCATTER_OPERATOR_DESC se{};
   vkdml::VKDML_SCATTER_ND_REDUCE_OPERATOR_DESC sndr{};
   vkdml::VKDML_SCATTER_ELEMENTS_REDUCE_OPERATOR_DESC ser{};
+  vkdml::VKDML_GATHER_QUANTIZED_ROWS_OPERATOR_DESC gqr{};
+  vkdml::VKDML_SCATTER_QUANTIZED_ROWS_OPERATOR_DESC sqr{};
+  vkdml::VKDML_EMBEDDING_BAG_OPERATOR_DESC bag{};
   vkdml::DML_OPERATOR_DESC inner{};  // op's operator where op wraps it (Spec::outOfRange)
   vkdml::VKDML_OUT_OF_RANGE_OPERATOR_DESC outOfRange{};
   vkdml::DML_OPERATOR_DESC op{};
@@ -73,7 +100,7 @@ struct OpDesc {
 
 // Host copies of a case's inputs (random, never zeros).
 struct HostData {
-  Bytes input, indices, updates;
+  Bytes input, indices, updates, offsets;  // offsets: EmbeddingBag
   uint64_t targets = 0;  // ScatterElements: distinct output elements that some update targets
 };
 

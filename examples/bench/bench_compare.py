@@ -11,6 +11,10 @@ same byte count, timed in the same run.
   python3 examples/bench/bench_compare.py --size full                             # GPU machine, CUDA
   /usr/bin/python3 examples/bench/bench_compare.py --size small --torch-device cpu --threads 2  # lavapipe
 
+`--ggml EXE` also runs ggml's Vulkan get_rows/set_rows (bench_ggml from ../shared/peers/ggml, staged
+as its README.txt says) on the cases it has, same table, rows and card, case by case after torch,
+and adds its time by ggml's GPU timestamps (--gpu-ts) and ggml ms / vkdml ms to the table.
+
 `--baseline EXE` also runs another vkdml build on every case, beside the one measured (the two
 alternate which goes first from round to round), and adds its time and new / baseline to the
 table: a before-and-after comparison taken in one run, as the project's speed reports require.
@@ -33,6 +37,28 @@ def find_vkdml():
     root = os.path.dirname(os.path.dirname(HERE))  # examples/bench -> the project root
     found = sorted(glob.glob(os.path.join(root, "build*", "examples", "vkdml")), key=os.path.getmtime)
     return found[-1] if found else "vkdml"
+
+
+# vkdml bench's cases that bench_ggml has: its case name.
+GGML_CASES = {"q4_0-rows": "rows-q4_0", "q8_0-rows": "rows-q8_0",
+              "q8_0-quantize-rows": "scatter-rows-q8_0"}
+
+
+def run_ggml(exe, spec, runs, warmup):
+    """bench_ggml on the ggml counterpart of one vkdml bench case (the same table, rows and
+    columns), one op a graph, timed by ggml's GPU timestamps: its JSON row, or one with "error"."""
+    rows, picks = spec["input_shape"][0], spec["indices_shape"][0]
+    cmd = [exe, "--case", GGML_CASES[spec["case"]], "--gpu-ts", "--chain", "0", "--rows",
+           str(rows), "--nidx", str(picks), "--cols", str(spec["width"]), "--iters", str(runs),
+           "--warmup", str(warmup)]
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
+    found = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    if not found:
+        return {"error": f"{shlex.join(cmd)}: exit {proc.returncode}, no result"}
+    r = found[0]
+    r["median_ms"] = r.get("gpu_ms") or r.get("ms")
+    r["timing"] = "gpu-timestamps" if r.get("gpu_ms") else "host"
+    return r
 
 
 def fmt(v, spec):
@@ -62,6 +88,8 @@ def main():
                    help="repeat the case sequence; each side keeps its fastest median per case")
     p.add_argument("--baseline", default=None,
                    help="another vkdml executable to time beside it, case by case")
+    p.add_argument("--ggml", default=None,
+                   help="bench_ggml (../shared/peers/ggml): ggml's Vulkan peer where it has the case")
     args = p.parse_args()
     cases = bench_torch.case_list(args)
     exe = args.vkdml or find_vkdml()
@@ -86,7 +114,8 @@ def main():
         rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
         return rows, proc.returncode == 0, cmd
 
-    vk, base, torch_rows, failed = {}, {}, {}, False
+    vk, base, torch_rows, ggml_rows, failed = {}, {}, {}, {}, False
+    spec_of = {c["case"]: c for c in bench_torch.specs(args.size == "small")}
     for rnd in range(args.rounds):
         for case in order:
             sides = [(exe, vk, "vkdml")]
@@ -103,6 +132,10 @@ def main():
                     sys.exit(f"bench_compare: {shlex.join(cmd)} printed no results")
                 for r in rows:
                     keep_fastest(vk, r)
+            if args.ggml and case in GGML_CASES:
+                print(f"[round {rnd + 1}/{args.rounds}] ggml {case}", file=sys.stderr, flush=True)
+                keep_fastest(ggml_rows, dict(run_ggml(args.ggml, spec_of[case], args.runs,
+                                                      args.warmup), case=case))
             if args.skip_torch:
                 continue
             peer_cases = [case] + (["latency-host"] if case == "latency" else [])
@@ -110,6 +143,7 @@ def main():
                                      args.threads, args.runs, args.warmup, args.latency_calls,
                                      progress=False):
                 keep_fastest(torch_rows, r)
+    failed |= any(r.get("error") or r.get("verified") is False for r in ggml_rows.values())
     vk, torch_rows = list(vk.values()), list(torch_rows.values())
     peers = {r["case"]: r for r in torch_rows}
 
@@ -124,10 +158,12 @@ def main():
                                 + [os.path.relpath(sys.argv[0])] + sys.argv[1:]) + "`",
         "",
         "| case | vkdml ms | torch ms | ratio | vkdml GB/s | copy GB/s | % of copy |"
-        + (" baseline ms | new / baseline |" if args.baseline else ""),
+        + (" baseline ms | new / baseline |" if args.baseline else "")
+        + (" ggml ms | ggml / vkdml |" if args.ggml else ""),
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"
-        + (" ---: | ---: |" if args.baseline else ""),
+        + (" ---: | ---: |" if args.baseline else "") + (" ---: | ---: |" if args.ggml else ""),
     ]
+    extra_cells = (" | |" if args.baseline else "") + (" | |" if args.ggml else "")
     if args.baseline:
         lines.insert(2, f"Baseline: `{args.baseline}`, timed beside it case by case.")
         lines.insert(3, "")
@@ -138,13 +174,22 @@ def main():
         b = base.get(name, {}).get("median_ms")
         return f" {fmt(b, '.4f')} | {fmt(vms / b if b and vms else None, '.3f')} |"
 
+    def ggml_cells(name, vms):
+        if not args.ggml:
+            return ""
+        g = ggml_rows.get(name, {})
+        if g.get("error") or g.get("verified") is False:
+            return f" ERROR: {g.get('error') or 'not verified'} | |"
+        gms = g.get("median_ms")
+        return f" {fmt(gms, '.4f')} | {fmt(gms / vms if gms and vms else None, '.2f')} |"
+
     for r in vk:
         name = r["case"]
         peer = peers.get("latency" if name.startswith("latency") else name, {})
         if r.get("error") or r.get("skipped"):
             why = r.get("error") or r.get("skipped")
             lines.append(f"| {name} | {'skipped' if r.get('skipped') else 'ERROR'}: {why} "
-                         "| | | | | |" + (" | |" if args.baseline else ""))
+                         "| | | | | |" + extra_cells)
             continue
         if r.get("mismatches"):
             name += f" (**{r['mismatches']} MISMATCHES**)"
@@ -157,17 +202,20 @@ def main():
                      f"{fmt(ratio, '.2f')} | {fmt(r.get('gbps'), '.1f')} | "
                      f"{fmt(r.get('copy_gbps'), '.1f')} | "
                      f"{'-' if pct is None else format(pct, '.1f') + '%'} |"
-                     + baseline_cells(r["case"], vms))
+                     + baseline_cells(r["case"], vms) + ggml_cells(r["case"], vms))
         host = peers.get("latency-host", {}).get("median_ms")
         if r["case"] == "latency-run" and host:  # Device::Run moves host data in and out too
             lines.append(f"| latency-run vs torch from/to host | {fmt(vms, '.4f')} | "
                          f"{fmt(host, '.4f')} | {fmt(host / vms, '.2f')} | | | - |"
-                         + (" | |" if args.baseline else ""))
+                         + extra_cells)
     lines.append("")
     lines.append("ratio = torch ms / vkdml ms (above 1: vkdml faster). GB/s = minimum bytes "
                  "(examples/bench/BENCH.md) / median time. Latency rows: host time per call "
                  "(latency-run: Device::Run; latency-replay: one pre-recorded command buffer, "
                  "submit + wait), against torch.gather + synchronize.")
+    if args.ggml:
+        lines.append("ggml ms: bench_ggml's op time by ggml's GPU timestamps (--gpu-ts, one op a "
+                     "graph); ggml / vkdml above 1: vkdml faster.")
     if any(r.get("peer_index_dtype") for r in torch_rows):
         lines.append("¹ torch.gather takes int64 indices only here: the peer used int64.")
     errors = [r for r in torch_rows if r.get("error")]
@@ -186,6 +234,8 @@ def main():
                 f.write(json.dumps(dict(r, side="torch")) + "\n")
             for r in base.values():
                 f.write(json.dumps(dict(r, side="baseline")) + "\n")
+            for r in ggml_rows.values():
+                f.write(json.dumps(dict(r, side="ggml")) + "\n")
     return 1 if failed or errors else 0
 
 

@@ -334,7 +334,7 @@ void Context::CheckCopy(const CopyJob& job) {
 
 // One set of a case's device buffers, holding its host data, and the table that binds them.
 struct Context::Slot {
-  std::unique_ptr<vkdml::Buffer> input, indices, updates, output;
+  std::unique_ptr<vkdml::Buffer> input, indices, updates, output;  // updates: or offsets
   std::unique_ptr<vkdml::BindingTable> table;
 };
 
@@ -345,8 +345,9 @@ Context::Slot Context::MakeSlot(const Spec& s, const HostData& h,
   sl.input = NewBuffer(h.input.data(), op.InputSize(0));
   sl.indices = NewBuffer(h.indices.data(), op.InputSize(1));
   std::vector<vkdml::DML_BUFFER_BINDING> in = {sl.input->Binding(), sl.indices->Binding()};
-  if (s.IsScatter()) {
-    sl.updates = NewBuffer(h.updates.data(), op.InputSize(2));
+  if (s.IsScatter() || s.kind == OpKind::EmbeddingBag) {  // the updates, or a bag's offsets
+    const Bytes& third = s.IsScatter() ? h.updates : h.offsets;
+    sl.updates = NewBuffer(third.data(), op.InputSize(2));
     in.push_back(sl.updates->Binding());
   }
   if (!s.inPlace) sl.output = NewBuffer(op.OutputSize(0));
@@ -390,7 +391,7 @@ CaseResult Context::RunCase(const Spec& s) {
   const vkdml::Operator& op = compiled->Op();
 
   HostData h;
-  UINT64 updSize = s.IsScatter() ? op.InputSize(2) : 0, outSize = op.OutputSize(0);
+  UINT64 updSize = op.InputCount() > 2 ? op.InputSize(2) : 0, outSize = op.OutputSize(0);
   double ws =
       static_cast<double>(op.InputSize(0) + op.InputSize(1) + updSize + (s.inPlace ? 0 : outSize));
   Step(s.name, "generating " + HumanBytes(ws) + " of random data");

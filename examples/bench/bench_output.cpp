@@ -112,6 +112,13 @@ std::string JsonLine(const CaseResult& r, const vkdml::DeviceInfo& info, bool sm
   field("in_place", s.inPlace ? "true" : "false");
   field("reduction", JsonString(s.ReduceName()));
   field("deterministic", s.deterministic ? "true" : "false");
+  if (s.format)  // a quantized table: input_shape is its bytes, {rows, bytes per row}
+    field("format", JsonString(s.format == vkdml::VKDML_QUANTIZED_FORMAT_Q8_0 ? "q8_0" : "q4_0"));
+  if (s.kind == OpKind::EmbeddingBag) {
+    const char* modes[] = {"sum", "mean", "max"};
+    field("mode", JsonString(modes[s.bagMode % 3]));
+    field("bag_size", std::to_string(s.bagSize));
+  }
   field("size", JsonString(small ? "small" : "full"));
   if (!r.error.empty()) field(r.skipped ? "skipped" : "error", JsonString(r.error));
   field("median_ms", JsonNumber(r.ms));

@@ -32,7 +32,9 @@ CASE_NAMES = [
     "scatter-elements-axis1-f32", "scatter-add-rows-f32", "scatter-add-rows-f32-det",
     "scatter-elements-add-axis1-f32", "scatter-elements-add-axis1-f32-det",
     "scatter-elements-amax-axis1-f32", "scatter-elements-amax-axis1-f32-det",
-    "scatter-elements-amax-axis1-f16", "scatter-elements-amax-axis1-f16-det", "latency",
+    "scatter-elements-amax-axis1-f16", "scatter-elements-amax-axis1-f16-det", "q4_0-rows",
+    "q8_0-rows", "q8_0-quantize-rows", "bag-sum-f32", "bag-sum-f32-det", "bag-mean-f32",
+    "bag-mean-f32-det", "latency",
     "latency-host", "elements-axis0-64rows", "elements-axis0-pitch8224", "tuples-f32-4mib",
     "rows-f32-fill", "elements-axis1-f32-fill", "scatter-elements-axis1-f32-drop",
     "scatter-add-rows-f32-drop", "scatter-elements-add-axis1-f32-drop", "scatter-mean-rows-f32",
@@ -85,6 +87,27 @@ def specs(small):
            dict(s[-1], case="scatter-elements-amax-axis1-f16", dtype="float16", reduction="max",
                 peer='x.scatter_reduce_(1, i, u, "amax")')]
     for c in red:
+        s.append(c)
+        s.append(dict(c, case=c["case"] + "-det", deterministic=True,
+                      peer=c["peer"] + " (torch.use_deterministic_algorithms(True))"))
+    # vkdml's own operators (issue 27), as bench_cases.cpp: a 32000 x 4096 table of ggml's Q4_0 or
+    # Q8_0 blocks (input_shape: its bytes), 8192 rows; embedding bags of 20 rows over 1,000,000 x
+    # 128 float32.
+    vocab, qpicks = (500, 128) if small else (32000, 8192)
+    for fmt, block in (("q4_0", 18), ("q8_0", 34)):
+        s.append(dict(case=f"{fmt}-rows", op="GatherQuantizedRows", dtype="float32",
+                      index_dtype="int64", input_shape=[vocab, 4096 // 32 * block],
+                      indices_shape=[qpicks, 1], updates_shape=None, axis=None, format=fmt,
+                      width=4096, peer="x.index_select(0, i), unpacked and scaled"))
+    s.append(dict(s[-1], case="q8_0-quantize-rows", op="ScatterQuantizedRows",
+                  updates_shape=[qpicks, 4096], in_place=True,
+                  peer="x.index_copy_(0, i, u quantized and packed)"))
+    bag_rows, bags = (15625, 1024) if small else (1000000, 65536)
+    for mode in ("sum", "mean"):
+        c = dict(case=f"bag-{mode}-f32", op="EmbeddingBag", dtype="float32", index_dtype="int64",
+                 input_shape=[bag_rows, 128], indices_shape=[bags * 20], updates_shape=None,
+                 axis=None, width=128, mode=mode, bag_size=20,
+                 peer=f'F.embedding_bag(i, x, offsets, mode="{mode}")')
         s.append(c)
         s.append(dict(c, case=c["case"] + "-det", deterministic=True,
                       peer=c["peer"] + " (torch.use_deterministic_algorithms(True))"))
@@ -151,6 +174,14 @@ def min_bytes(c, targets=None):
     the distinct output elements the indices target (default: the expected number)."""
     es, isz = _size(_dtype(c["dtype"])), _size(_dtype(c["index_dtype"]))
     idx = math.prod(c["indices_shape"]) * isz
+    n = c["indices_shape"][0]
+    if c["op"] == "GatherQuantizedRows":  # rows' blocks read, float32 values written
+        return idx + n * c["input_shape"][1] + n * c["width"] * es
+    if c["op"] == "ScatterQuantizedRows":  # float32 rows read, their blocks written
+        return idx + n * c["width"] * es + n * c["input_shape"][1]
+    if c["op"] == "EmbeddingBag":  # every entry's row read, offsets, each bag's output
+        bags = n // c["bag_size"]
+        return idx + bags * isz + (n + bags) * c["width"] * es
     if c.get("reduction", "none") != "none":  # in place; each distinct target read and written
         if targets is None:
             targets = expected_targets(c)
@@ -198,6 +229,8 @@ def _make_inputs(c, device, gen):
         i = torch.randint(0, c["input_shape"][c["axis"]], c["indices_shape"], generator=gen)
         i = i.to(dtype=it)
         return (lambda: torch.gather(x.to(device), c["axis"], i.to(device)).cpu()), 0, {}
+    if c["op"] in ("GatherQuantizedRows", "ScatterQuantizedRows", "EmbeddingBag"):
+        return _own_inputs(c, device, gen)
     x = _data(c["input_shape"], dt, device, gen)
     notes = {}
     if c["op"] == "GatherND" and c["indices_shape"][-1] == 1:
@@ -240,6 +273,69 @@ def _make_inputs(c, device, gen):
     if c["in_place"]:
         return (lambda: x.index_copy_(0, i, u)), _nbytes(x) + _nbytes(i) + _nbytes(u), notes
     return (lambda: x.clone().index_copy_(0, i, u)), 2 * _nbytes(x) + _nbytes(i) + _nbytes(u), notes
+
+
+def _table(c, device, gen):
+    """A table of ggml's blocks (uint8 [rows, bytes per row]): random quants, each block's
+    float16 scale in +-[1, 2)."""
+    rows, row_bytes = c["input_shape"]
+    block = 34 if c["format"] == "q8_0" else 18
+    x = torch.randint(0, 256, (rows, row_bytes // block, block), generator=gen, dtype=torch.uint8)
+    d = _data((rows, row_bytes // block, 1), torch.float16, "cpu", gen)
+    x[:, :, :2] = d.view(torch.uint8)
+    return x.view(rows, row_bytes).to(device)
+
+
+def _dequantize(b, fmt, width):
+    """The route a user would write: packed rows [n, bytes] to float32 [n, width]."""
+    n = b.shape[0]
+    blocks = b.view(n, width // 32, -1)
+    d = blocks[:, :, :2].contiguous().view(torch.float16).float()
+    q = blocks[:, :, 2:]
+    if fmt == "q8_0":
+        v = q.contiguous().view(torch.int8).float()
+    else:
+        v = torch.cat([q & 15, q >> 4], dim=2).float() - 8
+    return (v * d).view(n, width)
+
+
+def _quantize_q8_0(u):
+    """float32 rows [n, width] to Q8_0 blocks [n, width / 32 * 34] (torch.round ties to even,
+    where ggml's roundf goes away from zero: the peer's time, not its bits)."""
+    n, width = u.shape
+    x = u.view(n, width // 32, 32)
+    d = x.abs().amax(dim=2, keepdim=True) / 127
+    q = torch.round(x * torch.where(d != 0, 1 / d, torch.zeros_like(d))).to(torch.int8)
+    return torch.cat([d.half().view(torch.uint8), q.view(torch.uint8)], dim=2).view(n, -1)
+
+
+def _own_inputs(c, device, gen):
+    """vkdml's own operators' peers: the quantized rows' PyTorch route, and embedding_bag."""
+    it = _dtype(c["index_dtype"])
+    n = c["indices_shape"][0]
+    if c["op"] == "EmbeddingBag":
+        x = _data(c["input_shape"], torch.float32, device, gen)
+        i = torch.randint(0, c["input_shape"][0], (n,), generator=gen).to(device=device, dtype=it)
+        offsets = torch.arange(0, n, c["bag_size"], dtype=it, device=device)
+        fn = lambda: torch.nn.functional.embedding_bag(i, x, offsets, mode=c["mode"])  # noqa: E731
+        if c.get("deterministic"):
+            def fn_det(inner=fn):
+                torch.use_deterministic_algorithms(True)
+                try:
+                    return inner()
+                finally:
+                    torch.use_deterministic_algorithms(False)
+            fn = fn_det
+        return fn, _nbytes(x) + _nbytes(i) + _nbytes(offsets), {}
+    x = _table(c, device, gen)
+    rows = c["input_shape"][0]
+    if c["op"] == "GatherQuantizedRows":
+        i = torch.randint(0, rows, (n,), generator=gen).to(device=device, dtype=it)
+        return (lambda: _dequantize(x.index_select(0, i), c["format"], c["width"])), \
+            _nbytes(x) + _nbytes(i), {}
+    i = torch.randperm(rows, generator=gen)[:n].to(device=device, dtype=it)
+    u = _data(c["updates_shape"], torch.float32, device, gen)
+    return (lambda: x.index_copy_(0, i, _quantize_q8_0(u))), _nbytes(x) + _nbytes(i) + _nbytes(u), {}
 
 
 def _reduce_inputs(c, x, device, gen):

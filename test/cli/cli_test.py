@@ -1008,7 +1008,8 @@ def group_bench():
     cases = {r.get("case") for r in rows}
     for c in ("rows-f32", "rows-f16", "tuples-f32", "elements-axis1-f32", "elements-axis0-f32",
               "elements-axis1-i32idx", "elements-axis1-f16", "scatter-rows-f32",
-              "scatter-rows-inplace", "scatter-elements-axis1-f32", "latency-run",
+              "scatter-rows-inplace", "scatter-elements-axis1-f32", "q4_0-rows", "q8_0-rows",
+              "q8_0-quantize-rows", "bag-sum-f32", "bag-mean-f32-det", "latency-run",
               "latency-replay"):
         if c.split("-")[0] in chosen or c in chosen:
             check(c in cases, f"bench: no row for {c}")
@@ -1024,6 +1025,11 @@ def group_bench():
             check(r.get("verified", 0) > 0 and r.get("mismatches") == 0,
                   f"bench {r.get('case')}: verified {r.get('verified')}, mismatches "
                   f"{r.get('mismatches')}")
+        if r.get("case", "")[:4] in ("q4_0", "q8_0"):
+            check(r.get("format") == r["case"][:4], f"bench {r['case']}: format {r.get('format')}")
+        if r.get("op") == "EmbeddingBag":
+            check(r.get("mode") == r["case"].split("-")[1] and r.get("bag_size") == 20,
+                  f"bench {r['case']}: mode {r.get('mode')}, bag_size {r.get('bag_size')}")
     # --compile: one row per kind, cold and warm CompileOperator times, the cache's size.
     p = vkdml("bench", "--compile", "--runs", "1", "--json")
     check(p.returncode == 0, f"bench --compile: exit {p.returncode}, stderr {p.stderr!r}")
