@@ -3,11 +3,11 @@
 # at once (one core each), in the tree .ci/sanitizers.sh built: ASan, UBSan and LeakSanitizer on,
 # any crash, mismatch with the CPU reference, validation message or sanitizer report fails.
 # What a run finds new goes to a scratch directory; the committed corpus stays as it is.
-# Usage: .ci/fuzz.sh [BUILD_DIR] [SECONDS] (defaults build-sanitize, 120).
+# Usage: .ci/fuzz.sh [BUILD_DIR] [SECONDS] (defaults build-sanitize, 90).
 set -eu
 cd "$(dirname "$0")/.."
 dir=${1:-build-sanitize}
-seconds=${2:-120}
+seconds=${2:-90}
 . .ci/sanitizer-env.sh
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -388,7 +388,7 @@ def group_shapes():
 
 def group_indices():
     data = np.arange(10, dtype=np.float32).reshape(5, 2)
-    for it in INDEX_TYPES:
+    for it in share(INDEX_TYPES):
         vals = [-1, -5, 7, -9, 0] if np.issubdtype(it, np.signedinteger) else [7, 0, 4, 99, 2**31]
         idx = np.array(vals, np.int64).astype(it).reshape(5, 1)
         p, got = run_op("gather-nd", data, idx)
@@ -406,7 +406,7 @@ def group_indices():
                                                                    "--check-indices"])
     expect_error("gather-elements --check-indices", p, 2,
                  "idx.npy: indices[1,1] is 5, outside the valid range [-5, 4]")
-    for it in INDEX_TYPES:
+    for it in share(INDEX_TYPES):
         name = np.dtype(it).name
         signed = np.issubdtype(it, np.signedinteger)
         vals = [[-1, 9], [-7, 2]] if signed else [[2**31, 0], [4, 2]]
@@ -433,7 +433,7 @@ def group_indices():
     # scatter-elements into data (5, 2) along axis 0, two updates per column: negative indices
     # count from the end; out-of-range ones are clamped, or an error with --check-indices.
     upd = np.array([[10, 20], [30, 40]], np.float32)
-    for it in INDEX_TYPES:
+    for it in share(INDEX_TYPES):
         name = np.dtype(it).name
         signed = np.issubdtype(it, np.signedinteger)
         if signed:
@@ -749,7 +749,7 @@ def group_out_of_range():
     drop with and without a reduction; and the options' refusals."""
     rng = np.random.default_rng(28)
     data = sample(np.float32, (5, 4), seed=3)
-    for it in INDEX_TYPES:
+    for it in share(INDEX_TYPES):
         name = np.dtype(it).name
         signed = np.issubdtype(it, np.signedinteger)
         vals = rng.integers(-8 if signed else 0, 8, (6,))
@@ -1234,7 +1234,7 @@ def group_quantized():
         table = rng.integers(0, 256, (9, 2 * size), dtype=np.uint8)
         table[:, 1::size] &= 0xBB  # finite scales
         values = ref_dequantize(table, fmt)
-        for it in INDEX_TYPES:
+        for it in share(INDEX_TYPES):
             signed = np.issubdtype(it, np.signedinteger)
             idx = rng.integers(-11 if signed else 0, 11, (2, 3)).astype(it)
             rows = np.clip(idx.astype(np.int64), -9, 8) % 9
@@ -1302,7 +1302,7 @@ def group_bag():
             table = rng.standard_normal((9, 5)).astype(layout)
             values, out, fmt = table.astype(np.float32), layout, []
         # Each mode with an index type in turn (each run compiles its own pipelines: few runs).
-        for k, mode in enumerate(("sum", "mean", "max")):
+        for k, mode in share(enumerate(("sum", "mean", "max"))):
             it = INDEX_TYPES[(k + j) % len(INDEX_TYPES)]
             signed = np.issubdtype(it, np.signedinteger)
             idx = rng.integers(-11 if signed else 0, 11, 10).astype(it)
