@@ -309,6 +309,17 @@ def _quantize_q8_0(u):
     return torch.cat([d.half().view(torch.uint8), q.view(torch.uint8)], dim=2).view(n, -1)
 
 
+def _deterministic(fn):
+    """fn under torch.use_deterministic_algorithms(True)."""
+    def fn_det():
+        torch.use_deterministic_algorithms(True)
+        try:
+            return fn()
+        finally:
+            torch.use_deterministic_algorithms(False)
+    return fn_det
+
+
 def _own_inputs(c, device, gen):
     """vkdml's own operators' peers: the quantized rows' PyTorch route, and embedding_bag."""
     it = _dtype(c["index_dtype"])
@@ -319,13 +330,7 @@ def _own_inputs(c, device, gen):
         offsets = torch.arange(0, n, c["bag_size"], dtype=it, device=device)
         fn = lambda: torch.nn.functional.embedding_bag(i, x, offsets, mode=c["mode"])  # noqa: E731
         if c.get("deterministic"):
-            def fn_det(inner=fn):
-                torch.use_deterministic_algorithms(True)
-                try:
-                    return inner()
-                finally:
-                    torch.use_deterministic_algorithms(False)
-            fn = fn_det
+            fn = _deterministic(fn)
         return fn, _nbytes(x) + _nbytes(i) + _nbytes(offsets), {}
     x = _table(c, device, gen)
     rows = c["input_shape"][0]
@@ -365,14 +370,8 @@ def _reduce_inputs(c, x, device, gen):
         else:
             fn = lambda: x.scatter_reduce_(axis, i, u, "amax")  # noqa: E731
     if c.get("deterministic"):
-        def fn_det(inner=fn):
-            torch.use_deterministic_algorithms(True)
-            try:
-                return inner()
-            finally:
-                torch.use_deterministic_algorithms(False)
-        fn_det()  # raises here, before timing, where torch has no deterministic path
-        fn = fn_det
+        fn = _deterministic(fn)
+        fn()  # raises here, before timing, where torch has no deterministic path
     return fn, _nbytes(x) + _nbytes(i) + _nbytes(u), notes
 
 

@@ -20,9 +20,8 @@ def pytest_collection_modifyitems(config, items):
     r, _, n = share.partition("/")
     if not (r.isdigit() and n.isdigit() and 0 <= int(r) < int(n) <= 64):
         raise pytest.UsageError(f"VKDML_TEST_SHARE={share}: expected r/n with 0 <= r < n <= 64")
-    keep = items[int(r)::int(n)]
-    config.hook.pytest_deselected(items=[i for i in items if i not in keep])
-    items[:] = keep
+    config.hook.pytest_deselected(items=[i for k, i in enumerate(items) if k % int(n) != int(r)])
+    items[:] = items[int(r)::int(n)]
 
 
 @pytest.fixture(scope="session")
