@@ -18,3 +18,4 @@ layout(std430, set = 0, binding = VKDML_BIND_SCRATCH) restrict buffer Scratch { 
 #define BOUND(b) scratch[scratchAt.bounds + (b)]
 #define WEIGHT(e) scratch[scratchAt.weights + (e)]
 #define PARTIAL(w) scratch[scratchAt.partials + (w)]
+#define BLOCK(w) scratch[scratchAt.blocks + (w)]

@@ -43,7 +43,7 @@ uint sourceHalf(uint b) {
 void main() {
   const uint p = pc.plan;
   const uint count = loopCount(p);  // the bags, plus 1
-  const bool lastOffset = (plans[p].bag.x & VKDML_BAG_LAST_OFFSET) != 0u;
+  const bool lastOffset = (plans[p].params.x & VKDML_BAG_LAST_OFFSET) != 0u;
   const uint entries = VKDML_AT(plans[p].tupleSize, 0), offsets = lastOffset ? count : count - 1u;
   for (uint b = gl_GlobalInvocationID.x; b < count; b += kStep) {
     uint bound = entries;
@@ -99,7 +99,7 @@ void main() {
   const uint p = pc.plan;
   const uint count = loopCount(p);
   const uint rows = VKDML_AT(plans[p].tupleSize, 0), rowStride = VKDML_AT(plans[p].tupleStride, 0);
-  const uvec4 options = plans[p].bag;  // uniform: the same branches in every invocation
+  const uvec4 options = plans[p].params;  // uniform: the same branches in every invocation
   const bool mean = (options.x & VKDML_BAG_MEAN) != 0u;
   const bool weighted = (options.x & VKDML_BAG_WEIGHTED) != 0u;
   const bool fillDropped = (options.x & VKDML_BAG_FILL) != 0u;

@@ -69,7 +69,7 @@ struct uvec4 {
       // float16); embedding_bag.comp (WEIGHTS): PerSampleWeightsTensor's
 #define VKDML_SPEC_COUNT 20
 
-// An embedding bag's options (PackedPlan::bag.x): a plan's values, not specialization
+// An embedding bag's options (PackedPlan::params.x): a plan's values, not specialization
 // constants, so that its pipelines serve every padding row, width and option.
 #define VKDML_BAG_MEAN 1u         // divide each sum by its bag's rows
 #define VKDML_BAG_WEIGHTED 2u     // multiply each row by its weight (the scratch's WEIGHT)
@@ -143,9 +143,11 @@ struct PackedPlan {
   uvec4 position[VKDML_DIM_VECS];     // row-major position in IndicesTensor (checked mode)
   uvec4 tupleSize[VKDML_DIM_VECS];    // size of the dimension index component j addresses
   uvec4 tupleStride[VKDML_DIM_VECS];  // indexed-side stride of that dimension
-  // embedding_bag.comp: VKDML_BAG_* bits, the row whose entries are skipped (VKDML_NO_PADDING:
-  // none), the values in a row, and 0
-  uvec4 bag;
+  // A kernel's own values. embedding_bag.comp: VKDML_BAG_* bits, the row whose entries are
+  // skipped (VKDML_NO_PADDING: none), the values in a row, and 0. dequantize_blocks.comp: the
+  // values after the quantize axis (inner), along it, its blocks and the block size; (SCALES)
+  // 0, 0, 0 and the type's zero point.
+  uvec4 params;
 };
 
 // Push constants of every dispatch. Bases are in the kernel's elements (ELEM bytes) from the
@@ -217,7 +219,9 @@ struct SortPush {
 // - bounds and weights: an embedding bag's bag bounds (bags + 1 words, clamped) and its weights
 //   as float32 (a word per entry), written by its first passes; partials: where loops are
 //   bounded, its folds carried from one dispatch to the next (VKDML_BAG_PARTIAL_WORDS a group
-//   of 4 values: the 4 partial results, then the rows folded).
+//   of 4 values: the 4 partial results, then the rows folded);
+// - blocks: a block-quantized gather's scale (float32 bits) and zero point (an int) of each block,
+//   two words a block in ScaleTensor's row-major order, written by its first passes.
 // A deterministic float MAX or MIN (glsl/ties.glsl) takes the sort's regions instead: a tie
 // position per OutputTensor element in keys, and the tie marks in counts: word VKDML_TIES_ANY
 // (whether any target is marked), then a bit per OutputTensor element, zeroed before each run.
@@ -230,6 +234,10 @@ struct ScratchLayout {
   uint bounds;
   uint weights;
   uint partials;
+  uint blocks;
+  uint unused0;
+  uint unused1;
+  uint unused2;
 };
 // After ScratchLayout in the uniform: VKDML_OUT_OF_RANGE_MODE_FILL's value (a scatter's: its
 // reduction's identity, for ExcludeSelf), its element's bytes repeated over the 16
@@ -240,7 +248,7 @@ struct ScratchLayout {
 #ifdef __cplusplus
 static_assert(sizeof(PackedPlan) % 16 == 0 && sizeof(PackedPlan) == 16 + 9 * 32 + 16,
               "PackedPlan must keep std140's layout");
-static_assert(sizeof(ScratchLayout) == 32, "ScratchLayout must keep std140's layout");
+static_assert(sizeof(ScratchLayout) == 48, "ScratchLayout must keep std140's layout");
 // Within Vulkan 1.1's minimum limits, on any device: the uniform buffer's range (16 KiB), and the
 // sort's shared memory (16 KiB), its offsets and masks at the largest workgroup.
 static_assert(VKDML_PLAN_SLOTS * sizeof(PackedPlan) + sizeof(ScratchLayout) + sizeof(uvec4) <=

@@ -17,10 +17,12 @@ Role SourceOf(Pass::Kind kind) {
     case Pass::Kind::Gather:
     case Pass::Kind::Dequantize:
     case Pass::Kind::Bag:
+    case Pass::Kind::Blocks:
       return Role::Input;
     case Pass::Kind::Bounds:
       return Role::Offsets;
     case Pass::Kind::Weights:
+    case Pass::Kind::ZeroPoints:  // a block-quantized gather's ZeroPointTensor; Scales: ScaleTensor
       return Role::Weights;
     default:
       return Role::Updates;

@@ -10,12 +10,9 @@
 
 namespace vkdml::detail {
 
-Result BuildGather(const DML_GATHER_OPERATOR_DESC& desc, OperatorImpl* op) {
-  OperatorTensors t;
-  VKDML_TRY(ValidateOperatorTensors(desc.InputTensor, desc.IndicesTensor, false, nullptr,
-                                    desc.OutputTensor, &t));
-  const Tensor &input = t.input, &indices = t.indices, &output = t.output;
-  const UINT dims = input.dims, axis = desc.Axis, m = desc.IndexDimensions;
+Result LowerGather(const Tensor& input, const Tensor& indices, const Tensor& output, UINT axis,
+                   UINT m, Pass* result) {
+  const UINT dims = input.dims;
   if (axis >= dims)
     return Fail(Status::InvalidArgument, "Axis is ", axis, ", expected less than ", dims,
                 " (InputTensor.DimensionCount)");
@@ -46,9 +43,9 @@ Result BuildGather(const DML_GATHER_OPERATOR_DESC& desc, OperatorImpl* op) {
     what[count] = Str(field, ".Sizes[", d, "]");
     expected[count++] = size;
   };
-  for (UINT d = first; d < axis; ++d) expect(input.sizes[d], "InputTensor", d);
+  for (UINT d = first; d < axis; ++d) expect(input.sizes[d], input.field, d);
   for (UINT d = dims - m; d < dims; ++d) expect(indices.sizes[d], "IndicesTensor", d);
-  for (UINT d = axis + 1; d < dims; ++d) expect(input.sizes[d], "InputTensor", d);
+  for (UINT d = axis + 1; d < dims; ++d) expect(input.sizes[d], input.field, d);
   VKDML_TRY(CheckSizes(output, count, expected, what));
 
   // One loop dimension per entry of that list, on OutputTensor's last `count` dimensions; the
@@ -64,10 +61,20 @@ Result BuildGather(const DML_GATHER_OPERATOR_DESC& desc, OperatorImpl* op) {
   for (UINT d = axis + 1; d < dims; ++d)
     gather.plan.AddDim(input.sizes[d], output.strides[out++], input.strides[d], 0, 0);
   gather.plan.AddComponent(input.sizes[axis], input.strides[axis]);
-  op->inputs = {input, indices};
-  op->outputs = {output};
+  *result = gather;
+  return {};
+}
+
+Result BuildGather(const DML_GATHER_OPERATOR_DESC& desc, OperatorImpl* op) {
+  OperatorTensors t;
+  VKDML_TRY(ValidateOperatorTensors(desc.InputTensor, desc.IndicesTensor, false, nullptr,
+                                    desc.OutputTensor, &t));
+  Pass gather;
+  VKDML_TRY(LowerGather(t.input, t.indices, t.output, desc.Axis, desc.IndexDimensions, &gather));
+  op->inputs = {t.input, t.indices};
+  op->outputs = {t.output};
   op->passes = {gather};
-  op->componentSizes = {input.sizes[axis]};
+  op->componentSizes = {t.input.sizes[desc.Axis]};
   return {};
 }
 

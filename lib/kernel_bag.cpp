@@ -1,7 +1,7 @@
 // Embedding bags (VKDML_OPERATOR_EMBEDDING_BAG): glsl/embedding_bag.comp's stages, a module per
 // stage, table layout, index size and float arithmetic; MAX (or the sum's ADD) and the output
 // size are specialization constants, the options, padding row and width the plan's
-// (PackedPlan::bag), so one pipeline serves bags of any shape. Like the quantized rows' kernels
+// (PackedPlan::params), so one pipeline serves bags of any shape. Like the quantized rows' kernels
 // they read and write 32-bit words on every device, so every binding starts on a word
 // (KernelSet::wordBindings), and their bases are bytes (Kernel::unit 1).
 #include <algorithm>
@@ -60,7 +60,7 @@ Result ChooseBag(Choice& c, const Pass& pass) {
         op.bagMode == VKDML_EMBEDDING_BAG_MODE_MAX ? VKDML_REDUCE_MAX : VKDML_REDUCE_ADD;
     spec[VKDML_SPEC_ELEMENT_KIND] = VKDML_KIND_FLOAT;
   }
-  c.set.plans[slot].bag = {
+  c.set.plans[slot].params = {
       {op.bagFlags | (op.outOfRange == VKDML_OUT_OF_RANGE_MODE_FILL ? VKDML_BAG_FILL : 0),
        op.padding, op.width, 0}};
   c.set.wordBindings = true;

@@ -9,6 +9,7 @@
 //   kernel_mean.cpp     a mean's count and division, after its sum (the ADD reduction's)
 //   kernel_quantized.cpp  quantized rows (glsl/dequantize_rows.comp, quantize_rows.comp)
 //   kernel_bag.cpp      embedding bags (glsl/embedding_bag.comp)
+//   kernel_blocks.cpp   block-quantized gathers (glsl/dequantize_blocks.comp)
 //   kernel_large.cpp    the large path: dispatches through windows of the binding range
 // Each also lists every module name it can ask for (its ListModules), which the build checks
 // against the modules it makes (kernels.h: MissingModules).
@@ -138,6 +139,11 @@ void ListQuantizedModules(const ModuleSink& sink);
 // kernel_bag.cpp: an embedding bag's Bounds, Weights or Bag pass (VKDML_OPERATOR_EMBEDDING_BAG).
 Result ChooseBag(Choice& c, const Pass& pass);
 void ListBagModules(const ModuleSink& sink);
+
+// kernel_blocks.cpp: a block-quantized gather's Scales, ZeroPoints or Blocks pass
+// (VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED).
+Result ChooseBlocks(Choice& c, const Pass& pass);
+void ListBlocksModules(const ModuleSink& sink);
 
 // kernel_large.cpp: what the large path cannot run (refused before any family is asked);
 // whether a tensor may not fit one descriptor; its windows; a kernel's dispatches on the large

@@ -53,6 +53,7 @@ Result PlaceScratch(const OperatorImpl& op, const Capabilities& caps, KernelSet&
   set.scratchAt.bounds = place(set.boundsWords);
   set.scratchAt.weights = place(set.weightWords);
   set.scratchAt.partials = place(set.partialWords);
+  set.scratchAt.blocks = place(set.blockWords);
   set.scratchWords = at;
   if (at * 4 <= caps.scratchRange) return {};
   const std::string what =
@@ -65,6 +66,7 @@ Result PlaceScratch(const OperatorImpl& op, const Capabilities& caps, KernelSet&
                              set.tallyWords, " targets")
       : op.bag         ? Str("it keeps the bounds of ", set.boundsWords - 1, " bags",
                      set.weightWords ? Str(" and ", set.weightWords, " weights") : "")
+      : op.blockType   ? Str("it keeps the scale and zero point of each of ", op.blocks, " blocks")
                        : Str("its mask of the slices it overwrites");
   return Fail(Status::Unsupported, op.name, ": ", what, ", which needs ", at * 4,
               " bytes of scratch, more than this device's maxStorageBufferRange ",
@@ -177,7 +179,7 @@ Kernel Choice::Elementwise(std::string module, const Plan& plan, UINT slot, UINT
 
 Result ChooseKernels(const OperatorImpl& op, UINT flags, const Capabilities& caps, KernelSet* out) {
   Choice c(op, flags, caps);
-  if (c.large && (op.format || op.bag))
+  if (c.large && (op.format || op.bag || op.blockType))
     return Fail(Status::Unsupported, op.name,
                 ": a tensor past this device's maxStorageBufferRange (", caps.maxRange,
                 " bytes), or 2^32 or more groups of 4 output values, is not supported");
@@ -191,6 +193,10 @@ Result ChooseKernels(const OperatorImpl& op, UINT flags, const Capabilities& cap
     }
     if (op.bag) {
       VKDML_TRY(ChooseBag(c, pass));
+      continue;
+    }
+    if (op.blockType) {
+      VKDML_TRY(ChooseBlocks(c, pass));
       continue;
     }
     if (pass.kind == Pass::Kind::Scatter && op.excludeSelf) VKDML_TRY(ChooseReset(c, pass));
@@ -234,8 +240,9 @@ std::vector<std::string> ElemTokens(std::initializer_list<UINT> sizes) {
 }
 
 void ListModules(const std::function<void(const std::string&)>& sink) {
-  for (auto list : {ListCopyModules, ListRunsModules, ListLinesModules, ListReduceModules,
-                    ListTiesModules, ListMeanModules, ListQuantizedModules, ListBagModules})
+  for (auto list :
+       {ListCopyModules, ListRunsModules, ListLinesModules, ListReduceModules, ListTiesModules,
+        ListMeanModules, ListQuantizedModules, ListBagModules, ListBlocksModules})
     list(sink);
 }
 

@@ -92,6 +92,8 @@ struct KernelSet {
   // An embedding bag's bounds and float32 weights (written by its first passes), and its partial
   // folds where its bags take more than one dispatch.
   UINT64 boundsWords = 0, weightWords = 0, partialWords = 0;
+  // A block-quantized gather's scale and zero point of each block (written by its first passes).
+  UINT64 blockWords = 0;
   // Where they are, after checked mode's status words (the uniform buffer's tail), and the
   // scratch buffer's size in words.
   shader::ScratchLayout scratchAt = {};

@@ -6,14 +6,15 @@
 
 namespace vkdml::detail {
 
-#define VKDML_OPERATOR_LIST                                                               \
-  "DML_OPERATOR_GATHER (67), DML_OPERATOR_SCATTER_ELEMENTS (94), "                        \
-  "DML_OPERATOR_GATHER_ELEMENTS (107), "                                                  \
-  "DML_OPERATOR_GATHER_ND (108), DML_OPERATOR_SCATTER_ND (109), DML_OPERATOR_GATHER_ND1 " \
-  "(140), VKDML_OPERATOR_SCATTER_ND_REDUCE (65537), "                                     \
-  "VKDML_OPERATOR_SCATTER_ELEMENTS_REDUCE (65538), VKDML_OPERATOR_OUT_OF_RANGE (65539), " \
-  "VKDML_OPERATOR_GATHER_QUANTIZED_ROWS (65540), VKDML_OPERATOR_SCATTER_QUANTIZED_ROWS "  \
-  "(65541) or VKDML_OPERATOR_EMBEDDING_BAG (65542)"
+#define VKDML_OPERATOR_LIST                                                                 \
+  "DML_OPERATOR_GATHER (67), DML_OPERATOR_SCATTER_ELEMENTS (94), "                          \
+  "DML_OPERATOR_GATHER_ELEMENTS (107), "                                                    \
+  "DML_OPERATOR_GATHER_ND (108), DML_OPERATOR_SCATTER_ND (109), DML_OPERATOR_GATHER_ND1 "   \
+  "(140), VKDML_OPERATOR_SCATTER_ND_REDUCE (65537), "                                       \
+  "VKDML_OPERATOR_SCATTER_ELEMENTS_REDUCE (65538), VKDML_OPERATOR_OUT_OF_RANGE (65539), "   \
+  "VKDML_OPERATOR_GATHER_QUANTIZED_ROWS (65540), VKDML_OPERATOR_SCATTER_QUANTIZED_ROWS "    \
+  "(65541), VKDML_OPERATOR_EMBEDDING_BAG (65542) or VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED " \
+  "(65543)"
 
 Result ValidateOperatorTensors(const DML_TENSOR_DESC* input, const DML_TENSOR_DESC* indices,
                                bool hasUpdates, const DML_TENSOR_DESC* updates,
@@ -198,6 +199,11 @@ Result BuildOperator(const DML_OPERATOR_DESC& desc, OperatorImpl* op) {
     case VKDML_OPERATOR_EMBEDDING_BAG:
       op->name = "EMBEDDING_BAG";
       r = BuildEmbeddingBag(*static_cast<const VKDML_EMBEDDING_BAG_OPERATOR_DESC*>(desc.Desc), op);
+      break;
+    case VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED:
+      op->name = "GATHER_BLOCK_QUANTIZED";
+      r = BuildGatherBlockQuantized(
+          *static_cast<const VKDML_GATHER_BLOCK_QUANTIZED_OPERATOR_DESC*>(desc.Desc), op);
       break;
     case VKDML_OPERATOR_OUT_OF_RANGE: {
       const auto& d = *static_cast<const VKDML_OUT_OF_RANGE_OPERATOR_DESC*>(desc.Desc);

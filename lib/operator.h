@@ -31,6 +31,12 @@ struct Pass {
   // innermost, each row's groups of 4 values (indexed stride 4: the group's first value), its
   // one index component addressing a table row (tupleStride: the row stride in bytes) and
   // componentStride IndicesTensor's stride between entries.
+  // Scales, ZeroPoints and Blocks: a block-quantized gather (glsl/dequantize_blocks.comp). Scales
+  // walks ScaleTensor (direct: the block's number in row-major order; indexed: its element) into
+  // the scratch's blocks, with each type's zero point; ZeroPoints walks ScaleTensor's sizes over
+  // ZeroPointTensor (indexed: its value's number, 4-bit values counted in nibbles), storing each
+  // block's zero point; Blocks is DML_OPERATOR_GATHER's pass over InputTensor's values (indexed:
+  // a value's row-major number).
   enum class Kind {
     Gather,
     Scatter,
@@ -45,7 +51,10 @@ struct Pass {
     Quantize,
     Bounds,
     Weights,
-    Bag
+    Bag,
+    Scales,
+    ZeroPoints,
+    Blocks
   } kind = Kind::Gather;
   Plan plan;                 // as lowered: kernel choice transforms it
   bool skipInPlace = false;  // a scatter's copy: nothing to do when OutputTensor is InputTensor
@@ -90,12 +99,18 @@ class OperatorImpl final : public Operator {
   // VKDML_OPERATOR_GATHER_QUANTIZED_ROWS and _SCATTER_: the table's block layout.
   VKDML_QUANTIZED_FORMAT format = VKDML_QUANTIZED_FORMAT(0);
   // VKDML_OPERATOR_EMBEDDING_BAG (bag): its mode and options as the kernel takes them
-  // (interface.h: VKDML_BAG_* in PackedPlan::bag, but FILL, which VKDML_OPERATOR_OUT_OF_RANGE
+  // (interface.h: VKDML_BAG_* in PackedPlan::params, but FILL, which VKDML_OPERATOR_OUT_OF_RANGE
   // sets), its padding row (VKDML_NO_PADDING: none), a row's values, and IndicesTensor's
   // entries.
   bool bag = false;
   VKDML_EMBEDDING_BAG_MODE bagMode = VKDML_EMBEDDING_BAG_MODE_SUM;
   UINT bagFlags = 0, padding = VKDML_NO_PADDING, width = 0, entries = 0;
+  // VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED: its value type, the kernels' PackedPlan::params (the
+  // values after QuantizeAxis, along it, its blocks, BlockSize) and the blocks (ScaleTensor's
+  // elements).
+  VKDML_BLOCK_QUANTIZED_TYPE blockType = VKDML_BLOCK_QUANTIZED_TYPE(0);
+  shader::uvec4 blockParams = {};
+  UINT64 blocks = 0;
   // FILL or DROP: an element whose index tuple is out of range is filled or skipped.
   bool Drops() const {
     return outOfRange == VKDML_OUT_OF_RANGE_MODE_FILL || outOfRange == VKDML_OUT_OF_RANGE_MODE_DROP;
@@ -151,6 +166,17 @@ Result BuildScatterQuantizedRows(const VKDML_SCATTER_QUANTIZED_ROWS_OPERATOR_DES
                                  OperatorImpl* op);
 
 Result BuildEmbeddingBag(const VKDML_EMBEDDING_BAG_OPERATOR_DESC& desc, OperatorImpl* op);
+
+// DML_OPERATOR_GATHER's checks of Axis, IndexDimensions and OutputTensor's sizes, and its pass,
+// over validated tensors (VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED's input: its values).
+Result LowerGather(const Tensor& input, const Tensor& indices, const Tensor& output, UINT axis,
+                   UINT m, Pass* result);
+Result BuildGatherBlockQuantized(const VKDML_GATHER_BLOCK_QUANTIZED_OPERATOR_DESC& desc,
+                                 OperatorImpl* op);
+// A block-quantized type: whether its values are 4-bit, and its zero point without a
+// ZeroPointTensor.
+bool FourBit(VKDML_BLOCK_QUANTIZED_TYPE type);
+UINT BlockZeroPoint(VKDML_BLOCK_QUANTIZED_TYPE type);
 
 // Dispatches on desc.Type, adds the "GATHER_ND: " prefix to messages.
 Result BuildOperator(const DML_OPERATOR_DESC& desc, OperatorImpl* op);

@@ -598,8 +598,8 @@ TEST_CASE("Embedding bags: kernel choice", "[kernels][bag]") {
     CHECK(set.steps[1].plain.module == "bag_weights");
     CHECK(set.steps[2].plain.module == std::string("embedding_bag_f32_i32") + w.suffix);
     CHECK(set.plans[set.steps[2].plain.slot].count == 5 * 2);
-    // The options are the plan's, not the pipeline's (interface.h: PackedPlan::bag).
-    const auto& options = set.plans[set.steps[2].plain.slot].bag;
+    // The options are the plan's, not the pipeline's (interface.h: PackedPlan::params).
+    const auto& options = set.plans[set.steps[2].plain.slot].params;
     CHECK((options[0] == VKDML_BAG_WEIGHTED && options[1] == VKDML_NO_PADDING && options[2] == 6));
     CHECK(set.steps[2].plain.end == 0xFFFFFFFFu);  // every entry in one dispatch
     CHECK(set.wordBindings);
@@ -634,7 +634,7 @@ TEST_CASE("Embedding bags: kernel choice", "[kernels][bag]") {
       expected[VKDML_SPEC_DROP] = drop ? 1 : 0;
       CHECK(b.steps[i].plain.spec == expected);
     }
-    const auto& options = b.plans[b.steps[2].plain.slot].bag;
+    const auto& options = b.plans[b.steps[2].plain.slot].params;
     CHECK((options[0] == (VKDML_BAG_WEIGHTED | VKDML_BAG_LAST_OFFSET) && options[1] == 2 &&
            options[2] == 9));
   }

@@ -119,7 +119,7 @@ TEST_CASE("Interface: the kernels lay out plans and push constants as C++ does",
       offsetof(shader::PackedPlan, shift),       offsetof(shader::PackedPlan, direct),
       offsetof(shader::PackedPlan, indexed),     offsetof(shader::PackedPlan, indices),
       offsetof(shader::PackedPlan, position),    offsetof(shader::PackedPlan, tupleSize),
-      offsetof(shader::PackedPlan, tupleStride), offsetof(shader::PackedPlan, bag)};
+      offsetof(shader::PackedPlan, tupleStride), offsetof(shader::PackedPlan, params)};
   const std::vector<size_t> push = {
       offsetof(shader::Push, plan),      offsetof(shader::Push, srcBase),
       offsetof(shader::Push, indexBase), offsetof(shader::Push, dstBase),
@@ -143,7 +143,7 @@ TEST_CASE("Interface: the kernels lay out plans and push constants as C++ does",
   // writes them so), in every kernel but the report (which has no scratch regions) and the sort's.
   for (const char* name :
        {"gather_e4_i32", "keys_i64", "sort_scatter", "ordered_e8_i32_f64", "ties_first_e4_i32",
-        "mark_i32", "runs_scatter_e4_i32", "tally_i32", "mean_e2p"}) {
+        "mark_i32", "runs_scatter_e4_i32", "tally_i32", "mean_e2p", "dequantize_blocks_b4_i64"}) {
     INFO("module " << name);
     const auto* m = FindSpirv(name);
     REQUIRE(m);
@@ -159,7 +159,9 @@ TEST_CASE("Interface: the kernels lay out plans and push constants as C++ does",
         offsetof(shader::ScratchLayout, mask),    offsetof(shader::ScratchLayout, keys),
         offsetof(shader::ScratchLayout, values),  offsetof(shader::ScratchLayout, counts),
         offsetof(shader::ScratchLayout, tally),   offsetof(shader::ScratchLayout, bounds),
-        offsetof(shader::ScratchLayout, weights), offsetof(shader::ScratchLayout, partials)};
+        offsetof(shader::ScratchLayout, weights), offsetof(shader::ScratchLayout, partials),
+        offsetof(shader::ScratchLayout, blocks),  offsetof(shader::ScratchLayout, unused0),
+        offsetof(shader::ScratchLayout, unused1), offsetof(shader::ScratchLayout, unused2)};
     REQUIRE(l.offsets[scratchId].size() == scratch.size());
     for (uint32_t i = 0; i < scratch.size(); ++i) CHECK(l.offsets[scratchId][i] == scratch[i]);
   }

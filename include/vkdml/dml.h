@@ -84,6 +84,7 @@ enum DML_OPERATOR_TYPE : UINT {
   VKDML_OPERATOR_GATHER_QUANTIZED_ROWS = 0x10004,   // VKDML_GATHER_QUANTIZED_ROWS_OPERATOR_DESC
   VKDML_OPERATOR_SCATTER_QUANTIZED_ROWS = 0x10005,  // VKDML_SCATTER_QUANTIZED_ROWS_OPERATOR_DESC
   VKDML_OPERATOR_EMBEDDING_BAG = 0x10006,           // VKDML_EMBEDDING_BAG_OPERATOR_DESC
+  VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED = 0x10007,  // VKDML_GATHER_BLOCK_QUANTIZED_OPERATOR_DESC
 };
 
 struct DML_OPERATOR_DESC {
@@ -298,6 +299,51 @@ struct VKDML_SCATTER_QUANTIZED_ROWS_OPERATOR_DESC {
   const DML_TENSOR_DESC* UpdatesTensor;
   const DML_TENSOR_DESC* OutputTensor;
   VKDML_QUANTIZED_FORMAT Format;
+};
+
+// vkdml's own: the values of a block-quantized tensor, as ONNX Runtime's GatherBlockQuantized
+// takes them (its data type T1 and attribute `bits`). 4-bit values are two a byte, the first in
+// the low nibble. Each names the zero point used where no ZeroPointTensor is given.
+enum VKDML_BLOCK_QUANTIZED_TYPE : UINT {
+  VKDML_BLOCK_QUANTIZED_TYPE_INT4 = 1,         // int4: -8 to 7; zero point 0
+  VKDML_BLOCK_QUANTIZED_TYPE_UINT4 = 2,        // uint4: 0 to 15; zero point 0
+  VKDML_BLOCK_QUANTIZED_TYPE_UINT8_BITS4 = 3,  // uint8 with bits 4: uint4's values; zero point 8
+  VKDML_BLOCK_QUANTIZED_TYPE_UINT8 = 4,        // uint8 with bits 8: 0 to 255; zero point 128
+};
+
+// vkdml's own (VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED; ONNX Runtime's com.microsoft.
+// GatherBlockQuantized): DML_OPERATOR_GATHER (Axis, IndexDimensions and the shapes as its) over
+// the values of InputTensor, each value v dequantized on the way: (v - zero point) * scale,
+// computed in float32 with one rounding (denormals kept, on every device) and rounded to nearest
+// even for FLOAT16. Value c (coordinates in the values' shape) takes the scale and zero point of
+// its block: c with c[QuantizeAxis] divided by BlockSize (a power of 2, at least 16, as ONNX
+// Runtime's). Rank D from 1 to 8 for all tensors:
+//   InputTensor     UINT8, the values' sizes, but (4-bit types) the last size counts bytes: a
+//                   row of the last dimension holds 2 values a byte; packed (Strides null or
+//                   row-major). ONNX's int4 and uint4 tensors pack the same way when their last
+//                   dimension is even (the odd case has no form here);
+//   IndicesTensor   as DML_OPERATOR_GATHER's (clamped; VKDML_OPERATOR_OUT_OF_RANGE wraps it for
+//                   FILL or ERROR);
+//   ScaleTensor     OutputTensor's DataType, the values' sizes but ceil(size / BlockSize) on
+//                   QuantizeAxis; any strides;
+//   ZeroPointTensor null (each type's zero point above), or UINT8 of ScaleTensor's sizes holding
+//                   ValueType's values (4-bit types: the last size in bytes, ceil(size / 2), each
+//                   row starting on a byte), packed;
+//   OutputTensor    FLOAT32 or FLOAT16, DML_OPERATOR_GATHER's sizes over the values; any strides.
+// Bind InputTensor, IndicesTensor, ScaleTensor and, when given, ZeroPointTensor. Every binding
+// offset is a multiple of 4 bytes (the kernels read and write 32-bit words, on any device: no
+// 8/16-bit storage needed). A NaN or infinite scale gives NaN or infinities, NaN bits unspecified.
+struct VKDML_GATHER_BLOCK_QUANTIZED_OPERATOR_DESC {
+  const DML_TENSOR_DESC* InputTensor;
+  const DML_TENSOR_DESC* IndicesTensor;
+  const DML_TENSOR_DESC* ScaleTensor;
+  const DML_TENSOR_DESC* ZeroPointTensor;  // optional
+  const DML_TENSOR_DESC* OutputTensor;
+  VKDML_BLOCK_QUANTIZED_TYPE ValueType;
+  UINT Axis;
+  UINT IndexDimensions;
+  UINT QuantizeAxis;
+  UINT BlockSize;
 };
 
 // vkdml's own: how VKDML_OPERATOR_EMBEDDING_BAG reduces a bag's rows.

@@ -1,0 +1,99 @@
+#version 450
+// A block-quantized gather (VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED; lib/operator.h:
+// Pass::Kind::Scales, ZeroPoints and Blocks). Every tensor is read and written in 32-bit words
+// (bases in bytes: Kernel::unit 1), so no device needs 8- or 16-bit storage.
+// SCALES: ScaleTensor's element into the scratch's BLOCK as float32 bits (kOutputSize: its
+//   element size), with the type's zero point (the plan's params.w).
+// ZERO_POINTS: ZeroPointTensor's value into its block's zero point word.
+// Otherwise (Blocks): an invocation per output value, DML_OPERATOR_GATHER's walk over the values
+//   of InputTensor (the indexed offset: a value's row-major number), each (value - zero point) *
+//   scale in float32, rounded once (glsl/float32.glsl: no device rounding or denormal flushing),
+//   then to float16 where kOutputSize is 2.
+// BITS: 4 (two values a byte, the first in the low nibble) or 8; kKind VKDML_KIND_SIGNED for
+// INT4. INDEX64 selects 64-bit index loads.
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+#include "half.glsl"
+#include "index.glsl"
+#include "wide.glsl"
+#include "float32.glsl"
+
+layout(local_size_x_id = VKDML_SPEC_GROUP_SIZE) in;  // Capabilities::groupSize
+layout(constant_id = VKDML_SPEC_OUTPUT_SIZE) const uint kOutputSize = 4;
+
+layout(std430, set = 0, binding = VKDML_BIND_SOURCE) restrict readonly buffer Source {
+  uint sourceWords[];  // the pass's source: InputTensor, ScaleTensor or ZeroPointTensor
+};
+layout(std430, set = 0, binding = VKDML_BIND_OUTPUT) restrict buffer Output { uint outputWords[]; };
+
+// Each loop's stride: every invocation's (at most 65535 * 1024, below 2^26).
+#define kStep (gl_NumWorkGroups.x * gl_WorkGroupSize.x)
+
+// Value n of the source (from byte pc.srcBase), sign-extended for INT4.
+int sourceValue(uint n) {
+#if BITS == 4
+  const uint b = pc.srcBase + (n >> 1);
+  const uint v = (sourceWords[b >> 2] >> ((b & 3u) * 8u + (n & 1u) * 4u)) & 15u;
+  return kKind == VKDML_KIND_SIGNED ? int(v ^ 8u) - 8 : int(v);
+#else
+  const uint b = pc.srcBase + n;
+  return int((sourceWords[b >> 2] >> ((b & 3u) * 8u)) & 255u);
+#endif
+}
+
+#ifdef SCALES
+void main() {
+  const uint p = pc.plan, count = loopCount(p), zeroPoint = plans[p].params.w;
+  for (uint i = gl_GlobalInvocationID.x; i < count; i += kStep) {
+    const uvec4 at = loopOffsets(p, kRank, i);  // x: the block, y: its ScaleTensor element
+    const uint b = pc.srcBase + at.y * kOutputSize;
+    const uint word = sourceWords[b >> 2];
+    BLOCK(2u * at.x) =
+        kOutputSize == 4u ? word : floatBitsToUint(halfToFloat((word >> ((b & 2u) * 8u)) & 0xFFFFu));
+    BLOCK(2u * at.x + 1u) = zeroPoint;
+  }
+}
+#elif defined(ZERO_POINTS)
+void main() {
+  const uint p = pc.plan, count = loopCount(p);
+  for (uint i = gl_GlobalInvocationID.x; i < count; i += kStep) {
+    const uvec4 at = loopOffsets(p, kRank, i);  // x: the block, y: its zero point's number
+    BLOCK(2u * at.x + 1u) = uint(sourceValue(at.y));
+  }
+}
+#else
+// Stores float16 h at byte b (even) of the output, leaving the word's other half, which another
+// invocation may be storing, or which is not the tensor's: atomically, bits of its own only.
+void storeHalf(uint b, uint h) {
+  const uint w = b >> 2, shift = (b & 2u) * 8u;
+  atomicAnd(outputWords[w], ~(0xFFFFu << shift));
+  atomicOr(outputWords[w], h << shift);
+}
+
+void main() {
+  const uint p = pc.plan, count = loopCount(p);
+  // The values after the quantize axis, along it, its blocks, and the block size.
+  const uvec4 g = plans[p].params;
+  for (uint i = gl_GlobalInvocationID.x; i < count;) {
+    const uvec4 at = loopOffsets(p, kRank, i);
+    const uint n = indexedOffset(p, at);  // the value's number, VKDML_NOT_OWNED if dropped
+    uint bits;
+    if (kDrop && n == VKDML_NOT_OWNED) {
+      bits = kOutputSize == 4u ? fillBytes.x : fillBytes.x & 0xFFFFu;  // _FILL's value
+    } else {
+      const uint outer = n / (g.y * g.x), rest = n - outer * g.y * g.x;
+      const uint along = rest / g.x, block = (outer * g.z + along / g.w) * g.x + (rest - along * g.x);
+      const int zeroPoint = int(BLOCK(2u * block + 1u));
+      bits = multiplyFloat32(floatBitsToUint(float(sourceValue(n) - zeroPoint)),
+                             BLOCK(2u * block));
+      if (kOutputSize == 2u) bits = floatToHalf(bits);
+    }
+    if (kOutputSize == 4u)
+      outputWords[(pc.dstBase >> 2) + at.x] = bits;
+    else
+      storeHalf(pc.dstBase + 2u * at.x, bits);
+    if (count - i <= kStep) break;
+    i += kStep;
+  }
+}
+#endif

@@ -1,0 +1,144 @@
+// VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED: validation and lowering (dml.h states the shapes).
+//
+// Vulkan guarantees 4 storage buffers a stage, and the gather reads InputTensor, IndicesTensor,
+// ScaleTensor and ZeroPointTensor, writes OutputTensor, and checked mode needs the scratch: so a
+// Scales pass first copies each block's scale (as float32) and its type's zero point into the
+// scratch, and a ZeroPoints pass (with ZeroPointTensor) overwrites the zero points. The Blocks
+// pass is then DML_OPERATOR_GATHER's over InputTensor's values (LowerGather), an invocation per
+// output value finding its block from the value's row-major number (glsl/dequantize_blocks.comp).
+#include "error.h"
+#include "operator.h"
+
+namespace vkdml::detail {
+
+bool FourBit(VKDML_BLOCK_QUANTIZED_TYPE type) {
+  return type != VKDML_BLOCK_QUANTIZED_TYPE_UINT8;
+}
+
+namespace {
+
+Result CheckOptions(const VKDML_GATHER_BLOCK_QUANTIZED_OPERATOR_DESC& desc) {
+  if (desc.ValueType < VKDML_BLOCK_QUANTIZED_TYPE_INT4 ||
+      desc.ValueType > VKDML_BLOCK_QUANTIZED_TYPE_UINT8)
+    return Fail(Status::InvalidArgument, "ValueType is ", UINT(desc.ValueType),
+                ", expected VKDML_BLOCK_QUANTIZED_TYPE_INT4 (1), _UINT4 (2), _UINT8_BITS4 (3) or "
+                "_UINT8 (4)");
+  if (desc.BlockSize < 16 || (desc.BlockSize & (desc.BlockSize - 1)))
+    return Fail(Status::InvalidArgument, "BlockSize is ", desc.BlockSize,
+                ", expected a power of 2, at least 16 (as ONNX Runtime's block_size)");
+  return {};
+}
+
+// A UINT8 tensor of packed bytes (`what` says what they hold).
+Result CheckPackedBytes(const Tensor& t, const char* what) {
+  if (t.type != DML_TENSOR_DATA_TYPE_UINT8)
+    return Fail(Status::InvalidArgument, t.field, ".DataType is ", DataTypeName(t.type),
+                ", expected UINT8 (", what, ")");
+  UINT packed[kMaxDims];
+  PackedStrides(t.dims, t.sizes, packed);
+  for (UINT d = 0; d < t.dims; ++d)
+    if (t.sizes[d] > 1 && t.strides[d] != packed[d])
+      return Fail(Status::InvalidArgument, t.field, ".Strides[", d, "] is ", t.strides[d],
+                  ", expected ", packed[d], " (", what, " are packed: Strides null or row-major)");
+  return {};
+}
+
+}  // namespace
+
+Result BuildGatherBlockQuantized(const VKDML_GATHER_BLOCK_QUANTIZED_OPERATOR_DESC& desc,
+                                 OperatorImpl* op) {
+  VKDML_TRY(CheckOptions(desc));
+  const bool fourBit = FourBit(desc.ValueType), hasZeroPoints = desc.ZeroPointTensor != nullptr;
+  Tensor input, indices, scales, zeroPoints, output;
+  VKDML_TRY(ValidateTensor(desc.InputTensor, "InputTensor", TensorRole::Data, &input));
+  VKDML_TRY(ValidateTensor(desc.IndicesTensor, "IndicesTensor", TensorRole::Indices, &indices));
+  VKDML_TRY(ValidateTensor(desc.ScaleTensor, "ScaleTensor", TensorRole::Data, &scales));
+  if (hasZeroPoints)
+    VKDML_TRY(
+        ValidateTensor(desc.ZeroPointTensor, "ZeroPointTensor", TensorRole::Data, &zeroPoints));
+  VKDML_TRY(ValidateTensor(desc.OutputTensor, "OutputTensor", TensorRole::Data, &output));
+  for (const Tensor* t : {&indices, &scales, &output}) VKDML_TRY(CheckSameRank(*t, input));
+  if (hasZeroPoints) VKDML_TRY(CheckSameRank(zeroPoints, input));
+  VKDML_TRY(CheckPackedBytes(input, "the quantized values"));
+  if (output.type != DML_TENSOR_DATA_TYPE_FLOAT32 && output.type != DML_TENSOR_DATA_TYPE_FLOAT16)
+    return Fail(Status::InvalidArgument, "OutputTensor.DataType is ", DataTypeName(output.type),
+                ", expected FLOAT32 or FLOAT16");
+  VKDML_TRY(CheckSameType(scales, output));
+  VKDML_TRY(CheckNoOverlap(output));
+
+  // The values: InputTensor's sizes, the last doubled for 4-bit types, packed.
+  const UINT dims = input.dims, last = dims - 1, axis = desc.QuantizeAxis;
+  Tensor values = input;
+  if (fourBit) {
+    values.field = "InputTensor's values";
+    if (input.sizes[last] > 0x7FFFFFFFu || input.Count() * 2 > 0xFFFFFFFFu)
+      return Fail(Status::InvalidArgument, "InputTensor holds ", input.Count() * 2,
+                  " 4-bit values, expected at most 4294967295");
+    values.sizes[last] *= 2;
+  }
+  PackedStrides(dims, values.sizes, values.strides);
+  if (axis >= dims)
+    return Fail(Status::InvalidArgument, "QuantizeAxis is ", axis, ", expected less than ", dims,
+                " (InputTensor.DimensionCount)");
+  if (desc.Axis >= dims)  // LowerGather checks it too, but the component's size is read first
+    return Fail(Status::InvalidArgument, "Axis is ", desc.Axis, ", expected less than ", dims,
+                " (InputTensor.DimensionCount)");
+  Pass blocks;
+  VKDML_TRY(LowerGather(values, indices, output, desc.Axis, desc.IndexDimensions, &blocks));
+  blocks.kind = Pass::Kind::Blocks;
+
+  // ScaleTensor: the values' sizes, QuantizeAxis's in blocks.
+  const UINT along = values.sizes[axis], perAxis = (along - 1) / desc.BlockSize + 1;
+  UINT expected[kMaxDims];
+  std::string what[kMaxDims];
+  for (UINT d = 0; d < dims; ++d) {
+    expected[d] = d == axis ? perAxis : values.sizes[d];
+    what[d] = d == axis ? Str("blocks of ", desc.BlockSize, " of the ", along,
+                              " values along QuantizeAxis ", axis)
+                        : Str("the values' size ", d);
+  }
+  VKDML_TRY(CheckSizes(scales, dims, expected, what));
+  if (hasZeroPoints) {
+    if (fourBit) {
+      expected[last] = (expected[last] + 1) / 2;
+      what[last] += ", 2 zero points a byte";
+    }
+    VKDML_TRY(CheckSizes(zeroPoints, dims, expected, what));
+    VKDML_TRY(CheckPackedBytes(zeroPoints, "the zero points"));
+  }
+
+  UINT blockAt[kMaxDims];  // a block's row-major number in the scratch
+  PackedStrides(dims, scales.sizes, blockAt);
+  Pass scale;
+  scale.kind = Pass::Kind::Scales;
+  for (UINT d = 0; d < dims; ++d)
+    scale.plan.AddDim(scales.sizes[d], blockAt[d], scales.strides[d], 0, 0);
+  Pass zeroPoint;
+  zeroPoint.kind = Pass::Kind::ZeroPoints;
+  for (UINT d = 0; hasZeroPoints && d < dims; ++d) {
+    const UINT at = d == last ? 1 : fourBit ? 2 * zeroPoints.strides[d] : zeroPoints.strides[d];
+    zeroPoint.plan.AddDim(scales.sizes[d], blockAt[d], at, 0, 0);
+  }
+  UINT inner = 1;
+  for (UINT d = axis + 1; d < dims; ++d) inner *= values.sizes[d];
+
+  op->inputs = {input, indices, scales};
+  if (hasZeroPoints) op->inputs.push_back(zeroPoints);
+  op->outputs = {output};
+  op->passes = {scale};
+  if (hasZeroPoints) op->passes.push_back(zeroPoint);
+  op->passes.push_back(blocks);
+  op->componentSizes = {values.sizes[desc.Axis]};
+  op->blockType = desc.ValueType;
+  op->blockParams = {{inner, along, perAxis, desc.BlockSize}};
+  op->blocks = scales.Count();
+  return {};
+}
+
+UINT BlockZeroPoint(VKDML_BLOCK_QUANTIZED_TYPE type) {
+  return type == VKDML_BLOCK_QUANTIZED_TYPE_UINT8         ? 128
+         : type == VKDML_BLOCK_QUANTIZED_TYPE_UINT8_BITS4 ? 8
+                                                          : 0;
+}
+
+}  // namespace vkdml::detail

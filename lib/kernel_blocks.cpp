@@ -1,0 +1,52 @@
+// Block-quantized gathers (VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED): glsl/dequantize_blocks.comp's
+// stages, a module per stage, value width and index size; signedness (INT4) and the scale's and
+// output's element size are specialization constants, the block geometry the plan's
+// (PackedPlan::params). Like the quantized rows' kernels they read and write 32-bit words on
+// every device, so every binding starts on a word (KernelSet::wordBindings), and their bases are
+// bytes (Kernel::unit 1).
+#include "kernel_choice.h"
+
+namespace vkdml::detail {
+
+namespace {
+
+// "block_scales", "block_zero_points_b4", "dequantize_blocks_b8_i64".
+std::string BlocksModule(Pass::Kind kind, bool fourBit, UINT indexSize) {
+  const std::string bits = fourBit ? "_b4" : "_b8";
+  if (kind == Pass::Kind::Scales) return "block_scales";
+  if (kind == Pass::Kind::ZeroPoints) return "block_zero_points" + bits;
+  return "dequantize_blocks" + bits + IndexSuffix(indexSize);
+}
+
+}  // namespace
+
+Result ChooseBlocks(Choice& c, const Pass& pass) {
+  const OperatorImpl& op = c.op;
+  UINT slot = 0;
+  VKDML_TRY(c.Slot(pass.plan, &slot));
+  Step step;
+  step.kind = pass.kind;
+  step.plain = c.Elementwise(BlocksModule(pass.kind, FourBit(op.blockType), c.indexSize), pass.plan,
+                             slot, 1);
+  Specialization& spec = step.plain.spec;
+  spec[VKDML_SPEC_OUTPUT_SIZE] = op.outputs[0].elemSize;  // ScaleTensor's too
+  spec[VKDML_SPEC_ELEMENT_KIND] =
+      op.blockType == VKDML_BLOCK_QUANTIZED_TYPE_INT4 ? VKDML_KIND_SIGNED : VKDML_KIND_UNSIGNED;
+  c.set.plans[slot].params = pass.kind == Pass::Kind::Scales
+                                 ? shader::uvec4{{0, 0, 0, BlockZeroPoint(op.blockType)}}
+                                 : op.blockParams;
+  c.set.steps.push_back(step);
+  c.set.wordBindings = true;
+  c.set.blockWords = 2 * op.blocks;
+  return {};
+}
+
+void ListBlocksModules(const ModuleSink& sink) {
+  for (bool fourBit : {true, false}) {
+    for (UINT index : {4u, 8u}) sink(BlocksModule(Pass::Kind::Blocks, fourBit, index));
+    sink(BlocksModule(Pass::Kind::ZeroPoints, fourBit, 4));
+  }
+  sink(BlocksModule(Pass::Kind::Scales, true, 4));
+}
+
+}  // namespace vkdml::detail
