@@ -160,6 +160,14 @@ std::string ToTensor(const ArrayRef& a, const Shape& view, size_t D, HostTensor*
 }
 
 // The byte size of `count` elements of `shape` of itemSize bytes, or false past 2^64.
+// Wraps m's operator in VKDML_OPERATOR_OUT_OF_RANGE where o asks for FILL or DROP.
+void WrapOutOfRange(const OnnxOptions& o, OnnxMapping* m) {
+  if (o.outOfRange == VKDML_OUT_OF_RANGE_MODE_CLAMP) return;
+  m->inner = m->desc;
+  m->outOfRange = {&m->inner, o.outOfRange, o.fillValue};
+  m->desc = {VKDML_OPERATOR_OUT_OF_RANGE, &m->outOfRange};
+}
+
 bool ByteSize(const Shape& shape, uint64_t itemSize, uint64_t* bytes) {
   *bytes = itemSize;
   for (uint64_t d : shape)
@@ -472,11 +480,7 @@ std::string MapOnnxOperator(const OnnxOptions& a, const ArrayRef& in, const Arra
             ? DML_OPERATOR_DESC{VKDML_OPERATOR_SCATTER_ND_REDUCE, &m->scatterNdReduce}
             : DML_OPERATOR_DESC{VKDML_OPERATOR_SCATTER_ELEMENTS_REDUCE, &m->scatterElementsReduce};
   }
-  if (a.outOfRange != VKDML_OUT_OF_RANGE_MODE_CLAMP) {
-    m->inner = m->desc;
-    m->outOfRange = {&m->inner, a.outOfRange, a.fillValue};
-    m->desc = {VKDML_OPERATOR_OUT_OF_RANGE, &m->outOfRange};
-  }
+  WrapOutOfRange(a, m);
   return "";
 }
 
@@ -578,17 +582,136 @@ std::string MapEmbeddingBag(const OnnxOptions& o, const ArrayRef& table, const A
                      o.hasPadding ? 1 : 0,
                      padding};
   m->desc = {VKDML_OPERATOR_EMBEDDING_BAG, &m->embeddingBag};
-  if (o.outOfRange != VKDML_OUT_OF_RANGE_MODE_CLAMP) {
-    m->inner = m->desc;
-    m->outOfRange = {&m->inner, o.outOfRange, o.fillValue};
-    m->desc = {VKDML_OPERATOR_OUT_OF_RANGE, &m->outOfRange};
+  WrapOutOfRange(o, m);
+  return "";
+}
+
+namespace {
+
+// An axis option of an array of rank r, from the end when negative: "" or the error.
+std::string Axis(int64_t value, const std::string& label, const ArrayRef& a, size_t* out) {
+  const int64_t r = int64_t(a.shape.size()), axis = value < 0 ? value + r : value;
+  if (axis < 0 || axis >= r)
+    return label + " is " + std::to_string(value) + ", expected " + std::to_string(-r) + " to " +
+           std::to_string(r - 1) + " (" + a.name + " has rank " + std::to_string(r) + ")";
+  *out = size_t(axis);
+  return "";
+}
+
+// A uint8 array of the given shape, in C order (the library takes packed bytes).
+std::string CheckPackedBytes(const ArrayRef& a, const Shape& shape, const std::string& why) {
+  if (a.dtype != npy::DType::UInt8)
+    return a.name + ": dtype is " + npy::DTypeName(a.dtype) + ", expected uint8 (" + why + ")";
+  if (a.shape != shape)
+    return a.name + ": shape is " + a.ShapeString() + ", expected " + npy::ShapeString(shape) +
+           " (" + why + ")";
+  if (!a.Packed())
+    return a.name + ": expected a C-contiguous array (" + why + " are read as packed bytes)";
+  return "";
+}
+
+}  // namespace
+
+std::string MapGatherBlockQuantized(const OnnxOptions& o, const ArrayRef& data, const ArrayRef& idx,
+                                    const ArrayRef& scales, const ArrayRef* zeroPoints,
+                                    OnnxMapping* m) {
+  VKDML_BLOCK_QUANTIZED_TYPE type;
+  if (o.blockType == "int4" || o.blockType == "uint4") {
+    if (o.bits != 4)
+      return "bits is " + std::to_string(o.bits) + ", expected 4 for " + o.blockType + " data";
+    type =
+        o.blockType == "int4" ? VKDML_BLOCK_QUANTIZED_TYPE_INT4 : VKDML_BLOCK_QUANTIZED_TYPE_UINT4;
+  } else if (o.blockType == "uint8") {
+    if (o.bits != 4 && o.bits != 8)
+      return "bits is " + std::to_string(o.bits) + ", expected 4 or 8 for uint8 data";
+    type = o.bits == 4 ? VKDML_BLOCK_QUANTIZED_TYPE_UINT8_BITS4 : VKDML_BLOCK_QUANTIZED_TYPE_UINT8;
+  } else {
+    return "type is '" + o.blockType + "', expected int4, uint4 or uint8";
   }
+  if (o.blockSize < 16 || o.blockSize > (int64_t(1) << 31) || (o.blockSize & (o.blockSize - 1)))
+    return "block_size is " + std::to_string(o.blockSize) +
+           ", expected a power of 2, at least 16 (as ONNX Runtime's)";
+  const bool four = o.bits == 4;
+  for (const ArrayRef* a : {&data, &idx, &scales, zeroPoints})
+    if (a && a->shape.size() > 8)
+      return a->name + ": rank is " + std::to_string(a->shape.size()) +
+             ", expected at most 8 (DirectML tensors have at most 8 dimensions)";
+  if (data.shape.empty()) return data.name + ": rank is 0, expected at least 1";
+  Shape values = data.shape;
+  if (four) values.back() *= 2;
+  std::string error = CheckPackedBytes(
+      data, data.shape,
+      four ? "two 4-bit values a byte, the first in the low nibble" : "the values");
+  if (!error.empty()) return error;
+  size_t axis = 0, qaxis = 0;
+  if (!(error = Axis(o.axis, o.axisLabel, data, &axis)).empty()) return error;
+  if (!(error = Axis(o.quantizeAxis, "quantize_axis", data, &qaxis)).empty()) return error;
+  const npy::DType it = idx.dtype;
+  if (it != npy::DType::Int32 && it != npy::DType::Int64 && it != npy::DType::UInt32 &&
+      it != npy::DType::UInt64)
+    return idx.name + ": dtype is " + npy::DTypeName(it) +
+           ", expected an index type: int32, int64, uint32 or uint64";
+  if (scales.dtype != npy::DType::Float32 && scales.dtype != npy::DType::Float16)
+    return scales.name + ": dtype is " + npy::DTypeName(scales.dtype) +
+           ", expected float32 or float16 (the output's dtype)";
+  Shape blocks = values;
+  blocks[qaxis] = (blocks[qaxis] + uint64_t(o.blockSize) - 1) / uint64_t(o.blockSize);
+  if (scales.shape != blocks)
+    return scales.name + ": shape is " + scales.ShapeString() + ", expected " +
+           npy::ShapeString(blocks) + " (the values' shape " + npy::ShapeString(values) +
+           ", quantize_axis " + std::to_string(qaxis) + " in blocks of " +
+           std::to_string(o.blockSize) + ")";
+  Shape zeroShape = blocks;
+  if (four) zeroShape.back() = (zeroShape.back() + 1) / 2;
+  if (zeroPoints &&
+      !(error = CheckPackedBytes(
+            *zeroPoints, zeroShape,
+            four ? "the zero points, two a byte, each row starting on a byte" : "the zero points"))
+           .empty())
+    return error;
+  m->outputDType = scales.dtype;
+  m->outputShape =
+      Concat(Concat(Slice(values, 0, axis), idx.shape), Slice(values, axis + 1, values.size()));
+  if (m->outputShape.size() > 8)
+    return "the output would have rank " + std::to_string(m->outputShape.size()) + " (shape " +
+           npy::ShapeString(m->outputShape) + "), expected at most 8 (DirectML's limit)";
+  const size_t r = data.shape.size();
+  m->D = std::max({r, idx.shape.size(), m->outputShape.size()});
+  if (!ByteSize(m->outputShape, npy::ItemSize(m->outputDType), &m->outputBytes))
+    return "the output would have shape " + npy::ShapeString(m->outputShape) +
+           ", more than 2^64 bytes";
+  if (m->outputBytes == 0) {
+    m->skipDevice = true;
+    return "";
+  }
+  if (values[axis] == 0)
+    return data.name + ": has size 0 on axis " + std::to_string(axis) +
+           ", so no index into it is valid";
+  m->inputs.resize(zeroPoints ? 4 : 3);
+  error = ToTensor(data, data.shape, m->D, &m->inputs[0]);
+  if (error.empty()) error = ToTensor(idx, idx.shape, m->D, &m->inputs[1]);
+  if (error.empty()) error = ToTensor(scales, scales.shape, m->D, &m->inputs[2]);
+  if (error.empty() && zeroPoints)
+    error = ToTensor(*zeroPoints, zeroPoints->shape, m->D, &m->inputs[3]);
+  if (!error.empty()) return error;
+  m->output.type = DataType(m->outputDType);
+  m->output.sizes.assign(m->D - m->outputShape.size(), 1);
+  for (uint64_t d : m->outputShape) m->output.sizes.push_back(UINT(d));
+  const UINT lead = UINT(m->D - r);
+  m->blockQuantized = {m->inputs[0].Desc(), m->inputs[1].Desc(),
+                       m->inputs[2].Desc(), zeroPoints ? m->inputs[3].Desc() : nullptr,
+                       m->output.Desc(),    type,
+                       UINT(axis) + lead,   UINT(idx.shape.size()),
+                       UINT(qaxis) + lead,  UINT(o.blockSize)};
+  m->desc = {VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED, &m->blockQuantized};
+  WrapOutOfRange(o, m);
   return "";
 }
 
 std::string CheckIndicesOnHost(const OnnxOptions& a, const ArrayRef& in, const ArrayRef& idx) {
   const ArrayRef& c = idx;  // read in place, in C order through its strides
-  const Shape& is = in.shape;
+  Shape is = in.shape;      // gather-block-quantized: its values' (4-bit: two a byte)
+  if (a.op == "gather-block-quantized" && a.bits == 4 && !is.empty()) is.back() *= 2;
   const Shape& xs = c.shape;
   const Shape& strides = c.strides;
   const bool nd = a.op == "gather-nd" || a.op == "scatter-nd";

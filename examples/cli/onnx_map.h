@@ -83,6 +83,11 @@ struct OnnxOptions {
   std::string mode = "sum";
   bool includeLastOffset = false, hasPadding = false;
   int64_t paddingIdx = 0;
+  // gather-block-quantized (VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED, ONNX Runtime's
+  // GatherBlockQuantized; `axis` is its gather_axis): the data's type (int4, uint4 or uint8)
+  // and bits (4 or 8, for uint8), quantize_axis and block_size, with ONNX Runtime's defaults.
+  std::string blockType = "uint8";
+  int64_t bits = 4, quantizeAxis = 1, blockSize = 128;
   // How messages name things: the operator, and its axis and batch-dims options.
   std::string opLabel, axisLabel = "--axis", batchDimsLabel = "--batch-dims";
   const std::string& Label() const { return opLabel.empty() ? op : opLabel; }
@@ -110,6 +115,7 @@ struct OnnxMapping {
   vkdml::VKDML_GATHER_QUANTIZED_ROWS_OPERATOR_DESC quantizedRows{};
   vkdml::VKDML_SCATTER_QUANTIZED_ROWS_OPERATOR_DESC quantizingRows{};
   vkdml::VKDML_EMBEDDING_BAG_OPERATOR_DESC embeddingBag{};
+  vkdml::VKDML_GATHER_BLOCK_QUANTIZED_OPERATOR_DESC blockQuantized{};
   npy::DType outputDType = npy::DType::Float32;  // the output array's (the input's but for
                                                  // dequantize-rows)
   vkdml::DML_OPERATOR_DESC inner{};  // desc's operator, where desc wraps it (out of range)
@@ -133,6 +139,17 @@ std::string MapOnnxOperator(const OnnxOptions& o, const ArrayRef& in, const Arra
 // output is (bags, values per row).
 std::string MapEmbeddingBag(const OnnxOptions& o, const ArrayRef& table, const ArrayRef& idx,
                             const ArrayRef& offsets, const ArrayRef* weights, OnnxMapping* m);
+
+// gather-block-quantized: data (uint8 bytes, C order: the values' shape, the last dimension in
+// bytes for 4-bit types, two values a byte, the first in the low nibble), indices of an index
+// dtype, scales (float32 or float16: the output's dtype; data's values' shape with
+// ceil(size / block_size) on quantize_axis) and optional zero points (uint8, C order: the
+// scales' shape, the last dimension in bytes for 4-bit types, each row starting on a byte),
+// checked and mapped as MapOnnxOperator does the others ("" or the error). The output is
+// ONNX's Gather shape over the values.
+std::string MapGatherBlockQuantized(const OnnxOptions& o, const ArrayRef& data, const ArrayRef& idx,
+                                    const ArrayRef& scales, const ArrayRef* zeroPoints,
+                                    OnnxMapping* m);
 
 // For work that needs no device (an empty output or no updates), with checked indices: the
 // first index in C order outside its range, in the words of the device's check. "" if none.

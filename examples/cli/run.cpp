@@ -28,6 +28,8 @@ const char kRunUsage[] =
     "                 [--format q8_0|q4_0] [--dtype float32|float16]\n"
     "                 [--offsets OFF.npy] [--per-sample-weights W.npy] [--mode sum|mean|max]\n"
     "                 [--include-last-offset] [--padding-idx N]\n"
+    "                 [--scales S.npy] [--zero-points Z.npy] [--type int4|uint4|uint8]\n"
+    "                 [--bits 4|8] [--quantize-axis N] [--block-size N]\n"
     "                 --output OUT.npy [--device N] [--check-indices] [--quiet]\n"
     "\n"
     "Runs one ONNX operator on .npy arrays on a Vulkan device and writes the result.\n"
@@ -59,6 +61,16 @@ const char kRunUsage[] =
     "                     weight), --include-last-offset (offsets[-1] ends the last bag),\n"
     "                     --padding-idx N (that row's entries are skipped); empty bags are 0;\n"
     "                     output shape (bags, width)\n"
+    "  gather-block-quantized  vkdml's: ONNX Runtime's GatherBlockQuantized: --input the\n"
+    "                     data as uint8 bytes (--type int4 or uint4: two values a byte, the\n"
+    "                     first in the low nibble, so its last dimension counts bytes; uint8,\n"
+    "                     the default: --bits 4 (default) as uint4, --bits 8 a value a byte),\n"
+    "                     --scales float32 or float16 (the output's dtype; the values' shape\n"
+    "                     with ceil(size / N) on --quantize-axis, default 1), --block-size N\n"
+    "                     (default 128), --zero-points (optional: uint8, the scales' shape,\n"
+    "                     4-bit ones two a byte, each row starting on a byte; default 0, or\n"
+    "                     for uint8 8 and 128), --axis (gather_axis, default 0); each value\n"
+    "                     (v - zero point) * scale in float32; output shape as gather's\n"
     "Scatter options:\n"
     "  --reduction R      none (default: the update replaces the element), add, mul, max or\n"
     "                     min (ONNX's reduction: each update combined with its target, in the\n"
@@ -92,12 +104,13 @@ const char kRunUsage[] =
     "memory or a Vulkan allocation); OUT is only written on success.\n";
 
 struct RunArgs : OnnxOptions {
-  std::string input, indices, updates, output, offsets, weights;
+  std::string input, indices, updates, output, offsets, weights, scales, zeroPoints;
   int64_t device = -1;
   bool haveAxis = false, haveBatchDims = false, checkIndices = false, deterministic = false;
   bool quiet = false;
   std::string outOfRangeName = "clamp", fillText;
   bool haveFill = false, haveFormat = false, haveDType = false, haveMode = false;
+  bool haveBlockOption = false;  // --type, --bits, --quantize-axis or --block-size
 };
 
 // value as a float16's bits, rounded to nearest even (NumPy's float16(value)).
@@ -200,22 +213,34 @@ int ParseRunArgs(int argc, char** argv, RunArgs* a) {
     } else {
       return Error(arg + " needs a value (see --help)");
     }
-    int64_t* number = arg == "--axis"          ? &a->axis
-                      : arg == "--batch-dims"  ? &a->batchDims
-                      : arg == "--device"      ? &a->device
-                      : arg == "--padding-idx" ? &a->paddingIdx
-                                               : nullptr;
+    int64_t* number = arg == "--axis"            ? &a->axis
+                      : arg == "--batch-dims"    ? &a->batchDims
+                      : arg == "--device"        ? &a->device
+                      : arg == "--padding-idx"   ? &a->paddingIdx
+                      : arg == "--bits"          ? &a->bits
+                      : arg == "--quantize-axis" ? &a->quantizeAxis
+                      : arg == "--block-size"    ? &a->blockSize
+                                                 : nullptr;
     if (number) {
       if (!ParseInt(value, number)) return Error(arg + " is '" + value + "', expected an integer");
       if (arg == "--axis") a->haveAxis = true;
       if (arg == "--batch-dims") a->haveBatchDims = true;
       if (arg == "--padding-idx") a->hasPadding = true;
+      if (arg == "--bits" || arg == "--quantize-axis" || arg == "--block-size")
+        a->haveBlockOption = true;
     } else if (arg == "--input") {
       a->input = value;
     } else if (arg == "--indices") {
       a->indices = value;
     } else if (arg == "--updates") {
       a->updates = value;
+    } else if (arg == "--scales") {
+      a->scales = value;
+    } else if (arg == "--zero-points") {
+      a->zeroPoints = value;
+    } else if (arg == "--type") {
+      a->blockType = value;
+      a->haveBlockOption = true;
     } else if (arg == "--offsets") {
       a->offsets = value;
     } else if (arg == "--per-sample-weights") {
@@ -257,17 +282,28 @@ int CheckOperator(const RunArgs& a) {
   if (op.empty())
     return Error(
         "no operator given, expected one of gather, gather-elements, "
-        "gather-nd, scatter-elements, scatter-nd, dequantize-rows, quantize-rows, embedding-bag "
-        "(see --help)");
+        "gather-nd, scatter-elements, scatter-nd, dequantize-rows, quantize-rows, embedding-bag, "
+        "gather-block-quantized (see --help)");
   if (op != "gather" && op != "gather-nd" && op != "gather-elements" && op != "scatter-nd" &&
       op != "scatter-elements" && op != "dequantize-rows" && op != "quantize-rows" &&
-      op != "embedding-bag")
+      op != "embedding-bag" && op != "gather-block-quantized")
     return Error("unknown operator '" + op +
                  "', expected one of gather, gather-elements, "
                  "gather-nd, scatter-elements, scatter-nd, dequantize-rows, quantize-rows, "
-                 "embedding-bag");
+                 "embedding-bag, gather-block-quantized");
   const bool rows = op == "dequantize-rows" || op == "quantize-rows";
-  const bool bag = op == "embedding-bag";
+  const bool bag = op == "embedding-bag", blocks = op == "gather-block-quantized";
+  if (!blocks) {
+    const char* blockOption = !a.scales.empty()       ? "--scales"
+                              : !a.zeroPoints.empty() ? "--zero-points"
+                              : a.haveBlockOption
+                                  ? "--type, --bits, --quantize-axis or --block-size"
+                                  : nullptr;
+    if (blockOption)
+      return Error(std::string(blockOption) + " does not apply to " + op +
+                   " (only to gather-block-quantized)");
+  }
+  if (blocks && a.scales.empty()) return Error("--scales is required for " + op);
   if (a.haveFormat && !rows && !bag)
     return Error("--format does not apply to " + op +
                  " (only to dequantize-rows, quantize-rows and embedding-bag)");
@@ -313,7 +349,8 @@ int CheckOperator(const RunArgs& a) {
     return Error("--fill-value applies with --out-of-range fill only");
   if (a.deterministic && !scatter && !bag)
     return Error("--deterministic does not apply to " + op + " (a gather is deterministic)");
-  if (a.haveAxis && !elements && op != "gather") return Error("--axis does not apply to " + op);
+  if (a.haveAxis && !elements && op != "gather" && !blocks)
+    return Error("--axis does not apply to " + op);
   if (a.haveBatchDims && op != "gather-nd") return Error("--batch-dims does not apply to " + op);
   if (!a.updates.empty() && !scatter) return Error("--updates does not apply to " + op);
   if (a.input.empty()) return Error("--input is required");
@@ -337,12 +374,13 @@ int RunMain(int argc, char** argv) {
 
   // The inputs, mapped once their headers and sizes agree; then the operator, checked against
   // them. No output exists yet.
-  npy::Array arrays[5];
-  ArrayRef in, idx, upd, off, weights;
+  npy::Array arrays[7];
+  ArrayRef in, idx, upd, off, weights, scales, zeroPoints;
   std::string error;
-  const std::string* paths[5] = {&a.input, &a.indices, &a.updates, &a.offsets, &a.weights};
-  ArrayRef* refs[5] = {&in, &idx, &upd, &off, &weights};
-  for (int i = 0; i < 5; ++i) {
+  const std::string* paths[7] = {&a.input,   &a.indices, &a.updates,   &a.offsets,
+                                 &a.weights, &a.scales,  &a.zeroPoints};
+  ArrayRef* refs[7] = {&in, &idx, &upd, &off, &weights, &scales, &zeroPoints};
+  for (int i = 0; i < 7; ++i) {
     if (paths[i]->empty()) continue;
     const npy::Array& array = arrays[i];
     if (!npy::Read(*paths[i], &arrays[i], &error)) return Error(error);
@@ -361,14 +399,20 @@ int RunMain(int argc, char** argv) {
     a.outOfRange = VKDML_OUT_OF_RANGE_MODE_FILL;
     const bool blocks =
         a.op == "dequantize-rows" || (a.op == "embedding-bag" && in.dtype == npy::DType::UInt8);
-    const npy::DType fillType = blocks ? a.dtype : in.dtype;
+    const npy::DType fillType = a.op == "gather-block-quantized" ? scales.dtype
+                                : blocks                         ? a.dtype
+                                                                 : in.dtype;
     if (a.haveFill) error = ParseFillValue(a.fillText, fillType, &a.fillValue);
     if (!error.empty()) return Error(error);
   }
   OnnxMapping mapping;
-  error = a.op == "embedding-bag"
-              ? MapEmbeddingBag(a, in, idx, off, a.weights.empty() ? nullptr : &weights, &mapping)
-              : MapOnnxOperator(a, in, idx, updates, &mapping);
+  if (a.op == "embedding-bag")
+    error = MapEmbeddingBag(a, in, idx, off, a.weights.empty() ? nullptr : &weights, &mapping);
+  else if (a.op == "gather-block-quantized")
+    error = MapGatherBlockQuantized(a, in, idx, scales,
+                                    a.zeroPoints.empty() ? nullptr : &zeroPoints, &mapping);
+  else
+    error = MapOnnxOperator(a, in, idx, updates, &mapping);
   if (!error.empty()) return Error(error);
 
   npy::PendingFile file(a.output);

@@ -284,7 +284,9 @@ std::string Key(const cli::OnnxOptions& o, UINT flags, const std::vector<Arg*>& 
                     std::to_string(o.excludeSelf) + "/" + o.format + "/" +
                     std::to_string(int(o.dtype)) + "/" + o.mode + "/" +
                     std::to_string(o.includeLastOffset) + "/" +
-                    (o.hasPadding ? std::to_string(o.paddingIdx) : "-");
+                    (o.hasPadding ? std::to_string(o.paddingIdx) : "-") + "/" + o.blockType + ":" +
+                    std::to_string(o.bits) + ":" + std::to_string(o.quantizeAxis) + ":" +
+                    std::to_string(o.blockSize);
   for (const Arg* a : args) {
     key += "|" + std::to_string(int(a->ref.dtype));
     for (size_t d = 0; d < a->ref.shape.size(); ++d)
@@ -307,15 +309,28 @@ struct BagArgs {
   py::object paddingIdx = py::none();
 };
 
-// Runs op on x, indices (and updates; embedding-bag: offsets and weights). Host arrays in: a new
+// gather_block_quantized's own arguments (RunOp's, for op "gather-block-quantized").
+struct BlockArgs {
+  py::object scales = py::none(), zeroPoints = py::none();
+  std::string type = "uint8";
+  int64_t bits = 4, quantizeAxis = 1, blockSize = 128;
+};
+
+// Runs op on x, indices (and updates; embedding-bag: offsets and weights;
+// gather-block-quantized: scales and zero points). Host arrays in: a new
 // NumPy array out. Any device tensor in: the others are uploaded to its device, and the result
 // is a device tensor (`out` if given, which may be x itself: in place).
 py::object RunOp(const std::string& op, const std::string& label, py::object device, py::object x,
                  py::object indices, py::object updates, int64_t axis, int64_t batchDims,
                  const std::string& reduction, bool deterministic, bool checkIndices,
                  int outOfRange, const py::bytes& fill, bool includeSelf, py::object out,
-                 const std::string& format, const std::string& dtype, const BagArgs& bag) {
+                 const std::string& format, const std::string& dtype, const BagArgs& bag,
+                 const BlockArgs& block) {
   cli::OnnxOptions o;
+  o.blockType = block.type;
+  o.bits = block.bits;
+  o.quantizeAxis = block.quantizeAxis;
+  o.blockSize = block.blockSize;
   o.mode = bag.mode;
   o.includeLastOffset = bag.includeLastOffset;
   o.hasPadding = !bag.paddingIdx.is_none();
@@ -336,9 +351,12 @@ py::object RunOp(const std::string& op, const std::string& label, py::object dev
   o.axisLabel = "axis";
   o.batchDimsLabel = "batch_dims";
   const bool quantized = op == "dequantize-rows" || op == "quantize-rows";
-  const bool isBag = op == "embedding-bag";
-  Arg in = ToArg(x, quantized || isBag ? "table" : "x"), idx = ToArg(indices, "indices"), upd;
-  Arg off, weights;
+  const bool isBag = op == "embedding-bag", isBlocks = op == "gather-block-quantized";
+  Arg in = ToArg(x, quantized || isBag ? "table" : isBlocks ? "data" : "x");
+  Arg idx = ToArg(indices, "indices"), upd, off, weights, scales, zeroPoints;
+  const bool zeroed = isBlocks && !block.zeroPoints.is_none();
+  if (isBlocks) scales = ToArg(block.scales, "scales");
+  if (zeroed) zeroPoints = ToArg(block.zeroPoints, "zero_points");
   const bool scatter = !updates.is_none(), weighted = !bag.weights.is_none();
   if (scatter) upd = ToArg(updates, quantized ? "rows" : "updates");
   if (isBag) off = ToArg(bag.offsets, "offsets");
@@ -358,6 +376,8 @@ py::object RunOp(const std::string& op, const std::string& label, py::object dev
   if (scatter) args.push_back(&upd);
   if (isBag) args.push_back(&off);
   if (weighted) args.push_back(&weights);
+  if (isBlocks) args.push_back(&scales);
+  if (zeroed) args.push_back(&zeroPoints);
   std::shared_ptr<DeviceState> state;
   for (Arg* a : args) {
     if (!a->tensor) continue;
@@ -394,7 +414,9 @@ py::object RunOp(const std::string& op, const std::string& label, py::object dev
   const std::string error =
       isBag
           ? cli::MapEmbeddingBag(o, in.ref, idx.ref, off.ref, weighted ? &weights.ref : nullptr, &m)
-          : cli::MapOnnxOperator(o, in.ref, idx.ref, scatter ? &upd.ref : nullptr, &m);
+      : isBlocks ? cli::MapGatherBlockQuantized(o, in.ref, idx.ref, scales.ref,
+                                                zeroed ? &zeroPoints.ref : nullptr, &m)
+                 : cli::MapOnnxOperator(o, in.ref, idx.ref, scatter ? &upd.ref : nullptr, &m);
   if (!error.empty()) throw py::value_error(error);
   const UINT flags = (checkIndices ? VKDML_EXECUTION_FLAG_CHECK_INDICES : 0) |
                      (deterministic ? VKDML_EXECUTION_FLAG_DETERMINISTIC : 0);
@@ -583,9 +605,17 @@ PYBIND11_MODULE(_vkdml, mod) {
            }),
            py::arg("offsets"), py::arg("weights"), py::arg("mode"), py::arg("include_last_offset"),
            py::arg("padding_idx"));
+  py::class_<BlockArgs>(mod, "BlockArgs")
+      .def(py::init([](py::object scales, py::object zeroPoints, const std::string& type,
+                       int64_t bits, int64_t quantizeAxis, int64_t blockSize) {
+             return BlockArgs{scales, zeroPoints, type, bits, quantizeAxis, blockSize};
+           }),
+           py::arg("scales"), py::arg("zero_points"), py::arg("type"), py::arg("bits"),
+           py::arg("quantize_axis"), py::arg("block_size"));
   mod.def("run", &RunOp, py::arg("op"), py::arg("label"), py::arg("device"), py::arg("x"),
           py::arg("indices"), py::arg("updates"), py::arg("axis"), py::arg("batch_dims"),
           py::arg("reduction"), py::arg("deterministic"), py::arg("check_indices"),
           py::arg("out_of_range"), py::arg("fill"), py::arg("include_self"), py::arg("out"),
-          py::arg("format") = "q8_0", py::arg("dtype") = "float32", py::arg("bag") = BagArgs());
+          py::arg("format") = "q8_0", py::arg("dtype") = "float32", py::arg("bag") = BagArgs(),
+          py::arg("block") = BlockArgs());
 }

@@ -24,6 +24,7 @@ import numpy as np
 
 import validation
 from onnx_reference import (ref_dequantize, ref_embedding_bag, ref_gather, ref_gather_elements,
+                            ref_gather_block_quantized,
                             ref_gather_nd, ref_quantize, ref_scatter_elements, ref_scatter_nd,
                             ref_scatter_reduce, reduce_values, same, sample,
                             scatter_elements_writers, unique_indices)
@@ -1227,8 +1228,9 @@ def group_limits():
 
 
 def group_quantized():
-    """`vkdml run dequantize-rows --format q8_0|q4_0 [--dtype float16]` against a NumPy
-    reference (clamped, negative and out-of-range indices, fill and error), and its refusals."""
+    """`vkdml run dequantize-rows --format q8_0|q4_0 [--dtype float16]`, quantize-rows and
+    gather-block-quantized against NumPy references (clamped, negative and out-of-range indices,
+    fill and error), and their refusals."""
     rng = np.random.default_rng(27)
     for fmt, size in (("q8_0", 34), ("q4_0", 18)):
         table = rng.integers(0, 256, (9, 2 * size), dtype=np.uint8)
@@ -1285,6 +1287,42 @@ def group_quantized():
     expect_error("quantize-rows --dtype", p, 2, "--dtype does not apply to quantize-rows")
     p, _ = run_op("quantize-rows", table, idx, rows, extra=["--format", "q4_0", "--reduction", "add"])
     expect_error("quantize-rows --reduction", p, 2, "reduction does not apply to quantize-rows")
+    # gather-block-quantized: ONNX Runtime's GatherBlockQuantized, every type and bits.
+    for kind, bits in share([("int4", 4), ("uint4", 4), ("uint8", 4), ("uint8", 8)]):
+        data = rng.integers(0, 256, (3, 7, 24 * bits // 8), dtype=np.uint8)  # 24 values a row
+        scales = rng.standard_normal((3, 1, 24)).astype(np.float16)  # quantize axis 1, block 16
+        zeros = rng.integers(0, 256, (3, 1, 24 * bits // 8), dtype=np.uint8)
+        idx = np.array([[6, -7], [9, 0]])  # 9: out of range
+        for z in (None, zeros):
+            extra = ["--scales", save("scales.npy", scales), "--type", kind, "--bits", str(bits),
+                     "--axis", "1", "--block-size", "16"]
+            if z is not None:
+                extra += ["--zero-points", save("zeros.npy", z)]
+            p, got = run_op("gather-block-quantized", data, idx, extra=extra)
+            want = ref_gather_block_quantized(data, idx, scales, z, kind, bits, 1, 1, 16)
+            expect_ok(f"gather-block-quantized {kind} bits {bits} zero points {z is not None}",
+                      p, got, want)
+        p, got = run_op("gather-block-quantized", data, idx,
+                        extra=extra + ["--out-of-range", "fill", "--fill-value", "0.5"])
+        want = ref_gather_block_quantized(data, idx, scales, zeros, kind, bits, 1, 1, 16, fill=0.5)
+        expect_ok(f"gather-block-quantized {kind} fill", p, got, want)
+        p, _ = run_op("gather-block-quantized", data, idx, extra=extra + ["--check-indices"])
+        expect_error(f"gather-block-quantized {kind} --check-indices", p, 2, "is 9, outside")
+    data, scales = np.zeros((4, 8), np.uint8), save("scales.npy", np.ones((4, 1), np.float32))
+    for extra, text in (([], "--scales is required for gather-block-quantized"),
+                        (["--scales", scales, "--type", "int8"],
+                         "type is 'int8', expected int4, uint4 or uint8"),
+                        (["--scales", scales, "--block-size", "20"],
+                         "block_size is 20, expected a power of 2, at least 16"),
+                        (["--scales", scales, "--quantize-axis", "0"],
+                         "expected (1, 16) (the values' shape (4, 16), quantize_axis 0 in blocks "
+                         "of 128)"),
+                        (["--scales", scales, "--quantize-axis", "-3"],
+                         "quantize_axis is -3, expected -2 to 1")):
+        p, _ = run_op("gather-block-quantized", data, np.array([0]), extra=extra)
+        expect_error(f"gather-block-quantized refuses {extra}", p, 2, text)
+    p, _ = run_op("gather", data, np.array([0]), extra=["--scales", scales])
+    expect_error("gather --scales", p, 2, "--scales does not apply to gather")
 
 
 def group_bag():

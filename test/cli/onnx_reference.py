@@ -289,6 +289,42 @@ def ref_embedding_bag(values, indices, offsets, mode="sum", weights=None,
     return out
 
 
+BLOCK_ZERO_POINT = {("int4", 4): 0, ("uint4", 4): 0, ("uint8", 4): 8, ("uint8", 8): 128}
+
+
+def unpack_values(packed, kind, bits):
+    """Values of a uint8 array of ONNX Runtime's GatherBlockQuantized data or zero points: a
+    value a byte (8 bits), or two (4 bits; the first in the low nibble, each row of the last
+    dimension starting on a byte), int4 sign-extended; int32, the last dimension doubled."""
+    if bits == 8:
+        return packed.astype(np.int32)
+    v = np.stack([packed & 15, packed >> 4], axis=-1).reshape(*packed.shape[:-1], -1)
+    v = v.astype(np.int32)
+    return np.where(v >= 8, v - 16, v) if kind == "int4" else v
+
+
+def ref_gather_block_quantized(data, indices, scales, zero_points=None, kind="uint8", bits=4,
+                               gather_axis=0, quantize_axis=1, block_size=128, fill=None):
+    """com.microsoft.GatherBlockQuantized, written from its definition: each value v of data
+    dequantized as (v - zero point) * scale of its block (the block: the value's coordinates
+    with quantize_axis's divided by block_size) in float32, one rounding, then to the scales'
+    dtype; then ONNX's Gather on gather_axis (DirectML's clamp, or `fill` for out-of-range
+    indices). Zero points default to BLOCK_ZERO_POINT."""
+    values = unpack_values(data, kind, bits)
+    axis = gather_axis % values.ndim
+    qa = quantize_axis % values.ndim
+    n = values.shape[qa]
+    block = np.arange(n) // block_size
+    if zero_points is None:
+        zeros = np.full(scales.shape, BLOCK_ZERO_POINT[(kind, bits)], np.int32)
+    else:
+        zeros = unpack_values(zero_points, kind, bits)[..., :scales.shape[-1]]
+    s = np.take(scales.astype(np.float32), block, axis=qa)
+    z = np.take(zeros, block, axis=qa)
+    deq = ((values - z).astype(np.float32) * s).astype(scales.dtype)
+    return ref_gather(deq, indices, axis, fill=fill)
+
+
 def same_bits(a, b):
     """a and b (float arrays of one dtype) hold the same bits, any NaN matching any NaN."""
     a, b = np.asarray(a), np.asarray(b)

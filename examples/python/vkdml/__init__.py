@@ -22,11 +22,12 @@ import numpy as np
 from ._vkdml import Error, Tensor, UnsupportedError
 from ._vkdml import Device as _NativeDevice
 from ._vkdml import BagArgs as _BagArgs
+from ._vkdml import BlockArgs as _BlockArgs
 from ._vkdml import run as _run
 
 __all__ = ["Device", "Tensor", "Error", "UnsupportedError", "gather", "gather_elements",
            "gather_nd", "scatter_elements", "scatter_nd", "dequantize_rows", "quantize_rows",
-           "embedding_bag", "default_device"]
+           "gather_block_quantized", "embedding_bag", "default_device"]
 
 _REDUCTIONS = ("none", "add", "mul", "max", "min", "mean")
 # dml.h's VKDML_OUT_OF_RANGE_MODE: what an out-of-range index does.
@@ -322,6 +323,54 @@ def dequantize_rows(table, indices, format, *, dtype=np.float32, check_indices=F
     return _run("dequantize-rows", "dequantize_rows", _device(device), _arg(table, "table"),
                 _indices(indices), None, 0, 0, "none", False, check, mode, fill, True, None,
                 format, dt.name)
+
+
+_BLOCK_TYPES = ("int4", "uint4", "uint8")
+
+
+def gather_block_quantized(data, indices, scales, zero_points=None, *, type="uint8", bits=4,
+                           gather_axis=0, quantize_axis=1, block_size=128, check_indices=False,
+                           device=None, out_of_range="clamp", fill_value=None):
+    """ONNX Runtime's com.microsoft.GatherBlockQuantized (vkdml's
+    VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED): Gather on gather_axis over the values of `data`,
+    each value v dequantized as (v - zero point) * scale in float32 (one rounding), then
+    rounded to the scales' dtype (float32 or float16). data: uint8 bytes in C order, of type
+    "int4" or "uint4" (two values a byte, the first in the low nibble, so data's last
+    dimension counts bytes: ONNX's int4 and uint4 tensors when their last dimension is even),
+    or "uint8" (ONNX Runtime's uint8 data: with bits=4 as uint4, with bits=8 a value a
+    byte). scales: the values' shape with ceil(size / block_size) on quantize_axis; a value
+    takes the scale of its block. zero_points: None (0; for "uint8" 8, or 128 with bits=8),
+    or uint8 of the scales' shape (4-bit types: two a byte, each row of the last dimension
+    starting on a byte). Returns data's values' shape with gather_axis replaced by
+    indices.shape. out_of_range: "clamp", "fill" (fill_value) or "error" (as
+    check_indices=True)."""
+    if type not in _BLOCK_TYPES:
+        raise ValueError(f"type is {type!r}, expected one of {', '.join(_BLOCK_TYPES)}")
+    if out_of_range not in ("clamp", "fill", "error"):
+        raise ValueError(f"out_of_range is {out_of_range!r}, expected clamp, fill or error")
+    if fill_value is not None and out_of_range != "fill":
+        raise ValueError(f"fill_value is given, but out_of_range is {out_of_range!r}: only "
+                         f"'fill' writes it")
+    bits = _int(bits, "bits")
+    if type != "uint8" and bits != 4:
+        raise ValueError(f"bits is {bits}, expected 4 for {type} data")
+    s = _arg(scales, "scales")
+    d = _arg(data, "data")
+    z = None if zero_points is None else _arg(zero_points, "zero_points")
+    if isinstance(d, np.ndarray):  # read as packed bytes
+        d = np.ascontiguousarray(d)
+    if isinstance(z, np.ndarray):
+        z = np.ascontiguousarray(z)
+    out_dtype = s.dtype if isinstance(s, np.ndarray) else np.dtype(s.dtype)
+    fill = _fill_bytes(0 if fill_value is None else fill_value, out_dtype) \
+        if out_of_range == "fill" and out_dtype in (np.float32, np.float16) else b""
+    check = bool(check_indices) or out_of_range == "error"
+    mode = _OUT_OF_RANGE["fill"] if out_of_range == "fill" else 0
+    return _run("gather-block-quantized", "gather_block_quantized", _device(device), d,
+                _indices(indices), None, _int(gather_axis, "gather_axis"), 0, "none", False,
+                check, mode, fill, True, None,
+                block=_BlockArgs(s, z, type, bits, _int(quantize_axis, "quantize_axis"),
+                                 _int(block_size, "block_size")))
 
 
 def quantize_rows(table, indices, rows, format, *, out=None, check_indices=False, device=None,
