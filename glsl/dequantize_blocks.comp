@@ -7,8 +7,8 @@
 // ZERO_POINTS: ZeroPointTensor's value into its block's zero point word.
 // Otherwise (Blocks): an invocation per output value, DML_OPERATOR_GATHER's walk over the values
 //   of InputTensor (the indexed offset: a value's row-major number), each (value - zero point) *
-//   scale in float32, rounded once (glsl/float32.glsl: no device rounding or denormal flushing),
-//   then to float16 where kOutputSize is 2.
+//   scale in float32, rounded once (a denormal scale through glsl/float32.glsl: no device
+//   flushing), then to float16 where kOutputSize is 2.
 // BITS: 4 (two values a byte, the first in the low nibble) or 8; kKind VKDML_KIND_SIGNED for
 // INT4. INDEX64 selects 64-bit index loads.
 #extension GL_GOOGLE_include_directive : require
@@ -84,8 +84,17 @@ void main() {
       const uint outer = n / (g.y * g.x), rest = n - outer * g.y * g.x;
       const uint along = rest / g.x, block = (outer * g.z + along / g.w) * g.x + (rest - along * g.x);
       const int zeroPoint = int(BLOCK(2u * block + 1u));
-      bits = multiplyFloat32(floatBitsToUint(float(sourceValue(n) - zeroPoint)),
-                             BLOCK(2u * block));
+      const uint scale = BLOCK(2u * block);
+      const float v = float(sourceValue(n) - zeroPoint);  // an integer, |v| <= 255: exact
+      // Vulkan's float multiply rounds correctly but may flush denormals: it serves where none
+      // can arise, a normal (or infinite or NaN) scale times an integer; a denormal scale
+      // takes the integer multiply.
+      if ((scale & 0x7F800000u) != 0u) {
+        precise const float product = v * uintBitsToFloat(scale);
+        bits = floatBitsToUint(product);
+      } else {
+        bits = multiplyFloat32(floatBitsToUint(v), scale);
+      }
       if (kOutputSize == 2u) bits = floatToHalf(bits);
     }
     if (kOutputSize == 4u)
