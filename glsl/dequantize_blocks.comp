@@ -70,37 +70,52 @@ void storeHalf(uint b, uint h) {
   atomicOr(outputWords[w], h << shift);
 }
 
-void main() {
-  const uint p = pc.plan, count = loopCount(p);
+// Output value i of plans[p]: its bits (a float16's in the low half), and its OutputTensor
+// element.
+uint outputValue(uint p, uint i, out uint element) {
   // The values after the quantize axis, along it, its blocks, and the block size.
   const uvec4 g = plans[p].params;
-  for (uint i = gl_GlobalInvocationID.x; i < count;) {
-    const uvec4 at = loopOffsets(p, kRank, i);
-    const uint n = indexedOffset(p, at);  // the value's number, VKDML_NOT_OWNED if dropped
-    uint bits;
-    if (kDrop && n == VKDML_NOT_OWNED) {
-      bits = kOutputSize == 4u ? fillBytes.x : fillBytes.x & 0xFFFFu;  // _FILL's value
+  const uvec4 at = loopOffsets(p, kRank, i);
+  element = at.x;
+  const uint n = indexedOffset(p, at);  // the value's number, VKDML_NOT_OWNED if dropped
+  uint bits;
+  if (kDrop && n == VKDML_NOT_OWNED) {
+    bits = kOutputSize == 4u ? fillBytes.x : fillBytes.x & 0xFFFFu;  // _FILL's value
+  } else {
+    const uint outer = n / (g.y * g.x), rest = n - outer * g.y * g.x;
+    const uint along = rest / g.x, block = (outer * g.z + along / g.w) * g.x + (rest - along * g.x);
+    const int zeroPoint = int(BLOCK(2u * block + 1u));
+    const uint scale = BLOCK(2u * block);
+    const float v = float(sourceValue(n) - zeroPoint);  // an integer, |v| <= 255: exact
+    // Vulkan's float multiply rounds correctly but may flush denormals: it serves where none
+    // can arise, a normal (or infinite or NaN) scale times an integer; a denormal scale
+    // takes the integer multiply.
+    if ((scale & 0x7F800000u) != 0u) {
+      precise const float product = v * uintBitsToFloat(scale);
+      bits = floatBitsToUint(product);
     } else {
-      const uint outer = n / (g.y * g.x), rest = n - outer * g.y * g.x;
-      const uint along = rest / g.x, block = (outer * g.z + along / g.w) * g.x + (rest - along * g.x);
-      const int zeroPoint = int(BLOCK(2u * block + 1u));
-      const uint scale = BLOCK(2u * block);
-      const float v = float(sourceValue(n) - zeroPoint);  // an integer, |v| <= 255: exact
-      // Vulkan's float multiply rounds correctly but may flush denormals: it serves where none
-      // can arise, a normal (or infinite or NaN) scale times an integer; a denormal scale
-      // takes the integer multiply.
-      if ((scale & 0x7F800000u) != 0u) {
-        precise const float product = v * uintBitsToFloat(scale);
-        bits = floatBitsToUint(product);
-      } else {
-        bits = multiplyFloat32(floatBitsToUint(v), scale);
-      }
-      if (kOutputSize == 2u) bits = floatToHalf(bits);
+      bits = multiplyFloat32(floatBitsToUint(v), scale);
     }
-    if (kOutputSize == 4u)
-      outputWords[(pc.dstBase >> 2) + at.x] = bits;
-    else
-      storeHalf(pc.dstBase + 2u * at.x, bits);
+    if (kOutputSize == 2u) bits = floatToHalf(bits);
+  }
+  return bits;
+}
+
+void main() {
+  const uint p = pc.plan, count = loopCount(p) / kUnit;  // kUnit 2: pairs of float16 outputs
+  for (uint i = gl_GlobalInvocationID.x; i < count;) {
+    uint element, second;
+    if (kUnit == 2u) {  // elements 2i and 2i + 1: a word's two halves (lib/kernel_blocks.cpp)
+      const uint low = outputValue(p, 2u * i, element);
+      const uint high = outputValue(p, 2u * i + 1u, second);
+      outputWords[(pc.dstBase >> 2) + (element >> 1)] = low | (high << 16);
+    } else if (kOutputSize == 4u) {
+      const uint bits = outputValue(p, i, element);
+      outputWords[(pc.dstBase >> 2) + element] = bits;
+    } else {
+      const uint bits = outputValue(p, i, element);
+      storeHalf(pc.dstBase + 2u * element, bits);
+    }
     if (count - i <= kStep) break;
     i += kStep;
   }

@@ -44,7 +44,8 @@ struct uvec4 {
 #define VKDML_SPEC_ELEMENT_KIND 9  // what the element's bits are, for arithmetic: below
 #define VKDML_SPEC_UNIT \
   10  // scatter_ordered.comp: loop elements per update unit;
-      // scatter_lines_ordered.comp: updates per line
+      // scatter_lines_ordered.comp: updates per line; dequantize_blocks.comp: 2 where an
+      // invocation writes a 32-bit word of two float16 outputs (else 1: each alone, atomically)
 #define VKDML_SPEC_ITEMS \
   11                       // scatter_lines_ordered.comp: a line's updates per thread;
                            // scatter_ordered.comp: a unit's elements per thread

@@ -18,6 +18,20 @@ std::string BlocksModule(Pass::Kind kind, bool fourBit, UINT indexSize) {
   return "dequantize_blocks" + bits + IndexSuffix(indexSize);
 }
 
+// Whether a FLOAT16 output goes a 32-bit word per invocation: loop elements 2k and 2k + 1 are a
+// word's halves where the innermost dimension is even and contiguous and every other output
+// stride even (its binding starts on a word: KernelSet::wordBindings). Else each float16 is
+// stored alone, atomically (its word's other half may be another invocation's).
+bool Pairs(const OperatorImpl& op, const Plan& plan) {
+  const UINT last = plan.rank - 1;
+  if (op.outputs[0].elemSize != 2 || plan.rank == 0 || plan.direct[last] != 1 ||
+      plan.sizes[last] % 2)
+    return false;
+  for (UINT d = 0; d < last; ++d)
+    if (plan.sizes[d] > 1 && plan.direct[d] % 2) return false;
+  return true;
+}
+
 }  // namespace
 
 Result ChooseBlocks(Choice& c, const Pass& pass) {
@@ -30,6 +44,11 @@ Result ChooseBlocks(Choice& c, const Pass& pass) {
                              slot, 1);
   Specialization& spec = step.plain.spec;
   spec[VKDML_SPEC_OUTPUT_SIZE] = op.outputs[0].elemSize;  // ScaleTensor's too
+  if (pass.kind == Pass::Kind::Blocks && Pairs(op, pass.plan)) {
+    spec[VKDML_SPEC_UNIT] = 2;
+    const UINT64 perGroup = UINT64(c.caps.groupSize) * spec[VKDML_SPEC_UNROLL];
+    step.plain.groups = c.Groups((pass.plan.count / 2 + perGroup - 1) / perGroup);
+  }
   spec[VKDML_SPEC_ELEMENT_KIND] =
       op.blockType == VKDML_BLOCK_QUANTIZED_TYPE_INT4 ? VKDML_KIND_SIGNED : VKDML_KIND_UNSIGNED;
   c.set.plans[slot].params = pass.kind == Pass::Kind::Scales

@@ -422,6 +422,35 @@ TEST_CASE("Block-quantized gather: the kernels chosen", "[block_quantized][kerne
   const auto& g = set.plans[set.steps[2].plain.slot].params;  // inner, along, blocks, size
   CHECK((g[0] == 1 && g[1] == 64 && g[2] == 2 && g[3] == 32));
   CHECK(set.plans[set.steps[0].plain.slot].params[3] == 0);  // INT4's zero point
+  CHECK(set.steps[2].plain.spec[VKDML_SPEC_UNIT] == 1);      // FLOAT32: a value an invocation
+  // FLOAT16: a word of two values an invocation where the output's rows are even and
+  // contiguous, else each value alone (atomically).
+  auto unit = [&rng](const BlockCase& k, Shape* outStrides) {
+    BlockBuilt h;
+    Build(rng, k, &h);
+    *outStrides = h.outStrides;
+    vkdml::detail::OperatorImpl half;
+    REQUIRE(vkdml::detail::BuildOperator(h.op, &half).ok());
+    vkdml::detail::KernelSet kernels;
+    REQUIRE(vkdml::detail::ChooseKernels(half, 0, vkdml::detail::Capabilities{}, &kernels).ok());
+    return kernels.steps.back().plain.spec[VKDML_SPEC_UNIT];
+  };
+  c.outType = DML_TENSOR_DATA_TYPE_FLOAT16;
+  c.zeroPoints = false;
+  Shape strides;
+  c.type = VKDML_BLOCK_QUANTIZED_TYPE_UINT8;
+  c.values = {6, 33};  // 33 values a row
+  CHECK(unit(c, &strides) == 1);
+  c.values = {6, 64};
+  CHECK(unit(c, &strides) == 2);
+  c.stridedOutput = true;  // rows padded by 0 to 2 values: an odd stride now and then
+  UINT pairs = 0, alone = 0;
+  for (int k = 0; k < 16; ++k) {
+    const UINT u = unit(c, &strides);
+    CHECK(u == (strides[0] % 2 ? 1u : 2u));
+    (u == 2 ? pairs : alone) += 1;
+  }
+  CHECK((pairs > 0 && alone > 0));
 }
 
 // Every rule of dml.h's VKDML_GATHER_BLOCK_QUANTIZED_OPERATOR_DESC, with its message.
