@@ -15,7 +15,8 @@ using vkdml::UINT;
 // Cases
 
 std::vector<uint32_t> Spec::Output() const {
-  if (kind == OpKind::GatherQuantized) return {indices[0], width};
+  if (kind == OpKind::GatherQuantized || kind == OpKind::GatherBlockQuantized)
+    return {indices[0], width};
   if (kind == OpKind::EmbeddingBag) return {static_cast<uint32_t>(Bags()), width};
   if (kind == OpKind::GatherElements) return indices;
   if (IsScatter()) return input;
@@ -45,12 +46,15 @@ const char* Spec::OpName() const {
       return "ScatterQuantizedRows";
     case OpKind::EmbeddingBag:
       return "EmbeddingBag";
+    case OpKind::GatherBlockQuantized:
+      return "GatherBlockQuantized";
   }
   return "?";
 }
 
 vkdml::DML_TENSOR_DATA_TYPE Spec::InputType() const {
-  const bool table = kind == OpKind::GatherQuantized || kind == OpKind::ScatterQuantized;
+  const bool table = kind == OpKind::GatherQuantized || kind == OpKind::ScatterQuantized ||
+                     kind == OpKind::GatherBlockQuantized;
   return table ? vkdml::DML_TENSOR_DATA_TYPE_UINT8 : dtype;
 }
 
@@ -251,6 +255,14 @@ std::vector<Spec> MakeSpecs(bool small) {
   q8s.inPlace = true;
   q8s.peer = "x.index_copy_(0, i, u quantized and packed)";
   add(q8s);
+  // ONNX Runtime's GatherBlockQuantized on that vocabulary: uint8 data with bits 4 (two values a
+  // byte), a float16 scale and a 4-bit zero point per block of 32, float16 out.
+  Spec gbq = MakeSpec("gbq-uint4-rows", OpKind::GatherBlockQuantized, f16, i64, {vocab, qwidth / 2},
+                      {qpicks});
+  gbq.width = qwidth;
+  gbq.blockSize = 32;
+  gbq.peer = "x.index_select(0, i), unpacked, minus zero points, scaled";
+  add(gbq);
   // Embedding bags over a 1,000,000 x 128 float32 table, 65,536 bags of 20 random rows: sum
   // and mean, each again deterministic (the same kernels: vkdml's bags are always in order).
   const uint32_t bagRows = small ? 15625 : 1000000, bags = small ? 1024 : 65536;
@@ -343,6 +355,21 @@ OpDesc::OpDesc(const Spec& s) {
              false,
              0};
       op = {vkdml::VKDML_OPERATOR_EMBEDDING_BAG, &bag};
+      break;
+    case OpKind::GatherBlockQuantized:
+      set(scales, s.dtype, {s.input[0], s.width / s.blockSize});
+      set(zeros, vkdml::DML_TENSOR_DATA_TYPE_UINT8, {s.input[0], s.width / s.blockSize / 2});
+      gbq = {&input.desc,
+             &indices.desc,
+             &scales.desc,
+             &zeros.desc,
+             &output.desc,
+             vkdml::VKDML_BLOCK_QUANTIZED_TYPE_UINT8_BITS4,
+             static_cast<UINT>(d - 2),
+             1,
+             static_cast<UINT>(d - 1),
+             s.blockSize};
+      op = {vkdml::VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED, &gbq};
       break;
     case OpKind::GatherND:
       gnd = {&input.desc, &indices.desc, &output.desc, static_cast<UINT>(s.input.size()),
@@ -559,7 +586,13 @@ void MakeHostData(const Spec& s, const OpDesc& d, HostData* h, uint64_t seed) {
   else
     FillData(h->input, es, seed * 3 + 1);
   h->indices.Allocate(Product(s.indices) * vkdml::DataTypeSize(s.itype));
-  if (s.kind == OpKind::EmbeddingBag) {  // random rows; bags of bagSize entries
+  if (s.kind == OpKind::GatherBlockQuantized) {  // random rows, scales and zero points
+    FillIndices(h->indices, s.itype, {s.input[0]}, seed * 3 + 2);
+    h->scales.Allocate(d.scales.buffer.TotalTensorSizeInBytes);
+    FillData(h->scales, es, seed * 3 + 3);
+    h->zeros.Allocate(d.zeros.buffer.TotalTensorSizeInBytes);
+    FillData(h->zeros, 1, seed * 3 + 4);
+  } else if (s.kind == OpKind::EmbeddingBag) {  // random rows; bags of bagSize entries
     FillIndices(h->indices, s.itype, {s.input[0]}, seed * 3 + 2);
     const size_t is = vkdml::DataTypeSize(s.itype);
     h->offsets.Allocate(d.offsets.buffer.TotalTensorSizeInBytes);
@@ -757,6 +790,7 @@ struct Reference {
       case OpKind::GatherQuantized:  // VerifyOwn
       case OpKind::ScatterQuantized:
       case OpKind::EmbeddingBag:
+      case OpKind::GatherBlockQuantized:
         break;
     }
     return nullptr;
@@ -851,8 +885,9 @@ uint32_t Bits(float f) {
   return b;
 }
 
-// vkdml's own operators (float32 values): 20000 random output elements (quantizing scatters:
-// table bytes, half of them in rows the updates write) against the definitions in dml.h.
+// vkdml's own operators (float32 values; GatherBlockQuantized's float16): 20000 random output
+// elements (quantizing scatters: table bytes, half of them in rows the updates write) against
+// the definitions in dml.h.
 uint64_t VerifyOwn(const Spec& s, const HostData& h, const uint8_t* out, uint64_t* checked,
                    std::string* first) {
   const uint64_t rows = s.input[0], rowBytes = s.input[1], total = Product(s.Output());
@@ -890,6 +925,17 @@ uint64_t VerifyOwn(const Spec& s, const HostData& h, const uint8_t* out, uint64_
         want = q[o % rowBytes % BlockBytes(s.format)];
       }
       got = out[o];
+    } else if (s.kind == OpKind::GatherBlockQuantized) {  // (v - zero point) * scale, float16
+      const uint64_t r = LoadIndex(h.indices.data(), s.itype, o / s.width, rows), e = o % s.width;
+      const uint64_t blocks = s.width / s.blockSize, b = r * blocks + e / s.blockSize;
+      auto nibble = [](const uint8_t* p, uint64_t k) { return (p[k / 2] >> (k % 2 * 4)) & 15; };
+      uint16_t scale;
+      std::memcpy(&scale, h.scales.data() + b * 2, 2);
+      const int v = nibble(h.input.data(), r * s.width + e) - nibble(h.zeros.data(), b);
+      want = FloatToHalf(static_cast<float>(v) * HalfToFloat(scale));
+      uint16_t half;
+      std::memcpy(&half, out + o * 2, 2);
+      got = half;
     } else {  // EmbeddingBag: the bag's rows in entry order, from 0
       const uint64_t b = o / s.width, c = o % s.width;
       float sum = 0, x;
@@ -915,7 +961,7 @@ uint64_t VerifyOwn(const Spec& s, const HostData& h, const uint8_t* out, uint64_
 uint64_t Verify(const Spec& s, const HostData& h, const uint8_t* out, uint64_t* checked,
                 std::string* first) {
   if (s.kind == OpKind::GatherQuantized || s.kind == OpKind::ScatterQuantized ||
-      s.kind == OpKind::EmbeddingBag)
+      s.kind == OpKind::EmbeddingBag || s.kind == OpKind::GatherBlockQuantized)
     return VerifyOwn(s, h, out, checked, first);
   Reference ref(s, h);
   size_t es = vkdml::DataTypeSize(s.dtype);
@@ -978,6 +1024,8 @@ double MinBytes(const Spec& s, const HostData& h) {
     return idx + static_cast<double>(Product(s.updates)) * es + s.indices[0] * tableRow;
   if (s.kind == OpKind::EmbeddingBag)
     return idx + static_cast<double>(s.Bags()) * is + s.indices[0] * tableRow + out;
+  if (s.kind == OpKind::GatherBlockQuantized)  // a row's bytes, scales and zero points
+    return idx + s.indices[0] * (s.input[1] + s.width / s.blockSize * (es + 0.5)) + out;
   if (!s.IsScatter()) return idx + 2 * out;  // indices + elements read + output
   double upd = static_cast<double>(Product(s.updates)) * es;
   if (!s.inPlace)  // input read + output written + indices + updates read

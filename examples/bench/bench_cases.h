@@ -18,9 +18,10 @@ enum class OpKind {
   GatherElements,
   ScatterND,
   ScatterElements,
-  GatherQuantized,   // VKDML_OPERATOR_GATHER_QUANTIZED_ROWS
-  ScatterQuantized,  // VKDML_OPERATOR_SCATTER_QUANTIZED_ROWS, in place
-  EmbeddingBag,      // VKDML_OPERATOR_EMBEDDING_BAG
+  GatherQuantized,       // VKDML_OPERATOR_GATHER_QUANTIZED_ROWS
+  ScatterQuantized,      // VKDML_OPERATOR_SCATTER_QUANTIZED_ROWS, in place
+  EmbeddingBag,          // VKDML_OPERATOR_EMBEDDING_BAG
+  GatherBlockQuantized,  // VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED: rows, ONNX Runtime's uint8
 };
 
 struct Spec {
@@ -49,6 +50,10 @@ struct Spec {
   // each (offsets 0, bagSize, ...).
   vkdml::VKDML_EMBEDDING_BAG_MODE bagMode = vkdml::VKDML_EMBEDDING_BAG_MODE_SUM;
   uint32_t bagSize = 0;
+  // GatherBlockQuantized: input the uint8 data {rows, width / 2} (ONNX Runtime's uint8 with
+  // bits 4), float16 scales {rows, width / blockSize} (dtype: the output's), zero points
+  // {rows, width / blockSize / 2}; rows gathered on axis 0 by indices {picks}.
+  uint32_t blockSize = 0;
   std::string peer;
 
   std::vector<uint32_t> Output() const;
@@ -89,6 +94,8 @@ struct OpDesc {
   vkdml::VKDML_GATHER_QUANTIZED_ROWS_OPERATOR_DESC gqr{};
   vkdml::VKDML_SCATTER_QUANTIZED_ROWS_OPERATOR_DESC sqr{};
   vkdml::VKDML_EMBEDDING_BAG_OPERATOR_DESC bag{};
+  Tensor scales, zeros;  // GatherBlockQuantized
+  vkdml::VKDML_GATHER_BLOCK_QUANTIZED_OPERATOR_DESC gbq{};
   vkdml::DML_OPERATOR_DESC inner{};  // op's operator where op wraps it (Spec::outOfRange)
   vkdml::VKDML_OUT_OF_RANGE_OPERATOR_DESC outOfRange{};
   vkdml::DML_OPERATOR_DESC op{};
@@ -101,6 +108,7 @@ struct OpDesc {
 // Host copies of a case's inputs (random, never zeros).
 struct HostData {
   Bytes input, indices, updates, offsets;  // offsets: EmbeddingBag
+  Bytes scales, zeros;                     // GatherBlockQuantized
   uint64_t targets = 0;  // ScatterElements: distinct output elements that some update targets
 };
 

@@ -334,7 +334,8 @@ void Context::CheckCopy(const CopyJob& job) {
 
 // One set of a case's device buffers, holding its host data, and the table that binds them.
 struct Context::Slot {
-  std::unique_ptr<vkdml::Buffer> input, indices, updates, output;  // updates: or offsets
+  // updates: or a bag's offsets, or a block-quantized gather's scales (and zeros its zero points)
+  std::unique_ptr<vkdml::Buffer> input, indices, updates, zeros, output;
   std::unique_ptr<vkdml::BindingTable> table;
 };
 
@@ -345,10 +346,16 @@ Context::Slot Context::MakeSlot(const Spec& s, const HostData& h,
   sl.input = NewBuffer(h.input.data(), op.InputSize(0));
   sl.indices = NewBuffer(h.indices.data(), op.InputSize(1));
   std::vector<vkdml::DML_BUFFER_BINDING> in = {sl.input->Binding(), sl.indices->Binding()};
-  if (s.IsScatter() || s.kind == OpKind::EmbeddingBag) {  // the updates, or a bag's offsets
-    const Bytes& third = s.IsScatter() ? h.updates : h.offsets;
+  if (s.IsScatter() || s.kind == OpKind::EmbeddingBag || s.kind == OpKind::GatherBlockQuantized) {
+    const Bytes& third = s.IsScatter()                    ? h.updates
+                         : s.kind == OpKind::EmbeddingBag ? h.offsets
+                                                          : h.scales;
     sl.updates = NewBuffer(third.data(), op.InputSize(2));
     in.push_back(sl.updates->Binding());
+  }
+  if (s.kind == OpKind::GatherBlockQuantized) {
+    sl.zeros = NewBuffer(h.zeros.data(), op.InputSize(3));
+    in.push_back(sl.zeros->Binding());
   }
   if (!s.inPlace) sl.output = NewBuffer(op.OutputSize(0));
   sl.table = Bind(compiled, in, (s.inPlace ? sl.input : sl.output)->Binding());
@@ -392,6 +399,7 @@ CaseResult Context::RunCase(const Spec& s) {
 
   HostData h;
   UINT64 updSize = op.InputCount() > 2 ? op.InputSize(2) : 0, outSize = op.OutputSize(0);
+  if (op.InputCount() > 3) updSize += op.InputSize(3);
   double ws =
       static_cast<double>(op.InputSize(0) + op.InputSize(1) + updSize + (s.inPlace ? 0 : outSize));
   Step(s.name, "generating " + HumanBytes(ws) + " of random data");

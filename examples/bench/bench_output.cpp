@@ -114,6 +114,10 @@ std::string JsonLine(const CaseResult& r, const vkdml::DeviceInfo& info, bool sm
   field("deterministic", s.deterministic ? "true" : "false");
   if (s.format)  // a quantized table: input_shape is its bytes, {rows, bytes per row}
     field("format", JsonString(s.format == vkdml::VKDML_QUANTIZED_FORMAT_Q8_0 ? "q8_0" : "q4_0"));
+  if (s.kind == OpKind::GatherBlockQuantized) {  // input_shape: the data's bytes
+    field("block_size", std::to_string(s.blockSize));
+    field("width", std::to_string(s.width));
+  }
   if (s.kind == OpKind::EmbeddingBag) {
     const char* modes[] = {"sum", "mean", "max"};
     field("mode", JsonString(modes[s.bagMode % 3]));

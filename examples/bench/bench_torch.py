@@ -33,8 +33,8 @@ CASE_NAMES = [
     "scatter-elements-add-axis1-f32", "scatter-elements-add-axis1-f32-det",
     "scatter-elements-amax-axis1-f32", "scatter-elements-amax-axis1-f32-det",
     "scatter-elements-amax-axis1-f16", "scatter-elements-amax-axis1-f16-det", "q4_0-rows",
-    "q8_0-rows", "q8_0-quantize-rows", "bag-sum-f32", "bag-sum-f32-det", "bag-mean-f32",
-    "bag-mean-f32-det", "latency",
+    "q8_0-rows", "q8_0-quantize-rows", "gbq-uint4-rows", "bag-sum-f32", "bag-sum-f32-det",
+    "bag-mean-f32", "bag-mean-f32-det", "latency",
     "latency-host", "elements-axis0-64rows", "elements-axis0-pitch8224", "tuples-f32-4mib",
     "rows-f32-fill", "elements-axis1-f32-fill", "scatter-elements-axis1-f32-drop",
     "scatter-add-rows-f32-drop", "scatter-elements-add-axis1-f32-drop", "scatter-mean-rows-f32",
@@ -102,6 +102,12 @@ def specs(small):
     s.append(dict(s[-1], case="q8_0-quantize-rows", op="ScatterQuantizedRows",
                   updates_shape=[qpicks, 4096], in_place=True,
                   peer="x.index_copy_(0, i, u quantized and packed)"))
+    # ONNX Runtime's GatherBlockQuantized on that vocabulary: uint8 data with bits 4, a float16
+    # scale and a 4-bit zero point per 32 values, float16 out.
+    s.append(dict(case="gbq-uint4-rows", op="GatherBlockQuantized", dtype="float16",
+                  index_dtype="int64", input_shape=[vocab, 2048], indices_shape=[qpicks],
+                  updates_shape=None, axis=None, width=4096, block_size=32,
+                  peer="x.index_select(0, i), unpacked, minus zero points, scaled"))
     bag_rows, bags = (15625, 1024) if small else (1000000, 65536)
     for mode in ("sum", "mean"):
         c = dict(case=f"bag-{mode}-f32", op="EmbeddingBag", dtype="float32", index_dtype="int64",
@@ -179,6 +185,9 @@ def min_bytes(c, targets=None):
         return idx + n * c["input_shape"][1] + n * c["width"] * es
     if c["op"] == "ScatterQuantizedRows":  # float32 rows read, their blocks written
         return idx + n * c["width"] * es + n * c["input_shape"][1]
+    if c["op"] == "GatherBlockQuantized":  # rows' bytes, scales and zero points; float16 out
+        return idx + n * (c["input_shape"][1] + c["width"] // c["block_size"] * (es + 0.5)) + \
+            n * c["width"] * es
     if c["op"] == "EmbeddingBag":  # every entry's row read, offsets, each bag's output
         bags = n // c["bag_size"]
         return idx + bags * isz + (n + bags) * c["width"] * es
@@ -229,7 +238,8 @@ def _make_inputs(c, device, gen):
         i = torch.randint(0, c["input_shape"][c["axis"]], c["indices_shape"], generator=gen)
         i = i.to(dtype=it)
         return (lambda: torch.gather(x.to(device), c["axis"], i.to(device)).cpu()), 0, {}
-    if c["op"] in ("GatherQuantizedRows", "ScatterQuantizedRows", "EmbeddingBag"):
+    if c["op"] in ("GatherQuantizedRows", "ScatterQuantizedRows", "EmbeddingBag",
+                   "GatherBlockQuantized"):
         return _own_inputs(c, device, gen)
     x = _data(c["input_shape"], dt, device, gen)
     notes = {}
@@ -320,6 +330,19 @@ def _deterministic(fn):
     return fn_det
 
 
+def _nibbles(b):
+    """uint8 (..., k) to int32 (..., 2k): each byte's low nibble, then its high one."""
+    return torch.stack([b & 15, b >> 4], dim=-1).reshape(*b.shape[:-1], -1).to(torch.int32)
+
+
+def _dequantize_blocks(data, scales, zeros, block_size):
+    """ONNX Runtime's GatherBlockQuantized rows (uint8 data with bits 4): (v - zero point) *
+    scale in float32, then float16: the route a PyTorch user would write."""
+    v = _nibbles(data) - torch.repeat_interleave(_nibbles(zeros), block_size, dim=-1)
+    s = torch.repeat_interleave(scales.float(), block_size, dim=-1)
+    return (v.float() * s).half()
+
+
 def _own_inputs(c, device, gen):
     """vkdml's own operators' peers: the quantized rows' PyTorch route, and embedding_bag."""
     it = _dtype(c["index_dtype"])
@@ -332,6 +355,16 @@ def _own_inputs(c, device, gen):
         if c.get("deterministic"):
             fn = _deterministic(fn)
         return fn, _nbytes(x) + _nbytes(i) + _nbytes(offsets), {}
+    if c["op"] == "GatherBlockQuantized":
+        rows, blocks = c["input_shape"][0], c["width"] // c["block_size"]
+        x = torch.randint(0, 256, c["input_shape"], generator=gen, dtype=torch.uint8).to(device)
+        scales = _data([rows, blocks], torch.float16, device, gen)
+        zeros = torch.randint(0, 256, (rows, blocks // 2), generator=gen,
+                              dtype=torch.uint8).to(device)
+        i = torch.randint(0, rows, (n,), generator=gen).to(device=device, dtype=it)
+        fn = lambda: _dequantize_blocks(x.index_select(0, i), scales.index_select(0, i),  # noqa: E731
+                                        zeros.index_select(0, i), c["block_size"])
+        return fn, _nbytes(x) + _nbytes(scales) + _nbytes(zeros) + _nbytes(i), {}
     x = _table(c, device, gen)
     rows = c["input_shape"][0]
     if c["op"] == "GatherQuantizedRows":

@@ -1010,7 +1010,8 @@ def group_bench():
     for c in ("rows-f32", "rows-f16", "tuples-f32", "elements-axis1-f32", "elements-axis0-f32",
               "elements-axis1-i32idx", "elements-axis1-f16", "scatter-rows-f32",
               "scatter-rows-inplace", "scatter-elements-axis1-f32", "q4_0-rows", "q8_0-rows",
-              "q8_0-quantize-rows", "bag-sum-f32", "bag-mean-f32-det", "latency-run",
+              "q8_0-quantize-rows", "gbq-uint4-rows", "bag-sum-f32", "bag-mean-f32-det",
+              "latency-run",
               "latency-replay"):
         if c.split("-")[0] in chosen or c in chosen:
             check(c in cases, f"bench: no row for {c}")
@@ -1028,6 +1029,9 @@ def group_bench():
                   f"{r.get('mismatches')}")
         if r.get("case", "")[:4] in ("q4_0", "q8_0"):
             check(r.get("format") == r["case"][:4], f"bench {r['case']}: format {r.get('format')}")
+        if r.get("op") == "GatherBlockQuantized":
+            check(r.get("block_size") == 32 and r.get("width") == 4096,
+                  f"bench {r['case']}: block_size {r.get('block_size')}, width {r.get('width')}")
         if r.get("op") == "EmbeddingBag":
             check(r.get("mode") == r["case"].split("-")[1] and r.get("bag_size") == 20,
                   f"bench {r['case']}: mode {r.get('mode')}, bag_size {r.get('bag_size')}")
