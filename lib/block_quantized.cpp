@@ -34,13 +34,7 @@ Result CheckPackedBytes(const Tensor& t, const char* what) {
   if (t.type != DML_TENSOR_DATA_TYPE_UINT8)
     return Fail(Status::InvalidArgument, t.field, ".DataType is ", DataTypeName(t.type),
                 ", expected UINT8 (", what, ")");
-  UINT packed[kMaxDims];
-  PackedStrides(t.dims, t.sizes, packed);
-  for (UINT d = 0; d < t.dims; ++d)
-    if (t.sizes[d] > 1 && t.strides[d] != packed[d])
-      return Fail(Status::InvalidArgument, t.field, ".Strides[", d, "] is ", t.strides[d],
-                  ", expected ", packed[d], " (", what, " are packed: Strides null or row-major)");
-  return {};
+  return CheckPacked(t, Str(what, " are packed").c_str());
 }
 
 }  // namespace
@@ -79,9 +73,6 @@ Result BuildGatherBlockQuantized(const VKDML_GATHER_BLOCK_QUANTIZED_OPERATOR_DES
   PackedStrides(dims, values.sizes, values.strides);
   if (axis >= dims)
     return Fail(Status::InvalidArgument, "QuantizeAxis is ", axis, ", expected less than ", dims,
-                " (InputTensor.DimensionCount)");
-  if (desc.Axis >= dims)  // LowerGather checks it too, but the component's size is read first
-    return Fail(Status::InvalidArgument, "Axis is ", desc.Axis, ", expected less than ", dims,
                 " (InputTensor.DimensionCount)");
   Pass blocks;
   VKDML_TRY(LowerGather(values, indices, output, desc.Axis, desc.IndexDimensions, &blocks));

@@ -244,6 +244,16 @@ Result CheckNoOverlap(const Tensor& t) {
   return {};
 }
 
+Result CheckPacked(const Tensor& t, const char* why) {
+  UINT packed[kMaxDims];
+  PackedStrides(t.dims, t.sizes, packed);
+  for (UINT d = 0; d < t.dims; ++d)
+    if (t.sizes[d] > 1 && t.strides[d] != packed[d])
+      return Fail(Status::InvalidArgument, t.field, ".Strides[", d, "] is ", t.strides[d],
+                  ", expected ", packed[d], " (", why, ": Strides null or row-major)");
+  return {};
+}
+
 bool FillsAllBytes(const Tensor& t) {
   return t.Count() * t.elemSize == t.totalBytes;
 }

@@ -60,6 +60,10 @@ Result CheckSizes(const Tensor& t, UINT expectedCount, const UINT* expected,
 // when it is below kMaxDims ("only the Axis dimension may differ").
 Result CheckSameSizes(const Tensor& t, const Tensor& reference, UINT axis = kMaxDims);
 
+// t's strides are row-major for its sizes (Strides null, or the same values): else
+// InvalidArgument naming the first that is not; `why` says what needs it.
+Result CheckPacked(const Tensor& t, const char* why);
+
 // Whether an output's elements, which CheckNoOverlap keeps apart, fill every byte of its
 // TotalTensorSizeInBytes: no gaps between strided elements, no rounding, no spare bytes.
 bool FillsAllBytes(const Tensor& t);
