@@ -159,7 +159,6 @@ std::string ToTensor(const ArrayRef& a, const Shape& view, size_t D, HostTensor*
   return "";
 }
 
-// The byte size of `count` elements of `shape` of itemSize bytes, or false past 2^64.
 // Wraps m's operator in VKDML_OPERATOR_OUT_OF_RANGE where o asks for FILL or DROP.
 void WrapOutOfRange(const OnnxOptions& o, OnnxMapping* m) {
   if (o.outOfRange == VKDML_OUT_OF_RANGE_MODE_CLAMP) return;
@@ -168,6 +167,27 @@ void WrapOutOfRange(const OnnxOptions& o, OnnxMapping* m) {
   m->desc = {VKDML_OPERATOR_OUT_OF_RANGE, &m->outOfRange};
 }
 
+// An axis option of an array of rank r, from the end when negative: "" or the error.
+std::string Axis(int64_t value, const std::string& label, const ArrayRef& a, size_t* out) {
+  const int64_t r = int64_t(a.shape.size()), axis = value < 0 ? value + r : value;
+  if (axis < 0 || axis >= r)
+    return label + " is " + std::to_string(value) + ", expected " + std::to_string(-r) + " to " +
+           std::to_string(r - 1) + " (" + a.name + " has rank " + std::to_string(r) + ")";
+  *out = size_t(axis);
+  return "";
+}
+
+// "" when idx has an index dtype, else the error.
+std::string CheckIndexType(const ArrayRef& idx) {
+  const npy::DType it = idx.dtype;
+  if (it != npy::DType::Int32 && it != npy::DType::Int64 && it != npy::DType::UInt32 &&
+      it != npy::DType::UInt64)
+    return idx.name + ": dtype is " + npy::DTypeName(it) +
+           ", expected an index type: int32, int64, uint32 or uint64";
+  return "";
+}
+
+// The byte size of `count` elements of `shape` of itemSize bytes, or false past 2^64.
 bool ByteSize(const Shape& shape, uint64_t itemSize, uint64_t* bytes) {
   *bytes = itemSize;
   for (uint64_t d : shape)
@@ -284,11 +304,8 @@ std::string MapOnnxOperator(const OnnxOptions& a, const ArrayRef& in, const Arra
         return n->name + ": shape[" + std::to_string(i) + "] is " + std::to_string(n->shape[i]) +
                ", expected at most 4294967295";
   }
-  npy::DType it = idx.dtype;
-  if (it != npy::DType::Int32 && it != npy::DType::Int64 && it != npy::DType::UInt32 &&
-      it != npy::DType::UInt64)
-    return idx.name + ": dtype is " + npy::DTypeName(it) +
-           ", expected an index type: int32, int64, uint32 or uint64";
+  std::string error = CheckIndexType(idx);
+  if (!error.empty()) return error;
   if (upd && upd->dtype != in.dtype && !quantized)
     return upd->name + ": dtype is " + npy::DTypeName(upd->dtype) + ", expected " +
            npy::DTypeName(in.dtype) + " (the dtype of " + in.name + ")";
@@ -298,19 +315,15 @@ std::string MapOnnxOperator(const OnnxOptions& a, const ArrayRef& in, const Arra
   const Shape& xs = idx.shape;
   Shape inView = is;
   if (quantized) {
-    const std::string error = MapQuantizedRows(a, in, idx, upd, m);
+    error = MapQuantizedRows(a, in, idx, upd, m);
     if (!error.empty()) return error;
   } else if (a.op == "gather") {
     // DML_OPERATOR_GATHER with IndexDimensions q: input.shape[:axis] + indices.shape +
     // input.shape[axis+1:], rank r - 1 + q; the input is padded to D dimensions with leading 1s
     // (which DirectML drops again), so Axis moves by D - r.
     if (r < 1) return in.name + ": rank is 0, expected at least 1 for " + a.Label();
-    int64_t axis = a.axis < 0 ? a.axis + int64_t(r) : a.axis;
-    if (axis < 0 || axis >= int64_t(r))
-      return a.axisLabel + " is " + std::to_string(a.axis) + ", expected " +
-             std::to_string(-int64_t(r)) + " to " + std::to_string(r - 1) + " (" + in.name +
-             " has rank " + std::to_string(r) + ")";
-    const size_t A = static_cast<size_t>(axis);
+    size_t A = 0;
+    if (!(error = Axis(a.axis, a.axisLabel, in, &A)).empty()) return error;
     m->outputShape = Concat(Concat(Slice(is, 0, A), xs), Slice(is, A + 1, r));
     if (m->outputShape.size() > 8)
       return "the output would have rank " + std::to_string(m->outputShape.size()) + " (shape " +
@@ -324,11 +337,9 @@ std::string MapOnnxOperator(const OnnxOptions& a, const ArrayRef& in, const Arra
     if (q != r)
       return idx.name + ": rank is " + std::to_string(q) + " (shape " + idx.ShapeString() +
              "), expected " + std::to_string(r) + " (the rank of " + in.name + ")";
-    int64_t axis = a.axis < 0 ? a.axis + int64_t(r) : a.axis;
-    if (axis < 0 || axis >= int64_t(r))
-      return a.axisLabel + " is " + std::to_string(a.axis) + ", expected " +
-             std::to_string(-int64_t(r)) + " to " + std::to_string(r - 1) + " (" + in.name +
-             " has rank " + std::to_string(r) + ")";
+    size_t A = 0;
+    if (!(error = Axis(a.axis, a.axisLabel, in, &A)).empty()) return error;
+    const int64_t axis = int64_t(A);
     for (size_t d = 0; d < r; ++d) {
       if (int64_t(d) != axis && xs[d] > is[d])
         return idx.name + ": shape[" + std::to_string(d) + "] is " + std::to_string(xs[d]) +
@@ -417,7 +428,7 @@ std::string MapOnnxOperator(const OnnxOptions& a, const ArrayRef& in, const Arra
              "), so no index into it is valid";
 
   m->inputs.resize(upd ? 3 : 2);
-  std::string error = ToTensor(in, inView, m->D, &m->inputs[0]);
+  error = ToTensor(in, inView, m->D, &m->inputs[0]);
   if (error.empty()) error = ToTensor(idx, xs, m->D, &m->inputs[1]);
   if (error.empty() && upd) error = ToTensor(*upd, upd->shape, m->D, &m->inputs[2]);
   if (!error.empty()) return error;
@@ -520,10 +531,8 @@ std::string MapEmbeddingBag(const OnnxOptions& o, const ArrayRef& table, const A
              ", expected at most 4294967295";
   }
   const npy::DType it = idx.dtype;
-  if (it != npy::DType::Int32 && it != npy::DType::Int64 && it != npy::DType::UInt32 &&
-      it != npy::DType::UInt64)
-    return idx.name + ": dtype is " + npy::DTypeName(it) +
-           ", expected an index type: int32, int64, uint32 or uint64";
+  std::string error = CheckIndexType(idx);
+  if (!error.empty()) return error;
   if (offsets.dtype != it)
     return offsets.name + ": dtype is " + npy::DTypeName(offsets.dtype) + ", expected " +
            npy::DTypeName(it) + " (the dtype of " + idx.name + ")";
@@ -564,7 +573,7 @@ std::string MapEmbeddingBag(const OnnxOptions& o, const ArrayRef& table, const A
            "), so no index into it is valid";
 
   m->inputs.resize(weights ? 4 : 3);
-  std::string error = ToTensor(table, table.shape, 2, &m->inputs[0]);
+  error = ToTensor(table, table.shape, 2, &m->inputs[0]);
   if (error.empty()) error = ToTensor(idx, idx.shape, 2, &m->inputs[1]);
   if (error.empty()) error = ToTensor(offsets, offsets.shape, 2, &m->inputs[2]);
   if (error.empty() && weights) error = ToTensor(*weights, weights->shape, 2, &m->inputs[3]);
@@ -587,16 +596,6 @@ std::string MapEmbeddingBag(const OnnxOptions& o, const ArrayRef& table, const A
 }
 
 namespace {
-
-// An axis option of an array of rank r, from the end when negative: "" or the error.
-std::string Axis(int64_t value, const std::string& label, const ArrayRef& a, size_t* out) {
-  const int64_t r = int64_t(a.shape.size()), axis = value < 0 ? value + r : value;
-  if (axis < 0 || axis >= r)
-    return label + " is " + std::to_string(value) + ", expected " + std::to_string(-r) + " to " +
-           std::to_string(r - 1) + " (" + a.name + " has rank " + std::to_string(r) + ")";
-  *out = size_t(axis);
-  return "";
-}
 
 // A uint8 array of the given shape, in C order (the library takes packed bytes).
 std::string CheckPackedBytes(const ArrayRef& a, const Shape& shape, const std::string& why) {
@@ -646,11 +645,7 @@ std::string MapGatherBlockQuantized(const OnnxOptions& o, const ArrayRef& data, 
   size_t axis = 0, qaxis = 0;
   if (!(error = Axis(o.axis, o.axisLabel, data, &axis)).empty()) return error;
   if (!(error = Axis(o.quantizeAxis, "quantize_axis", data, &qaxis)).empty()) return error;
-  const npy::DType it = idx.dtype;
-  if (it != npy::DType::Int32 && it != npy::DType::Int64 && it != npy::DType::UInt32 &&
-      it != npy::DType::UInt64)
-    return idx.name + ": dtype is " + npy::DTypeName(it) +
-           ", expected an index type: int32, int64, uint32 or uint64";
+  if (!(error = CheckIndexType(idx)).empty()) return error;
   if (scales.dtype != npy::DType::Float32 && scales.dtype != npy::DType::Float16)
     return scales.name + ": dtype is " + npy::DTypeName(scales.dtype) +
            ", expected float32 or float16 (the output's dtype)";
