@@ -13,6 +13,9 @@
 
 namespace vt {
 
+// Points the loader at the driver the build found for the tests (lavapipe) unless the caller
+// chose drivers (VK_DRIVER_FILES / VK_ICD_FILENAMES set); before any Vulkan call.
+void PinTestDriver();
 // The device every test shares, created on first use with validation on. Validation messages
 // are collected; Fixture fails a test that produced any.
 Device& Dev();

@@ -7,18 +7,10 @@
 #include <cstdlib>
 
 #include "harness.h"
-#include "test_driver.h"  // VKDML_TEST_DRIVER_FILES, where the build found lavapipe
 #include "test_util.h"
 
 int main(int argc, char** argv) {
-  // The same as CTest's ENVIRONMENT_MODIFICATION, for direct runs of the executable.
-  unsetenv("VK_LOADER_LAYERS_ENABLE");
-#ifdef VKDML_TEST_DRIVER_FILES
-  if (!std::getenv("VK_DRIVER_FILES") && !std::getenv("VK_ICD_FILENAMES")) {
-    setenv("VK_DRIVER_FILES", VKDML_TEST_DRIVER_FILES, 1);
-    setenv("VK_ICD_FILENAMES", VKDML_TEST_DRIVER_FILES, 1);  // loaders before 1.3.207
-  }
-#endif
+  vt::PinTestDriver();
   Catch::Session session;
   using namespace Catch::clara;
   bool fastCompile = false;
