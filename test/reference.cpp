@@ -1,5 +1,6 @@
 #include "reference.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -316,8 +317,12 @@ IndexError Gather(const Tensor& input, const uint8_t* in, const Tensor& indices,
   const std::vector<GatherEntry> entries = GatherEntries(D, axis, m);
   // Output dimension o holds entry o + shift (shift < 0: leading 1s; > 0: dropped 1s).
   const int64_t shift = int64_t(entries.size()) - int64_t(D);
+  // (One pair of coordinates for the whole walk: an allocation per element took most of the
+  // sanitizer run's time in the large tests.)
+  Coord ic(D), xc(D);
   ForEachCoord(output.sizes, [&](const Coord& oc) {
-    Coord ic(D, 0), xc(D, 0);  // dropped and padding entries are size-1 dimensions: 0
+    std::fill(ic.begin(), ic.end(), 0);  // dropped and padding entries are size-1 dimensions: 0
+    std::fill(xc.begin(), xc.end(), 0);
     for (uint32_t o = 0; o < D; ++o) {
       const int64_t e = int64_t(o) + shift;
       if (e < 0) continue;
@@ -337,8 +342,9 @@ IndexError GatherElements(const Tensor& input, const uint8_t* in, const Tensor& 
                           const uint8_t* fill) {
   if (output.sizes != indices.sizes || axis >= input.Dims())
     throw std::invalid_argument("ref::GatherElements: arguments");
+  Coord dc;
   ForEachCoord(output.sizes, [&](const Coord& c) {
-    Coord dc = c;
+    dc = c;
     const IndexValue v = ReadIndex(indices, idx, c);
     dc[axis] = ClampIndex(v, input.sizes[axis]);
     Copy(output, out, c, input, in, dc);
@@ -679,8 +685,9 @@ std::vector<ScatterWrite> ScatterElementsWrites(const Tensor& input, const Tenso
   for (uint32_t d = 0; ok && d < D; ++d) ok = d == axis || indices.sizes[d] == input.sizes[d];
   if (!ok) throw std::invalid_argument("ref::ScatterElements: arguments");
   std::vector<ScatterWrite> writes;
+  Coord dc;
   ForEachCoord(updates.sizes, [&](const Coord& c) {
-    Coord dc = c;
+    dc = c;
     const IndexValue v = ReadIndex(indices, idx, c);
     dc[axis] = ClampIndex(v, input.sizes[axis]);
     writes.push_back(
