@@ -68,9 +68,6 @@ std::string TypeName(vkdml::DML_TENSOR_DATA_TYPE t) {
   return name;
 }
 
-namespace {
-
-// float16 bits as a float (exact: every float16 is a float).
 float HalfToFloat(uint16_t h) {
   const uint32_t sign = uint32_t(h & 0x8000u) << 16, exponent = (h >> 10) & 0x1Fu,
                  mantissa = h & 0x3FFu;
@@ -85,10 +82,11 @@ float HalfToFloat(uint16_t h) {
   return sign ? -magnitude : magnitude;
 }
 
-// A block's bytes in a quantized table (dml.h: VKDML_QUANTIZED_FORMAT).
 uint32_t BlockBytes(vkdml::VKDML_QUANTIZED_FORMAT f) {
   return f == vkdml::VKDML_QUANTIZED_FORMAT_Q8_0 ? 34 : 18;
 }
+
+namespace {
 
 Spec MakeSpec(const char* name, OpKind kind, vkdml::DML_TENSOR_DATA_TYPE dtype,
               vkdml::DML_TENSOR_DATA_TYPE itype, std::vector<uint32_t> input,
@@ -428,6 +426,11 @@ namespace {
 
 constexpr size_t kChunk = size_t(1) << 20;  // elements per generator chunk
 
+// A float16 in +-[1, 2) from random bits.
+uint16_t RandomHalf(uint64_t r) {
+  return static_cast<uint16_t>(0x3C00u | (r & 0x3FFu) | ((r >> 63) << 15));
+}
+
 }  // namespace
 
 // float32 (float64 where elemSize is 8) integers in +-[1, 4]: sums of them are exact whatever
@@ -461,7 +464,7 @@ void FillData(Bytes& b, size_t elemSize, uint64_t seed) {
                      static_cast<uint32_t>(r >> 63) << 31;
         std::memcpy(b.data() + i * 4, &v, 4);
       } else if (elemSize == 2) {
-        uint16_t v = static_cast<uint16_t>(0x3C00u | (r & 0x3FFu) | ((r >> 63) << 15));
+        const uint16_t v = RandomHalf(r);
         std::memcpy(b.data() + i * 2, &v, 2);
       } else {
         r |= 1;
@@ -482,8 +485,7 @@ void FillTable(Bytes& b, vkdml::VKDML_QUANTIZED_FORMAT f, uint64_t seed) {
     std::memcpy(b.data() + at, &r, std::min<size_t>(8, b.n - at));
   }
   for (size_t at = 0; at + 2 <= b.n; at += BlockBytes(f)) {
-    const uint64_t r = rng.Next();
-    const uint16_t d = static_cast<uint16_t>(0x3C00u | (r & 0x3FFu) | ((r >> 63) << 15));
+    const uint16_t d = RandomHalf(rng.Next());
     std::memcpy(b.data() + at, &d, 2);
   }
 }
@@ -501,7 +503,8 @@ void StoreIndex(uint8_t* p, size_t size, int64_t v) {
   }
 }
 
-// The index as vkdml reads it: clamped into [-n, n-1] (signed) or [0, n-1], negatives + n.
+}  // namespace
+
 uint64_t LoadIndex(const uint8_t* base, vkdml::DML_TENSOR_DATA_TYPE t, uint64_t pos, uint64_t n) {
   size_t size = vkdml::DataTypeSize(t);
   const uint8_t* p = base + pos * size;
@@ -522,6 +525,8 @@ uint64_t LoadIndex(const uint8_t* base, vkdml::DML_TENSOR_DATA_TYPE t, uint64_t 
   std::memcpy(&v, p, size);
   return std::min(v, n - 1);
 }
+
+namespace {
 
 // Random indices: component j of each k-tuple in [0, ranges[j]).
 void FillIndices(Bytes& b, vkdml::DML_TENSOR_DATA_TYPE t, const std::vector<uint32_t>& ranges,
@@ -817,143 +822,6 @@ std::vector<uint64_t> SamplePositions(const Spec& s, const Reference& ref) {
       pos.push_back(rng.Below(total));
   }
   return pos;
-}
-
-}  // namespace
-
-namespace {
-
-// The float16 nearest to f, ties to even (the quantizers' stored scale).
-uint16_t FloatToHalf(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
-  x &= 0x7FFFFFFFu;
-  if (x > 0x7F800000u) return sign | 0x7E00u;   // NaN
-  if (x >= 0x477FF000u) return sign | 0x7C00u;  // 65520 and above: infinity
-  if (x < 0x38800000u) {                        // below 2^-14: f * 2^24, rounded, is the half
-    float a;
-    std::memcpy(&a, &x, 4);
-    return static_cast<uint16_t>(sign |
-                                 static_cast<uint16_t>(std::nearbyint(double(a) * 16777216.0)));
-  }
-  uint32_t h = ((x >> 23) - 112) << 10 | (x & 0x7FFFFFu) >> 13;
-  const uint32_t rest = x & 0x1FFFu;
-  if (rest > 0x1000u || (rest == 0x1000u && (h & 1))) ++h;  // a carry moves into the exponent
-  return static_cast<uint16_t>(sign | h);
-}
-
-// Value v of a table block: d * q in float32 (VKDML_QUANTIZED_FORMAT).
-float BlockValue(vkdml::VKDML_QUANTIZED_FORMAT f, const uint8_t* block, uint32_t v) {
-  const float d = HalfToFloat(static_cast<uint16_t>(block[0] | block[1] << 8));
-  int q;
-  if (f == vkdml::VKDML_QUANTIZED_FORMAT_Q8_0)
-    q = static_cast<int8_t>(block[2 + v]);
-  else
-    q = (v < 16 ? block[2 + v] & 15 : block[2 + v - 16] >> 4) - 8;
-  return d * static_cast<float>(q);
-}
-
-// 32 values quantized as ggml's reference quantizers do (dml.h:
-// VKDML_SCATTER_QUANTIZED_ROWS_OPERATOR_DESC), into `block`.
-void QuantizeBlock(vkdml::VKDML_QUANTIZED_FORMAT f, const float* x, uint8_t* block) {
-  float amax = 0, max = 0;
-  for (int j = 0; j < 32; ++j)
-    if (amax < std::fabs(x[j])) {
-      amax = std::fabs(x[j]);
-      max = x[j];
-    }
-  const bool q8 = f == vkdml::VKDML_QUANTIZED_FORMAT_Q8_0;
-  const float d = q8 ? amax / 127 : max / -8, id = d != 0 ? 1 / d : 0;
-  const uint16_t half = FloatToHalf(d);
-  std::memcpy(block, &half, 2);
-  if (q8) {
-    for (int j = 0; j < 32; ++j)
-      block[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(std::round(x[j] * id)));
-    return;
-  }
-  auto quant = [&](int j) {
-    return static_cast<uint8_t>(
-        std::min(15, static_cast<int>(static_cast<int8_t>(x[j] * id + 8.5f))));
-  };
-  for (int j = 0; j < 16; ++j) block[2 + j] = static_cast<uint8_t>(quant(j) | quant(j + 16) << 4);
-}
-
-uint32_t Bits(float f) {
-  uint32_t b;
-  std::memcpy(&b, &f, 4);
-  return b;
-}
-
-// vkdml's own operators (float32 values; GatherBlockQuantized's float16): 20000 random output
-// elements (quantizing scatters: table bytes, half of them in rows the updates write) against
-// the definitions in dml.h.
-uint64_t VerifyOwn(const Spec& s, const HostData& h, const uint8_t* out, uint64_t* checked,
-                   std::string* first) {
-  const uint64_t rows = s.input[0], rowBytes = s.input[1], total = Product(s.Output());
-  const uint64_t samples = std::min<uint64_t>(20000, total);
-  Rng rng(12345);
-  std::vector<int64_t> owner;  // ScatterQuantized: row -> the update row written there
-  if (s.kind == OpKind::ScatterQuantized) {
-    owner.assign(rows, -1);
-    for (uint64_t i = 0; i < s.indices[0]; ++i)
-      owner[LoadIndex(h.indices.data(), s.itype, i, rows)] = static_cast<int64_t>(i);
-  }
-  uint64_t bad = 0;
-  for (uint64_t n = 0; n < samples; ++n) {
-    uint64_t o = samples == total ? n : rng.Below(total);
-    uint32_t want = 0, got = 0;
-    if (s.kind == OpKind::GatherQuantized) {
-      const uint64_t r = LoadIndex(h.indices.data(), s.itype, o / s.width, rows), e = o % s.width;
-      want =
-          Bits(BlockValue(s.format, h.input.data() + r * rowBytes + e / 32 * BlockBytes(s.format),
-                          static_cast<uint32_t>(e % 32)));
-      std::memcpy(&got, out + o * 4, 4);
-    } else if (s.kind == OpKind::ScatterQuantized) {
-      if (n % 2)  // a byte of a written row
-        o = LoadIndex(h.indices.data(), s.itype, rng.Below(s.indices[0]), rows) * rowBytes +
-            rng.Below(rowBytes);
-      const int64_t u = owner[o / rowBytes];
-      want = h.input.data()[o];
-      if (u >= 0) {
-        const uint64_t block = o % rowBytes / BlockBytes(s.format);
-        float x[32];
-        std::memcpy(x, h.updates.data() + (static_cast<uint64_t>(u) * s.width + block * 32) * 4,
-                    sizeof x);
-        uint8_t q[34];
-        QuantizeBlock(s.format, x, q);
-        want = q[o % rowBytes % BlockBytes(s.format)];
-      }
-      got = out[o];
-    } else if (s.kind == OpKind::GatherBlockQuantized) {  // (v - zero point) * scale, float16
-      const uint64_t r = LoadIndex(h.indices.data(), s.itype, o / s.width, rows), e = o % s.width;
-      const uint64_t blocks = s.width / s.blockSize, b = r * blocks + e / s.blockSize;
-      auto nibble = [](const uint8_t* p, uint64_t k) { return (p[k / 2] >> (k % 2 * 4)) & 15; };
-      uint16_t scale;
-      std::memcpy(&scale, h.scales.data() + b * 2, 2);
-      const int v = nibble(h.input.data(), r * s.width + e) - nibble(h.zeros.data(), b);
-      want = FloatToHalf(static_cast<float>(v) * HalfToFloat(scale));
-      uint16_t half;
-      std::memcpy(&half, out + o * 2, 2);
-      got = half;
-    } else {  // EmbeddingBag: the bag's rows in entry order, from 0
-      const uint64_t b = o / s.width, c = o % s.width;
-      float sum = 0, x;
-      for (uint64_t e = b * s.bagSize; e < (b + 1) * s.bagSize; ++e) {
-        const uint64_t r = LoadIndex(h.indices.data(), s.itype, e, rows);
-        std::memcpy(&x, h.input.data() + (r * s.width + c) * 4, 4);
-        sum = sum + x;
-      }
-      if (s.bagMode == vkdml::VKDML_EMBEDDING_BAG_MODE_MEAN)
-        sum = sum / static_cast<float>(s.bagSize);
-      want = Bits(sum);
-      std::memcpy(&got, out + o * 4, 4);
-    }
-    if (got != want && !bad++)
-      *first = Format("output element %" PRIu64 " is 0x%x, expected 0x%x", o, got, want);
-  }
-  *checked = samples;
-  return bad;
 }
 
 }  // namespace

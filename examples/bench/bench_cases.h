@@ -122,6 +122,20 @@ void FillData(Bytes& b, size_t elemSize, uint64_t seed);
 uint64_t Verify(const Spec& s, const HostData& h, const uint8_t* out, uint64_t* checked,
                 std::string* first);
 
+// The same for vkdml's own operators (GatherQuantized, ScatterQuantized, EmbeddingBag,
+// GatherBlockQuantized; bench_own.cpp): 20000 random output elements (quantizing scatters: table
+// bytes, half of them in rows the updates write) against dml.h's definitions.
+uint64_t VerifyOwn(const Spec& s, const HostData& h, const uint8_t* out, uint64_t* checked,
+                   std::string* first);
+
+// float16 bits as a float (exact: every float16 is a float).
+float HalfToFloat(uint16_t h);
+// A block's bytes in a quantized table (dml.h: VKDML_QUANTIZED_FORMAT).
+uint32_t BlockBytes(vkdml::VKDML_QUANTIZED_FORMAT f);
+// Index `pos` of an index tensor of type t as vkdml reads it for a dimension of n: clamped into
+// [-n, n-1] (signed) or [0, n-1], negatives + n.
+uint64_t LoadIndex(const uint8_t* base, vkdml::DML_TENSOR_DATA_TYPE t, uint64_t pos, uint64_t n);
+
 // Minimum bytes a case must move (examples/bench/BENCH.md).
 double MinBytes(const Spec& s, const HostData& h);
 
