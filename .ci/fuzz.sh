@@ -36,6 +36,12 @@ if [ -z "$inputs" ] || [ -z "$ran" ] || [ $((ran * 2)) -lt "$inputs" ]; then
   echo "fuzz_operator: below its floor (half of the inputs run and compared): $stats" >&2
   failed=1
 fi
+# ... and at least one of them vkdml's quantized-row gather (an input whose first byte is 0xE0+).
+rows=$(echo "$stats" | sed -n 's/.* \([0-9]*\) quantized-row gathers run and compared.*/\1/p')
+if [ -z "$rows" ] || [ "$rows" -eq 0 ]; then
+  echo "fuzz_operator: no quantized-row gather run and compared: $stats" >&2
+  failed=1
+fi
 if [ "$failed" != 0 ]; then
   for target in npy operator; do tail -n 60 "$work/$target.log"; done
   echo "fuzz: a target failed; its input is in $dir/fuzz-*" >&2

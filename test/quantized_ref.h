@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "test_util.h"
+#include "op_spec.h"  // UINT, Bytes (no Catch: test/fuzz includes this too)
 
 namespace vt {
 
@@ -53,17 +53,23 @@ inline float BlockValue(VKDML_QUANTIZED_FORMAT f, const uint8_t* block, UINT v) 
   return d * float(q);
 }
 
-// Random table bytes with finite scales (an infinite or NaN one gives NaN bits the operator
-// leaves unspecified).
-inline Bytes RandomTable(Rng& rng, VKDML_QUANTIZED_FORMAT f, UINT rows, UINT blocks, UINT rowStride,
-                         UINT64 total) {
+// A block's float16 scale made finite (an infinite or NaN one gives NaN bits the operators leave
+// unspecified): exponent 31 becomes 15.
+inline void MakeScaleFinite(uint8_t* scale) {
+  if ((scale[1] & 0x7C) == 0x7C) scale[1] &= 0xBF;
+}
+
+// Random table bytes with finite scales (test_util.h's Rng).
+template <typename Random>
+Bytes RandomTable(Random& rng, VKDML_QUANTIZED_FORMAT f, UINT rows, UINT blocks, UINT rowStride,
+                  UINT64 total) {
   Bytes t(total);
   for (auto& b : t) b = uint8_t(rng.U(0, 255));
   for (UINT r = 0; r < rows; ++r)
     for (UINT k = 0; k < blocks; ++k) {
       uint8_t* scale = &t[UINT64(r) * rowStride + k * BlockBytes(f)];
-      if ((scale[1] & 0x7C) == 0x7C) scale[1] &= 0xBF;  // exponent 31 -> 15
-      if (rng.P(0.05)) scale[0] = scale[1] = 0;         // d = 0: every value +0 or -0
+      MakeScaleFinite(scale);
+      if (rng.P(0.05)) scale[0] = scale[1] = 0;  // d = 0: every value +0 or -0
     }
   return t;
 }

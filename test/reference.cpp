@@ -177,7 +177,8 @@ std::string Message(const Coord& coord, const IndexValue& v, uint32_t n) {
   return s.str();
 }
 
-// First out-of-range element of indices; rangeOf(coord) is n, the size that element indexes.
+}  // namespace
+
 IndexError FirstError(const Tensor& indices, const uint8_t* idx,
                       const std::function<uint32_t(const Coord&)>& rangeOf) {
   IndexError e;
@@ -193,6 +194,8 @@ IndexError FirstError(const Tensor& indices, const uint8_t* idx,
   });
   return e;
 }
+
+namespace {
 
 void Copy(const Tensor& dstT, uint8_t* dst, const Coord& dc, const Tensor& srcT, const uint8_t* src,
           const Coord& sc) {

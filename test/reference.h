@@ -66,6 +66,10 @@ struct IndexError {
   std::string message;  // "IndicesTensor[0,3,1] is 7, outside the valid range [-5, 4]"
 };
 
+// The first out-of-range element of indices; rangeOf(coord) is n, the size that element indexes.
+IndexError FirstError(const Tensor& indices, const uint8_t* idx,
+                      const std::function<uint32_t(const Coord&)>& rangeOf);
+
 // The gathers take `fill` (VKDML_OUT_OF_RANGE_MODE_FILL: an element's bytes): an output element
 // whose index tuple has a component out of range is then fill, not the clamped element. The
 // scatters take `drop` (VKDML_OUT_OF_RANGE_MODE_DROP): such an update element is skipped.

@@ -1,12 +1,16 @@
 // libFuzzer target: operator descriptors. Each input is decoded (Decoder below) into one small
-// operator of any of vkdml's eight types, with tensors of any data and index type, rank 1-4,
-// sizes 1-4, packed, padded or broadcast strides, spare bytes, raw fields that may be invalid,
-// out-of-range indices, checked and deterministic executions, and data from the input. It is
-// created, compiled and run through Device::Run on the device the tests use (lavapipe, with the
-// validation layer), and every byte of the output, padding included, is compared with the CPU
-// reference (test/reference.cpp); a checked run's status with the reference's first
-// out-of-range index. A descriptor vkdml refuses must be refused with InvalidArgument or
-// Unsupported and a message. Any difference, validation message or sanitizer report is a crash.
+// operator of DirectML's six gathers and scatters or vkdml's two scatter reductions, with tensors
+// of any data and index type, rank 1-4, sizes 1-4, packed, padded or broadcast strides, spare
+// bytes, raw fields that may be invalid, out-of-range indices, checked and deterministic
+// executions, and data from the input. It is created, compiled and run through Device::Run on the
+// device the tests use (lavapipe, with the validation layer), and every byte of the output, padding
+// included, is compared with the CPU reference (test/reference.cpp); a checked run's status with
+// the reference's first out-of-range index. A descriptor vkdml refuses must be refused with
+// InvalidArgument or Unsupported and a message. Any difference, validation message or sanitizer
+// report is a crash. An input whose first byte is 0xE0 or more (one in eight) is vkdml's
+// quantized-row gather instead (VKDML_OPERATOR_GATHER_QUANTIZED_ROWS, RunQuantizedRows below): Q8_0
+// and Q4_0 tables, float32 and float16 outputs, against test/quantized_ref.h's definitions, by the
+// same rules.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +21,7 @@
 #include <vector>
 
 #include "op_spec.h"
+#include "quantized_ref.h"
 #include "vkdml/vkdml.h"
 
 using namespace vkdml;
@@ -309,41 +314,158 @@ Fold PossibleFold(DML_TENSOR_DATA_TYPE t, VKDML_REDUCE_FUNCTION f,
 // How far the inputs got, printed at exit (.ci/fuzz.sh reports it).
 struct Stats {
   uint64_t inputs = 0, refused = 0, ran = 0, checkedOutOfRange = 0, folds = 0, orderDecides = 0;
+  uint64_t quantizedRows = 0;  // of `ran`
   ~Stats() {
     std::fprintf(stderr,
                  "fuzz_operator: %llu inputs: %llu refused by validation, %llu run and compared "
                  "(%llu of them checked runs that met an out-of-range index); %llu colliding "
-                 "float sums and products checked, %llu left where the order decides\n",
+                 "float sums and products checked, %llu left where the order decides; %llu "
+                 "quantized-row gathers run and compared\n",
                  (unsigned long long)inputs, (unsigned long long)refused, (unsigned long long)ran,
                  (unsigned long long)checkedOutOfRange, (unsigned long long)folds,
-                 (unsigned long long)orderDecides);
+                 (unsigned long long)orderDecides, (unsigned long long)quantizedRows);
   }
 } gStats;
 
-}  // namespace
-
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  if (++gStats.inputs % kFreshDevice == 0) device.reset();
-  Decoder d{data, size};
-  Case c = Decode(d);
-  vt::OpSpec& spec = c.spec;
+// Creates and compiles `desc`: false (counted) where vkdml refuses it as it must, with
+// InvalidArgument or Unsupported and a message of one line.
+bool Prepare(const DML_OPERATOR_DESC& desc, UINT flags, std::unique_ptr<CompiledOperator>* out) {
   std::unique_ptr<Operator> op;
-  Result r = Dev().CreateOperator(spec.Desc(), &op);
+  Result r = Dev().CreateOperator(desc, &op);
   if (!r) {
     if (r.status != Status::InvalidArgument && r.status != Status::Unsupported)
       Die("CreateOperator: unexpected status: " + r.message);
     if (r.message.empty() || r.message.find('\n') != std::string::npos)
       Die("CreateOperator: a refusal must be one line: '" + r.message + "'");
     ++gStats.refused;
-    return 0;
+    return false;
   }
-  std::unique_ptr<CompiledOperator> compiled;
-  r = Dev().CompileOperator(*op, c.flags, &compiled);
+  r = Dev().CompileOperator(*op, flags, out);
   if (!r) {
     if (r.status != Status::Unsupported) Die("CompileOperator: " + r.message);
     ++gStats.refused;
-    return 0;
+    return false;
   }
+  return true;
+}
+
+// A checked run must report the reference's first out-of-range index; any other run succeeds.
+void CheckStatus(const Result& r, bool checked, const ref::IndexError& err) {
+  if (checked && err.found) {
+    if (r.status != Status::IndexOutOfRange || r.message.find(err.message) == std::string::npos)
+      Die("checked run: '" + r.message + "', the reference says '" + err.message + "'");
+  } else if (!r) {
+    Die("Run: " + r.message);
+  }
+}
+
+// ----- vkdml's quantized-row gather (VKDML_OPERATOR_GATHER_QUANTIZED_ROWS, dml.h) -----
+
+// A table {1, ..., 1, rows, blocks * block bytes} of `format`, indices {n0, ..., 1}, an output
+// {n0, ..., 32 * blocks} of FLOAT32 or FLOAT16, laid out as Layout does; raw: one size and the
+// format or output type from the input (most of them invalid). Mode bits as Decode's: checked;
+// bits 2-3 wrap it in FILL, ERROR or CLAMP (raw: DROP, which a gather refuses, for CLAMP).
+int RunQuantizedRows(Decoder& d) {
+  d.Byte();  // the byte that chose this operator
+  const uint8_t mode = d.Byte();
+  const bool raw = mode & 0x80;
+  const UINT flags = mode & 1 ? VKDML_EXECUTION_FLAG_CHECK_INDICES : 0;
+  const auto format = static_cast<VKDML_QUANTIZED_FORMAT>(raw ? d.Byte() % 4 : 1 + d.Byte() % 2);
+  const DML_TENSOR_DATA_TYPE outType =
+      raw ? kData[d.Byte() % 11]
+          : (d.Byte() & 1 ? DML_TENSOR_DATA_TYPE_FLOAT16 : DML_TENSOR_DATA_TYPE_FLOAT32);
+  const DML_TENSOR_DATA_TYPE it = kIndex[d.Byte() % 4];
+  const UINT D = d.In(2, 4), bb = vt::BlockBytes(format);
+  std::vector<UINT> tableSizes(D, 1), idxSizes(D, 1), outSizes;
+  tableSizes[D - 2] = d.In(1, 6);
+  tableSizes[D - 1] = d.In(1, 2) * bb;
+  for (UINT i = 0; i + 1 < D; ++i) idxSizes[i] = d.In(1, 3);
+  outSizes = idxSizes;
+  outSizes[D - 1] = tableSizes[D - 1] / bb * 32;
+  if (raw) {
+    std::vector<UINT>* all[] = {&tableSizes, &idxSizes, &outSizes};
+    (*all[d.Byte() % 3])[d.Byte() % D] = d.In(0, 70);
+  }
+  vt::TensorDesc table = Layout(d, DML_TENSOR_DATA_TYPE_UINT8, tableSizes, false);
+  vt::TensorDesc indices = Layout(d, it, idxSizes, false);
+  vt::TensorDesc output = Layout(d, outType, outSizes, true);
+  for (vt::TensorDesc* t : {&table, &indices, &output}) t->Fix();
+  VKDML_GATHER_QUANTIZED_ROWS_OPERATOR_DESC rows{table.Desc(), indices.Desc(), output.Desc(),
+                                                 format};
+  DML_OPERATOR_DESC gather{VKDML_OPERATOR_GATHER_QUANTIZED_ROWS, &rows};
+  const UINT wrap = (mode >> 2) & 3;
+  VKDML_OUT_OF_RANGE_MODE m = wrap == 1   ? VKDML_OUT_OF_RANGE_MODE_FILL
+                              : wrap == 2 ? VKDML_OUT_OF_RANGE_MODE_ERROR
+                              : raw       ? VKDML_OUT_OF_RANGE_MODE_DROP
+                                          : VKDML_OUT_OF_RANGE_MODE_CLAMP;
+  DML_SCALAR_UNION fill{};
+  const UINT es = ref::ElementSize(outType);
+  if (m == VKDML_OUT_OF_RANGE_MODE_FILL)
+    for (UINT b = 0; b < es; ++b) fill.Bytes[b] = d.Byte();
+  VKDML_OUT_OF_RANGE_OPERATOR_DESC wrapped{&gather, m, fill};
+  const DML_OPERATOR_DESC outer{VKDML_OPERATOR_OUT_OF_RANGE, &wrapped};
+  std::unique_ptr<CompiledOperator> compiled;
+  if (!Prepare(wrap ? outer : gather, flags, &compiled)) return 0;
+
+  // Accepted: the sizes are dml.h's. The table's bytes from the input, each scale finite;
+  // indices around the row count.
+  const UINT nRows = table.sizes[D - 2], blocks = table.sizes[D - 1] / bb;
+  const ref::Tensor t = table.Ref(), x = indices.Ref(), o = output.Ref();
+  vt::Bytes tableImage = Image(d, table, false, 0);
+  ref::Coord at(D, 0);
+  for (UINT r = 0; r < nRows; ++r)
+    for (UINT k = 0; k < blocks; ++k) {
+      at[D - 2] = r;
+      at[D - 1] = k * bb;
+      vt::MakeScaleFinite(&tableImage[t.ByteOffset(at)]);
+    }
+  const vt::Bytes indexImage = Image(d, indices, true, nRows);
+  vt::Bytes got(output.Total(), 0xA5), expected = got;
+  const Result r = Dev().Run(*compiled, {tableImage.data(), indexImage.data()}, {got.data()});
+
+  ref::Coord ic(D), tc(D, 0);
+  ref::ForEachCoord(o.sizes, [&](const ref::Coord& c) {
+    ic = c;
+    ic[D - 1] = 0;
+    const ref::IndexValue v = ref::ReadIndex(x, indexImage.data(), ic);
+    uint8_t* e = &expected[o.ByteOffset(c)];
+    if (m == VKDML_OUT_OF_RANGE_MODE_FILL && !ref::IndexInRange(v, nRows)) {
+      std::memcpy(e, fill.Bytes, es);
+      return;
+    }
+    tc[D - 2] = ref::ClampIndex(v, nRows);
+    tc[D - 1] = c[D - 1] / 32 * bb;
+    const float value = vt::BlockValue(format, &tableImage[t.ByteOffset(tc)], c[D - 1] % 32);
+    const uint16_t half = vt::NearestHalf(value);
+    std::memcpy(e, es == 4 ? static_cast<const void*>(&value) : &half, es);
+  });
+  const ref::IndexError err =
+      ref::FirstError(x, indexImage.data(), [&](const ref::Coord&) { return nRows; });
+  const bool checked = flags || m == VKDML_OUT_OF_RANGE_MODE_ERROR;
+  CheckStatus(r, checked, err);
+  ++gStats.ran;
+  ++gStats.quantizedRows;
+  gStats.checkedOutOfRange += checked && err.found;
+  if (got != expected) {
+    size_t byte = 0;
+    while (got[byte] == expected[byte]) ++byte;
+    Die("quantized rows: output byte " + std::to_string(byte) + " is " + std::to_string(got[byte]) +
+        ", expected " + std::to_string(expected[byte]) + ": table " + table.ToString() +
+        ", indices " + indices.ToString() + ", output " + output.ToString());
+  }
+  return 0;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (++gStats.inputs % kFreshDevice == 0) device.reset();
+  Decoder d{data, size};
+  if (size > 0 && data[0] >= 0xE0) return RunQuantizedRows(d);
+  Case c = Decode(d);
+  vt::OpSpec& spec = c.spec;
+  std::unique_ptr<CompiledOperator> compiled;
+  if (!Prepare(spec.Desc(), c.flags, &compiled)) return 0;
 
   // Inputs: data from the input, indices around their dimension's size (clamped if beyond).
   UINT bound = 1;
@@ -354,18 +476,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   vt::Bytes got(spec.Output().Total(), 0xA5), expected = got;
   std::vector<const void*> inputs;
   for (const auto& img : images) inputs.push_back(img.data());
-  r = Dev().Run(*compiled, inputs, {got.data()});
+  const Result r = Dev().Run(*compiled, inputs, {got.data()});
   const ref::IndexError err = spec.Reference(images, &expected);
 
   const bool checked = (c.flags & VKDML_EXECUTION_FLAG_CHECK_INDICES) ||
                        (spec.wrapped && spec.outOfRange == VKDML_OUT_OF_RANGE_MODE_ERROR);
   const bool drop = spec.wrapped && spec.outOfRange == VKDML_OUT_OF_RANGE_MODE_DROP;
-  if (checked && err.found) {
-    if (r.status != Status::IndexOutOfRange || r.message.find(err.message) == std::string::npos)
-      Die("checked run: '" + r.message + "', the reference says '" + err.message + "'");
-  } else if (!r) {
-    Die("Run: " + r.message);
-  }
+  CheckStatus(r, checked, err);
 
   // Scatters whose updates collide may write them in any order, unless deterministic: a
   // colliding element holds one of its updates (without a reduction; 8-byte elements as two

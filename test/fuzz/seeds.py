@@ -4,7 +4,7 @@
 corpus/npy: small .npy files of every dtype, C and Fortran order, 0-d and empty arrays, format
 versions 1.0-3.0, and broken ones (cut, lying, foreign). corpus/operator: inputs for
 fuzz_operator.cpp's decoder, one per operator type and mode (plain, checked, deterministic,
-raw), each followed by fixed pseudo-random bytes (sizes, strides, data, indices).
+raw; the quantized-row gather's plain, checked, FILL, ERROR and raw), each followed by fixed pseudo-random bytes (sizes, strides, data, indices).
 """
 import io
 import os
@@ -56,3 +56,10 @@ for op in range(8):
         tail = bytes(random.randrange(256) for _ in range(96))
         # op, mode, data type, index type, then rank, sizes, strides, data, indices
         put(op_dir, f"op{op}_{name}.bin", bytes([op, mode, (op * 3 + mode) % 11, op % 4]) + tail)
+# The quantized-row gather (a first byte of 0xE0 or more): each mode, Q8_0 and Q4_0, float32 and
+# float16 outputs, then rank, sizes, strides, data and indices.
+for k, (mode, name) in enumerate(((0, "plain"), (1, "checked"), (4, "fill"), (8, "error"),
+                                  (0x80, "raw"))):
+    for fmt in range(2):
+        tail = bytes(random.randrange(256) for _ in range(96))
+        put(op_dir, f"rows_{name}_{fmt}.bin", bytes([0xE0 + k, mode, fmt, k % 2, k % 4]) + tail)
