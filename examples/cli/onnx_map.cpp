@@ -339,13 +339,12 @@ std::string MapOnnxOperator(const OnnxOptions& a, const ArrayRef& in, const Arra
              "), expected " + std::to_string(r) + " (the rank of " + in.name + ")";
     size_t A = 0;
     if (!(error = Axis(a.axis, a.axisLabel, in, &A)).empty()) return error;
-    const int64_t axis = int64_t(A);
     for (size_t d = 0; d < r; ++d) {
-      if (int64_t(d) != axis && xs[d] > is[d])
+      if (d != A && xs[d] > is[d])
         return idx.name + ": shape[" + std::to_string(d) + "] is " + std::to_string(xs[d]) +
                ", expected at most " + std::to_string(is[d]) + " (shape[" + std::to_string(d) +
                "] of " + in.name + ")";
-      if (int64_t(d) != axis) inView[d] = xs[d];  // ONNX allows smaller: a strided view
+      if (d != A) inView[d] = xs[d];  // ONNX allows smaller: a strided view
     }
     m->D = r;
     if (upd) {
@@ -357,11 +356,11 @@ std::string MapOnnxOperator(const OnnxOptions& a, const ArrayRef& in, const Arra
       // below), whose elements outside the view Device::Run keeps.
       m->outputShape = is;
       m->outputView = inView;
-      m->scatterElements.Axis = static_cast<UINT>(axis);
+      m->scatterElements.Axis = static_cast<UINT>(A);
       m->desc = {DML_OPERATOR_SCATTER_ELEMENTS, &m->scatterElements};
     } else {
       m->outputShape = xs;
-      m->gatherElements.Axis = static_cast<UINT>(axis);
+      m->gatherElements.Axis = static_cast<UINT>(A);
       m->desc = {DML_OPERATOR_GATHER_ELEMENTS, &m->gatherElements};
     }
   } else {
