@@ -359,6 +359,16 @@ void CheckStatus(const Result& r, bool checked, const ref::IndexError& err) {
   }
 }
 
+// Every output byte, padding included, as the reference has it: else a crash naming the first
+// that differs and `what` ran.
+void CheckOutput(const vt::Bytes& got, const vt::Bytes& expected, const std::string& what) {
+  if (got == expected) return;
+  size_t at = 0;
+  while (got[at] == expected[at]) ++at;
+  Die("output byte " + std::to_string(at) + " is " + std::to_string(got[at]) + ", expected " +
+      std::to_string(expected[at]) + ": " + what);
+}
+
 // ----- vkdml's quantized-row gather (VKDML_OPERATOR_GATHER_QUANTIZED_ROWS, dml.h) -----
 
 // A table {1, ..., 1, rows, blocks * block bytes} of `format`, indices {n0, ..., 1}, an output
@@ -446,13 +456,9 @@ int RunQuantizedRows(Decoder& d) {
   ++gStats.ran;
   ++gStats.quantizedRows;
   gStats.checkedOutOfRange += checked && err.found;
-  if (got != expected) {
-    size_t byte = 0;
-    while (got[byte] == expected[byte]) ++byte;
-    Die("quantized rows: output byte " + std::to_string(byte) + " is " + std::to_string(got[byte]) +
-        ", expected " + std::to_string(expected[byte]) + ": table " + table.ToString() +
-        ", indices " + indices.ToString() + ", output " + output.ToString());
-  }
+  CheckOutput(got, expected,
+              "quantized rows: table " + table.ToString() + ", indices " + indices.ToString() +
+                  ", output " + output.ToString());
   return 0;
 }
 
@@ -537,11 +543,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   ++gStats.ran;
   gStats.checkedOutOfRange += checked && err.found;
-  if (got != expected) {
-    size_t at = 0;
-    while (got[at] == expected[at]) ++at;
-    Die("output byte " + std::to_string(at) + " is " + std::to_string(got[at]) + ", expected " +
-        std::to_string(expected[at]) + ": " + spec.ToString());
-  }
+  CheckOutput(got, expected, spec.ToString());
   return 0;
 }
