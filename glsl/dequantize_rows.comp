@@ -6,6 +6,8 @@
 // rounding, then to float16 in integer arithmetic where kOutputSize is 2. The table is read and
 // the output written in 32-bit words (bases in bytes: Kernel::unit 1), so no device needs 8- or
 // 16-bit storage; blocks start on any byte and are read across word boundaries.
+// On the large path (LARGE=1; lib/kernel_large.cpp) a dispatch takes the rows whose first byte
+// lies in its window of the table, which reaches a row past the window's end.
 // FORMAT: 8 (Q8_0) or 4 (Q4_0). INDEX64 selects 64-bit index loads.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
@@ -29,28 +31,38 @@ void main() {
   const uint count = loopCount(p);
   const uint quads = VKDML_AT(plans[p].sizes, kRank - 1u);  // groups of 4 values in a row
   const uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+#if LARGE  // the dispatch of the table's first window fills the dropped rows' values
+  const bool fills = lpc.indexedOwn[0] == 0u && lpc.indexedOwn[1] == 0u;
+  const uint firstQuad = VKDML_AT(lpc.start, kRank - 1u);  // the chunk's (a row's groups, or all)
+#else
+  const bool fills = true;
+  const uint firstQuad = 0u;
+#endif
   for (uint i = gl_GlobalInvocationID.x; i < count;) {
-    const uvec4 at = loopOffsets(p, kRank, i);
-    const uint row = indexedOffset(p, at);  // the row's first byte, VKDML_NOT_OWNED if dropped
-    uvec4 bits;
-    if (kDrop && row == VKDML_NOT_OWNED) {
-      bits = fillBytes;  // VKDML_OUT_OF_RANGE_MODE_FILL: the value's bytes repeat
-    } else {
-      const uint q = kRank > 1u ? i - divideBySize(p, kRank - 1u, i) * quads : i;
-      bits = dequantizeQuad(pc.srcBase + row, q);
-      if (kOutputSize == 2u)
-        bits.xy = uvec2(floatToHalf(bits.x) | (floatToHalf(bits.y) << 16),
-                        floatToHalf(bits.z) | (floatToHalf(bits.w) << 16));
-    }
-    const uint word = (pc.dstBase >> 2) + (kOutputSize == 4u ? at.x : at.x >> 1);  // at.x: elements
-    if (kOutputSize == 4u) {
-      outputWords[word] = bits.x;
-      outputWords[word + 1u] = bits.y;
-      outputWords[word + 2u] = bits.z;
-      outputWords[word + 3u] = bits.w;
-    } else {
-      outputWords[word] = bits.x;
-      outputWords[word + 1u] = bits.y;
+    // at.x: the output element; at.y: the row's first byte, VKDML_NOT_OWNED if dropped or (LARGE)
+    // in another dispatch's window of the table; at.w: 1 if dropped.
+    const uvec4 at = locate(p, i);
+    if (at.y != VKDML_NOT_OWNED || (fills && at.w != 0u)) {
+      uvec4 bits;
+      if (at.w != 0u) {
+        bits = fillBytes;  // VKDML_OUT_OF_RANGE_MODE_FILL: the value's bytes repeat
+      } else {
+        const uint q = firstQuad + (kRank > 1u ? i - divideBySize(p, kRank - 1u, i) * quads : i);
+        bits = dequantizeQuad(pc.srcBase + at.y, q);
+        if (kOutputSize == 2u)
+          bits.xy = uvec2(floatToHalf(bits.x) | (floatToHalf(bits.y) << 16),
+                          floatToHalf(bits.z) | (floatToHalf(bits.w) << 16));
+      }
+      const uint word = (pc.dstBase >> 2) + (kOutputSize == 4u ? at.x : at.x >> 1);
+      if (kOutputSize == 4u) {
+        outputWords[word] = bits.x;
+        outputWords[word + 1u] = bits.y;
+        outputWords[word + 2u] = bits.z;
+        outputWords[word + 3u] = bits.w;
+      } else {
+        outputWords[word] = bits.x;
+        outputWords[word + 1u] = bits.y;
+      }
     }
     if (count - i <= step) break;
     i += step;

@@ -234,13 +234,14 @@ const Tensor& BindingTableImpl::TensorAt(Role tensor) const {
 }
 
 // What dispatch d of kernel k touches of a tensor: its direct side's chunk, IndicesTensor's, or
-// its indexed side's window; the start of a tensor the kernel does not use (its descriptor must
-// still be valid).
+// its indexed side's window with the kernel's reach past it; the start of a tensor the kernel does
+// not use (its descriptor must still be valid).
 Span BindingTableImpl::SpanAt(const Kernel& k, const LargeDispatch& d, Role tensor) const {
-  if (tensor == k.indexedTensor) return d.indexed;
+  const UINT64 total = TensorAt(tensor).totalBytes;
+  if (tensor == k.indexedTensor)
+    return {d.indexed.begin, std::min(total, d.indexed.end + k.indexedReach)};
   if (tensor == k.directTensor) return d.direct;
   if (tensor == Role::Indices) return d.indices;
-  const UINT64 total = TensorAt(tensor).totalBytes;
   return {0, std::min(total, op_->kernels.maxRange - op_->kernels.rangeAlign)};
 }
 
@@ -305,7 +306,7 @@ void BindingTableImpl::DispatchLarge(VkCommandBuffer cmd, const Kernel& k, size_
     push.base.end = k.end;
     push.count = d.count;
     if (k.directTensor != Role::None)
-      push.directStart = UINT(WindowStart(k.directTensor, d.direct, k.unit));
+      push.directStart = UINT(WindowStart(k.directTensor, d.direct, k.DirectUnit()));
     push.indicesStart = UINT(WindowStart(Role::Indices, d.indices, indexUnit));
     // A kernel that reads no indexed side (a sort's keys) only compares offsets with its range.
     const uint64_t own = d.indexed.begin / k.indexedUnit;

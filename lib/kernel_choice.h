@@ -146,11 +146,12 @@ Result ChooseBlocks(Choice& c, const Pass& pass);
 void ListBlocksModules(const ModuleSink& sink);
 
 // kernel_large.cpp: what the large path cannot run (refused before any family is asked);
-// whether a tensor may not fit one descriptor; its windows; a kernel's dispatches on the large
-// path (nothing off it), in chunks of at most maxCount loop elements.
+// whether a tensor may not fit one descriptor; its windows (none if `reach` bytes past one leave
+// no room); a kernel's dispatches on the large path (nothing off it), in chunks of at most
+// maxCount loop elements.
 Result CheckLargePath(const Choice& c);
 bool Windowed(const Capabilities& caps, const Tensor& t);
-std::vector<Span> Windows(const Capabilities& caps, const Tensor& t);
+std::vector<Span> Windows(const Capabilities& caps, const Tensor& t, UINT64 reach = 0);
 Result ChooseLargeDispatches(const Choice& c, const Plan& plan, Pass::Kind kind, Kernel* k,
                              UINT64 maxCount = 0xFFFFFFFFu);
 

@@ -14,10 +14,12 @@ namespace {
 // tensors is too scattered for windows of the device's binding range.
 constexpr UINT64 kMaxLargeDispatches = 1 << 16;
 
-// The bytes a window may hold: what a descriptor covers after its offset's alignment, in whole
-// vectors, so no element straddles two windows.
-UINT64 WindowBytes(const Capabilities& caps) {
-  return (caps.maxRange - caps.rangeAlign) / VKDML_VECTOR_BYTES * VKDML_VECTOR_BYTES;
+// The bytes a window may hold where a dispatch also reads `reach` bytes past its end
+// (Kernel::indexedReach): what a descriptor covers after its offset's alignment and the reach,
+// in whole vectors, so no element straddles two windows; 0 if nothing is left.
+UINT64 WindowBytes(const Capabilities& caps, UINT64 reach = 0) {
+  const UINT64 room = caps.maxRange - caps.rangeAlign;
+  return room > reach ? (room - reach) / VKDML_VECTOR_BYTES * VKDML_VECTOR_BYTES : 0;
 }
 
 // A tensor's first window (Windows' first, without the others).
@@ -109,11 +111,12 @@ bool Windowed(const Capabilities& caps, const Tensor& t) {
   return t.totalBytes > caps.maxRange - caps.rangeAlign;
 }
 
-std::vector<Span> Windows(const Capabilities& caps, const Tensor& t) {
+std::vector<Span> Windows(const Capabilities& caps, const Tensor& t, UINT64 reach) {
   if (!Windowed(caps, t)) return {Span{0, t.totalBytes}};
+  const UINT64 bytes = WindowBytes(caps, reach);
   std::vector<Span> windows;
-  for (UINT64 begin = 0; begin < t.totalBytes; begin += WindowBytes(caps))
-    windows.push_back({begin, std::min(t.totalBytes, begin + WindowBytes(caps))});
+  for (UINT64 begin = 0; bytes && begin < t.totalBytes; begin += bytes)
+    windows.push_back({begin, std::min(t.totalBytes, begin + bytes)});
   return windows;
 }
 
@@ -150,17 +153,25 @@ Result ChooseLargeDispatches(const Choice& c, const Plan& plan, Pass::Kind kind,
   const Tensor& indices = c.op.Indices();
   k->directTensor = gather ? Role::Output : Role::Updates;
   k->indexedTensor = gather ? Role::Input : Role::Output;
-  k->indexedUnit = k->unit;
-  const UINT64 wordRest = c.caps.Packed(k->unit) ? 3 : 0;  // the rest of a packed element's word
-  std::vector<Walked> walked = {{&direct, plan.direct, k->unit, wordRest, &LargeDispatch::direct}};
+  if (!k->indexedUnit) k->indexedUnit = k->unit;
+  const UINT directUnit = k->DirectUnit();
+  const auto wordRest = [&](UINT unit) -> UINT64 {  // the rest of a packed element's word
+    return c.caps.Packed(unit) ? 3 : 0;
+  };
+  std::vector<Walked> walked = {{&direct, plan.direct, directUnit,
+                                 k->directReach + wordRest(directUnit), &LargeDispatch::direct}};
   if (plan.tuple > 0)
     walked.push_back({&indices, plan.indices, c.indexSize,
                       UINT64(plan.tuple - 1) * plan.componentStride * c.indexSize,
                       &LargeDispatch::indices});
   else  // a copy: its source is walked too
-    walked.push_back({&indexed, plan.indexed, k->unit, wordRest, &LargeDispatch::indexed});
-  const std::vector<Span> windows =
-      plan.tuple > 0 ? Windows(c.caps, indexed) : std::vector<Span>{Span{0, indexed.totalBytes}};
+    walked.push_back({&indexed, plan.indexed, k->unit, wordRest(k->unit), &LargeDispatch::indexed});
+  const std::vector<Span> windows = plan.tuple > 0 ? Windows(c.caps, indexed, k->indexedReach)
+                                                   : std::vector<Span>{Span{0, indexed.totalBytes}};
+  if (windows.empty())  // a row that would not fit one
+    return Fail(Status::Unsupported, c.op.name, ": a dispatch reads ", k->indexedReach,
+                " bytes of ", indexed.field, " past its window (a row), which leaves no window",
+                " in this device's binding range (", c.caps.maxRange, " bytes)");
   if (plan.rank == 0) {  // one element, with its index tuple, in each tensor's first window
     for (const Walked& w : walked)
       if (Windowed(c.caps, *w.tensor) && w.unit + w.extra > WindowBytes(c.caps))

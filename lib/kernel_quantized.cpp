@@ -3,7 +3,8 @@
 // scatter's passes after its copy; a module per format and index size, the gather's output
 // element size a specialization constant. They read and write their tensors in 32-bit words on
 // every device, so every binding starts on a word (KernelSet::wordBindings), and their bases are
-// bytes (Kernel::unit 1).
+// bytes (Kernel::unit 1). The gather also runs on the large path: a dispatch per chunk of output
+// rows and window of the table, taking the rows that start in its window.
 #include "kernel_choice.h"
 
 namespace vkdml::detail {
@@ -14,12 +15,13 @@ const char* FormatToken(VKDML_QUANTIZED_FORMAT format) {
   return format == VKDML_QUANTIZED_FORMAT_Q8_0 ? "q8_0" : "q4_0";
 }
 
-// "dequantize_q8_0_i32", "quantize_q4_0_i64", "claim_i32".
-std::string QuantizedModule(Pass::Kind kind, VKDML_QUANTIZED_FORMAT format, UINT indexSize) {
+// "dequantize_q8_0_i32", "dequantize_q4_0_i64_large", "quantize_q4_0_i64", "claim_i32".
+std::string QuantizedModule(Pass::Kind kind, VKDML_QUANTIZED_FORMAT format, UINT indexSize,
+                            bool large) {
   const std::string name = kind == Pass::Kind::Dequantize ? Str("dequantize_", FormatToken(format))
                            : kind == Pass::Kind::Quantize ? Str("quantize_", FormatToken(format))
                                                           : std::string("claim");
-  return name + IndexSuffix(indexSize);
+  return name + IndexSuffix(indexSize) + LargeSuffix(large);
 }
 
 }  // namespace
@@ -29,9 +31,21 @@ Result ChooseQuantized(Choice& c, const Pass& pass) {
   VKDML_TRY(c.Slot(pass.plan, &slot));
   Step step;
   step.kind = pass.kind;
-  step.plain =
-      c.Elementwise(QuantizedModule(pass.kind, c.op.format, c.indexSize), pass.plan, slot, 1);
-  step.plain.spec[VKDML_SPEC_OUTPUT_SIZE] = c.op.outputs[0].elemSize;
+  Kernel& k = step.plain;
+  k = c.Elementwise(QuantizedModule(pass.kind, c.op.format, c.indexSize, c.large), pass.plan, slot,
+                    1);
+  k.spec[VKDML_SPEC_OUTPUT_SIZE] = c.op.outputs[0].elemSize;
+  if (pass.kind == Pass::Kind::Dequantize) {
+    // On the large path: the output in its elements, a loop element writing 4; the table in
+    // bytes, a row read from its first byte (owned by one window) on, across word boundaries: up
+    // to 3 bytes past its last.
+    const Tensor& table = c.op.inputs[0];
+    k.directUnit = c.op.outputs[0].elemSize;
+    k.directReach = 3 * k.directUnit;
+    k.indexedUnit = 1;
+    k.indexedReach = (UINT64(table.sizes[table.dims - 1]) + 2 + 3) / 4 * 4;
+    VKDML_TRY(ChooseLargeDispatches(c, pass.plan, Pass::Kind::Gather, &k));
+  }
   c.set.steps.push_back(step);
   c.set.wordBindings = true;
   if (pass.kind == Pass::Kind::Claim) c.set.tallyWords = c.op.slots;  // a claim per table row
@@ -42,8 +56,10 @@ void ListQuantizedModules(const ModuleSink& sink) {
   for (UINT index : {4u, 8u}) {
     for (auto format : {VKDML_QUANTIZED_FORMAT_Q8_0, VKDML_QUANTIZED_FORMAT_Q4_0})
       for (Pass::Kind kind : {Pass::Kind::Dequantize, Pass::Kind::Quantize})
-        sink(QuantizedModule(kind, format, index));
-    sink(QuantizedModule(Pass::Kind::Claim, VKDML_QUANTIZED_FORMAT_Q8_0, index));
+        for (bool large : {false, true})
+          if (!large || kind == Pass::Kind::Dequantize)
+            sink(QuantizedModule(kind, format, index, large));
+    sink(QuantizedModule(Pass::Kind::Claim, VKDML_QUANTIZED_FORMAT_Q8_0, index, false));
   }
 }
 

@@ -57,11 +57,15 @@ struct Kernel {
   UINT begin = 0, end = 0;
   bool sortStep = false;
   shader::SortPush sort = {};
-  // The large path: this kernel's dispatches, and the tensors of its direct and indexed sides
-  // with the indexed side's element size (checked mode's report indexes IndicesTensor).
+  // The large path: this kernel's dispatches; the tensors of its direct and indexed sides, with
+  // their element sizes (0: `unit`; checked mode's report indexes IndicesTensor); the bytes past
+  // a direct element that a loop element also writes (a group of values), and past an indexed
+  // window's end that a dispatch also reads (the rest of a row whose first byte it holds).
   std::vector<LargeDispatch> large;
   Role directTensor = Role::None, indexedTensor = Role::None;
-  UINT indexedUnit = 0;
+  UINT directUnit = 0, indexedUnit = 0;
+  UINT64 directReach = 0, indexedReach = 0;
+  UINT DirectUnit() const { return directUnit ? directUnit : unit; }
 };
 
 // One dispatch of an operator's work, after a barrier from the one before.

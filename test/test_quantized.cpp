@@ -4,7 +4,9 @@
 // through Run and through bindings at offsets; every validation rule; checked mode and FILL; a
 // device without 8/16-bit storage.
 #include <cmath>
+#include <set>
 
+#include "kernels.h"
 #include "quantized_ref.h"
 #include "test_util.h"
 
@@ -150,6 +152,46 @@ std::vector<int64_t> RandomIndices(Rng& rng, size_t n, UINT rows, DML_TENSOR_DAT
   return v;
 }
 
+// A random case (rank 2 to 5): index type and output type from the case number, at least
+// minRows table rows, padded rows half the time, strided indices and outputs, duplicates and
+// out-of-range indices.
+Case RandomCase(Rng& rng, uint64_t n, UINT minRows) {
+  Case c;
+  c.format = n % 2 ? VKDML_QUANTIZED_FORMAT_Q4_0 : VKDML_QUANTIZED_FORMAT_Q8_0;
+  c.indexType = IndexTypes()[(n / 2) % 4];
+  c.outType = (n / 8) % 2 ? DML_TENSOR_DATA_TYPE_FLOAT16 : DML_TENSOR_DATA_TYPE_FLOAT32;
+  c.rows = rng.Ui(minRows, 40);
+  c.blocks = rng.Ui(1, 5);
+  if (rng.P(0.5)) c.rowStride = c.RowBytes() + rng.Ui(1, 7);
+  const UINT rank = rng.Ui(1, 4);  // index dimensions before the last
+  for (UINT d = 0; d < rank; ++d) c.batch.push_back(rng.Ui(1, d == rank - 1 ? 9 : 3));
+  const bool stridedIndices = rng.P(0.4), stridedOut = rng.P(0.4);
+  if (stridedIndices) {  // padded, last dimension's stride anything
+    std::vector<UINT> sizes = c.batch;
+    sizes.push_back(1);
+    c.indexStrides.assign(sizes.size(), 0);
+    UINT64 s = rng.Ui(1, 3);
+    for (size_t d = sizes.size(); d-- > 0;) {
+      c.indexStrides[d] = UINT(s);
+      s = s * sizes[d] + rng.Ui(0, 2);
+    }
+  }
+  if (stridedOut) {  // rows padded by an even count of elements, last stride 1
+    std::vector<UINT> sizes = c.batch;
+    sizes.push_back(c.Values());
+    c.outStrides.assign(sizes.size(), 0);
+    UINT64 s = 1;
+    for (size_t d = sizes.size(); d-- > 0;) {
+      c.outStrides[d] = UINT(s);
+      s = s * sizes[d] + 2 * rng.Ui(0, 3);
+    }
+  }
+  size_t count = 1;
+  for (UINT s : c.batch) count *= s;
+  c.indices = RandomIndices(rng, count, c.rows, c.indexType);
+  return c;
+}
+
 }  // namespace
 
 TEST_CASE("Quantized rows: the float16 reference rounds as the definition says", "[quantized]") {
@@ -209,43 +251,144 @@ TEST_CASE_METHOD(Fixture, "Quantized rows: a Q8_0 and a Q4_0 table by hand", "[q
 TEST_CASE_METHOD(Fixture, "Quantized rows: random tables vs reference", "[quantized]") {
   for (uint64_t n = 0; n < 48; ++n) {
     Rng rng(BaseSeed() ^ (0x9A7E + n * 0x9E3779B97F4A7C15ull));  // a case replays alone
-    Case c;
-    c.format = n % 2 ? VKDML_QUANTIZED_FORMAT_Q4_0 : VKDML_QUANTIZED_FORMAT_Q8_0;
-    c.indexType = IndexTypes()[(n / 2) % 4];
-    c.outType = (n / 8) % 2 ? DML_TENSOR_DATA_TYPE_FLOAT16 : DML_TENSOR_DATA_TYPE_FLOAT32;
-    c.rows = rng.Ui(1, 40);
-    c.blocks = rng.Ui(1, 5);
-    if (rng.P(0.5)) c.rowStride = c.RowBytes() + rng.Ui(1, 7);
-    const UINT rank = rng.Ui(1, 4);  // index dimensions before the last
-    for (UINT d = 0; d < rank; ++d) c.batch.push_back(rng.Ui(1, d == rank - 1 ? 9 : 3));
-    const bool stridedIndices = rng.P(0.4), stridedOut = rng.P(0.4);
-    if (stridedIndices) {  // padded, last dimension's stride anything
-      std::vector<UINT> sizes = c.batch;
-      sizes.push_back(1);
-      c.indexStrides.assign(sizes.size(), 0);
-      UINT64 s = rng.Ui(1, 3);
-      for (size_t d = sizes.size(); d-- > 0;) {
-        c.indexStrides[d] = UINT(s);
-        s = s * sizes[d] + rng.Ui(0, 2);
-      }
-    }
-    if (stridedOut) {  // rows padded by an even count of elements, last stride 1
-      std::vector<UINT> sizes = c.batch;
-      sizes.push_back(c.Values());
-      c.outStrides.assign(sizes.size(), 0);
-      UINT64 s = 1;
-      for (size_t d = sizes.size(); d-- > 0;) {
-        c.outStrides[d] = UINT(s);
-        s = s * sizes[d] + 2 * rng.Ui(0, 3);
-      }
-    }
-    size_t count = 1;
-    for (UINT s : c.batch) count *= s;
-    c.indices = RandomIndices(rng, count, c.rows, c.indexType);
+    const Case c = RandomCase(rng, n, 1);
     if (!SweepRuns(n)) continue;
     INFO("case " << n << " (VKDML_TEST_CASE=" << n << " replays it)");
     RunAndCheck(Dev(), rng, c);
   }
+}
+
+// Tables, outputs and indices past the binding range, which the test knob
+// VKDML_MAX_BINDING_RANGE narrows to 2 to 6 windows of the table: the large path, a dispatch per
+// chunk of output rows and window of the table, each taking the rows that start in its window
+// and reading up to a row past its end (rows padded by 1 to 7 bytes straddle the windows' ends).
+// Random cases as above, bit for bit; FILL and checked mode there; a range with no window for a
+// row is refused, naming it. A binding a few bytes short may still read right on lavapipe, and
+// Debian's GPU-assisted validation does not flag it: tableWindows checks the words read.
+TEST_CASE_METHOD(Fixture, "Quantized rows: past the binding range", "[quantized]") {
+  const UINT64 align = CapabilitiesOf(Dev()).rangeAlign;
+  // The range leaving `windows` windows of the table (kernel_quantized.cpp: the reach).
+  auto range = [&](const Case& c, const Built& b, UINT64 windows) {
+    const UINT64 reach = (c.RowBytes() + 2 + 3) / 4 * 4;
+    const UINT64 window = (b.table.Total() / windows + 15) / 16 * 16;
+    return std::to_string(align + reach + window);
+  };
+  // How many windows of the table the dequantizing kernel reads through; that each dispatch's
+  // binding of the table (its window and the kernel's reach past it: binding_table.cpp, SpanAt)
+  // holds the words it reads of the rows starting in its window: 4 bytes from a row's last 4 on,
+  // and the next word if those are not on one (glsl/quantized.glsl: tableBytes4).
+  auto tableWindows = [](const Case& c, const Built& b, UINT flags) {
+    vkdml::detail::OperatorImpl op;
+    REQUIRE(vkdml::detail::BuildOperator(b.op, &op).ok());
+    vkdml::detail::KernelSet set;
+    const Result r = vkdml::detail::ChooseKernels(op, flags, CapabilitiesOf(Dev()), &set);
+    INFO(Str(r));
+    REQUIRE(r.ok());
+    REQUIRE(set.large);
+    const vkdml::detail::Kernel& k = set.steps.at(0).plain;
+    std::set<UINT64> begins;
+    for (const auto& d : k.large) {
+      begins.insert(d.indexed.begin);
+      const UINT64 bound = std::min(b.table.Total(), d.indexed.end + k.indexedReach);
+      for (UINT64 row = 0; row < c.rows; ++row) {
+        const UINT64 first = row * c.Stride(), last4 = first + c.RowBytes() - 4;
+        if (first < d.indexed.begin || first >= d.indexed.end) continue;
+        INFO("row " << row << " from byte " << first << ", window [" << d.indexed.begin << ", "
+                    << d.indexed.end << ")");
+        CHECK(last4 / 4 * 4 + (last4 % 4 ? 8 : 4) <= bound);
+      }
+    }
+    return begins.size();
+  };
+  for (uint64_t n = 0; n < 24; ++n) {
+    Rng rng(BaseSeed() ^ (0x1A26E + n * 0x9E3779B97F4A7C15ull));
+    const Case c = RandomCase(rng, n, 8);
+    if (!SweepRuns(n)) continue;
+    INFO("case " << n << " (VKDML_TEST_CASE=" << n << " replays it)");
+    Built b;
+    Build(c, &b);
+    const UINT64 windows = 2 + n % 5;
+    ScopedSwitch narrow("VKDML_MAX_BINDING_RANGE", range(c, b, windows).c_str());
+    INFO("VKDML_MAX_BINDING_RANGE=" << range(c, b, windows));
+    CHECK(tableWindows(c, b, DML_EXECUTION_FLAG_NONE) == windows);
+    RunAndCheck(Dev(), rng, c);
+  }
+
+  // Rows starting on a window's last bytes, FILL and checked mode: 55-byte rows of 54 bytes
+  // (the most read past a row's end: 2 bytes past the word holding its last) through 496-byte
+  // windows, rows 9, 18 and 27 starting 1, 2 and 3 bytes before a window's end; a dropped row's
+  // values come from the first window's dispatches, once.
+  Rng rng(BaseSeed() ^ 0x1A26F);
+  Case c;
+  c.format = VKDML_QUANTIZED_FORMAT_Q4_0;
+  c.rows = 36;
+  c.blocks = 3;
+  c.rowStride = c.RowBytes() + 1;
+  c.batch = std::vector<UINT>{8};
+  c.indices = std::vector<int64_t>{9, 40, 18, -37, 27, 35, 0, 10};
+  Built b;
+  Build(c, &b);
+  const Bytes table = RandomTable(rng, c.format, c.rows, c.blocks, c.Stride(), b.table.Total());
+  Bytes indexImage, expected = Poisoned(b.output.Total());
+  Images(c, b, &indexImage, &expected, table);
+  ScopedSwitch narrow("VKDML_MAX_BINDING_RANGE", range(c, b, 4).c_str());
+  CHECK(tableWindows(c, b, VKDML_EXECUTION_FLAG_CHECK_INDICES) == 4);
+  {
+    std::unique_ptr<CompiledOperator> compiled;
+    REQUIRE(Compile(Dev(), b, VKDML_EXECUTION_FLAG_CHECK_INDICES, &compiled).ok());
+    Bytes out = Poisoned(b.output.Total());
+    Result r = Dev().Run(*compiled, {table.data(), indexImage.data()}, {out.data()});
+    CHECK(r.status == Status::IndexOutOfRange);
+    CHECK(r.message.find("40") != std::string::npos);
+    CHECK(DiffBytes(out, expected, nullptr) == "");  // clamped, as unchecked
+  }
+  VKDML_OUT_OF_RANGE_OPERATOR_DESC fill{&b.op, VKDML_OUT_OF_RANGE_MODE_FILL, {}};
+  fill.FillValue.Float32 = 2.25f;
+  const DML_OPERATOR_DESC wrapped{VKDML_OPERATOR_OUT_OF_RANGE, &fill};
+  std::unique_ptr<Operator> op;
+  REQUIRE(Dev().CreateOperator(wrapped, &op).ok());
+  std::unique_ptr<CompiledOperator> compiled;
+  REQUIRE(Dev().CompileOperator(*op, DML_EXECUTION_FLAG_NONE, &compiled).ok());
+  const UINT values = c.Values();
+  std::vector<float> out(8 * values), want(8 * values);
+  REQUIRE(Dev().Run(*compiled, {table.data(), indexImage.data()}, {out.data()}).ok());
+  std::memcpy(want.data(), expected.data(), want.size() * 4);
+  for (UINT row : {1, 3})  // indices 40 and -37
+    for (UINT v = 0; v < values; ++v) want[row * values + v] = 2.25f;
+  CHECK(std::memcmp(out.data(), want.data(), out.size() * 4) == 0);
+
+  // A range whose window cannot hold a row and what is read past it.
+  ScopedSwitch tight("VKDML_MAX_BINDING_RANGE", std::to_string(align + 64).c_str());
+  Result r = Compile(Dev(), b, DML_EXECUTION_FLAG_NONE, &compiled);
+  CHECK(r.status == Status::Unsupported);
+  CHECK(r.message ==
+        "GATHER_QUANTIZED_ROWS: a dispatch reads 56 bytes of InputTensor past its window (a row), "
+        "which leaves no window in this device's binding range (" +
+            std::to_string(align + 64) + " bytes)");
+}
+
+// A real table past the device's binding range: the issue's 32000 x 4096 Q8_0 table (139 MB) on
+// lavapipe's 128 MiB, or a row of blocks more than the range; 64 rows gathered, the last among
+// them, through windows of the table.
+TEST_CASE_METHOD(Fixture, "Quantized rows: a table past maxStorageBufferRange",
+                 "[quantized][large][big]") {
+  const UINT64 range = Dev().Info().maxStorageBufferRange;
+  Case c;
+  c.blocks = 4096 / 32;
+  c.rows = UINT(std::max<UINT64>(32000, range / c.RowBytes() + 1));
+  const UINT64 bytes = UINT64(c.rows) * c.RowBytes();
+  if (range > (UINT64(1) << 30) || bytes > MaxAllocationSize()) {
+    // Never on lavapipe (128 MiB), where CI runs it: a wider range there would skip it silently.
+    CHECK(Dev().Info().driverName.find("llvmpipe") == std::string::npos);
+    WARN("skipped: a table past maxStorageBufferRange (" << range << " bytes) takes " << bytes);
+    return;
+  }
+  Rng rng(BaseSeed() ^ 0xB16);
+  c.batch = std::vector<UINT>{64};
+  c.indices = RandomIndices(rng, 64, c.rows, c.indexType);
+  c.indices[0] = c.rows - 1;
+  c.indices[1] = -1;
+  RunAndCheck(Dev(), rng, c);
 }
 
 // Through bindings at word offsets of one buffer each, with guard bytes that must not change,
