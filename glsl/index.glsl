@@ -64,17 +64,15 @@ uint clampIndex(uvec2 v, uint n, uint position) {
 #if LARGE
 #include "wide.glsl"  // the indexed side's 64-bit offsets
 
-// locate() on the large path (interface.h: LargePush): loop element i of this dispatch's chunk
-// is element lpc.start + i of the plan's loop. A chunk is a run of one dimension's coordinates
-// with the dimensions after it whole (lib/kernel_large.cpp), so its coordinates are the
-// start's plus i's digits, with no carry, each below its size: 32 bits do. The direct side
-// and IndicesTensor are offsets from their windows, modulo 2^32 (each window holds what the chunk
-// touches); the indexed side's 64-bit offset is taken only where this dispatch owns it, else the
-// result's y is VKDML_NOT_OWNED. A dropped element (kDrop: an index component out of range) is
-// no dispatch's: y is VKDML_NOT_OWNED and w is 1 (else 0).
-uvec4 locate(uint p, uint i) {
+// Loop element i of this dispatch's chunk (interface.h: LargePush) is element lpc.start + i of
+// the plan's loop. A chunk is a run of one dimension's coordinates with the dimensions after it
+// whole (lib/kernel_large.cpp), so its coordinates are the start's plus i's digits, with no
+// carry, each below its size: 32 bits do. Returns its offsets on the direct side and in
+// IndicesTensor, from their windows, modulo 2^32 (each window holds what the chunk touches), and
+// its row-major position; `indexed` is the indexed side's 64-bit offset before index components.
+uvec3 chunkOffsets(uint p, uint i, out uvec2 indexed) {
   uint rest = i, direct = 0u, indices = 0u, position = 0u;
-  uvec2 indexed = uvec2(0u);
+  indexed = uvec2(0u);
   for (int d = int(kRank) - 1; d >= 0; --d) {
     const uint size = VKDML_AT(plans[p].sizes, d);
     uint digit = rest;
@@ -89,19 +87,31 @@ uvec4 locate(uint p, uint i) {
     position += c * VKDML_AT(plans[p].position, d);
     indexed = add2x32(indexed, product2x32(c, VKDML_AT(plans[p].indexed, d)));
   }
-  indices -= lpc.indicesStart;
+  return uvec3(direct - lpc.directStart, indices - lpc.indicesStart, position);
+}
+
+// An indexed-side offset from its window where this dispatch owns it, else VKDML_NOT_OWNED.
+uint ownedOffset(uvec2 indexed) {
+  const bool owned = !less2x32(indexed, uvec2(lpc.indexedOwn[0], lpc.indexedOwn[1])) &&
+                     less2x32(indexed, uvec2(lpc.indexedEnd[0], lpc.indexedEnd[1]));
+  return owned ? indexed.x - lpc.indexedStart[0] : VKDML_NOT_OWNED;
+}
+
+// locate() on the large path: the direct side's and IndicesTensor's offsets from their windows;
+// the indexed side's 64-bit offset taken only where this dispatch owns it, else the result's y
+// is VKDML_NOT_OWNED. A dropped element (kDrop: an index component out of range) is no
+// dispatch's: y is VKDML_NOT_OWNED and w is 1 (else 0).
+uvec4 locate(uint p, uint i) {
+  uvec2 indexed;
+  const uvec3 at = chunkOffsets(p, i, indexed);
   bool dropped = false;
   for (uint j = 0u; j < kTuple; ++j) {
-    const uint v = clampIndex(readIndex(indices + j * plans[p].componentStride),
-                              VKDML_AT(plans[p].tupleSize, j), position + j);
+    const uint v = clampIndex(readIndex(at.y + j * plans[p].componentStride),
+                              VKDML_AT(plans[p].tupleSize, j), at.z + j);
     dropped = dropped || (kDrop && v == VKDML_DROPPED);
     indexed = add2x32(indexed, product2x32(v, VKDML_AT(plans[p].tupleStride, j)));
   }
-  const bool owned = !dropped &&
-                     !less2x32(indexed, uvec2(lpc.indexedOwn[0], lpc.indexedOwn[1])) &&
-                     less2x32(indexed, uvec2(lpc.indexedEnd[0], lpc.indexedEnd[1]));
-  return uvec4(direct - lpc.directStart, owned ? indexed.x - lpc.indexedStart[0] : VKDML_NOT_OWNED,
-               indices, dropped ? 1u : 0u);
+  return uvec4(at.x, dropped ? VKDML_NOT_OWNED : ownedOffset(indexed), at.y, dropped ? 1u : 0u);
 }
 #else
 // The indexed-side offset of a loop element of plans[p] whose loopOffsets are `at`: its

@@ -7,7 +7,9 @@
 // arithmetic (glsl/float32.glsl, divide.glsl) where a device's may differ, if its row holds the
 // claim, and stores the block's bytes. Bases are bytes (Kernel::unit 1); the table is written in
 // 32-bit words, those a neighbouring block shares only through atomics on this block's bytes.
-// INDEX64 selects 64-bit index loads.
+// On the large path (LARGE=1; lib/kernel_large.cpp) a dispatch takes the blocks whose first byte
+// lies in its window of the table, which reaches a block past the window's end; the claims are
+// the scratch's, bound whole. INDEX64 selects 64-bit index loads.
 #extension GL_GOOGLE_include_directive : require
 #define ELEM 4  // divide.glsl: float32
 #include "common.glsl"
@@ -69,13 +71,28 @@ void main() {
   const uint count = loopCount(p);
   const uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
   for (uint i = gl_GlobalInvocationID.x; i < count;) {
+    // at.x: the block's first value in UpdatesTensor; at.y (not LARGE): the block's first byte
+    // in its row; at.z: the index; at.w: the row-major position.
+#if LARGE  // offsets from this dispatch's windows; the block's byte in the table's, 64-bit
+    uvec2 block;
+    const uvec3 chunk = chunkOffsets(p, i, block);
+    const uvec4 at = uvec4(chunk.x, 0u, chunk.yz);
+#else
     const uvec4 at = loopOffsets(p, kRank, i);
+#endif
     const uint row = clampIndex(readIndex(at.z), VKDML_AT(plans[p].tupleSize, 0), at.w);
 #if CLAIM
     if (!kDrop || row != VKDML_DROPPED) atomicMax(TALLY(row), at.w + 1u);
 #else
-    if ((!kDrop || row != VKDML_DROPPED) && TALLY(row) == at.w + 1u) {
-      const uint from = (pc.srcBase >> 2) + at.x;  // at.x: the block's first value
+#if LARGE  // the block's first byte, where it lies in this dispatch's window of the table
+    const uvec2 first = add2x32(block, product2x32(row, VKDML_AT(plans[p].tupleStride, 0)));
+    const uint target = row == VKDML_DROPPED ? VKDML_NOT_OWNED : ownedOffset(first);
+#else
+    const uint target = pc.dstBase + row * VKDML_AT(plans[p].tupleStride, 0) + at.y;
+#endif
+    if ((!kDrop || row != VKDML_DROPPED) && (LARGE == 0 || target != VKDML_NOT_OWNED) &&
+        TALLY(row) == at.w + 1u) {
+      const uint from = (pc.srcBase >> 2) + at.x;
       uint x[32];
       uint amax = 0u, extreme = 0u;  // largest magnitude's bits, and (Q4_0) that value's
       for (uint j = 0u; j < 32u; ++j) {
@@ -110,8 +127,7 @@ void main() {
         putByte(words, 2u + (j & 15u), nibble << (j < 16u ? 0u : 4u));
 #endif
       }
-      // at.y: the block's first byte in its row (the plan's indexed stride of the blocks).
-      storeBlock(pc.dstBase + row * VKDML_AT(plans[p].tupleStride, 0) + at.y, words);
+      storeBlock(target, words);
     }
 #endif
     if (count - i <= step) break;

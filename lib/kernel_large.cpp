@@ -143,16 +143,17 @@ Result CheckLargePath(const Choice& c) {
 // tensor that the loop walks (the direct side, IndicesTensor, and a copy's source) spans at most
 // a window; each chunk once per window of the indexed side where that side is indexed (a
 // gather's InputTensor, a scatter's OutputTensor), the dispatch taking only the elements there.
-// The chunks go in the loop's order (a deterministic scatter's sort takes them one by one).
+// A quantizing scatter's claims index the scratch, bound whole: no windows. The chunks go in the
+// loop's order (a deterministic scatter's sort takes them one by one).
 Result ChooseLargeDispatches(const Choice& c, const Plan& plan, Pass::Kind kind, Kernel* k,
                              UINT64 maxCount) {
   if (!c.large) return {};
-  const bool gather = kind == Pass::Kind::Gather;
+  const bool gather = kind == Pass::Kind::Gather, claims = kind == Pass::Kind::Claim;
   const Tensor& direct = gather ? c.op.outputs[0] : c.op.inputs[2];
   const Tensor& indexed = gather ? c.op.inputs[0] : c.op.outputs[0];
   const Tensor& indices = c.op.Indices();
   k->directTensor = gather ? Role::Output : Role::Updates;
-  k->indexedTensor = gather ? Role::Input : Role::Output;
+  k->indexedTensor = gather ? Role::Input : claims ? Role::None : Role::Output;
   if (!k->indexedUnit) k->indexedUnit = k->unit;
   const UINT directUnit = k->DirectUnit();
   const auto wordRest = [&](UINT unit) -> UINT64 {  // the rest of a packed element's word
@@ -166,8 +167,9 @@ Result ChooseLargeDispatches(const Choice& c, const Plan& plan, Pass::Kind kind,
                       &LargeDispatch::indices});
   else  // a copy: its source is walked too
     walked.push_back({&indexed, plan.indexed, k->unit, wordRest(k->unit), &LargeDispatch::indexed});
-  const std::vector<Span> windows = plan.tuple > 0 ? Windows(c.caps, indexed, k->indexedReach)
-                                                   : std::vector<Span>{Span{0, indexed.totalBytes}};
+  const std::vector<Span> windows = plan.tuple > 0 && !claims
+                                        ? Windows(c.caps, indexed, k->indexedReach)
+                                        : std::vector<Span>{Span{0, indexed.totalBytes}};
   if (windows.empty())  // a row that would not fit one
     return Fail(Status::Unsupported, c.op.name, ": a dispatch reads ", k->indexedReach,
                 " bytes of ", indexed.field, " past its window (a row), which leaves no window",

@@ -3,8 +3,8 @@
 // scatter's passes after its copy; a module per format and index size, the gather's output
 // element size a specialization constant. They read and write their tensors in 32-bit words on
 // every device, so every binding starts on a word (KernelSet::wordBindings), and their bases are
-// bytes (Kernel::unit 1). The gather also runs on the large path: a dispatch per chunk of output
-// rows and window of the table, taking the rows that start in its window.
+// bytes (Kernel::unit 1). Both run on the large path: a dispatch per chunk of rows and window of
+// the table, taking the rows (the gather) or blocks (the scatter) that start in its window.
 #include "kernel_choice.h"
 
 namespace vkdml::detail {
@@ -35,17 +35,20 @@ Result ChooseQuantized(Choice& c, const Pass& pass) {
   k = c.Elementwise(QuantizedModule(pass.kind, c.op.format, c.indexSize, c.large), pass.plan, slot,
                     1);
   k.spec[VKDML_SPEC_OUTPUT_SIZE] = c.op.outputs[0].elemSize;
-  if (pass.kind == Pass::Kind::Dequantize) {
-    // On the large path: the output in its elements, a loop element writing 4; the table in
-    // bytes, a row read from its first byte (owned by one window) on, across word boundaries: up
-    // to 3 bytes past its last.
-    const Tensor& table = c.op.inputs[0];
-    k.directUnit = c.op.outputs[0].elemSize;
-    k.directReach = 3 * k.directUnit;
-    k.indexedUnit = 1;
-    k.indexedReach = (UINT64(table.sizes[table.dims - 1]) + 2 + 3) / 4 * 4;
-    VKDML_TRY(ChooseLargeDispatches(c, pass.plan, Pass::Kind::Gather, &k));
-  }
+  // On the large path: the rows (the gather's output, the scatter's updates) in their elements,
+  // a loop element taking 4 values (the gather) or 32 (the quantizer); the table in bytes, a
+  // loop element reading a row (the gather) or writing a block (the quantizer) from an offset
+  // that one window owns, across word boundaries: up to 3 bytes past its last. The claims are
+  // the scratch's.
+  const Tensor& table = c.op.inputs[0];
+  const bool gather = pass.kind == Pass::Kind::Dequantize;
+  k.directUnit = gather ? c.op.outputs[0].elemSize : 4;
+  k.directReach = UINT64(gather ? 3 : 31) * k.directUnit;
+  k.indexedUnit = 1;
+  const UINT64 reached =
+      gather ? table.sizes[table.dims - 1] : QuantizedBlockBytes(c.op.format);  // bytes
+  k.indexedReach = (reached + 2 + 3) / 4 * 4;
+  VKDML_TRY(ChooseLargeDispatches(c, pass.plan, gather ? Pass::Kind::Gather : pass.kind, &k));
   c.set.steps.push_back(step);
   c.set.wordBindings = true;
   if (pass.kind == Pass::Kind::Claim) c.set.tallyWords = c.op.slots;  // a claim per table row
@@ -56,10 +59,9 @@ void ListQuantizedModules(const ModuleSink& sink) {
   for (UINT index : {4u, 8u}) {
     for (auto format : {VKDML_QUANTIZED_FORMAT_Q8_0, VKDML_QUANTIZED_FORMAT_Q4_0})
       for (Pass::Kind kind : {Pass::Kind::Dequantize, Pass::Kind::Quantize})
-        for (bool large : {false, true})
-          if (!large || kind == Pass::Kind::Dequantize)
-            sink(QuantizedModule(kind, format, index, large));
-    sink(QuantizedModule(Pass::Kind::Claim, VKDML_QUANTIZED_FORMAT_Q8_0, index, false));
+        for (bool large : {false, true}) sink(QuantizedModule(kind, format, index, large));
+    for (bool large : {false, true})
+      sink(QuantizedModule(Pass::Kind::Claim, VKDML_QUANTIZED_FORMAT_Q8_0, index, large));
   }
 }
 

@@ -179,7 +179,7 @@ Kernel Choice::Elementwise(std::string module, const Plan& plan, UINT slot, UINT
 
 Result ChooseKernels(const OperatorImpl& op, UINT flags, const Capabilities& caps, KernelSet* out) {
   Choice c(op, flags, caps);
-  if (c.large && ((op.format && op.IsScatter()) || op.bag || op.blockType))
+  if (c.large && (op.bag || op.blockType))
     return Fail(Status::Unsupported, op.name,
                 ": a tensor past this device's maxStorageBufferRange (", caps.maxRange,
                 " bytes), or 2^32 or more groups of 4 output values, is not supported");

@@ -152,6 +152,31 @@ std::vector<int64_t> RandomIndices(Rng& rng, size_t n, UINT rows, DML_TENSOR_DAT
   return v;
 }
 
+// The rows of rowBytes each of a real table past the device's binding range: the issue's 32000
+// (4096 values of Q8_0, 139 MB, past lavapipe's 128 MiB), or one more than the range holds.
+// false, saying so, where the device's range is over 1 GiB or the table past its allocations
+// (never on lavapipe, where CI runs the [big] tests: a wider range there would skip silently).
+bool RowsPastRange(UINT rowBytes, UINT* rows) {
+  const UINT64 range = Dev().Info().maxStorageBufferRange;
+  *rows = UINT(std::max<UINT64>(32000, range / rowBytes + 1));
+  const UINT64 bytes = UINT64(*rows) * rowBytes;
+  if (range <= (UINT64(1) << 30) && bytes <= MaxAllocationSize()) return true;
+  CHECK(Dev().Info().driverName.find("llvmpipe") == std::string::npos);
+  WARN("skipped: a table past maxStorageBufferRange (" << range << " bytes) takes " << bytes);
+  return false;
+}
+
+// The kernels a compile on the test device would choose now (its switches included).
+vkdml::detail::KernelSet Chosen(const DML_OPERATOR_DESC& desc, UINT flags = 0) {
+  vkdml::detail::OperatorImpl op;
+  REQUIRE(vkdml::detail::BuildOperator(desc, &op).ok());
+  vkdml::detail::KernelSet set;
+  const Result r = vkdml::detail::ChooseKernels(op, flags, CapabilitiesOf(Dev()), &set);
+  INFO(Str(r));
+  REQUIRE(r.ok());
+  return set;
+}
+
 // A random case (rank 2 to 5): index type and output type from the case number, at least
 // minRows table rows, padded rows half the time, strided indices and outputs, duplicates and
 // out-of-range indices.
@@ -278,12 +303,7 @@ TEST_CASE_METHOD(Fixture, "Quantized rows: past the binding range", "[quantized]
   // holds the words it reads of the rows starting in its window: 4 bytes from a row's last 4 on,
   // and the next word if those are not on one (glsl/quantized.glsl: tableBytes4).
   auto tableWindows = [](const Case& c, const Built& b, UINT flags) {
-    vkdml::detail::OperatorImpl op;
-    REQUIRE(vkdml::detail::BuildOperator(b.op, &op).ok());
-    vkdml::detail::KernelSet set;
-    const Result r = vkdml::detail::ChooseKernels(op, flags, CapabilitiesOf(Dev()), &set);
-    INFO(Str(r));
-    REQUIRE(r.ok());
+    const vkdml::detail::KernelSet set = Chosen(b.op, flags);
     REQUIRE(set.large);
     const vkdml::detail::Kernel& k = set.steps.at(0).plain;
     std::set<UINT64> begins;
@@ -372,17 +392,9 @@ TEST_CASE_METHOD(Fixture, "Quantized rows: past the binding range", "[quantized]
 // them, through windows of the table.
 TEST_CASE_METHOD(Fixture, "Quantized rows: a table past maxStorageBufferRange",
                  "[quantized][large][big]") {
-  const UINT64 range = Dev().Info().maxStorageBufferRange;
   Case c;
   c.blocks = 4096 / 32;
-  c.rows = UINT(std::max<UINT64>(32000, range / c.RowBytes() + 1));
-  const UINT64 bytes = UINT64(c.rows) * c.RowBytes();
-  if (range > (UINT64(1) << 30) || bytes > MaxAllocationSize()) {
-    // Never on lavapipe (128 MiB), where CI runs it: a wider range there would skip it silently.
-    CHECK(Dev().Info().driverName.find("llvmpipe") == std::string::npos);
-    WARN("skipped: a table past maxStorageBufferRange (" << range << " bytes) takes " << bytes);
-    return;
-  }
+  if (!RowsPastRange(c.RowBytes(), &c.rows)) return;
   Rng rng(BaseSeed() ^ 0xB16);
   c.batch = std::vector<UINT>{64};
   c.indices = RandomIndices(rng, 64, c.rows, c.indexType);
@@ -773,6 +785,54 @@ Bytes ExpectedScatter(const ScatterCase& c, const Bytes& table, const std::vecto
   return initial;
 }
 
+// A random scatter (rank 2 to 4): format and index type from the case number, at least
+// minRows table rows, padded rows on either side half the time, duplicates and out-of-range
+// indices.
+ScatterCase RandomScatterCase(Rng& rng, uint64_t n, UINT minRows) {
+  ScatterCase c;
+  c.format = n % 2 ? VKDML_QUANTIZED_FORMAT_Q4_0 : VKDML_QUANTIZED_FORMAT_Q8_0;
+  c.indexType = IndexTypes()[(n / 2) % 4];
+  c.rows = rng.Ui(minRows, std::max<UINT>(minRows, 30));
+  c.blocks = rng.Ui(1, 4);
+  if (rng.P(0.5)) c.inStride = c.RowBytes() + rng.Ui(1, 5);
+  if (rng.P(0.5)) c.outStride = c.RowBytes() + rng.Ui(1, 5);
+  const UINT rank = rng.Ui(1, 3);
+  for (UINT d = 0; d < rank; ++d) c.batch.push_back(rng.Ui(1, d == rank - 1 ? 12 : 2));
+  size_t count = 1;
+  for (UINT s : c.batch) count *= s;
+  c.indices = RandomIndices(rng, count, c.rows, c.indexType);
+  return c;
+}
+
+// Runs c out of place through Device::Run on a random table and update blocks, and checks every
+// output byte.
+void RunScatterAndCheck(Rng& rng, const ScatterCase& c) {
+  BuiltScatter b;
+  BuildScatter(c, &b);
+  INFO("table " << b.table.ToString() << ", indices " << b.indices.ToString() << ", updates "
+                << b.updates.ToString() << ", format " << UINT(c.format));
+  const size_t count = c.indices.size();
+  Bytes table(b.table.Total());
+  for (auto& v : table) v = uint8_t(rng.U(0, 255));
+  std::vector<float> updates(count * c.blocks * 32);
+  for (size_t k = 0; k < count * c.blocks; ++k) RandomBlock(rng, &updates[k * 32]);
+  Bytes indexImage = IndexBytes(c.indexType, c.indices, b.indices.Total());
+  const Bytes expected = ExpectedScatter(c, table, updates, Poisoned(b.output.Total()), false);
+  std::unique_ptr<Operator> op;
+  std::unique_ptr<CompiledOperator> compiled;
+  Result r = Dev().CreateOperator(b.op, &op);
+  INFO(Str(r));
+  REQUIRE(r.ok());
+  r = Dev().CompileOperator(*op, DML_EXECUTION_FLAG_NONE, &compiled);
+  INFO(Str(r));
+  REQUIRE(r.ok());
+  Bytes out = Poisoned(b.output.Total());
+  r = Dev().Run(*compiled, {table.data(), indexImage.data(), updates.data()}, {out.data()});
+  INFO(Str(r));
+  REQUIRE(r.ok());
+  CHECK(DiffBytes(out, expected, nullptr) == "");
+}
+
 }  // namespace
 
 TEST_CASE("Quantized rows: the quantizers' reference meets ggml's examples", "[quantized]") {
@@ -799,112 +859,146 @@ TEST_CASE_METHOD(Fixture, "Quantized rows: random quantizing scatters vs referen
                  "[quantized]") {
   for (uint64_t n = 0; n < 32; ++n) {
     Rng rng(BaseSeed() ^ (0x5CA7 + n * 0x9E3779B97F4A7C15ull));
-    ScatterCase c;
-    c.format = n % 2 ? VKDML_QUANTIZED_FORMAT_Q4_0 : VKDML_QUANTIZED_FORMAT_Q8_0;
-    c.indexType = IndexTypes()[(n / 2) % 4];
-    c.rows = rng.Ui(1, 30);
-    c.blocks = rng.Ui(1, 4);
-    if (rng.P(0.5)) c.inStride = c.RowBytes() + rng.Ui(1, 5);
-    if (rng.P(0.5)) c.outStride = c.RowBytes() + rng.Ui(1, 5);
-    const UINT rank = rng.Ui(1, 3);
-    for (UINT d = 0; d < rank; ++d) c.batch.push_back(rng.Ui(1, d == rank - 1 ? 12 : 2));
-    size_t count = 1;
-    for (UINT s : c.batch) count *= s;
-    c.indices = RandomIndices(rng, count, c.rows, c.indexType);
+    const ScatterCase c = RandomScatterCase(rng, n, 1);
+    if (!SweepRuns(n)) continue;
+    INFO("case " << n << " (VKDML_TEST_CASE=" << n << " replays it)");
+    RunScatterAndCheck(rng, c);
+  }
+}
+
+// The same through 2 to 6 windows of the table (VKDML_MAX_BINDING_RANGE: the large path, the
+// copy's and the quantizer's dispatches per window, each quantizer's taking the blocks that
+// start in its window and writing up to a block past its end), updates and indices windowed
+// too; each dispatch's binding holds every word its blocks are written in.
+TEST_CASE_METHOD(Fixture, "Quantized rows: quantizing scatters past the binding range",
+                 "[quantized]") {
+  const UINT64 align = CapabilitiesOf(Dev()).rangeAlign;
+  for (uint64_t n = 0; n < 16; ++n) {
+    Rng rng(BaseSeed() ^ (0x5CA8 + n * 0x9E3779B97F4A7C15ull));
+    const ScatterCase c = RandomScatterCase(rng, n, 16);
     if (!SweepRuns(n)) continue;
     INFO("case " << n << " (VKDML_TEST_CASE=" << n << " replays it)");
     BuiltScatter b;
     BuildScatter(c, &b);
-    INFO("table " << b.table.ToString() << ", indices " << b.indices.ToString() << ", updates "
-                  << b.updates.ToString() << ", format " << UINT(c.format));
-    Bytes table(b.table.Total());
-    for (auto& v : table) v = uint8_t(rng.U(0, 255));
-    std::vector<float> updates(count * c.blocks * 32);
-    for (size_t k = 0; k < count * c.blocks; ++k) RandomBlock(rng, &updates[k * 32]);
-    Bytes indexImage = IndexBytes(c.indexType, c.indices, b.indices.Total());
-    const Bytes expected = ExpectedScatter(c, table, updates, Poisoned(b.output.Total()), false);
-    std::unique_ptr<Operator> op;
-    std::unique_ptr<CompiledOperator> compiled;
-    Result r = Dev().CreateOperator(b.op, &op);
-    INFO(Str(r));
-    REQUIRE(r.ok());
-    REQUIRE(Dev().CompileOperator(*op, DML_EXECUTION_FLAG_NONE, &compiled).ok());
-    Bytes out = Poisoned(b.output.Total());
-    r = Dev().Run(*compiled, {table.data(), indexImage.data(), updates.data()}, {out.data()});
-    INFO(Str(r));
-    REQUIRE(r.ok());
-    CHECK(DiffBytes(out, expected, nullptr) == "");
+    const UINT blockBytes = BlockBytes(c.format);
+    const UINT64 reach = (blockBytes + 2 + 3) / 4 * 4, total = b.output.Total();
+    // A window of at least 128 bytes: an update block's 32 values must fit one of the updates'.
+    const UINT64 window = std::max<UINT64>(128, (total / (2 + n % 5) + 15) / 16 * 16);
+    const std::string range = std::to_string(align + reach + window);
+    ScopedSwitch narrow("VKDML_MAX_BINDING_RANGE", range.c_str());
+    INFO("VKDML_MAX_BINDING_RANGE=" << range);
+    const vkdml::detail::KernelSet set = Chosen(b.op);
+    REQUIRE(set.large);
+    const vkdml::detail::Kernel& k = set.steps.back().plain;  // the quantizer
+    std::set<UINT64> begins;
+    for (const auto& d : k.large) {
+      begins.insert(d.indexed.begin);
+      const UINT64 bound = std::min(total, d.indexed.end + k.indexedReach);
+      for (UINT64 row = 0; row < c.rows; ++row)
+        for (UINT64 block = 0; block < c.blocks; ++block) {
+          const UINT64 first = row * c.Out() + block * blockBytes;
+          if (first < d.indexed.begin || first >= d.indexed.end) continue;
+          CHECK((first + blockBytes + 3) / 4 * 4 <= bound);  // the words holding its bytes
+        }
+    }
+    CHECK(begins.size() == (total + window - 1) / window);
+    RunScatterAndCheck(rng, c);
   }
 }
 
+// 64 rows quantized into the real table past the binding range (RowsPastRange), the last row
+// and a duplicate among them, through windows of the table.
+TEST_CASE_METHOD(Fixture,
+                 "Quantized rows: a quantizing scatter into a table past "
+                 "maxStorageBufferRange",
+                 "[quantized][large][big]") {
+  ScatterCase c;
+  c.blocks = 4096 / 32;
+  if (!RowsPastRange(c.RowBytes(), &c.rows)) return;
+  Rng rng(BaseSeed() ^ 0xB17);
+  c.batch = std::vector<UINT>{64};
+  c.indices = RandomIndices(rng, 64, c.rows, c.indexType);
+  c.indices[0] = c.rows - 1;
+  c.indices[1] = c.indices[5];
+  RunScatterAndCheck(rng, c);
+}
+
 // In place (the output bound to the table's own range) through bindings at word offsets, with
-// guard bytes; DROP skips an out-of-range row and checked mode reports it; a block whose d is
-// below 2^-128 stores q = 0 (dml.h).
+// guard bytes; DROP skips an out-of-range row and checked mode reports it: each also through
+// 2 windows of the table (the large path); a block whose d is below 2^-128 stores q = 0 (dml.h).
 TEST_CASE_METHOD(Fixture, "Quantized rows: a quantizing scatter in place, DROP, checked, tiny",
                  "[quantized]") {
-  Rng rng(BaseSeed() ^ 0x1A9CE);
-  ScatterCase c;
-  c.format = VKDML_QUANTIZED_FORMAT_Q4_0;
-  c.rows = 6;
-  c.blocks = 2;
-  c.inStride = c.outStride = 39;  // rows on odd bytes
-  c.batch = std::vector<UINT>{5};
-  c.indices = std::vector<int64_t>{4, -1, 9, 0, 4};  // 9: out of range; row 4 twice
-  BuiltScatter b;
-  BuildScatter(c, &b);
-  Bytes table(b.table.Total());
-  for (auto& v : table) v = uint8_t(rng.U(0, 255));
-  std::vector<float> updates(5 * 64);
-  for (size_t k = 0; k < 10; ++k) RandomBlock(rng, &updates[k * 32]);
-  const Bytes indexImage = IndexBytes(c.indexType, c.indices, b.indices.Total());
-  {  // in place, clamped: index 9 is row 5
-    std::unique_ptr<Operator> op;
-    std::unique_ptr<CompiledOperator> compiled;
-    REQUIRE(Dev().CreateOperator(b.op, &op).ok());
-    REQUIRE(Dev().CompileOperator(*op, DML_EXECUTION_FLAG_NONE, &compiled).ok());
-    const UINT64 at = 8, guard = 64;
-    Bytes before = Poisoned(at + table.size() + guard);
-    std::copy(table.begin(), table.end(), before.begin() + at);
-    std::unique_ptr<Buffer> buf, idx, upd;
-    REQUIRE(Dev().CreateBuffer(before.size(), Buffer::Memory::DeviceLocal, &buf).ok());
-    REQUIRE(buf->Write(0, before.data(), before.size()).ok());
-    REQUIRE(Dev().CreateBuffer(indexImage.size(), Buffer::Memory::DeviceLocal, &idx).ok());
-    REQUIRE(idx->Write(0, indexImage.data(), indexImage.size()).ok());
-    REQUIRE(Dev().CreateBuffer(updates.size() * 4, Buffer::Memory::DeviceLocal, &upd).ok());
-    REQUIRE(upd->Write(0, updates.data(), updates.size() * 4).ok());
-    std::unique_ptr<BindingTable> bt;
-    REQUIRE(Dev().CreateBindingTable(*compiled, &bt).ok());
-    const DML_BUFFER_BINDING in[3] = {buf->Binding(at, table.size()), idx->Binding(),
-                                      upd->Binding()};
-    REQUIRE(bt->BindInputs(3, in).ok());
-    REQUIRE(bt->BindOutputs(1, &in[0]).ok());
-    REQUIRE(Dev()
-                .Submit([&](VkCommandBuffer cmd) { REQUIRE(Dev().RecordDispatch(cmd, *bt).ok()); })
-                .ok());
-    Bytes after(before.size());
-    REQUIRE(buf->Read(0, after.data(), after.size()).ok());
-    Bytes want = before;
-    const Bytes rows = ExpectedScatter(c, table, updates, table, true);
-    std::copy(rows.begin(), rows.end(), want.begin() + at);
-    CHECK(DiffBytes(after, want, nullptr) == "");
-  }
-  {  // DROP, checked: index 9 skipped and reported
-    VKDML_OUT_OF_RANGE_OPERATOR_DESC drop{&b.op, VKDML_OUT_OF_RANGE_MODE_DROP, {}};
-    const DML_OPERATOR_DESC wrapped{VKDML_OPERATOR_OUT_OF_RANGE, &drop};
-    std::unique_ptr<Operator> op;
-    std::unique_ptr<CompiledOperator> compiled;
-    REQUIRE(Dev().CreateOperator(wrapped, &op).ok());
-    REQUIRE(Dev().CompileOperator(*op, VKDML_EXECUTION_FLAG_CHECK_INDICES, &compiled).ok());
-    Bytes out = Poisoned(b.output.Total());
-    Result r =
-        Dev().Run(*compiled, {table.data(), indexImage.data(), updates.data()}, {out.data()});
-    CHECK(r.status == Status::IndexOutOfRange);
-    ScatterCase kept = c;
-    kept.indices = std::vector<int64_t>{4, -1, 0, 4};
-    std::vector<float> keptUpdates(updates.begin(), updates.begin() + 128);
-    keptUpdates.insert(keptUpdates.end(), updates.begin() + 192, updates.end());
-    CHECK(DiffBytes(out, ExpectedScatter(kept, table, keptUpdates, Poisoned(out.size()), false),
-                    nullptr) == "");
+  for (bool large : {false, true}) {  // then through 2 windows of 144 of the table's 236 bytes
+    const std::string range = std::to_string(CapabilitiesOf(Dev()).rangeAlign + 20 + 144);
+    std::unique_ptr<ScopedSwitch> narrow;
+    if (large) narrow = std::make_unique<ScopedSwitch>("VKDML_MAX_BINDING_RANGE", range.c_str());
+    INFO((large ? "VKDML_MAX_BINDING_RANGE=" + range : std::string("the device's range")));
+    Rng rng(BaseSeed() ^ 0x1A9CE);
+    ScatterCase c;
+    c.format = VKDML_QUANTIZED_FORMAT_Q4_0;
+    c.rows = 6;
+    c.blocks = 2;
+    c.inStride = c.outStride = 39;  // rows on odd bytes
+    c.batch = std::vector<UINT>{5};
+    c.indices = std::vector<int64_t>{4, -1, 9, 0, 4};  // 9: out of range; row 4 twice
+    BuiltScatter b;
+    BuildScatter(c, &b);
+    CHECK(Chosen(b.op).large == large);
+    Bytes table(b.table.Total());
+    for (auto& v : table) v = uint8_t(rng.U(0, 255));
+    std::vector<float> updates(5 * 64);
+    for (size_t k = 0; k < 10; ++k) RandomBlock(rng, &updates[k * 32]);
+    const Bytes indexImage = IndexBytes(c.indexType, c.indices, b.indices.Total());
+    {  // in place, clamped: index 9 is row 5
+      std::unique_ptr<Operator> op;
+      std::unique_ptr<CompiledOperator> compiled;
+      REQUIRE(Dev().CreateOperator(b.op, &op).ok());
+      REQUIRE(Dev().CompileOperator(*op, DML_EXECUTION_FLAG_NONE, &compiled).ok());
+      const UINT64 at = 8, guard = 64;
+      Bytes before = Poisoned(at + table.size() + guard);
+      std::copy(table.begin(), table.end(), before.begin() + at);
+      std::unique_ptr<Buffer> buf, idx, upd;
+      REQUIRE(Dev().CreateBuffer(before.size(), Buffer::Memory::DeviceLocal, &buf).ok());
+      REQUIRE(buf->Write(0, before.data(), before.size()).ok());
+      REQUIRE(Dev().CreateBuffer(indexImage.size(), Buffer::Memory::DeviceLocal, &idx).ok());
+      REQUIRE(idx->Write(0, indexImage.data(), indexImage.size()).ok());
+      REQUIRE(Dev().CreateBuffer(updates.size() * 4, Buffer::Memory::DeviceLocal, &upd).ok());
+      REQUIRE(upd->Write(0, updates.data(), updates.size() * 4).ok());
+      std::unique_ptr<BindingTable> bt;
+      REQUIRE(Dev().CreateBindingTable(*compiled, &bt).ok());
+      const DML_BUFFER_BINDING in[3] = {buf->Binding(at, table.size()), idx->Binding(),
+                                        upd->Binding()};
+      REQUIRE(bt->BindInputs(3, in).ok());
+      REQUIRE(bt->BindOutputs(1, &in[0]).ok());
+      REQUIRE(
+          Dev()
+              .Submit([&](VkCommandBuffer cmd) { REQUIRE(Dev().RecordDispatch(cmd, *bt).ok()); })
+              .ok());
+      Bytes after(before.size());
+      REQUIRE(buf->Read(0, after.data(), after.size()).ok());
+      Bytes want = before;
+      const Bytes rows = ExpectedScatter(c, table, updates, table, true);
+      std::copy(rows.begin(), rows.end(), want.begin() + at);
+      CHECK(DiffBytes(after, want, nullptr) == "");
+    }
+    {  // DROP, checked: index 9 skipped and reported
+      VKDML_OUT_OF_RANGE_OPERATOR_DESC drop{&b.op, VKDML_OUT_OF_RANGE_MODE_DROP, {}};
+      const DML_OPERATOR_DESC wrapped{VKDML_OPERATOR_OUT_OF_RANGE, &drop};
+      std::unique_ptr<Operator> op;
+      std::unique_ptr<CompiledOperator> compiled;
+      REQUIRE(Dev().CreateOperator(wrapped, &op).ok());
+      REQUIRE(Dev().CompileOperator(*op, VKDML_EXECUTION_FLAG_CHECK_INDICES, &compiled).ok());
+      Bytes out = Poisoned(b.output.Total());
+      Result r =
+          Dev().Run(*compiled, {table.data(), indexImage.data(), updates.data()}, {out.data()});
+      CHECK(r.status == Status::IndexOutOfRange);
+      ScatterCase kept = c;
+      kept.indices = std::vector<int64_t>{4, -1, 0, 4};
+      std::vector<float> keptUpdates(updates.begin(), updates.begin() + 128);
+      keptUpdates.insert(keptUpdates.end(), updates.begin() + 192, updates.end());
+      CHECK(DiffBytes(out, ExpectedScatter(kept, table, keptUpdates, Poisoned(out.size()), false),
+                      nullptr) == "");
+    }
   }
   {  // a block of magnitude 2^-125: d = 2^-125 / 8 = 2^-128 ... below, 1 / d overflows
     ScatterCase t;
