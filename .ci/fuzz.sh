@@ -36,10 +36,12 @@ if [ -z "$inputs" ] || [ -z "$ran" ] || [ $((ran * 2)) -lt "$inputs" ]; then
   echo "fuzz_operator: below its floor (half of the inputs run and compared): $stats" >&2
   failed=1
 fi
-# ... and at least one of them vkdml's quantized-row gather (an input whose first byte is 0xE0+).
-rows=$(echo "$stats" | sed -n 's/.* \([0-9]*\) quantized-row gathers run and compared.*/\1/p')
-if [ -z "$rows" ] || [ "$rows" -eq 0 ]; then
-  echo "fuzz_operator: no quantized-row gather run and compared: $stats" >&2
+# ... and at least one of them vkdml's quantized-row gather, and one its quantizing scatter (an
+# input whose first byte is 0xE0+; the scatter's second byte has bit 0x40).
+rows=$(echo "$stats" | sed -n 's/.* \([0-9]*\) quantized-row gathers and .*/\1/p')
+scatters=$(echo "$stats" | sed -n 's/.* \([0-9]*\) quantizing scatters run and compared.*/\1/p')
+if [ -z "$rows" ] || [ "$rows" -eq 0 ] || [ -z "$scatters" ] || [ "$scatters" -eq 0 ]; then
+  echo "fuzz_operator: no quantized-row gather or no quantizing scatter run and compared: $stats" >&2
   failed=1
 fi
 if [ "$failed" != 0 ]; then

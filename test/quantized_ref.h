@@ -1,8 +1,9 @@
-// CPU references of the quantized layouts and of float16, shared by the quantized rows' and the
-// embedding bags' tests: written from the definitions (dml.h: VKDML_QUANTIZED_FORMAT), not from
-// vkdml's kernels.
+// CPU references of the quantized layouts, their quantizers and float16, shared by the quantized
+// rows' and the embedding bags' tests and the fuzz target: written from the definitions (dml.h:
+// VKDML_QUANTIZED_FORMAT, VKDML_SCATTER_QUANTIZED_ROWS_OPERATOR_DESC), not from vkdml's kernels.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -57,6 +58,45 @@ inline float BlockValue(VKDML_QUANTIZED_FORMAT f, const uint8_t* block, UINT v) 
 // unspecified): exponent 31 becomes 15.
 inline void MakeScaleFinite(uint8_t* scale) {
   if ((scale[1] & 0x7C) == 0x7C) scale[1] &= 0xBF;
+}
+
+// ggml's reference quantizers (quantize_row_q8_0_ref, quantize_row_q4_0_ref), in C++ float32:
+// each statement one rounding; where 1 / d overflows (d below about 2^-128), q = 0 (Q4_0: 8),
+// as dml.h says (C's conversion of the infinite product is undefined). x must be finite.
+inline void QuantizeBlock(VKDML_QUANTIZED_FORMAT f, const float* x, uint8_t* out) {
+  float d;
+  if (f == VKDML_QUANTIZED_FORMAT_Q8_0) {
+    float amax = 0;
+    for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[j]));
+    d = amax / 127;
+  } else {
+    float amax = 0, max = 0;
+    for (int j = 0; j < 32; ++j)
+      if (amax < std::fabs(x[j])) {
+        amax = std::fabs(x[j]);
+        max = x[j];
+      }
+    d = max / -8;
+  }
+  const float id = d != 0 ? 1.0f / d : 0.0f;
+  const bool overflow = std::isinf(id);
+  const uint16_t h = NearestHalf(d);
+  out[0] = uint8_t(h);
+  out[1] = uint8_t(h >> 8);
+  for (int j = 0; j < 32; ++j) {
+    const float v = x[j] * id;
+    if (f == VKDML_QUANTIZED_FORMAT_Q8_0) {
+      // std::round: halves away from zero
+      out[2 + j] = overflow ? 0 : uint8_t(int8_t(std::round(v)));
+    } else {
+      const float w = v + 8.5f;
+      const int nibble = overflow ? 8 : std::min(15, int(int8_t(w)));
+      if (j < 16)
+        out[2 + j] = uint8_t(nibble);
+      else
+        out[2 + j - 16] = uint8_t(out[2 + j - 16] | nibble << 4);
+    }
+  }
 }
 
 // Random table bytes with finite scales (test_util.h's Rng).

@@ -651,42 +651,6 @@ TEST_CASE_METHOD(Fixture, "Quantized rows: validation", "[quantized][validation]
 
 namespace {
 
-// ggml's reference quantizers (quantize_row_q8_0_ref, quantize_row_q4_0_ref), in C++ float32:
-// each statement one rounding.
-void QuantizeBlock(VKDML_QUANTIZED_FORMAT f, const float* x, uint8_t* out) {
-  float d;
-  if (f == VKDML_QUANTIZED_FORMAT_Q8_0) {
-    float amax = 0;
-    for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[j]));
-    d = amax / 127;
-  } else {
-    float amax = 0, max = 0;
-    for (int j = 0; j < 32; ++j)
-      if (amax < std::fabs(x[j])) {
-        amax = std::fabs(x[j]);
-        max = x[j];
-      }
-    d = max / -8;
-  }
-  const float id = d != 0 ? 1.0f / d : 0.0f;
-  const uint16_t h = NearestHalf(d);
-  out[0] = uint8_t(h);
-  out[1] = uint8_t(h >> 8);
-  for (int j = 0; j < 32; ++j) {
-    const float v = x[j] * id;
-    if (f == VKDML_QUANTIZED_FORMAT_Q8_0) {
-      out[2 + j] = uint8_t(int8_t(std::round(v)));  // std::round: halves away from zero
-    } else {
-      const float w = v + 8.5f;
-      const int nibble = std::min(15, int(int8_t(w)));
-      if (j < 16)
-        out[2 + j] = uint8_t(nibble);
-      else
-        out[2 + j - 16] = uint8_t(out[2 + j - 16] | nibble << 4);
-    }
-  }
-}
-
 // A block of 32 values of one of the kinds the rule has edges at.
 void RandomBlock(Rng& rng, float* x) {
   const UINT kind = rng.Ui(0, 7);

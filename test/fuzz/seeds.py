@@ -63,3 +63,10 @@ for k, (mode, name) in enumerate(((0, "plain"), (1, "checked"), (4, "fill"), (8,
     for fmt in range(2):
         tail = bytes(random.randrange(256) for _ in range(96))
         put(op_dir, f"rows_{name}_{fmt}.bin", bytes([0xE0 + k, mode, fmt, k % 2, k % 4]) + tail)
+# The quantizing scatter (mode bit 0x40): each mode (0x44 DROP, 0x48 ERROR), Q8_0 and Q4_0, then
+# the index type, rank, sizes, strides, the table's bytes, the updates and the indices.
+for k, (mode, name) in enumerate(((0x40, "plain"), (0x41, "checked"), (0x44, "drop"),
+                                  (0x48, "error"), (0xC0, "raw"))):
+    for fmt in range(2):
+        tail = bytes(random.randrange(256) for _ in range(160))
+        put(op_dir, f"scatter_rows_{name}_{fmt}.bin", bytes([0xE8 + k, mode, fmt, k % 4]) + tail)
