@@ -3,8 +3,10 @@
 
 corpus/npy: small .npy files of every dtype, C and Fortran order, 0-d and empty arrays, format
 versions 1.0-3.0, and broken ones (cut, lying, foreign). corpus/operator: inputs for
-fuzz_operator.cpp's decoder, one per operator type and mode (plain, checked, deterministic,
-raw; the quantized-row gather's plain, checked, FILL, ERROR and raw), each followed by fixed pseudo-random bytes (sizes, strides, data, indices).
+vkdml_fuzz_operator's decoders, one per operator type and mode (plain, checked, deterministic,
+raw; the quantized-row gather's plain, checked, FILL, ERROR and raw; the quantizing scatter's
+plain, checked, DROP, ERROR and raw), each followed by fixed pseudo-random bytes (sizes,
+strides, data, indices).
 """
 import io
 import os

@@ -1,0 +1,71 @@
+// What the fuzz target's decoders share (fuzz_operator.cpp: DirectML's operators and vkdml's
+// scatter reductions; fuzz_quantized.cpp: vkdml's quantized rows): the device, the decoder of an
+// input's bytes, tensor layouts and images, and the checks every run makes.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "op_spec.h"
+#include "vkdml/vkdml.h"
+
+namespace fz {
+
+using namespace vkdml;
+
+// A crash: the message, then abort (libFuzzer keeps the input).
+[[noreturn]] void Die(const std::string& what);
+
+// The device the tests use (lavapipe), with the validation layer, every message a crash.
+Device& Dev();
+// Counts an input; the Device keeps every pipeline it has made (one per module and
+// specialization), and lavapipe holds each one's compiled code: thousands of inputs would pass
+// libFuzzer's 2 GiB limit, so a fresh Device every 500 inputs.
+void NextInput();
+
+// Bytes of the input, read in order; past the end, zeros.
+struct Decoder {
+  const uint8_t* p;
+  size_t n, at = 0;
+  uint8_t Byte() { return at < n ? p[at++] : 0; }
+  UINT In(UINT lo, UINT hi) { return lo + Byte() % (hi - lo + 1); }  // inclusive, small ranges
+  UINT Raw32() {
+    UINT v = 0;
+    for (int i = 0; i < 4; ++i) v = v << 8 | Byte();
+    return v;
+  }
+};
+
+extern const DML_TENSOR_DATA_TYPE kData[11];  // every data type
+extern const DML_TENSOR_DATA_TYPE kIndex[4];  // every index type
+
+// A tensor's strides and TotalTensorSizeInBytes from the decoder: packed, padded, or (inputs)
+// broadcast along some dimensions; plus a few spare bytes and perhaps an alignment.
+vt::TensorDesc Layout(Decoder& d, DML_TENSOR_DATA_TYPE type, const std::vector<UINT>& sizes,
+                      bool output);
+// An input image: its bytes from the decoder (repeated), indices as values near their range.
+vt::Bytes Image(Decoder& d, const vt::TensorDesc& t, bool indices, UINT bound);
+
+// How far the inputs got, printed at exit (.ci/fuzz.sh reports it).
+struct Stats {
+  uint64_t inputs = 0, refused = 0, ran = 0, checkedOutOfRange = 0, folds = 0, orderDecides = 0;
+  uint64_t quantizedRows = 0, quantizingScatters = 0;  // of `ran`
+  ~Stats();
+};
+extern Stats gStats;
+
+// Creates and compiles `desc`: false (counted) where vkdml refuses it as it must, with
+// InvalidArgument or Unsupported and a message of one line.
+bool Prepare(const DML_OPERATOR_DESC& desc, UINT flags, std::unique_ptr<CompiledOperator>* out);
+// A checked run must report the reference's first out-of-range index; any other run succeeds.
+void CheckStatus(const Result& r, bool checked, const ref::IndexError& err);
+// Every output byte, padding included, as the reference has it: else a crash naming the first
+// that differs and `what` ran.
+void CheckOutput(const vt::Bytes& got, const vt::Bytes& expected, const std::string& what);
+
+// fuzz_quantized.cpp: an input whose first byte is 0xE0 or more (one in eight).
+int RunQuantizedRows(Decoder& d);
+
+}  // namespace fz
