@@ -36,14 +36,16 @@ if [ -z "$inputs" ] || [ -z "$ran" ] || [ $((ran * 2)) -lt "$inputs" ]; then
   echo "fuzz_operator: below its floor (half of the inputs run and compared): $stats" >&2
   failed=1
 fi
-# ... and at least one of them vkdml's quantized-row gather, and one its quantizing scatter (an
-# input whose first byte is 0xE0+; the scatter's second byte has bit 0x40).
-rows=$(echo "$stats" | sed -n 's/.* \([0-9]*\) quantized-row gathers and .*/\1/p')
-scatters=$(echo "$stats" | sed -n 's/.* \([0-9]*\) quantizing scatters run and compared.*/\1/p')
-if [ -z "$rows" ] || [ "$rows" -eq 0 ] || [ -z "$scatters" ] || [ "$scatters" -eq 0 ]; then
-  echo "fuzz_operator: no quantized-row gather or no quantizing scatter run and compared: $stats" >&2
-  failed=1
-fi
+# ... and at least one of them each of vkdml's own: a quantized-row gather and a quantizing scatter
+# (an input whose first byte is 0xE0+; the scatter's second byte has bit 0x40) and an embedding
+# bag (0xD0 to 0xDF).
+for own in "quantized-row gathers" "quantizing scatters" "embedding bags"; do
+  n=$(echo "$stats" | sed -n "s/.* \([0-9]*\) $own[ ,].*/\1/p")
+  if [ -z "$n" ] || [ "$n" -eq 0 ]; then
+    echo "fuzz_operator: no $own run and compared: $stats" >&2
+    failed=1
+  fi
+done
 if [ "$failed" != 0 ]; then
   for target in npy operator; do tail -n 60 "$work/$target.log"; done
   echo "fuzz: a target failed; its input is in $dir/fuzz-*" >&2

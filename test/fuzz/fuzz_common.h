@@ -1,6 +1,7 @@
 // What the fuzz target's decoders share (fuzz_operator.cpp: DirectML's operators and vkdml's
-// scatter reductions; fuzz_quantized.cpp: vkdml's quantized rows): the device, the decoder of an
-// input's bytes, tensor layouts and images, and the checks every run makes.
+// scatter reductions; fuzz_quantized.cpp: vkdml's quantized rows; fuzz_bag.cpp: its embedding
+// bags): the device, the decoder of an input's bytes, tensor layouts and images, and the checks
+// every run makes.
 #pragma once
 
 #include <cstdint>
@@ -51,7 +52,7 @@ vt::Bytes Image(Decoder& d, const vt::TensorDesc& t, bool indices, UINT bound);
 // How far the inputs got, printed at exit (.ci/fuzz.sh reports it).
 struct Stats {
   uint64_t inputs = 0, refused = 0, ran = 0, checkedOutOfRange = 0, folds = 0, orderDecides = 0;
-  uint64_t quantizedRows = 0, quantizingScatters = 0;  // of `ran`
+  uint64_t quantizedRows = 0, quantizingScatters = 0, bags = 0;  // of `ran`
   ~Stats();
 };
 extern Stats gStats;
@@ -67,5 +68,7 @@ void CheckOutput(const vt::Bytes& got, const vt::Bytes& expected, const std::str
 
 // fuzz_quantized.cpp: an input whose first byte is 0xE0 or more (one in eight).
 int RunQuantizedRows(Decoder& d);
+// fuzz_bag.cpp: an input whose first byte is 0xD0 to 0xDF (one in sixteen).
+int RunEmbeddingBag(Decoder& d);
 
 }  // namespace fz

@@ -5,8 +5,9 @@ corpus/npy: small .npy files of every dtype, C and Fortran order, 0-d and empty 
 versions 1.0-3.0, and broken ones (cut, lying, foreign). corpus/operator: inputs for
 vkdml_fuzz_operator's decoders, one per operator type and mode (plain, checked, deterministic,
 raw; the quantized-row gather's plain, checked, FILL, ERROR and raw; the quantizing scatter's
-plain, checked, DROP, ERROR and raw), each followed by fixed pseudo-random bytes (sizes,
-strides, data, indices).
+plain, checked, DROP, ERROR and raw; the embedding bag's plain, checked, deterministic, FILL,
+DROP, ERROR and raw on each table), each followed by fixed pseudo-random bytes (sizes, strides,
+data, indices).
 """
 import io
 import os
@@ -72,3 +73,11 @@ for k, (mode, name) in enumerate(((0x40, "plain"), (0x41, "checked"), (0x44, "dr
     for fmt in range(2):
         tail = bytes(random.randrange(256) for _ in range(160))
         put(op_dir, f"scatter_rows_{name}_{fmt}.bin", bytes([0xE8 + k, mode, fmt, k % 4]) + tail)
+# The embedding bag (a first byte from 0xD0 to 0xDF): each mode (2 deterministic, 4 FILL, 8 DROP,
+# 12 ERROR), each table (FLOAT32, FLOAT16, Q8_0, Q4_0), then the output and index types, the bag
+# mode, shapes, options, entries, offsets and values.
+for k, (mode, name) in enumerate(((0, "plain"), (1, "checked"), (2, "deterministic"), (4, "fill"),
+                                  (8, "drop"), (12, "error"), (0x80, "raw"))):
+    for table in range(4):
+        tail = bytes(random.randrange(256) for _ in range(320))
+        put(op_dir, f"bag_{name}_{table}.bin", bytes([0xD0 + k, mode, table, k % 2, k % 4]) + tail)
