@@ -37,9 +37,10 @@ if [ -z "$inputs" ] || [ -z "$ran" ] || [ $((ran * 2)) -lt "$inputs" ]; then
   failed=1
 fi
 # ... and at least one of them each of vkdml's own: a quantized-row gather and a quantizing scatter
-# (an input whose first byte is 0xE0+; the scatter's second byte has bit 0x40) and an embedding
-# bag (0xD0 to 0xDF).
-for own in "quantized-row gathers" "quantizing scatters" "embedding bags"; do
+# (an input whose first byte is 0xE0+; the scatter's second byte has bit 0x40), an embedding bag
+# (0xD0 to 0xDF) and a block-quantized gather (0xC8 to 0xCF).
+for own in "quantized-row gathers" "quantizing scatters" "embedding bags" \
+  "block-quantized gathers"; do
   n=$(echo "$stats" | sed -n "s/.* \([0-9]*\) $own[ ,].*/\1/p")
   if [ -z "$n" ] || [ "$n" -eq 0 ]; then
     echo "fuzz_operator: no $own run and compared: $stats" >&2

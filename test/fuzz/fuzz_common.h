@@ -1,7 +1,7 @@
 // What the fuzz target's decoders share (fuzz_operator.cpp: DirectML's operators and vkdml's
 // scatter reductions; fuzz_quantized.cpp: vkdml's quantized rows; fuzz_bag.cpp: its embedding
-// bags): the device, the decoder of an input's bytes, tensor layouts and images, and the checks
-// every run makes.
+// bags; fuzz_blocks.cpp: its block-quantized gather): the device, the decoder of an input's bytes,
+// tensor layouts and images, and the checks every run makes.
 #pragma once
 
 #include <cstdint>
@@ -52,7 +52,7 @@ vt::Bytes Image(Decoder& d, const vt::TensorDesc& t, bool indices, UINT bound);
 // How far the inputs got, printed at exit (.ci/fuzz.sh reports it).
 struct Stats {
   uint64_t inputs = 0, refused = 0, ran = 0, checkedOutOfRange = 0, folds = 0, orderDecides = 0;
-  uint64_t quantizedRows = 0, quantizingScatters = 0, bags = 0;  // of `ran`
+  uint64_t quantizedRows = 0, quantizingScatters = 0, bags = 0, blockGathers = 0;  // of `ran`
   ~Stats();
 };
 extern Stats gStats;
@@ -70,5 +70,7 @@ void CheckOutput(const vt::Bytes& got, const vt::Bytes& expected, const std::str
 int RunQuantizedRows(Decoder& d);
 // fuzz_bag.cpp: an input whose first byte is 0xD0 to 0xDF (one in sixteen).
 int RunEmbeddingBag(Decoder& d);
+// fuzz_blocks.cpp: an input whose first byte is 0xC8 to 0xCF (one in thirty-two).
+int RunBlockQuantized(Decoder& d);
 
 }  // namespace fz

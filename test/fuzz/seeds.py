@@ -6,7 +6,8 @@ versions 1.0-3.0, and broken ones (cut, lying, foreign). corpus/operator: inputs
 vkdml_fuzz_operator's decoders, one per operator type and mode (plain, checked, deterministic,
 raw; the quantized-row gather's plain, checked, FILL, ERROR and raw; the quantizing scatter's
 plain, checked, DROP, ERROR and raw; the embedding bag's plain, checked, deterministic, FILL,
-DROP, ERROR and raw on each table), each followed by fixed pseudo-random bytes (sizes, strides,
+DROP, ERROR and raw on each table; the block-quantized gather's plain, checked, FILL, ERROR
+and raw on each value type), each followed by fixed pseudo-random bytes (sizes, strides,
 data, indices).
 """
 import io
@@ -81,3 +82,11 @@ for k, (mode, name) in enumerate(((0, "plain"), (1, "checked"), (2, "determinist
     for table in range(4):
         tail = bytes(random.randrange(256) for _ in range(320))
         put(op_dir, f"bag_{name}_{table}.bin", bytes([0xD0 + k, mode, table, k % 2, k % 4]) + tail)
+# The block-quantized gather (a first byte from 0xC8 to 0xCF): each mode (4 FILL, 8 ERROR), each
+# value type (INT4, UINT4, UINT8 with 4 bits, UINT8), then the index and output types, shapes,
+# axes, options, indices, strides and the values, zero points and scales.
+for k, (mode, name) in enumerate(((0, "plain"), (1, "checked"), (4, "fill"), (8, "error"),
+                                  (0x80, "raw"))):
+    for kind in range(4):
+        tail = bytes(random.randrange(256) for _ in range(400))
+        put(op_dir, f"blocks_{name}_{kind}.bin", bytes([0xC8 + k, mode, kind, k % 4]) + tail)
