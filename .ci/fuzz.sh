@@ -47,6 +47,12 @@ for own in "quantized-row gathers" "quantizing scatters" "embedding bags" \
     failed=1
   fi
 done
+# ... and its check of colliding float sums and products met some (seeds op6_* and op7_*).
+folds=$(echo "$stats" | sed -n 's/.* \([0-9]*\) colliding float sums and products checked.*/\1/p')
+if [ -z "$folds" ] || [ "$folds" -eq 0 ]; then
+  echo "fuzz_operator: no colliding float sum or product checked: $stats" >&2
+  failed=1
+fi
 if [ "$failed" != 0 ]; then
   for target in npy operator; do tail -n 60 "$work/$target.log"; done
   echo "fuzz: a target failed; its input is in $dir/fuzz-*" >&2

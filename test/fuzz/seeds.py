@@ -90,3 +90,11 @@ for k, (mode, name) in enumerate(((0, "plain"), (1, "checked"), (4, "fill"), (8,
     for kind in range(4):
         tail = bytes(random.randrange(256) for _ in range(400))
         put(op_dir, f"blocks_{name}_{kind}.bin", bytes([0xC8 + k, mode, kind, k % 4]) + tail)
+# Float ADD and MULTIPLY reductions in the default mode (op 6 and 7, FLOAT32, FLOAT16 and FLOAT64,
+# rank 2), whose colliding updates the target checks against every order (PossibleFold): the
+# seeds above have none.
+for op in (6, 7):
+    for dt, reduce, name in ((0, 1, "f32_add"), (1, 2, "f16_mul"), (8, 1, "f64_add")):
+        for k in range(2):
+            tail = bytes(random.randrange(256) for _ in range(96))
+            put(op_dir, f"op{op}_{name}_{k}.bin", bytes([op, 0, dt, 0, 1, reduce, 1]) + tail)
