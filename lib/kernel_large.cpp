@@ -171,9 +171,10 @@ Result ChooseLargeDispatches(const Choice& c, const Plan& plan, Pass::Kind kind,
                                         ? Windows(c.caps, indexed, k->indexedReach)
                                         : std::vector<Span>{Span{0, indexed.totalBytes}};
   if (windows.empty())  // a row that would not fit one
-    return Fail(Status::Unsupported, c.op.name, ": a dispatch reads ", k->indexedReach,
-                " bytes of ", indexed.field, " past its window (a row), which leaves no window",
-                " in this device's binding range (", c.caps.maxRange, " bytes)");
+    return Fail(Status::Unsupported, c.op.name, ": a dispatch reaches ", k->indexedReach,
+                " bytes of ", indexed.field, " past its window (a row or block starting in it),",
+                " which leaves no window in this device's binding range (", c.caps.maxRange,
+                " bytes)");
   if (plan.rank == 0) {  // one element, with its index tuple, in each tensor's first window
     for (const Walked& w : walked)
       if (Windowed(c.caps, *w.tensor) && w.unit + w.extra > WindowBytes(c.caps))

@@ -38,8 +38,9 @@ Result ChooseQuantized(Choice& c, const Pass& pass) {
   // On the large path: the rows (the gather's output, the scatter's updates) in their elements,
   // a loop element taking 4 values (the gather) or 32 (the quantizer); the table in bytes, a
   // loop element reading a row (the gather) or writing a block (the quantizer) from an offset
-  // that one window owns, across word boundaries: up to 3 bytes past its last. The claims are
-  // the scratch's.
+  // that one window owns, in words: from a row starting on the window's last byte to the word
+  // holding its last, up to (bytes + 2) past the window's end, rounded up to a word. The claims
+  // are the scratch's.
   const Tensor& table = c.op.inputs[0];
   const bool gather = pass.kind == Pass::Kind::Dequantize;
   k.directUnit = gather ? c.op.outputs[0].elemSize : 4;

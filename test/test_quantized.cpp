@@ -382,8 +382,8 @@ TEST_CASE_METHOD(Fixture, "Quantized rows: past the binding range", "[quantized]
   Result r = Compile(Dev(), b, DML_EXECUTION_FLAG_NONE, &compiled);
   CHECK(r.status == Status::Unsupported);
   CHECK(r.message ==
-        "GATHER_QUANTIZED_ROWS: a dispatch reads 56 bytes of InputTensor past its window (a row), "
-        "which leaves no window in this device's binding range (" +
+        "GATHER_QUANTIZED_ROWS: a dispatch reaches 56 bytes of InputTensor past its window (a row "
+        "or block starting in it), which leaves no window in this device's binding range (" +
             std::to_string(align + 64) + " bytes)");
 }
 
