@@ -6,6 +6,7 @@
 #include "error.h"
 #include "host_run.h"
 #include "instance.h"
+#include "kernels.h"
 #include "operator.h"
 
 namespace vkdml::detail {
@@ -75,11 +76,28 @@ Result DeviceImpl::CheckFeatureSupport(DML_FEATURE feature, UINT querySize, cons
           Caps().Packed(size) ? 4 : size;
       return {};
     }
+    case VKDML_FEATURE_TENSOR_SIZE: {
+      const char* name = "VKDML_FEATURE_TENSOR_SIZE";
+      VKDML_TRY((CheckSizes<VKDML_FEATURE_QUERY_TENSOR_SIZE, VKDML_FEATURE_DATA_TENSOR_SIZE>(
+          name, querySize, query, supportSize, support)));
+      const DML_OPERATOR_TYPE type =
+          static_cast<const VKDML_FEATURE_QUERY_TENSOR_SIZE*>(query)->OperatorType;
+      if (type == VKDML_OPERATOR_OUT_OF_RANGE)
+        return Fail(
+            Status::InvalidArgument, "CheckFeatureSupport(", name,
+            "): OperatorType is VKDML_OPERATOR_OUT_OF_RANGE; ask for the operator it wraps");
+      if (!KnownOperatorType(type))
+        return Fail(Status::InvalidArgument, "CheckFeatureSupport(", name, "): OperatorType is ",
+                    UINT(type), ", expected ", OperatorTypeList());
+      static_cast<VKDML_FEATURE_DATA_TENSOR_SIZE*>(support)->MaxTensorBytes =
+          MaxTensorBytes(type, Caps());
+      return {};
+    }
   }
   return Fail(Status::InvalidArgument, "CheckFeatureSupport: feature is ", UINT(feature),
               ", expected DML_FEATURE_TENSOR_DATA_TYPE_SUPPORT (0), "
-              "VKDML_FEATURE_REDUCTION_SUPPORT (0x10001) or VKDML_FEATURE_BINDING_ALIGNMENT "
-              "(0x10002)");
+              "VKDML_FEATURE_REDUCTION_SUPPORT (0x10001), VKDML_FEATURE_BINDING_ALIGNMENT "
+              "(0x10002) or VKDML_FEATURE_TENSOR_SIZE (0x10003)");
 }
 
 Result DeviceImpl::CreateOperator(const DML_OPERATOR_DESC& desc, std::unique_ptr<Operator>* out) {

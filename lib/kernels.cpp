@@ -177,9 +177,17 @@ Kernel Choice::Elementwise(std::string module, const Plan& plan, UINT slot, UINT
   return k;
 }
 
+UINT64 MaxTensorBytes(DML_OPERATOR_TYPE type, const Capabilities& caps) {
+  // Not yet on the large path: an embedding bag's table would need windows that keep each bag's
+  // fold in entry order; a block-quantized gather's scales in the scratch grow with its table.
+  const bool oneDescriptor =
+      type == VKDML_OPERATOR_EMBEDDING_BAG || type == VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED;
+  return oneDescriptor ? caps.maxRange - caps.rangeAlign : UINT64(-1);
+}
+
 Result ChooseKernels(const OperatorImpl& op, UINT flags, const Capabilities& caps, KernelSet* out) {
   Choice c(op, flags, caps);
-  if (c.large && (op.bag || op.blockType))
+  if (c.large && MaxTensorBytes(op.base, caps) != UINT64(-1))
     return Fail(Status::Unsupported, op.name,
                 ": a tensor past this device's maxStorageBufferRange (", caps.maxRange,
                 " bytes), or 2^32 or more groups of 4 output values, is not supported");

@@ -119,6 +119,11 @@ struct KernelSet {
   UINT64 maxRange = 0, rangeAlign = 0;
 };
 
+// The largest TotalTensorSizeInBytes kernel choice takes for a tensor of an operator of `type`
+// (not VKDML_OPERATOR_OUT_OF_RANGE: the one it wraps): UINT64_MAX where the large path takes
+// it past the binding range, else what fits one descriptor at any binding offset.
+UINT64 MaxTensorBytes(DML_OPERATOR_TYPE type, const Capabilities& caps);
+
 // flags: the compile flags (VKDML_EXECUTION_FLAG_CHECK_INDICES, _DETERMINISTIC); an operator
 // in VKDML_OUT_OF_RANGE_MODE_ERROR is checked whatever they say.
 Result ChooseKernels(const OperatorImpl& op, UINT flags, const Capabilities& caps, KernelSet* out);

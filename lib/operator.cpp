@@ -128,10 +128,36 @@ Result ApplyOutOfRange(const VKDML_OUT_OF_RANGE_OPERATOR_DESC& d, OperatorImpl* 
 
 }  // namespace
 
+bool KnownOperatorType(DML_OPERATOR_TYPE type) {
+  switch (type) {
+    case DML_OPERATOR_GATHER:
+    case DML_OPERATOR_SCATTER_ELEMENTS:
+    case DML_OPERATOR_GATHER_ELEMENTS:
+    case DML_OPERATOR_GATHER_ND:
+    case DML_OPERATOR_SCATTER_ND:
+    case DML_OPERATOR_GATHER_ND1:
+    case VKDML_OPERATOR_SCATTER_ND_REDUCE:
+    case VKDML_OPERATOR_SCATTER_ELEMENTS_REDUCE:
+    case VKDML_OPERATOR_OUT_OF_RANGE:
+    case VKDML_OPERATOR_GATHER_QUANTIZED_ROWS:
+    case VKDML_OPERATOR_SCATTER_QUANTIZED_ROWS:
+    case VKDML_OPERATOR_EMBEDDING_BAG:
+    case VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED:
+      return true;
+    default:
+      return false;
+  }
+}
+
+const char* OperatorTypeList() {
+  return VKDML_OPERATOR_LIST;
+}
+
 Result BuildOperator(const DML_OPERATOR_DESC& desc, OperatorImpl* op) {
   if (!desc.Desc) return Fail(Status::InvalidArgument, "DML_OPERATOR_DESC.Desc is null");
   Result r;
   op->type = desc.Type;
+  if (desc.Type != VKDML_OPERATOR_OUT_OF_RANGE) op->base = desc.Type;
   switch (desc.Type) {
     case DML_OPERATOR_GATHER:
       op->name = "GATHER";

@@ -65,6 +65,7 @@ struct Pass {
 class OperatorImpl final : public Operator {
  public:
   DML_OPERATOR_TYPE type = DML_OPERATOR_INVALID;
+  DML_OPERATOR_TYPE base = DML_OPERATOR_INVALID;  // the operator VKDML_OPERATOR_OUT_OF_RANGE wraps
   const char* name = "";
   // InputTensor, IndicesTensor[, UpdatesTensor] (an embedding bag: InputTensor, IndicesTensor,
   // OffsetsTensor[, PerSampleWeightsTensor])
@@ -141,6 +142,10 @@ struct OperatorTensors {
 Result ValidateOperatorTensors(const DML_TENSOR_DESC* input, const DML_TENSOR_DESC* indices,
                                bool hasUpdates, const DML_TENSOR_DESC* updates,
                                const DML_TENSOR_DESC* output, OperatorTensors* out);
+
+// Whether vkdml implements operators of `type`; the list of those it does, for messages.
+bool KnownOperatorType(DML_OPERATOR_TYPE type);
+const char* OperatorTypeList();
 
 // Each validates its descriptor (messages without the operator-name prefix) and fills op.
 Result BuildGather(const DML_GATHER_OPERATOR_DESC& desc, OperatorImpl* op);

@@ -512,10 +512,18 @@ TEST_CASE("Embedding bags: kernel choice", "[kernels][bag]") {
   }
   CHECK(set.partialWords == 2 * 2 * VKDML_BAG_PARTIAL_WORDS);
   CHECK(set.scratchAt.partials + set.partialWords <= set.scratchWords);
-  // The large path is refused, naming it.
+  // The large path is refused, naming it: a table of MaxTensorBytes (what CheckFeatureSupport's
+  // VKDML_FEATURE_TENSOR_SIZE answers) runs, one row more does not (10 rows of 6 values above).
   Capabilities small = gpu;
-  small.maxRange = 1 << 10;
+  small.maxRange = small.rangeAlign + 64 * 6 * 4;
+  CHECK(vkdml::detail::MaxTensorBytes(VKDML_OPERATOR_EMBEDDING_BAG, small) == 64 * 6 * 4);
   BagCase wide = c;
+  wide.rows = 64;
+  CHECK(choose(wide, small, &set).ok());
+  CHECK(!set.large);
+  wide.rows = 65;
+  CHECK(choose(wide, small, &set).status == Status::Unsupported);
+  small.maxRange = 1 << 10;
   wide.rows = 100;
   const Result r = choose(wide, small, &set);
   CHECK(r.status == Status::Unsupported);

@@ -143,7 +143,8 @@ TEST_CASE_METHOD(Fixture, "CheckFeatureSupport", "[validation][device]") {
   };
   expect(Dev().CheckFeatureSupport(DML_FEATURE(7), sizeof q, &q, sizeof d, &d),
          "CheckFeatureSupport: feature is 7, expected DML_FEATURE_TENSOR_DATA_TYPE_SUPPORT (0), "
-         "VKDML_FEATURE_REDUCTION_SUPPORT (0x10001) or VKDML_FEATURE_BINDING_ALIGNMENT (0x10002)");
+         "VKDML_FEATURE_REDUCTION_SUPPORT (0x10001), VKDML_FEATURE_BINDING_ALIGNMENT (0x10002) or "
+         "VKDML_FEATURE_TENSOR_SIZE (0x10003)");
   expect(Dev().CheckFeatureSupport(DML_FEATURE_TENSOR_DATA_TYPE_SUPPORT, 8, &q, sizeof d, &d),
          "CheckFeatureSupport(DML_FEATURE_TENSOR_DATA_TYPE_SUPPORT): query is 8 bytes, expected 4 "
          "bytes");
@@ -172,6 +173,39 @@ TEST_CASE_METHOD(Fixture, "CheckFeatureSupport", "[validation][device]") {
   expect(Dev().CheckFeatureSupport(VKDML_FEATURE_REDUCTION_SUPPORT, sizeof rq, &rq, sizeof rd, &rd),
          "CheckFeatureSupport(VKDML_FEATURE_REDUCTION_SUPPORT): DataType is 0, expected a "
          "DML_TENSOR_DATA_TYPE from FLOAT32 (1) to INT64 (11)");
+  // The largest tensor: any size where the large path takes the operator, one descriptor's for
+  // embedding bags and block-quantized gathers (test_embedding_bag.cpp compiles both sides of
+  // that line).
+  const auto caps = CapabilitiesOf(Dev());
+  for (DML_OPERATOR_TYPE type :
+       {DML_OPERATOR_GATHER, DML_OPERATOR_SCATTER_ELEMENTS, DML_OPERATOR_GATHER_ELEMENTS,
+        DML_OPERATOR_GATHER_ND, DML_OPERATOR_SCATTER_ND, DML_OPERATOR_GATHER_ND1,
+        VKDML_OPERATOR_SCATTER_ND_REDUCE, VKDML_OPERATOR_SCATTER_ELEMENTS_REDUCE,
+        VKDML_OPERATOR_GATHER_QUANTIZED_ROWS, VKDML_OPERATOR_SCATTER_QUANTIZED_ROWS,
+        VKDML_OPERATOR_EMBEDDING_BAG, VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED}) {
+    INFO("operator type " << UINT(type));
+    VKDML_FEATURE_QUERY_TENSOR_SIZE sq = {type};
+    VKDML_FEATURE_DATA_TENSOR_SIZE sd = {};
+    REQUIRE(Dev().CheckFeatureSupport(VKDML_FEATURE_TENSOR_SIZE, sizeof sq, &sq, sizeof sd, &sd));
+    const bool oneDescriptor =
+        type == VKDML_OPERATOR_EMBEDDING_BAG || type == VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED;
+    CHECK(sd.MaxTensorBytes ==
+          (oneDescriptor ? Dev().Info().maxStorageBufferRange - caps.rangeAlign : UINT64(-1)));
+  }
+  VKDML_FEATURE_QUERY_TENSOR_SIZE sq = {VKDML_OPERATOR_OUT_OF_RANGE};
+  VKDML_FEATURE_DATA_TENSOR_SIZE sd = {};
+  expect(Dev().CheckFeatureSupport(VKDML_FEATURE_TENSOR_SIZE, sizeof sq, &sq, sizeof sd, &sd),
+         "CheckFeatureSupport(VKDML_FEATURE_TENSOR_SIZE): OperatorType is "
+         "VKDML_OPERATOR_OUT_OF_RANGE; ask for the operator it wraps");
+  sq.OperatorType = DML_OPERATOR_INVALID;
+  const Result unknown =
+      Dev().CheckFeatureSupport(VKDML_FEATURE_TENSOR_SIZE, sizeof sq, &sq, sizeof sd, &sd);
+  CHECK(unknown.status == Status::InvalidArgument);
+  CHECK(unknown.message.rfind("CheckFeatureSupport(VKDML_FEATURE_TENSOR_SIZE): OperatorType is 0, "
+                              "expected DML_OPERATOR_GATHER (67), ",
+                              0) == 0);
+  expect(Dev().CheckFeatureSupport(VKDML_FEATURE_TENSOR_SIZE, sizeof sq, &sq, 4, &sd),
+         "CheckFeatureSupport(VKDML_FEATURE_TENSOR_SIZE): support is 4 bytes, expected 8 bytes");
   VKDML_FEATURE_QUERY_BINDING_ALIGNMENT aq = {DML_TENSOR_DATA_TYPE(99)};
   VKDML_FEATURE_DATA_BINDING_ALIGNMENT ad = {};
   expect(Dev().CheckFeatureSupport(VKDML_FEATURE_BINDING_ALIGNMENT, sizeof aq, &aq, 2, &ad),

@@ -34,8 +34,9 @@ const char kDevicesUsage[] =
     "storage buffer access for 1- and 2-byte data types, which otherwise move in 32-bit words;\n"
     "the timeline semaphore; float64 arithmetic and the 64-bit and float atomics the scatter\n"
     "reductions use). Then what Device::CheckFeatureSupport says of it: the data types it\n"
-    "runs, those whose scatter reductions (ADD, MULTIPLY, MAX, MIN, MEAN) it runs, and the types\n"
-    "whose binding offsets must be multiples of 4 bytes. '*' marks the device used when\n"
+    "runs, those whose scatter reductions (ADD, MULTIPLY, MAX, MIN, MEAN) it runs, the types\n"
+    "whose binding offsets must be multiples of 4 bytes, and the operators whose tensors must\n"
+    "fit one binding (their largest TotalTensorSizeInBytes). '*' marks the device used when\n"
     "--device is not given.\n";
 
 const char* DeviceTypeName(VkPhysicalDeviceType t) {
@@ -59,8 +60,8 @@ std::string Version(uint32_t v) {
 }
 
 // What Device::CheckFeatureSupport says of physical device `index`, a line each: the data types
-// it runs, those with every reduction (and any it does not), and the binding alignments past
-// the element size.
+// it runs, those with every reduction (and any it does not), the binding alignments past the
+// element size, and the operators whose tensors have a largest size.
 void PrintSupport(size_t index) {
   using namespace vkdml;
   DeviceDesc desc;
@@ -103,6 +104,33 @@ void PrintSupport(size_t index) {
   if (!unreduced.empty()) std::printf("     no reductions on:%s\n", unreduced.c_str());
   if (!aligned.empty())
     std::printf("     binding offsets in multiples of 4 bytes:%s\n", aligned.c_str());
+  // The largest tensor of each operator: any size where the large path takes it.
+  struct {
+    DML_OPERATOR_TYPE type;
+    const char* name;
+  } const kOperators[] = {{DML_OPERATOR_GATHER, "GATHER"},
+                          {DML_OPERATOR_SCATTER_ELEMENTS, "SCATTER_ELEMENTS"},
+                          {DML_OPERATOR_GATHER_ELEMENTS, "GATHER_ELEMENTS"},
+                          {DML_OPERATOR_GATHER_ND, "GATHER_ND"},
+                          {DML_OPERATOR_SCATTER_ND, "SCATTER_ND"},
+                          {DML_OPERATOR_GATHER_ND1, "GATHER_ND1"},
+                          {VKDML_OPERATOR_SCATTER_ND_REDUCE, "SCATTER_ND_REDUCE"},
+                          {VKDML_OPERATOR_SCATTER_ELEMENTS_REDUCE, "SCATTER_ELEMENTS_REDUCE"},
+                          {VKDML_OPERATOR_GATHER_QUANTIZED_ROWS, "GATHER_QUANTIZED_ROWS"},
+                          {VKDML_OPERATOR_SCATTER_QUANTIZED_ROWS, "SCATTER_QUANTIZED_ROWS"},
+                          {VKDML_OPERATOR_EMBEDDING_BAG, "EMBEDDING_BAG"},
+                          {VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED, "GATHER_BLOCK_QUANTIZED"}};
+  std::string bounded;
+  for (const auto& op : kOperators) {
+    VKDML_FEATURE_QUERY_TENSOR_SIZE sq = {op.type};
+    VKDML_FEATURE_DATA_TENSOR_SIZE sd = {};
+    if (device->CheckFeatureSupport(VKDML_FEATURE_TENSOR_SIZE, sizeof sq, &sq, sizeof sd, &sd) &&
+        sd.MaxTensorBytes != UINT64_MAX)
+      bounded += std::string(" ") + op.name + " " + std::to_string(sd.MaxTensorBytes) + " bytes,";
+  }
+  if (!bounded.empty()) bounded.pop_back();
+  std::printf("     largest tensor: any size (past maxStorageBufferRange: the large path)%s%s\n",
+              bounded.empty() ? "" : "; but", bounded.c_str());
 }
 
 int DevicesMain(int argc, char** argv) {

@@ -153,6 +153,35 @@ class PyDevice {
     return d.IsSupported != 0;
   }
 
+  // The largest tensor `function` (a module function's name) takes on this device, in bytes;
+  // None where the large path takes any size (VKDML_FEATURE_TENSOR_SIZE).
+  py::object MaxTensorBytes(const std::string& function) const {
+    static const std::pair<const char*, DML_OPERATOR_TYPE> kFunctions[] = {
+        {"gather", DML_OPERATOR_GATHER},
+        {"gather_elements", DML_OPERATOR_GATHER_ELEMENTS},
+        {"gather_nd", DML_OPERATOR_GATHER_ND1},
+        {"scatter_elements", DML_OPERATOR_SCATTER_ELEMENTS},
+        {"scatter_nd", DML_OPERATOR_SCATTER_ND},
+        {"dequantize_rows", VKDML_OPERATOR_GATHER_QUANTIZED_ROWS},
+        {"quantize_rows", VKDML_OPERATOR_SCATTER_QUANTIZED_ROWS},
+        {"gather_block_quantized", VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED},
+        {"embedding_bag", VKDML_OPERATOR_EMBEDDING_BAG}};
+    std::string names;
+    for (const auto& f : kFunctions) {
+      if (function != f.first) {
+        names += std::string(names.empty() ? "" : ", ") + f.first;
+        continue;
+      }
+      VKDML_FEATURE_QUERY_TENSOR_SIZE q = {f.second};
+      VKDML_FEATURE_DATA_TENSOR_SIZE d = {};
+      Check(state_->device->CheckFeatureSupport(VKDML_FEATURE_TENSOR_SIZE, sizeof q, &q, sizeof d,
+                                                &d));
+      return d.MaxTensorBytes == UINT64_MAX ? py::object(py::none())
+                                            : py::object(py::int_(d.MaxTensorBytes));
+    }
+    throw py::value_error("function is '" + function + "', expected one of " + names);
+  }
+
   std::vector<std::string> TakeMessages() {
     std::lock_guard<std::mutex> lock(state_->mutex);
     std::vector<std::string> out;
@@ -570,6 +599,7 @@ PYBIND11_MODULE(_vkdml, mod) {
       .def("supports", &PyDevice::Supports, py::arg("dtype"))
       .def("supports_reduction", &PyDevice::SupportsReduction, py::arg("dtype"),
            py::arg("reduction"))
+      .def("max_tensor_bytes", &PyDevice::MaxTensorBytes, py::arg("function"))
       .def("take_validation_messages", &PyDevice::TakeMessages)
       .def("tensor",
            [](py::object self, const py::array& a) {

@@ -434,6 +434,9 @@ enum DML_FEATURE : UINT {
   // vkdml's own. VKDML_FEATURE_QUERY_BINDING_ALIGNMENT -> VKDML_FEATURE_DATA_BINDING_ALIGNMENT:
   // what every DML_BUFFER_BINDING::Offset of a tensor of DataType must be a multiple of.
   VKDML_FEATURE_BINDING_ALIGNMENT = 0x10002,
+  // vkdml's own. VKDML_FEATURE_QUERY_TENSOR_SIZE -> VKDML_FEATURE_DATA_TENSOR_SIZE: the largest
+  // TotalTensorSizeInBytes this device takes for a tensor of an operator of OperatorType.
+  VKDML_FEATURE_TENSOR_SIZE = 0x10003,
 };
 
 struct DML_FEATURE_QUERY_TENSOR_DATA_TYPE_SUPPORT {
@@ -457,6 +460,16 @@ struct VKDML_FEATURE_QUERY_BINDING_ALIGNMENT {
 // types also need OutputTensor's offset to be a multiple of 4, on every device.)
 struct VKDML_FEATURE_DATA_BINDING_ALIGNMENT {
   UINT OffsetAlignment;
+};
+struct VKDML_FEATURE_QUERY_TENSOR_SIZE {
+  DML_OPERATOR_TYPE OperatorType;  // not VKDML_OPERATOR_OUT_OF_RANGE: the operator it wraps
+};
+// UINT64_MAX where tensors past maxStorageBufferRange take the large path (only the device's
+// allocations bound them). VKDML_OPERATOR_EMBEDDING_BAG's and _GATHER_BLOCK_QUANTIZED's must fit
+// one descriptor: maxStorageBufferRange less the larger of minStorageBufferOffsetAlignment and
+// 16 bytes; CompileOperator refuses a larger one (Unsupported).
+struct VKDML_FEATURE_DATA_TENSOR_SIZE {
+  UINT64 MaxTensorBytes;
 };
 
 // DirectML binds an ID3D12Resource; vkdml binds a VkBuffer. Offset and SizeInBytes are bytes.

@@ -650,6 +650,17 @@ def test_device_queries(device):
     for dtype in DATA_TYPES:
         assert device.supports(dtype)  # every type on every device
     assert device.supports_reduction(np.int32, "add")
+    # Any size on the large path; embedding bags' and block-quantized gathers' tensors fit one
+    # binding, less its offset alignment (at least 16 bytes).
+    for function in ("gather", "gather_elements", "gather_nd", "scatter_elements", "scatter_nd",
+                     "dequantize_rows", "quantize_rows"):
+        assert device.max_tensor_bytes(function) is None, function
+    one = device.limits["max_storage_buffer_range"] - device.max_tensor_bytes("embedding_bag")
+    assert 16 <= one <= 4096
+    assert device.max_tensor_bytes("gather_block_quantized") == \
+        device.max_tensor_bytes("embedding_bag")
+    with pytest.raises(ValueError, match="function is 'scatter', expected one of gather, "):
+        device.max_tensor_bytes("scatter")
     with pytest.raises(TypeError, match="dtype is complex128, expected one of"):
         device.supports(np.complex128)
     with pytest.raises(ValueError,

@@ -40,8 +40,10 @@ class Device(_NativeDevice):
     take_validation_messages() returns.
 
     name, driver, limits (a dict), features (the optional Vulkan features vkdml enabled),
-    supports(dtype) and supports_reduction(dtype, reduction) (Device::CheckFeatureSupport),
-    tensor(array) (an array copied to the device), empty(dtype, shape)."""
+    supports(dtype), supports_reduction(dtype, reduction) and max_tensor_bytes(function) (the
+    largest tensor a function of this module takes here, None for any size)
+    (Device::CheckFeatureSupport), tensor(array) (an array copied to the device),
+    empty(dtype, shape)."""
 
     def __init__(self, index=None, validation=False):
         if index is not None and (isinstance(index, bool) or not isinstance(index, int)):
