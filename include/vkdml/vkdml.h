@@ -238,9 +238,10 @@ class Device {
   // DirectML's IDMLDevice::CheckFeatureSupport: answers `query` (querySize bytes, the query
   // struct dml.h names for `feature`) in `support` (supportSize bytes, its data struct). Every
   // data type runs on every device (1- and 2-byte ones in 32-bit words where the device lacks
-  // 8/16-bit storage: see VKDML_FEATURE_BINDING_ALIGNMENT); a reduction is unsupported where its
-  // arithmetic needs what the device lacks (FLOAT64 without shaderFloat64). An unknown feature or
-  // data type, or a size that is not the struct's: InvalidArgument.
+  // 8/16-bit storage: see VKDML_FEATURE_BINDING_ALIGNMENT), and every reduction on it (FLOAT64
+  // without shaderFloat64 in integer arithmetic); a tensor larger than VKDML_FEATURE_TENSOR_SIZE
+  // says is refused at CompileOperator. An unknown feature, data type
+  // or operator type, or a size that is not the struct's: InvalidArgument.
   virtual Result CheckFeatureSupport(DML_FEATURE feature, UINT querySize, const void* query,
                                      UINT supportSize, void* support) const = 0;
 };
