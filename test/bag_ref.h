@@ -143,6 +143,17 @@ inline std::vector<float> Reference(const BagCase& c, const std::vector<float>& 
   return out;
 }
 
+// The image of c's index-typed tensor t (IndicesTensor or OffsetsTensor) holding `values`,
+// `stride` elements apart, the gaps 0xA5; values past t's bytes (a raw descriptor's) left out.
+inline Bytes BagIndexBytes(const BagCase& c, const TensorDesc& t,
+                           const std::vector<int64_t>& values, UINT stride) {
+  Bytes bytes(t.Total(), 0xA5);
+  const UINT es = ref::ElementSize(c.indexType);
+  for (size_t i = 0; i < values.size() && (i * stride + 1) * es <= bytes.size(); ++i)
+    ref::WriteIndex(c.indexType, bytes.data() + i * stride * es, values[i]);
+  return bytes;
+}
+
 // The output against the reference, element by element: the same bits, or both NaNs (their
 // bits are unspecified); the gaps between rows as they were (`before`). "" where it matches, else
 // what differs first.

@@ -75,15 +75,6 @@ Result Compile(Device& device, const DML_OPERATOR_DESC& desc, UINT flags,
   return device.CompileOperator(*op, flags, out);
 }
 
-Bytes OffsetBytes(const BagCase& c, const TensorDesc& t, const std::vector<int64_t>& values,
-                  UINT stride) {
-  Bytes bytes(t.Total(), 0xA5);
-  const UINT es = ref::ElementSize(c.indexType);
-  for (size_t i = 0; i < values.size(); ++i)
-    ref::WriteIndex(c.indexType, bytes.data() + i * stride * es, values[i]);
-  return bytes;
-}
-
 // Builds, fills and runs c (flags: the compile flags), and checks it.
 void RunCase(Rng& rng, const BagCase& c, UINT flags = DML_EXECUTION_FLAG_NONE) {
   BagBuilt b;
@@ -111,8 +102,8 @@ void RunCase(Rng& rng, const BagCase& c, UINT flags = DML_EXECUTION_FLAG_NONE) {
     }
     weights[e] = w;
   }
-  const Bytes indexBytes = OffsetBytes(c, b.indices, c.indices, c.indexStride);
-  const Bytes offsetBytes = OffsetBytes(c, b.offsets, c.offsets, c.offsetStride);
+  const Bytes indexBytes = BagIndexBytes(c, b.indices, c.indices, c.indexStride);
+  const Bytes offsetBytes = BagIndexBytes(c, b.offsets, c.offsets, c.offsetStride);
   std::unique_ptr<CompiledOperator> compiled;
   Result r = Compile(Dev(), b.op, flags, &compiled);
   INFO(Str(r));
@@ -290,8 +281,8 @@ TEST_CASE_METHOD(Fixture, "Embedding bags: checked mode and ERROR", "[bag]") {
     Bytes table(b.table.Total(), 0);
     std::vector<float> out(3 * 6);
     const Result r = Dev().Run(*compiled,
-                               {table.data(), OffsetBytes(k, b.indices, k.indices, 1).data(),
-                                OffsetBytes(k, b.offsets, k.offsets, 1).data()},
+                               {table.data(), BagIndexBytes(k, b.indices, k.indices, 1).data(),
+                                BagIndexBytes(k, b.offsets, k.offsets, 1).data()},
                                {out.data()});
     CHECK(r.status == Status::IndexOutOfRange);
     CHECK(r.message == "EMBEDDING_BAG: IndicesTensor[0,2] is 9, outside the valid range [-5, 4]");
@@ -325,8 +316,8 @@ TEST_CASE_METHOD(Fixture, "Embedding bags: bindings at offsets", "[bag]") {
     std::memcpy(weightBytes.data() + 2 * e, &h, 2);
     weights[e] = HalfValue(h);
   }
-  const Bytes images[4] = {table, OffsetBytes(c, b.indices, c.indices, 1),
-                           OffsetBytes(c, b.offsets, c.offsets, 1), weightBytes};
+  const Bytes images[4] = {table, BagIndexBytes(c, b.indices, c.indices, 1),
+                           BagIndexBytes(c, b.offsets, c.offsets, 1), weightBytes};
   std::unique_ptr<CompiledOperator> compiled;
   REQUIRE(Compile(Dev(), b.op, DML_EXECUTION_FLAG_NONE, &compiled).ok());
   // Inputs from byte 12, each after the last and 20 guard bytes, on its element size (8: the

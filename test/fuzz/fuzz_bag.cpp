@@ -30,16 +30,6 @@ int64_t Near(Decoder& d, UINT n, DML_TENSOR_DATA_TYPE type) {
   return int64_t(d.Byte() % (2 * n + 3)) - (isSigned ? int64_t(n) + 1 : 0);
 }
 
-// The images of c's index-typed tensor `t` holding `values`, `stride` elements apart.
-vt::Bytes IndexImage(const vt::BagCase& c, const vt::TensorDesc& t,
-                     const std::vector<int64_t>& values, UINT stride) {
-  vt::Bytes bytes(t.Total(), 0xA5);
-  const UINT es = ref::ElementSize(c.indexType);
-  for (size_t i = 0; i < values.size() && (i * stride + 1) * es <= bytes.size(); ++i)
-    ref::WriteIndex(c.indexType, bytes.data() + i * stride * es, values[i]);  // raw: may not fit
-  return bytes;
-}
-
 }  // namespace
 
 int RunEmbeddingBag(Decoder& d) {
@@ -80,7 +70,6 @@ int RunEmbeddingBag(Decoder& d) {
   const UINT entries = d.In(0, 12), bounds = d.In(0, 5) + (c.includeLast ? 1 : 0);
   for (UINT e = 0; e < entries; ++e) c.indices.push_back(Near(d, c.rows, c.indexType));
   for (UINT b = 0; b < bounds; ++b) c.offsets.push_back(Near(d, entries, c.indexType) / 2);
-  if (c.includeLast && c.offsets.empty()) c.offsets.push_back(0);
   vt::BagBuilt b;
   vt::Build(c, &b);
   if (raw) {  // one field from the input
@@ -140,8 +129,8 @@ int RunEmbeddingBag(Decoder& d) {
     }
     weights[e] = w;
   }
-  const vt::Bytes indexImage = IndexImage(c, b.indices, c.indices, c.indexStride);
-  const vt::Bytes offsetImage = IndexImage(c, b.offsets, c.offsets, c.offsetStride);
+  const vt::Bytes indexImage = vt::BagIndexBytes(c, b.indices, c.indices, c.indexStride);
+  const vt::Bytes offsetImage = vt::BagIndexBytes(c, b.offsets, c.offsets, c.offsetStride);
   vt::Bytes got(b.output.Total(), 0xA5);
   const vt::Bytes before = got;
   std::vector<const void*> inputs = {tableImage.data(), indexImage.data(), offsetImage.data()};
@@ -163,7 +152,7 @@ int RunEmbeddingBag(Decoder& d) {
   };
   for (UINT bag = 0; bag < c.Bags(); ++bag)
     for (UINT64 e = bound(bag); e < bound(bag + 1); ++e) inBags[e] = c.indices[e];
-  const vt::Bytes checkedImage = IndexImage(c, b.indices, inBags, c.indexStride);
+  const vt::Bytes checkedImage = vt::BagIndexBytes(c, b.indices, inBags, c.indexStride);
   const ref::IndexError err = ref::FirstError(b.indices.Ref(), checkedImage.data(),
                                               [&](const ref::Coord&) { return c.rows; });
   const bool checked =
