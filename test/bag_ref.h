@@ -98,22 +98,26 @@ inline float Round(float f) {
   return v;
 }
 
+// Bound b of the bags (b <= bags): OffsetsTensor's entry b clamped into [0, entries], or (the
+// last, without include_last_offset) the entry count.
+inline UINT BagBound(const BagCase& c, UINT b) {
+  const UINT n = c.Entries();
+  if (b >= c.offsets.size()) return n;
+  const int64_t o = c.offsets[b];
+  if (IsSigned(c.indexType) && o < 0) return 0;
+  return uint64_t(o) > n ? n : UINT(o);
+}
+
 // The bag's reference, value by value: dml.h's definition read literally.
 inline std::vector<float> Reference(const BagCase& c, const std::vector<float>& table,
                                     const std::vector<float>& weights) {
-  const UINT n = c.Entries(), bags = c.Bags();
-  auto bound = [&](UINT b) -> UINT {
-    if (b >= c.offsets.size()) return n;
-    const int64_t o = c.offsets[b];
-    if (IsSigned(c.indexType) && o < 0) return 0;
-    return uint64_t(o) > n ? n : UINT(o);
-  };
+  const UINT bags = c.Bags();
   std::vector<float> out(size_t(bags) * c.width, 0);
   for (UINT b = 0; b < bags; ++b)
     for (UINT v = 0; v < c.width; ++v) {
       float acc = 0;
       UINT count = 0;
-      for (UINT e = bound(b); e < bound(b + 1); ++e) {
+      for (UINT e = BagBound(c, b); e < BagBound(c, b + 1); ++e) {
         int64_t i = c.indices[e];
         const bool isSigned = IsSigned(c.indexType);
         const bool inRange =

@@ -145,13 +145,8 @@ int RunEmbeddingBag(Decoder& d) {
   // A checked run reports the first out-of-range index among the bags' entries (the others are
   // never read): the reference's, with every other entry made 0.
   std::vector<int64_t> inBags(c.Entries(), 0);
-  const auto bound = [&](UINT i) -> UINT64 {  // as the reference's
-    if (i >= c.offsets.size()) return c.Entries();
-    const int64_t o = c.offsets[i];
-    return vt::IsSigned(c.indexType) && o < 0 ? 0 : std::min<uint64_t>(o, c.Entries());
-  };
   for (UINT bag = 0; bag < c.Bags(); ++bag)
-    for (UINT64 e = bound(bag); e < bound(bag + 1); ++e) inBags[e] = c.indices[e];
+    for (UINT e = vt::BagBound(c, bag); e < vt::BagBound(c, bag + 1); ++e) inBags[e] = c.indices[e];
   const vt::Bytes checkedImage = vt::BagIndexBytes(c, b.indices, inBags, c.indexStride);
   const ref::IndexError err = ref::FirstError(b.indices.Ref(), checkedImage.data(),
                                               [&](const ref::Coord&) { return c.rows; });
