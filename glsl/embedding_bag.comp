@@ -9,9 +9,19 @@
 //   in entry order, each step rounded once in float32 (glsl/arith.glsl, as a float32 reduction's,
 //   denormals kept by _dp and _w), then rounded to OutputTensor's type. TABLE: 32 (FLOAT32
 //   values), 16 (FLOAT16), 8 (Q8_0 blocks) or 4 (Q4_0).
+// On the large path (InputTensor past the binding range; lib/kernel_bag.cpp), the bag's entries
+// go in chunks, each fetched and then folded:
+// FETCH (LARGE=1): the rows of the chunk's entries [begin, end) whose first byte lies in this
+//   dispatch's window of the table, each to its slot in the scratch (ROW_SLOT), copied in whole
+//   words, so a row keeps its byte within its first word (0 or 2).
+// FETCHED: the Bag stage reading those slots for the table: it folds the entries [begin, end) of
+//   every bag, carrying a bag begun before them in the scratch.
 // INDEX64: 64-bit indices and offsets.
 #extension GL_GOOGLE_include_directive : require
 #define ELEM 4  // arith.glsl and divide.glsl on float32 bits
+#ifndef FETCHED
+#define FETCHED 0
+#endif
 #include "common.glsl"
 #include "index.glsl"
 #include "arith.glsl"
@@ -21,8 +31,16 @@ layout(local_size_x_id = VKDML_SPEC_GROUP_SIZE) in;  // Capabilities::groupSize
 layout(constant_id = VKDML_SPEC_OUTPUT_SIZE) const uint kOutputSize = 4;
 
 layout(std430, set = 0, binding = VKDML_BIND_SOURCE) restrict readonly buffer Source {
+#if FETCHED
+  uint sourceWords[];  // the table, not read: its rows are the scratch's slots
+#else
   uint tableWords[];  // the pass's source: the table, OffsetsTensor or PerSampleWeightsTensor
+#endif
 };
+#if FETCHED
+#define tableWords scratch  // rowValues (and quantized.glsl) read a row from its slot
+#endif
+#define ROW_SLOT(w) scratch[scratchAt.rows + (w)]
 layout(std430, set = 0, binding = VKDML_BIND_OUTPUT) restrict buffer Output { uint outputWords[]; };
 
 // Each loop's stride: every invocation's (at most 65535 * 1024, below 2^26). A loop counts at
@@ -55,6 +73,24 @@ void main() {
       bound = negative ? 0u : hi != 0u ? entries : min(lo, entries);
     }
     BOUND(b) = bound;
+  }
+}
+#elif defined(FETCH)
+void main() {
+  const uint p = pc.plan;
+  const uint count = loopCount(p);  // the chunk's entries times a slot's words
+  const uint slot = VKDML_AT(plans[p].sizes, 1);
+  const uint rows = VKDML_AT(plans[p].tupleSize, 0), rowStride = VKDML_AT(plans[p].tupleStride, 0);
+  const uint rowBytes = plans[p].params.x;
+  for (uint i = gl_GlobalInvocationID.x; i < count; i += kStep) {
+    const uint t = divideBySize(p, 1u, i), w = i - t * slot;  // the entry's slot, its word
+    const uint e = pc.begin + t;
+    const uint row =
+        clampIndex(readIndex(e * plans[p].componentStride - lpc.indicesStart), rows, e);
+    if (kDrop && row == VKDML_DROPPED) continue;
+    const uint at = ownedOffset(product2x32(row, rowStride));  // bytes, its window's start on 4
+    if (at != VKDML_NOT_OWNED && w < ((at & 3u) + rowBytes + 3u) >> 2)
+      ROW_SLOT(t * slot + w) = tableWords[(at >> 2) + w];
   }
 }
 #elif defined(WEIGHTS)
@@ -109,13 +145,22 @@ void main() {
   for (uint i = gl_GlobalInvocationID.x; i < count; i += kStep) {
     const uvec4 at = loopOffsets(p, kRank, i);  // x: the output's byte, y: the first value, w: bag
     const uint start = BOUND(at.w), length = max(BOUND(at.w + 1u), start) - start;
+#if FETCHED
+    // This dispatch's entries [begin, end) of all bags (the last dispatch's end: 2^32 - 1): a bag
+    // starting after them is a later dispatch's, one ending before them an earlier one's.
+    if (start >= pc.end || (start < pc.begin && start + length <= pc.begin)) continue;
+    const bool carried = start < pc.begin;
+    const uint from = max(start, pc.begin), to = min(start + length, pc.end);
+#else
     // This dispatch's entries of the bag, [begin, end) from its start (every one, but where
     // loops are bounded: lib/kernel_bag.cpp); an earlier dispatch finished a bag this short.
     if (pc.begin > 0u && pc.begin >= length) continue;
+    const bool carried = pc.begin > 0u;
     const uint from = start + pc.begin, to = start + min(length, pc.end);
+#endif
     uvec4 acc = uvec4(0u);  // +0
     uint n = 0u;            // the rows folded
-    if (pc.begin > 0u) {
+    if (carried) {
       for (uint k = 0u; k < 4u; ++k) acc[k] = PARTIAL(i * VKDML_BAG_PARTIAL_WORDS + k);
       n = PARTIAL(i * VKDML_BAG_PARTIAL_WORDS + 4u);
     }
@@ -131,7 +176,12 @@ void main() {
           v[j] = uvec4(fill);
         } else {
           used[j] = row != padding;
+#if FETCHED  // the row's slot, from the byte of its first word the row starts on
+          const uint first = (scratchAt.rows + (e + j - pc.begin) * options.w) * 4u;
+          if (used[j]) v[j] = rowValues(first + ((row * rowStride) & 3u), at.y, width);
+#else
           if (used[j]) v[j] = rowValues(pc.srcBase + row * rowStride, at.y, width);
+#endif
         }
       }
       for (uint j = 0u; j < kBatch; ++j) {  // folded in entry order

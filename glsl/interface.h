@@ -145,7 +145,8 @@ struct PackedPlan {
   uvec4 tupleSize[VKDML_DIM_VECS];    // size of the dimension index component j addresses
   uvec4 tupleStride[VKDML_DIM_VECS];  // indexed-side stride of that dimension
   // A kernel's own values. embedding_bag.comp: VKDML_BAG_* bits, the row whose entries are
-  // skipped (VKDML_NO_PADDING: none), the values in a row, and 0. dequantize_blocks.comp: the
+  // skipped (VKDML_NO_PADDING: none), the values in a row, and (FETCHED) a row slot's words;
+  // (FETCH) a row's bytes. dequantize_blocks.comp: the
   // values after the quantize axis (inner), along it, its blocks and the block size; (SCALES)
   // 0, 0, 0 and the type's zero point.
   uvec4 params;
@@ -163,6 +164,7 @@ struct Push {
   uint end;        // indexed_runs.comp: begin is the dispatch's first run; scatter_ties.comp
                    // (WRITE): end is OutputTensor's span in elements; embedding_bag.comp: the
                    // entries of each bag this dispatch folds, [begin, end) from the bag's start
+                   // (FETCH, FETCHED: the entries [begin, end) of all bags)
 };
 
 // Push constants of the large path's dispatches (modules built with LARGE=1, for tensors past
@@ -221,6 +223,8 @@ struct SortPush {
 //   as float32 (a word per entry), written by its first passes; partials: where loops are
 //   bounded, its folds carried from one dispatch to the next (VKDML_BAG_PARTIAL_WORDS a group
 //   of 4 values: the 4 partial results, then the rows folded);
+// - rows: on the large path, an embedding bag's rows of a chunk of entries (an entry a slot of
+//   params.w words: embedding_bag.comp, FETCH), fetched from the table's windows;
 // - blocks: a block-quantized gather's scale (float32 bits) and zero point (an int) of each block,
 //   two words a block in ScaleTensor's row-major order, written by its first passes.
 // A deterministic float MAX or MIN (glsl/ties.glsl) takes the sort's regions instead: a tie
@@ -236,7 +240,7 @@ struct ScratchLayout {
   uint weights;
   uint partials;
   uint blocks;
-  uint unused0;
+  uint rows;
   uint unused1;
   uint unused2;
 };

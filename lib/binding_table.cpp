@@ -435,7 +435,8 @@ Result BindingTableImpl::Record(VkCommandBuffer cmd) {
     if (step.skipInPlace && inPlace) continue;
     if (!first) Barrier(cmd, compute, readWrite, compute, readWrite);
     first = false;
-    if (kernels.large && !step.plain.sortStep) {  // a sort's steps touch only the scratch
+    // A sort's steps touch only the scratch; a whole kernel nothing past a descriptor.
+    if (kernels.large && !step.plain.sortStep && !step.plain.whole) {
       DispatchLarge(cmd, wide ? step.wide : step.plain, setOfChosen);
       bound = VK_NULL_HANDLE;  // DispatchLarge bound its own sets
       continue;

@@ -4,6 +4,10 @@
 // (PackedPlan::params), so one pipeline serves bags of any shape. Like the quantized rows' kernels
 // they read and write 32-bit words on every device, so every binding starts on a word
 // (KernelSet::wordBindings), and their bases are bytes (Kernel::unit 1).
+// On the large path (the table past the binding range) the Bag pass takes the entries in chunks:
+// each chunk's rows fetched from the table's windows into the scratch, then folded from there
+// in entry order, each bag's fold carried from chunk to chunk. The other tensors must each fit
+// one descriptor: every pass but the fetch is dispatched as off the large path (Kernel::whole).
 #include <algorithm>
 
 #include "kernel_choice.h"
@@ -15,6 +19,13 @@ namespace {
 // The fewest entries a dispatch folds where loops are bounded: its loop iterations beside the
 // entries' (the mean's division, the grid-stride loop) are few.
 constexpr UINT64 kBagChunkFloor = 64;
+
+// The most scratch a chunk's fetched rows take on the large path (less where windows are
+// smaller: half a window).
+constexpr UINT64 kFetchBytes = UINT64(32) << 20;
+
+// The most dispatches of the fetch (chunks times windows of the table).
+constexpr UINT64 kMaxFetches = 1 << 16;
 
 // The table's token: "f32", "f16", "q8_0" or "q4_0".
 std::string TableToken(VKDML_QUANTIZED_FORMAT format, UINT elemSize) {
@@ -34,16 +45,106 @@ std::string ArithSuffix(VKDML_EMBEDDING_BAG_MODE mode, const std::string& table,
 
 // "bag_bounds_i32", "bag_weights", "embedding_bag_q4_0_i64_w".
 std::string BagModule(Pass::Kind kind, const std::string& table, UINT indexSize,
-                      const std::string& arith) {
+                      const std::string& arith, bool fetched = false) {
   if (kind == Pass::Kind::Bounds) return "bag_bounds" + IndexSuffix(indexSize);
   if (kind == Pass::Kind::Weights) return "bag_weights";
-  return "embedding_bag_" + table + IndexSuffix(indexSize) + arith;
+  return "embedding_bag_" + table + IndexSuffix(indexSize) + arith + (fetched ? "_fetched" : "");
+}
+std::string FetchModule(UINT indexSize) {
+  return "bag_fetch" + IndexSuffix(indexSize) + "_large";
+}
+
+// On the large path only the table may pass the binding range, and the loops stay below 2^32.
+Result CheckLargeBag(const Choice& c) {
+  const OperatorImpl& op = c.op;
+  for (const auto* tensors : {&op.inputs, &op.outputs})
+    for (const Tensor& t : *tensors)
+      if (&t != &op.inputs[0] && Windowed(c.caps, t))
+        return Fail(Status::Unsupported, op.name, ": ", t.field, " takes ", t.totalBytes,
+                    " bytes, past this device's maxStorageBufferRange (", c.caps.maxRange,
+                    " bytes) less its offset alignment (", c.caps.rangeAlign,
+                    "): only InputTensor, the table, may pass it");
+  for (const Pass& pass : op.passes)
+    if (pass.plan.count > 0xFFFFFFFFu)
+      return Fail(Status::Unsupported, op.name, ": 2^32 or more ",
+                  pass.kind == Pass::Kind::Bag ? "groups of 4 output values" : "bags",
+                  " are not supported");
+  return {};
+}
+
+// The large path's Bag pass (`fold` as chosen off it, over `slot`'s plan): chunks of at most
+// `chunk` entries, each a fetch dispatched per window of the table, then the fold of the chunk's
+// entries of every bag (glsl/embedding_bag.comp: FETCH, FETCHED).
+Result ChooseLargeBag(Choice& c, const Pass& pass, Step fold, UINT64 chunk) {
+  const OperatorImpl& op = c.op;
+  const Tensor& table = op.inputs[0];
+  const UINT64 rowBytes = UINT64(table.sizes[table.dims - 1]) * table.elemSize;
+  // A row's words from the word it starts in (on its byte 0, or 2 for FLOAT16 and quantized
+  // rows); the fetch reads them, up to the word holding the row's last byte, which lies up to
+  // `reach` bytes past the (word-aligned) end of the window holding its first.
+  const UINT64 slot = (rowBytes + 2 + 3) / 4, reach = (rowBytes + 2) / 4 * 4;
+  const std::vector<Span> windows = Windows(c.caps, table, reach);
+  if (windows.empty())
+    return Fail(Status::Unsupported, op.name, ": a row of InputTensor takes ", rowBytes,
+                " bytes, which leaves no window of it in this device's binding range (",
+                c.caps.maxRange, " bytes)");
+  const UINT64 budget = std::min(kFetchBytes, c.caps.maxRange / 2) / (slot * 4);
+  chunk = std::max<UINT64>(1, std::min({chunk, budget, std::max<UINT64>(op.entries, 1)}));
+  const UINT64 chunks = std::max<UINT64>(1, (op.entries + chunk - 1) / chunk);
+  if (chunks * windows.size() > kMaxFetches)
+    return Fail(Status::Unsupported, op.name, ": its ", op.entries, " entries would take ",
+                chunks * windows.size(), " fetches of ", rowBytes,
+                "-byte rows through windows of this device's binding range (", c.caps.maxRange,
+                " bytes); at most ", kMaxFetches);
+  Plan fetchPlan;  // a chunk's entries, a row's slot each
+  fetchPlan.AddDim(UINT(chunk), 0, 0, 0, 0);
+  fetchPlan.AddDim(UINT(slot), 0, 0, 0, 0);
+  fetchPlan.AddComponent(pass.plan.tupleSize[0], pass.plan.tupleStride[0]);
+  fetchPlan.componentStride = pass.plan.componentStride;
+  UINT fetchSlot = 0;
+  VKDML_TRY(c.Slot(fetchPlan, &fetchSlot));
+  c.set.plans[fetchSlot].params = {{UINT(rowBytes), 0, 0, 0}};
+  c.set.plans[fold.plain.slot].params[3] = UINT(slot);
+  Step fetch;
+  fetch.kind = Pass::Kind::Bag;  // its source is the table
+  Kernel& k = fetch.plain;
+  k.module = FetchModule(c.indexSize);
+  k.spec = c.Spec(fetchPlan);
+  k.spec[VKDML_SPEC_CHECKED] = false;  // the fold reports
+  k.spec[VKDML_SPEC_UNROLL] = 1;
+  k.slot = fetchSlot;
+  k.unit = k.indexedUnit = 1;
+  k.indexedTensor = Role::Input;
+  k.indexedReach = reach;
+  fold.plain.module += "_fetched";
+  fold.plain.whole = true;
+  for (UINT64 begin = 0; begin < chunks * chunk; begin += chunk) {
+    const UINT64 end = std::min(begin + chunk, UINT64(op.entries));
+    k.begin = fold.plain.begin = UINT(begin);
+    k.end = UINT(end);
+    fold.plain.end = begin + chunk < op.entries ? UINT(end) : 0xFFFFFFFFu;  // the last: any start
+    k.large.clear();
+    for (const Span& window : windows) {
+      LargeDispatch d;
+      d.count = UINT((end - begin) * slot);
+      d.groups = c.Groups((d.count + c.caps.groupSize - 1) / c.caps.groupSize);
+      d.indices = {0, op.Indices().totalBytes};
+      d.indexed = window;
+      k.large.push_back(d);
+    }
+    if (end > begin) c.set.steps.push_back(fetch);
+    c.set.steps.push_back(fold);
+  }
+  c.set.rowWords = chunk * slot;
+  if (chunks > 1) c.set.partialWords = pass.plan.count * VKDML_BAG_PARTIAL_WORDS;
+  return {};
 }
 
 }  // namespace
 
 Result ChooseBag(Choice& c, const Pass& pass) {
   const OperatorImpl& op = c.op;
+  if (c.large && pass.kind == Pass::Kind::Bounds) VKDML_TRY(CheckLargeBag(c));
   const std::string table = TableToken(op.format, op.inputs[0].elemSize);
   UINT slot = 0;
   VKDML_TRY(c.Slot(pass.plan, &slot));
@@ -64,6 +165,7 @@ Result ChooseBag(Choice& c, const Pass& pass) {
       {op.bagFlags | (op.outOfRange == VKDML_OUT_OF_RANGE_MODE_FILL ? VKDML_BAG_FILL : 0),
        op.padding, op.width, 0}};
   c.set.wordBindings = true;
+  step.plain.whole = c.large;
   if (pass.kind == Pass::Kind::Bounds) c.set.boundsWords = pass.plan.count;
   if (pass.kind == Pass::Kind::Weights) c.set.weightWords = pass.plan.count;
   if (pass.kind != Pass::Kind::Bag) {
@@ -81,6 +183,8 @@ Result ChooseBag(Choice& c, const Pass& pass) {
   const UINT64 chunk = std::max<UINT64>(kBagChunkFloor, c.caps.maxLoop / perInvocation / 2);
   step.plain.begin = 0;
   step.plain.end = 0xFFFFFFFFu;
+  if (c.large)
+    return ChooseLargeBag(c, pass, step, c.caps.maxLoop == UINT64(-1) ? UINT64(-1) : chunk);
   if (c.caps.maxLoop == UINT64(-1) || op.entries <= chunk) {
     c.set.steps.push_back(step);
     return {};
@@ -100,8 +204,10 @@ void ListBagModules(const ModuleSink& sink) {
     for (const char* table : {"f32", "f16", "q8_0", "q4_0"})
       for (auto mode : {VKDML_EMBEDDING_BAG_MODE_SUM, VKDML_EMBEDDING_BAG_MODE_MAX})
         ForEachCapabilities([&](const Capabilities& caps) {
-          sink(BagModule(Pass::Kind::Bag, table, index, ArithSuffix(mode, table, caps)));
+          for (bool fetched : {false, true})
+            sink(BagModule(Pass::Kind::Bag, table, index, ArithSuffix(mode, table, caps), fetched));
         });
+    sink(FetchModule(index));
   }
   sink(BagModule(Pass::Kind::Weights, "", 4, ""));
 }

@@ -54,6 +54,7 @@ Result PlaceScratch(const OperatorImpl& op, const Capabilities& caps, KernelSet&
   set.scratchAt.weights = place(set.weightWords);
   set.scratchAt.partials = place(set.partialWords);
   set.scratchAt.blocks = place(set.blockWords);
+  set.scratchAt.rows = place(set.rowWords);
   set.scratchWords = at;
   if (at * 4 <= caps.scratchRange) return {};
   const std::string what =
@@ -65,7 +66,9 @@ Result PlaceScratch(const OperatorImpl& op, const Capabilities& caps, KernelSet&
       : set.tallyWords ? Str("VKDML_REDUCE_FUNCTION_MEAN counts the updates of each of ",
                              set.tallyWords, " targets")
       : op.bag         ? Str("it keeps the bounds of ", set.boundsWords - 1, " bags",
-                     set.weightWords ? Str(" and ", set.weightWords, " weights") : "")
+                     set.weightWords ? Str(", ", set.weightWords, " weights") : "",
+                     set.partialWords ? Str(", ", set.partialWords, " words of partial folds") : "",
+                     set.rowWords ? Str(" and ", set.rowWords, " words of fetched rows") : "")
       : op.blockType   ? Str("it keeps the scale and zero point of each of ", op.blocks, " blocks")
                        : Str("its mask of the slices it overwrites");
   return Fail(Status::Unsupported, op.name, ": ", what, ", which needs ", at * 4,
@@ -178,8 +181,8 @@ Kernel Choice::Elementwise(std::string module, const Plan& plan, UINT slot, UINT
 }
 
 UINT64 MaxTensorBytes(DML_OPERATOR_TYPE type, const Capabilities& caps) {
-  // Not yet on the large path: an embedding bag's table would need windows that keep each bag's
-  // fold in entry order; a block-quantized gather's scales in the scratch grow with its table.
+  // Not on the large path: a block-quantized gather (its scales in the scratch grow with its
+  // table), an embedding bag's tensors but its table (kernel_bag.cpp).
   const bool oneDescriptor =
       type == VKDML_OPERATOR_EMBEDDING_BAG || type == VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED;
   return oneDescriptor ? caps.maxRange - caps.rangeAlign : UINT64(-1);
@@ -187,7 +190,7 @@ UINT64 MaxTensorBytes(DML_OPERATOR_TYPE type, const Capabilities& caps) {
 
 Result ChooseKernels(const OperatorImpl& op, UINT flags, const Capabilities& caps, KernelSet* out) {
   Choice c(op, flags, caps);
-  if (c.large && MaxTensorBytes(op.base, caps) != UINT64(-1))
+  if (c.large && op.blockType)
     return Fail(Status::Unsupported, op.name,
                 ": a tensor past this device's maxStorageBufferRange (", caps.maxRange,
                 " bytes), or 2^32 or more groups of 4 output values, is not supported");

@@ -57,6 +57,10 @@ struct Kernel {
   UINT begin = 0, end = 0;
   bool sortStep = false;
   shader::SortPush sort = {};
+  // On the large path, dispatched once as off it (the operator's descriptors, each tensor's
+  // first maxStorageBufferRange bytes): it reads no tensor past them (an embedding bag's passes
+  // but the fetch from its table).
+  bool whole = false;
   // The large path: this kernel's dispatches; the tensors of its direct and indexed sides, with
   // their element sizes (0: `unit`; checked mode's report indexes IndicesTensor); the bytes past
   // a direct element that a loop element also writes (a group of values), and past an indexed
@@ -96,6 +100,8 @@ struct KernelSet {
   // An embedding bag's bounds and float32 weights (written by its first passes), and its partial
   // folds where its bags take more than one dispatch.
   UINT64 boundsWords = 0, weightWords = 0, partialWords = 0;
+  // On the large path, its rows of a chunk of entries, fetched from the table's windows.
+  UINT64 rowWords = 0;
   // A block-quantized gather's scale and zero point of each block (written by its first passes).
   UINT64 blockWords = 0;
   // Where they are, after checked mode's status words (the uniform buffer's tail), and the
@@ -119,9 +125,10 @@ struct KernelSet {
   UINT64 maxRange = 0, rangeAlign = 0;
 };
 
-// The largest TotalTensorSizeInBytes kernel choice takes for a tensor of an operator of `type`
-// (not VKDML_OPERATOR_OUT_OF_RANGE: the one it wraps): UINT64_MAX where the large path takes
-// it past the binding range, else what fits one descriptor at any binding offset.
+// The largest TotalTensorSizeInBytes kernel choice takes for every tensor of an operator of
+// `type` (not VKDML_OPERATOR_OUT_OF_RANGE: the one it wraps): UINT64_MAX where the large path
+// takes each past the binding range, else what fits one descriptor at any binding offset (an
+// embedding bag's table, InputTensor, may be larger: only its fetch reads it, in windows).
 UINT64 MaxTensorBytes(DML_OPERATOR_TYPE type, const Capabilities& caps);
 
 // flags: the compile flags (VKDML_EXECUTION_FLAG_CHECK_INDICES, _DETERMINISTIC); an operator

@@ -4,6 +4,7 @@
 // order and out of range), weights, padding rows and out-of-range modes; by hand; through
 // bindings at offsets; every validation rule.
 #include <cmath>
+#include <set>
 
 #include "bag_ref.h"
 #include "kernels.h"
@@ -152,6 +153,44 @@ std::vector<int64_t> RandomIndices(Rng& rng, UINT n, UINT rows, DML_TENSOR_DATA_
   return v;
 }
 
+// A random case (test "random bags vs reference"): its layout, output, mode and index type from
+// the case number; rows in [minRows, maxRows], 1 to maxEntries entries.
+BagCase RandomBagCase(Rng& rng, uint64_t n, bool denormals, UINT minRows, UINT maxRows,
+                      UINT maxEntries) {
+  BagCase c;
+  const UINT layout = n % 4;  // f32, f16, q8_0, q4_0
+  if (layout >= 2)
+    c.format = layout == 2 ? VKDML_QUANTIZED_FORMAT_Q8_0 : VKDML_QUANTIZED_FORMAT_Q4_0;
+  c.valueType = layout == 1 ? DML_TENSOR_DATA_TYPE_FLOAT16 : DML_TENSOR_DATA_TYPE_FLOAT32;
+  c.outType = c.format ? ((n / 4) % 2 ? DML_TENSOR_DATA_TYPE_FLOAT16 : DML_TENSOR_DATA_TYPE_FLOAT32)
+                       : c.valueType;
+  c.mode = VKDML_EMBEDDING_BAG_MODE((n / 8) % 3);
+  c.indexType = IndexTypes()[(n / 2 + n / 24) % 4];
+  c.rank = rng.Ui(2, 4);
+  c.rows = rng.Ui(minRows, maxRows);
+  c.width = c.format ? 32 * rng.Ui(1, 3) : rng.Ui(1, 23);
+  if (rng.P(0.4)) c.rowPad = rng.Ui(1, 5);
+  if (rng.P(0.4)) c.outPad = 2 * rng.Ui(1, 3);
+  if (rng.P(0.3)) c.indexStride = rng.Ui(2, 3);
+  if (rng.P(0.3)) c.offsetStride = rng.Ui(2, 3);
+  c.includeLast = rng.P(0.4);
+  c.weighted = c.mode == VKDML_EMBEDDING_BAG_MODE_SUM && rng.P(0.6);
+  if (c.weighted && rng.P(0.3)) c.weightStride = rng.Ui(2, 3);
+  c.hasPadding = rng.P(0.3);
+  c.padding = rng.Ui(0, c.rows - 1);
+  const UINT modes = rng.Ui(0, 5);  // CLAMP more often than the others
+  c.outOfRange = modes < 3 ? VKDML_OUT_OF_RANGE_MODE(modes == 0   ? 1
+                                                     : modes == 1 ? 2
+                                                                  : 0)
+                           : VKDML_OUT_OF_RANGE_MODE_CLAMP;
+  c.fill = RandomValue(rng, false, false);
+  c.denormals = denormals;
+  const UINT entries = rng.Ui(1, maxEntries);
+  c.indices = RandomIndices(rng, entries, c.rows, c.indexType, 0.1);
+  c.offsets = RandomOffsets(rng, entries, rng.Ui(c.includeLast ? 2 : 1, 10), c.indexType);
+  return c;
+}
+
 }  // namespace
 
 // A table by hand: 4 rows of 3 values; bags {0, 2}, {2}, {}, {1, 1, 3} with weights, padding
@@ -223,41 +262,105 @@ TEST_CASE_METHOD(Fixture, "Embedding bags: random bags vs reference", "[bag]") {
   if (!denormals) WARN(Dev().Info().name << " may flush float32 denormals: none in this sweep");
   for (uint64_t n = 0; n < 40; ++n) {
     Rng rng(BaseSeed() ^ (0xBA6 + n * 0x9E3779B97F4A7C15ull));  // a case replays alone
-    BagCase c;
-    const UINT layout = n % 4;  // f32, f16, q8_0, q4_0
-    if (layout >= 2)
-      c.format = layout == 2 ? VKDML_QUANTIZED_FORMAT_Q8_0 : VKDML_QUANTIZED_FORMAT_Q4_0;
-    c.valueType = layout == 1 ? DML_TENSOR_DATA_TYPE_FLOAT16 : DML_TENSOR_DATA_TYPE_FLOAT32;
-    c.outType = c.format
-                    ? ((n / 4) % 2 ? DML_TENSOR_DATA_TYPE_FLOAT16 : DML_TENSOR_DATA_TYPE_FLOAT32)
-                    : c.valueType;
-    c.mode = VKDML_EMBEDDING_BAG_MODE((n / 8) % 3);
-    c.indexType = IndexTypes()[(n / 2 + n / 24) % 4];
-    c.rank = rng.Ui(2, 4);
-    c.rows = rng.Ui(1, 30);
-    c.width = c.format ? 32 * rng.Ui(1, 3) : rng.Ui(1, 23);
-    if (rng.P(0.4)) c.rowPad = rng.Ui(1, 5);
-    if (rng.P(0.4)) c.outPad = 2 * rng.Ui(1, 3);
-    if (rng.P(0.3)) c.indexStride = rng.Ui(2, 3);
-    if (rng.P(0.3)) c.offsetStride = rng.Ui(2, 3);
-    c.includeLast = rng.P(0.4);
-    c.weighted = c.mode == VKDML_EMBEDDING_BAG_MODE_SUM && rng.P(0.6);
-    if (c.weighted && rng.P(0.3)) c.weightStride = rng.Ui(2, 3);
-    c.hasPadding = rng.P(0.3);
-    c.padding = rng.Ui(0, c.rows - 1);
-    const UINT modes = rng.Ui(0, 5);  // CLAMP more often than the others
-    c.outOfRange = modes < 3 ? VKDML_OUT_OF_RANGE_MODE(modes == 0   ? 1
-                                                       : modes == 1 ? 2
-                                                                    : 0)
-                             : VKDML_OUT_OF_RANGE_MODE_CLAMP;
-    c.fill = RandomValue(rng, false, false);
-    c.denormals = denormals;
-    const UINT entries = rng.Ui(1, 40);
-    c.indices = RandomIndices(rng, entries, c.rows, c.indexType, 0.1);
-    c.offsets = RandomOffsets(rng, entries, rng.Ui(c.includeLast ? 2 : 1, 10), c.indexType);
+    const BagCase c = RandomBagCase(rng, n, denormals, 1, 30, 40);
     if (!SweepRuns(n)) continue;
     INFO("case " << n << " (VKDML_TEST_CASE=" << n << " replays it)");
     RunCase(rng, c, n % 3 == 1 ? VKDML_EXECUTION_FLAG_DETERMINISTIC : DML_EXECUTION_FLAG_NONE);
+  }
+}
+
+// The kernels a compile on the test device would choose now (its switches included).
+vkdml::detail::KernelSet Chosen(const BagCase& c) {
+  BagBuilt b;
+  Build(c, &b);
+  vkdml::detail::OperatorImpl op;
+  REQUIRE(vkdml::detail::BuildOperator(b.op, &op).ok());
+  vkdml::detail::KernelSet set;
+  const Result r = vkdml::detail::ChooseKernels(op, 0, CapabilitiesOf(Dev()), &set);
+  INFO(Str(r));
+  REQUIRE(r.ok());
+  return set;
+}
+
+// A table past the binding range, which the test knob VKDML_MAX_BINDING_RANGE narrows to 2 to 6
+// windows of it (its other tensors within one): the large path, the entries in chunks of a few,
+// each chunk's rows fetched from the windows into the scratch (a row starting in a window, read
+// up to its last word past it) and then folded, bags crossing chunks. Random cases as above, bit
+// for bit, and each fetch's binding of the table holds the words of every row starting in its
+// window (GPU-assisted validation may not flag a read past it: test_quantized.cpp).
+TEST_CASE_METHOD(Fixture, "Embedding bags: a table past the binding range", "[bag][large]") {
+  const bool denormals = KeepsDenormals32();
+  const UINT64 align = CapabilitiesOf(Dev()).rangeAlign;
+  int chunked = 0;  // cases whose entries take 3 chunks or more
+  for (uint64_t n = 0; n < 24; ++n) {
+    Rng rng(BaseSeed() ^ (0x1A6BA6 + n * 0x9E3779B97F4A7C15ull));
+    const BagCase c = RandomBagCase(rng, n, denormals, 120, 200, 160);
+    INFO("case " << n << " (VKDML_TEST_CASE=" << n << " replays it)");
+    BagBuilt b;
+    Build(c, &b);
+    const UINT64 rowBytes = UINT64(c.RowElements()) * ref::ElementSize(b.table.Type());
+    const UINT64 reach = (rowBytes + 2) / 4 * 4, windows = 2 + n % 5;
+    UINT64 window = (b.table.Total() / windows + 15) / 16 * 16;
+    for (const TensorDesc* t : {&b.indices, &b.offsets, &b.weights, &b.output})
+      window = std::max(window, (t->Total() + reach + 15) / 16 * 16);  // they fit one
+    const std::string range = std::to_string(align + reach + window);
+    ScopedSwitch narrow("VKDML_MAX_BINDING_RANGE", range.c_str());
+    INFO("VKDML_MAX_BINDING_RANGE=" << range);
+    const vkdml::detail::KernelSet set = Chosen(c);
+    REQUIRE(set.large);
+    std::set<UINT64> begins;
+    size_t fetches = 0, folds = 0;
+    for (const auto& step : set.steps) {
+      const vkdml::detail::Kernel& k = step.plain;
+      CHECK(k.whole == k.large.empty());
+      fetches += !k.whole;
+      folds += k.module.find("_fetched") != std::string::npos;
+      for (const auto& d : k.large) {
+        begins.insert(d.indexed.begin);
+        const UINT64 bound = std::min(b.table.Total(), d.indexed.end + k.indexedReach);
+        for (UINT64 row = 0; row < c.rows; ++row) {
+          const UINT64 first = row * c.RowStride() * ref::ElementSize(b.table.Type());
+          if (first < d.indexed.begin || first >= d.indexed.end) continue;
+          INFO("row " << row << " from byte " << first << ", window [" << d.indexed.begin << ", "
+                      << d.indexed.end << ")");
+          CHECK((first + rowBytes + 3) / 4 * 4 <= bound);
+        }
+      }
+    }
+    CHECK(begins.size() >= 2);
+    CHECK(folds >= 1);
+    chunked += folds >= 3;
+    if (!SweepRuns(n)) continue;  // every case's kernels are chosen, for the count below
+    INFO(fetches << " fetch steps, " << folds << " folds");
+    RunCase(rng, c, n % 3 == 1 ? VKDML_EXECUTION_FLAG_DETERMINISTIC : DML_EXECUTION_FLAG_NONE);
+  }
+  CHECK(chunked >= 6);  // 15 of 24 at the default seed
+}
+
+// A real table past the device's binding range: the 128-value float32 rows, past
+// lavapipe's 128 MiB, 64 bags of 20 entries (the last row among them) summed and averaged.
+TEST_CASE_METHOD(Fixture, "Embedding bags: a table past maxStorageBufferRange",
+                 "[bag][large][big]") {
+  const UINT64 range = Dev().Info().maxStorageBufferRange;
+  const UINT64 rows = std::max<UINT64>(32000, range / 512 + 1);
+  if (range > (UINT64(1) << 30) || rows * 512 > MaxAllocationSize()) {
+    CHECK(Dev().Info().driverName.find("llvmpipe") == std::string::npos);
+    WARN("skipped: a table past maxStorageBufferRange (" << range << " bytes) takes "
+                                                         << rows * 512);
+    return;
+  }
+  for (auto mode : {VKDML_EMBEDDING_BAG_MODE_SUM, VKDML_EMBEDDING_BAG_MODE_MEAN}) {
+    Rng rng(BaseSeed() ^ (0xB16BA6 + UINT(mode)));
+    BagCase c;
+    c.mode = mode;
+    c.rows = UINT(rows);
+    c.width = 128;
+    c.indices = RandomIndices(rng, 64 * 20, c.rows, c.indexType, 0);
+    c.indices[37] = c.rows - 1;
+    for (UINT bag = 0; bag < 64; ++bag) c.offsets.push_back(bag * 20);
+    INFO("mode " << UINT(mode));
+    CHECK(Chosen(c).large);
+    RunCase(rng, c);
   }
 }
 
@@ -503,24 +606,100 @@ TEST_CASE("Embedding bags: kernel choice", "[kernels][bag]") {
   }
   CHECK(set.partialWords == 2 * 2 * VKDML_BAG_PARTIAL_WORDS);
   CHECK(set.scratchAt.partials + set.partialWords <= set.scratchWords);
-  // The large path is refused, naming it: a table of MaxTensorBytes (what CheckFeatureSupport's
-  // VKDML_FEATURE_TENSOR_SIZE answers) runs, one row more does not (10 rows of 6 values above).
+  // A table past the binding range takes the large path; MaxTensorBytes (what
+  // CheckFeatureSupport's VKDML_FEATURE_TENSOR_SIZE answers) bounds the other tensors: a table of
+  // 64 rows of 6 values fits one descriptor, 65 do not.
   Capabilities small = gpu;
   small.maxRange = small.rangeAlign + 64 * 6 * 4;
   CHECK(vkdml::detail::MaxTensorBytes(VKDML_OPERATOR_EMBEDDING_BAG, small) == 64 * 6 * 4);
   BagCase wide = c;
   wide.rows = 64;
-  CHECK(choose(wide, small, &set).ok());
+  REQUIRE(choose(wide, small, &set).ok());
   CHECK(!set.large);
   wide.rows = 65;
-  CHECK(choose(wide, small, &set).status == Status::Unsupported);
-  small.maxRange = 1 << 10;
-  wide.rows = 100;
-  const Result r = choose(wide, small, &set);
+  REQUIRE(choose(wide, small, &set).ok());
+  CHECK(set.large);
+  // The bounds and the weights as off it; then per chunk of entries a fetch of their rows (7
+  // words: 24 bytes and what a row starting on a word's byte 2 would need) per window of the
+  // table, each reading up to a row's 24 bytes past it, and the fold of the chunk, carried from
+  // chunk to chunk.
+  // A chunk's rows take at most half the binding range: 192 bytes of 28-byte slots, 6 entries.
+  small.maxRange = 384;
+  REQUIRE(choose(wide, small, &set).ok());
+  REQUIRE(set.large);
+  const UINT64 slot = 7, chunk = small.maxRange / 2 / (slot * 4);
+  CHECK(chunk == 6);
+  CHECK(set.rowWords == chunk * slot);
+  CHECK(set.partialWords == 5 * 2 * VKDML_BAG_PARTIAL_WORDS);
+  CHECK(set.scratchAt.rows + set.rowWords <= set.scratchWords);
+  REQUIRE(set.steps.size() == 2 + 2 * 5);  // 30 entries, 5 chunks
+  CHECK((set.steps[0].plain.whole && set.steps[1].plain.whole));
+  const UINT64 reach = 24;  // from a row's first byte, before a window's end, to its last word
+  const UINT windowBytes = UINT((small.maxRange - small.rangeAlign - reach) / 16 * 16);
+  for (UINT n = 0; n < 5; ++n) {
+    const auto& fetch = set.steps[2 + 2 * n].plain;
+    const auto& fold = set.steps[3 + 2 * n].plain;
+    INFO("chunk " << n);
+    CHECK(fetch.module == "bag_fetch_i32_large");
+    CHECK(!fetch.whole);
+    CHECK(fetch.spec[VKDML_SPEC_CHECKED] == 0);
+    CHECK(fetch.indexedReach == reach);
+    CHECK((fetch.begin == n * chunk && fetch.end == std::min<UINT64>((n + 1) * chunk, 30)));
+    const UINT windows = (65 * 24 + windowBytes - 1) / windowBytes;
+    CHECK(windows >= 4);
+    REQUIRE(fetch.large.size() == windows);  // 65 x 24 bytes through windows of windowBytes
+    for (UINT w = 0; w < windows; ++w) {
+      CHECK(fetch.large[w].indexed.begin == w * windowBytes);
+      CHECK(fetch.large[w].indexed.end == std::min<UINT>((w + 1) * windowBytes, 65 * 24));
+      CHECK(fetch.large[w].count == (fetch.end - fetch.begin) * slot);
+    }
+    CHECK(fold.module == "embedding_bag_f32_i32_w_fetched");
+    CHECK(fold.whole);
+    CHECK(fold.large.empty());
+    CHECK(fold.begin == fetch.begin);
+    CHECK(fold.end == (n < 4 ? fetch.end : 0xFFFFFFFFu));  // the last: bags starting at the end
+  }
+  CHECK(set.plans[set.steps[3].plain.slot].params[3] == slot);
+  CHECK(set.plans[set.steps[2].plain.slot].params[0] == 24);  // a row's bytes
+  // Bounded loops bound the chunks too.
+  Capabilities cpuSmall = small;
+  cpuSmall.maxLoop = 16384;
+  REQUIRE(choose(longer, cpuSmall, &set).status == Status::Unsupported);  // indices past the range
+  // What the large path refuses, naming it: another tensor past the range; a row that leaves no
+  // window; more fetches than its bound (64 KiB rows, chunks of 7 of 200000 entries, 3 windows).
+  BagCase many = wide;
+  many.offsets.assign(20, 0);
+  Result r = choose(many, small, &set);
   CHECK(r.status == Status::Unsupported);
   CHECK(r.message ==
-        "EMBEDDING_BAG: a tensor past this device's maxStorageBufferRange (1024 bytes), or "
-        "2^32 or more groups of 4 output values, is not supported");
+        "EMBEDDING_BAG: OutputTensor takes 480 bytes, past this device's "
+        "maxStorageBufferRange (" +
+            std::to_string(small.maxRange) + " bytes) less its offset alignment (" +
+            std::to_string(small.rangeAlign) + "): only InputTensor, the table, may pass it");
+  small.maxRange = small.rangeAlign + 4010;  // room for the output's 4000 bytes, not for a row's
+  wide.width = 1000;
+  wide.indices = {0};
+  wide.offsets = {0};
+  wide.weighted = false;
+  r = choose(wide, small, &set);
+  CHECK(r.status == Status::Unsupported);
+  CHECK(r.message ==
+        "EMBEDDING_BAG: a row of InputTensor takes 4000 bytes, which leaves no window "
+        "of it in this device's binding range (" +
+            std::to_string(small.maxRange) + " bytes)");
+  small.maxRange = 1 << 20;
+  BagCase huge = c;
+  huge.weighted = false;
+  huge.rows = 40;
+  huge.width = 16384;
+  huge.indices.assign(200000, 0);
+  huge.offsets = {0};
+  r = choose(huge, small, &set);
+  CHECK(r.status == Status::Unsupported);
+  CHECK(r.message ==
+        "EMBEDDING_BAG: its 200000 entries would take 85716 fetches of 65536-byte "
+        "rows through windows of this device's binding range (1048576 bytes); at "
+        "most 65536");
 }
 
 // Every validation rule, one case each, with its message (test/SEMANTICS.md, rule 39).

@@ -146,7 +146,8 @@ TEST_CASE("Interface: the kernels lay out plans and push constants as C++ does",
   // writes them so), in every kernel but the report (which has no scratch regions) and the sort's.
   for (const char* name :
        {"gather_e4_i32", "keys_i64", "sort_scatter", "ordered_e8_i32_f64", "ties_first_e4_i32",
-        "mark_i32", "runs_scatter_e4_i32", "tally_i32", "mean_e2p", "dequantize_blocks_b4_i64"}) {
+        "mark_i32", "runs_scatter_e4_i32", "tally_i32", "mean_e2p", "dequantize_blocks_b4_i64",
+        "embedding_bag_q8_0_i32_fetched", "bag_fetch_i64_large"}) {
     INFO("module " << name);
     const auto* m = FindSpirv(name);
     REQUIRE(m);
@@ -163,7 +164,7 @@ TEST_CASE("Interface: the kernels lay out plans and push constants as C++ does",
         offsetof(shader::ScratchLayout, values),  offsetof(shader::ScratchLayout, counts),
         offsetof(shader::ScratchLayout, tally),   offsetof(shader::ScratchLayout, bounds),
         offsetof(shader::ScratchLayout, weights), offsetof(shader::ScratchLayout, partials),
-        offsetof(shader::ScratchLayout, blocks),  offsetof(shader::ScratchLayout, unused0),
+        offsetof(shader::ScratchLayout, blocks),  offsetof(shader::ScratchLayout, rows),
         offsetof(shader::ScratchLayout, unused1), offsetof(shader::ScratchLayout, unused2)};
     REQUIRE(l.offsets[scratchId].size() == scratch.size());
     for (uint32_t i = 0; i < scratch.size(); ++i) CHECK(l.offsets[scratchId][i] == scratch[i]);
@@ -175,7 +176,8 @@ TEST_CASE("Interface: the kernels lay out plans and push constants as C++ does",
       offsetof(shader::LargePush, indicesStart), offsetof(shader::LargePush, unused),
       offsetof(shader::LargePush, indexedStart), offsetof(shader::LargePush, indexedOwn),
       offsetof(shader::LargePush, indexedEnd)};
-  for (const char* name : {"gather_e4_i32_large", "reduce_e8_i64_a64_large", "report_i64_large"}) {
+  for (const char* name : {"gather_e4_i32_large", "reduce_e8_i64_a64_large", "report_i64_large",
+                           "bag_fetch_i32_large"}) {
     INFO("module " << name);
     const auto* m = FindSpirv(name);
     REQUIRE(m);

@@ -126,7 +126,8 @@ void PrintSupport(size_t index) {
     VKDML_FEATURE_DATA_TENSOR_SIZE sd = {};
     if (device->CheckFeatureSupport(VKDML_FEATURE_TENSOR_SIZE, sizeof sq, &sq, sizeof sd, &sd) &&
         sd.MaxTensorBytes != UINT64_MAX)
-      bounded += std::string(" ") + op.name + " " + std::to_string(sd.MaxTensorBytes) + " bytes,";
+      bounded += std::string(" ") + op.name + " " + std::to_string(sd.MaxTensorBytes) + " bytes" +
+                 (op.type == VKDML_OPERATOR_EMBEDDING_BAG ? " (its table: any size)," : ",");
   }
   if (!bounded.empty()) bounded.pop_back();
   std::printf("     largest tensor: any size (past maxStorageBufferRange: the large path)%s%s\n",

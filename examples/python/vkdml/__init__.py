@@ -41,7 +41,8 @@ class Device(_NativeDevice):
 
     name, driver, limits (a dict), features (the optional Vulkan features vkdml enabled),
     supports(dtype), supports_reduction(dtype, reduction) and max_tensor_bytes(function) (the
-    largest tensor a function of this module takes here, None for any size)
+    largest tensor a function of this module takes here, None for any size; embedding_bag's
+    table may be larger)
     (Device::CheckFeatureSupport), tensor(array) (an array copied to the device),
     empty(dtype, shape)."""
 
