@@ -89,12 +89,28 @@ Result BuildGatherBlockQuantized(const VKDML_GATHER_BLOCK_QUANTIZED_OPERATOR_DES
                         : Str("the values' size ", d);
   }
   VKDML_TRY(CheckSizes(scales, dims, expected, what));
+  // INT4 and UINT4 zero points are ONNX's int4 and uint4 tensors, packed whole (zero point n in
+  // byte n / 2): sizes {1, ..., 1, bytes}, or ScaleTensor's with the last halved where that is
+  // even (the same bytes). UINT8_BITS4's are ONNX Runtime's uint8 ones, each row of the last
+  // dimension starting on a byte.
+  const bool whole = fourBit && desc.ValueType != VKDML_BLOCK_QUANTIZED_TYPE_UINT8_BITS4;
   if (hasZeroPoints) {
+    const UINT64 bytes = (scales.Count() + 1) / 2;
+    bool flat = zeroPoints.sizes[last] == bytes;
+    for (UINT d = 0; d < last; ++d) flat = flat && zeroPoints.sizes[d] == 1;
+    if (whole && expected[last] % 2 && !flat)
+      return Fail(
+          Status::InvalidArgument, "ZeroPointTensor.Sizes[", last, "] is ", zeroPoints.sizes[last],
+          ", expected ", bytes, " with every other size 1: ",
+          desc.ValueType == VKDML_BLOCK_QUANTIZED_TYPE_INT4 ? "INT4" : "UINT4",
+          " zero points are packed whole, as ONNX's tensors of that type, and ScaleTensor's "
+          "last size (",
+          expected[last], ") is odd, so their rows do not start on a byte");
     if (fourBit) {
       expected[last] = (expected[last] + 1) / 2;
       what[last] += ", 2 zero points a byte";
     }
-    VKDML_TRY(CheckSizes(zeroPoints, dims, expected, what));
+    if (!(whole && flat)) VKDML_TRY(CheckSizes(zeroPoints, dims, expected, what));
     VKDML_TRY(CheckPackedBytes(zeroPoints, "the zero points"));
   }
 
@@ -106,8 +122,11 @@ Result BuildGatherBlockQuantized(const VKDML_GATHER_BLOCK_QUANTIZED_OPERATOR_DES
     scale.plan.AddDim(scales.sizes[d], blockAt[d], scales.strides[d], 0, 0);
   Pass zeroPoint;
   zeroPoint.kind = Pass::Kind::ZeroPoints;
-  for (UINT d = 0; hasZeroPoints && d < dims; ++d) {
-    const UINT at = d == last ? 1 : fourBit ? 2 * zeroPoints.strides[d] : zeroPoints.strides[d];
+  for (UINT d = 0; hasZeroPoints && d < dims; ++d) {  // the zero point's number
+    const UINT at = whole       ? blockAt[d]
+                    : d == last ? 1
+                    : fourBit   ? 2 * zeroPoints.strides[d]
+                                : zeroPoints.strides[d];
     zeroPoint.plan.AddDim(scales.sizes[d], blockAt[d], at, 0, 0);
   }
   UINT inner = 1;

@@ -32,6 +32,8 @@ struct BlockCase {
   std::vector<int64_t> indexValues;  // row-major over `indices`
 
   bool FourBit() const { return type != VKDML_BLOCK_QUANTIZED_TYPE_UINT8; }
+  // Zero points packed whole (ONNX's int4 and uint4 tensors), not a row at a time.
+  bool WholeZeros() const { return FourBit() && type != VKDML_BLOCK_QUANTIZED_TYPE_UINT8_BITS4; }
   UINT Rank() const { return UINT(values.size()); }
   UINT D() const { return std::max<UINT>(Rank(), Rank() - 1 + UINT(indices.size())); }
   Shape Scales() const {
@@ -121,7 +123,15 @@ template <typename Random>
 void Build(Random& rng, const BlockCase& c, BlockBuilt* b) {
   const UINT D = c.D();
   const bool four = c.FourBit();
-  const Shape data = Bytes4(c.values, four), scales = c.Scales(), zeros = Bytes4(scales, four);
+  const Shape data = Bytes4(c.values, four), scales = c.Scales();
+  // INT4 and UINT4 with an odd last size (or at times an even one): all in one row.
+  Shape zeros = Bytes4(scales, four);
+  if (c.WholeZeros() && (scales.back() % 2 || rng.P(0.3))) {
+    UINT64 count = 1;
+    for (UINT s : scales) count *= s;
+    zeros.assign(scales.size(), 1);
+    zeros.back() = UINT((count + 1) / 2);
+  }
   b->indexStrides = Strides(rng, Pad(c.indices, D), c.stridedIndices);
   b->scaleStrides = Strides(rng, Pad(scales, D), c.stridedScales);
   b->outStrides = Strides(rng, Pad(c.Output(), D), c.stridedOutput);
@@ -213,8 +223,10 @@ inline Bytes Expected(const BlockCase& c, const BlockBuilt& b, Bytes out) {
       s[c.quantizeAxis] /= c.blockSize;
       const UINT64 block = At(scales, {}, s);
       const int q = ValueAt(b.data, At(c.values, {}, v), c.values.back(), c.type);
-      const int zero =
-          c.zeroPoints ? ValueAt(b.zeros, block, scales.back(), c.type) : DefaultZero(c.type);
+      UINT64 blocks = 1;  // whole: one row of them all
+      for (UINT x : scales) blocks *= x;
+      const UINT row = c.WholeZeros() ? UINT(blocks) : scales.back();
+      const int zero = c.zeroPoints ? ValueAt(b.zeros, block, row, c.type) : DefaultZero(c.type);
       const UINT64 so = At(Pad(scales, D), b.scaleStrides, Pad(s, D, 0));
       float scale;
       if (c.outType == DML_TENSOR_DATA_TYPE_FLOAT32) {

@@ -282,6 +282,16 @@ TEST_CASE_METHOD(Fixture, "Block-quantized gather: validation", "[block_quantize
        [&](BlockBuilt& b) {
          setSizes(b.zeroPoints, {3, 2});
        }},
+      {"ZeroPointTensor.Sizes[1] is 2, expected 5 with every other size 1: UINT4 zero points are "
+       "packed whole, as ONNX's tensors of that type, and ScaleTensor's last size (3) is odd, so "
+       "their rows do not start on a byte",
+       [](BlockCase& c) {
+         c.zeroPoints = true;
+         c.values = {3, 48};
+       },
+       [&](BlockBuilt& b) {
+         setSizes(b.zeroPoints, {3, 2});
+       }},
       {"ZeroPointTensor.DataType is INT8, expected UINT8 (the zero points)",
        [](BlockCase& c) { c.zeroPoints = true; },
        [&](BlockBuilt& b) { setType(b.zeroPoints, DML_TENSOR_DATA_TYPE_INT8); }},

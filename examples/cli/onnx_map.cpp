@@ -655,12 +655,24 @@ std::string MapGatherBlockQuantized(const OnnxOptions& o, const ArrayRef& data, 
            npy::ShapeString(blocks) + " (the values' shape " + npy::ShapeString(values) +
            ", quantize_axis " + std::to_string(qaxis) + " in blocks of " +
            std::to_string(o.blockSize) + ")";
+  // int4 and uint4 zero points: ONNX's tensors of those types, packed whole (1-D, their bytes;
+  // or the scales' shape with the last dimension halved where it is even: the same bytes).
+  // uint8 with bits 4: ONNX Runtime's, each row of the last dimension starting on a byte.
   Shape zeroShape = blocks;
   if (four) zeroShape.back() = (zeroShape.back() + 1) / 2;
+  const bool whole = o.blockType != "uint8";
+  if (zeroPoints && whole && (blocks.back() % 2 || zeroPoints->shape.size() == 1)) {
+    uint64_t count = 1;
+    for (uint64_t b : blocks) count *= b;
+    zeroShape = {(count + 1) / 2};
+  }
   if (zeroPoints &&
-      !(error = CheckPackedBytes(
-            *zeroPoints, zeroShape,
-            four ? "the zero points, two a byte, each row starting on a byte" : "the zero points"))
+      !(error = CheckPackedBytes(*zeroPoints, zeroShape,
+                                 !four   ? "the zero points"
+                                 : whole ? "the zero points, two a byte, packed whole as ONNX's " +
+                                               o.blockType + " tensors"
+                                         : "the zero points, two a byte, each row starting on a "
+                                           "byte"))
            .empty())
     return error;
   m->outputDType = scales.dtype;
@@ -685,7 +697,7 @@ std::string MapGatherBlockQuantized(const OnnxOptions& o, const ArrayRef& data, 
   error = ToTensor(data, data.shape, m->D, &m->inputs[0]);
   if (error.empty()) error = ToTensor(idx, idx.shape, m->D, &m->inputs[1]);
   if (error.empty()) error = ToTensor(scales, scales.shape, m->D, &m->inputs[2]);
-  if (error.empty() && zeroPoints)
+  if (error.empty() && zeroPoints)  // 1-D (packed whole): {1, ..., 1, bytes}
     error = ToTensor(*zeroPoints, zeroPoints->shape, m->D, &m->inputs[3]);
   if (!error.empty()) return error;
   m->output.type = DataType(m->outputDType);

@@ -144,7 +144,8 @@ std::string MapEmbeddingBag(const OnnxOptions& o, const ArrayRef& table, const A
 // bytes for 4-bit types, two values a byte, the first in the low nibble), indices of an index
 // dtype, scales (float32 or float16: the output's dtype; data's values' shape with
 // ceil(size / block_size) on quantize_axis) and optional zero points (uint8, C order: the
-// scales' shape, the last dimension in bytes for 4-bit types, each row starting on a byte),
+// scales' shape, the last dimension in bytes for uint8 with bits 4, each row starting on a byte;
+// for int4 and uint4 ONNX's packing, whole: 1-D, or the scales' shape where its last is even),
 // checked and mapped as MapOnnxOperator does the others ("" or the error). The output is
 // ONNX's Gather shape over the values.
 std::string MapGatherBlockQuantized(const OnnxOptions& o, const ArrayRef& data, const ArrayRef& idx,

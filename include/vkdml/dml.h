@@ -326,9 +326,13 @@ enum VKDML_BLOCK_QUANTIZED_TYPE : UINT {
 //                   FILL or ERROR);
 //   ScaleTensor     OutputTensor's DataType, the values' sizes but ceil(size / BlockSize) on
 //                   QuantizeAxis; any strides;
-//   ZeroPointTensor null (each type's zero point above), or UINT8 of ScaleTensor's sizes holding
-//                   ValueType's values (4-bit types: the last size in bytes, ceil(size / 2), each
-//                   row starting on a byte), packed;
+//   ZeroPointTensor null (each type's zero point above), or UINT8 holding ValueType's values
+//                   of ScaleTensor's sizes, packed: UINT8 a byte each; UINT8_BITS4 two a byte,
+//                   each row of the last dimension starting on a byte (the last size ceil(size /
+//                   2), as ONNX Runtime's uint8 zero points); INT4 and UINT4 two a byte, packed
+//                   whole as ONNX's int4 and uint4 tensors (zero point n, row-major, in byte
+//                   n / 2): sizes {1, ..., 1, ceil(count / 2)}, or where ScaleTensor's last size
+//                   is even, its sizes with the last halved (the same bytes);
 //   OutputTensor    FLOAT32 or FLOAT16, DML_OPERATOR_GATHER's sizes over the values; any strides.
 // Bind InputTensor, IndicesTensor, ScaleTensor and, when given, ZeroPointTensor. Every binding
 // offset is a multiple of 4 bytes (the kernels read and write 32-bit words, on any device: no

@@ -1323,6 +1323,23 @@ def group_quantized():
         expect_ok(f"gather-block-quantized {kind} fill", p, got, want)
         p, _ = run_op("gather-block-quantized", data, idx, extra=extra + ["--check-indices"])
         expect_error(f"gather-block-quantized {kind} --check-indices", p, 2, "is 9, outside")
+    # int4 and uint4 zero points are ONNX's tensors, packed whole: where the scales' last
+    # dimension is odd (3 blocks of 16 values), 1-D; a row a byte is refused.
+    data = rng.integers(0, 256, (2, 24), dtype=np.uint8)  # 48 int4 values a row
+    scales = rng.standard_normal((2, 3)).astype(np.float32)
+    for z, ok in ((rng.integers(0, 256, 3, dtype=np.uint8), True),
+                  (rng.integers(0, 256, (2, 2), dtype=np.uint8), False)):
+        extra = ["--scales", save("scales.npy", scales), "--type", "int4", "--block-size", "16",
+                 "--zero-points", save("zeros.npy", z)]
+        p, got = run_op("gather-block-quantized", data, np.array([1, 0]), extra=extra)
+        if ok:
+            want = ref_gather_block_quantized(data, np.array([1, 0]), scales, z, "int4", 4, 0, 1,
+                                              16)
+            expect_ok("gather-block-quantized int4 zero points packed whole", p, got, want)
+        else:
+            expect_error("gather-block-quantized int4 zero points a row a byte", p, 2,
+                         "shape is (2, 2), expected (3,) (the zero points, two a byte, packed "
+                         "whole as ONNX's int4 tensors)")
     data, scales = np.zeros((4, 8), np.uint8), save("scales.npy", np.ones((4, 1), np.float32))
     for extra, text in (([], "--scales is required for gather-block-quantized"),
                         (["--scales", scales, "--type", "int8"],

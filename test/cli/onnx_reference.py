@@ -295,7 +295,8 @@ BLOCK_ZERO_POINT = {("int4", 4): 0, ("uint4", 4): 0, ("uint8", 4): 8, ("uint8", 
 def unpack_values(packed, kind, bits):
     """Values of a uint8 array of ONNX Runtime's GatherBlockQuantized data or zero points: a
     value a byte (8 bits), or two (4 bits; the first in the low nibble, each row of the last
-    dimension starting on a byte), int4 sign-extended; int32, the last dimension doubled."""
+    dimension starting on a byte: int4 and uint4 zero points packed whole are passed 1-D),
+    int4 sign-extended; int32, the last dimension doubled."""
     if bits == 8:
         return packed.astype(np.int32)
     v = np.stack([packed & 15, packed >> 4], axis=-1).reshape(*packed.shape[:-1], -1)
@@ -317,7 +318,10 @@ def ref_gather_block_quantized(data, indices, scales, zero_points=None, kind="ui
     block = np.arange(n) // block_size
     if zero_points is None:
         zeros = np.full(scales.shape, BLOCK_ZERO_POINT[(kind, bits)], np.int32)
-    else:
+    elif kind in ("int4", "uint4"):  # ONNX's int4 and uint4 tensors: packed whole
+        zeros = unpack_values(zero_points.reshape(-1), kind, bits)[:scales.size]
+        zeros = zeros.reshape(scales.shape)
+    else:  # uint8 with bits 4 or 8: each row of the last dimension starting on a byte
         zeros = unpack_values(zero_points, kind, bits)[..., :scales.shape[-1]]
     s = np.take(scales.astype(np.float32), block, axis=qa)
     z = np.take(zeros, block, axis=qa)

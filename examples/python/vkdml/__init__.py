@@ -343,8 +343,10 @@ def gather_block_quantized(data, indices, scales, zero_points=None, *, type="uin
     or "uint8" (ONNX Runtime's uint8 data: with bits=4 as uint4, with bits=8 a value a
     byte). scales: the values' shape with ceil(size / block_size) on quantize_axis; a value
     takes the scale of its block. zero_points: None (0; for "uint8" 8, or 128 with bits=8),
-    or uint8 of the scales' shape (4-bit types: two a byte, each row of the last dimension
-    starting on a byte). Returns data's values' shape with gather_axis replaced by
+    or uint8 of the scales' shape ("uint8" with bits=4: two a byte, each row of the last
+    dimension starting on a byte, as ONNX Runtime's; "int4" and "uint4": two a byte packed
+    whole, as ONNX's int4 and uint4 tensors: 1-D, or where the scales' last dimension is even
+    their shape with it halved). Returns data's values' shape with gather_axis replaced by
     indices.shape. out_of_range: "clamp", "fill" (fill_value) or "error" (as
     check_indices=True)."""
     if type not in _BLOCK_TYPES:
