@@ -9,6 +9,9 @@
 //   of InputTensor (the indexed offset: a value's row-major number), each (value - zero point) *
 //   scale in float32, rounded once (a denormal scale through glsl/float32.glsl: no device
 //   flushing), then to float16 where kOutputSize is 2.
+//   On the large path (LARGE=1; lib/kernel_blocks.cpp) a dispatch per chunk of the output and
+//   window of InputTensor takes the values in its window (whose offsets count values), each
+//   float16 stored alone.
 // BITS: 4 (two values a byte, the first in the low nibble) or 8; kKind VKDML_KIND_SIGNED for
 // INT4. INDEX64 selects 64-bit index loads.
 #extension GL_GOOGLE_include_directive : require
@@ -70,35 +73,66 @@ void storeHalf(uint b, uint h) {
   atomicOr(outputWords[w], h << shift);
 }
 
+// VKDML_OUT_OF_RANGE_MODE_FILL's value, as an output's bits (a float16's in the low half).
+uint fillBits() {
+  return kOutputSize == 4u ? fillBytes.x : fillBytes.x & 0xFFFFu;
+}
+
+// The output bits of InputTensor's value number n (row-major), the source's value `local`.
+uint dequantized(uint p, uint n, uint local) {
+  // The values after the quantize axis, along it, its blocks, and the block size.
+  const uvec4 g = plans[p].params;
+  const uint outer = n / (g.y * g.x), rest = n - outer * g.y * g.x;
+  const uint along = rest / g.x, block = (outer * g.z + along / g.w) * g.x + (rest - along * g.x);
+  const int zeroPoint = int(BLOCK(2u * block + 1u));
+  const uint scale = BLOCK(2u * block);
+  const float v = float(sourceValue(local) - zeroPoint);  // an integer, |v| <= 255: exact
+  // Vulkan's float multiply rounds correctly but may flush denormals: it serves where none
+  // can arise, a normal (or infinite or NaN) scale times an integer; a denormal scale
+  // takes the integer multiply.
+  uint bits;
+  if ((scale & 0x7F800000u) != 0u) {
+    precise const float product = v * uintBitsToFloat(scale);
+    bits = floatBitsToUint(product);
+  } else {
+    bits = multiplyFloat32(floatBitsToUint(v), scale);
+  }
+  return kOutputSize == 2u ? floatToHalf(bits) : bits;
+}
+
+// Stores an output value's bits at its element of OutputTensor (float16: alone, atomically).
+void store(uint element, uint bits) {
+  if (kOutputSize == 4u)
+    outputWords[(pc.dstBase >> 2) + element] = bits;
+  else
+    storeHalf(pc.dstBase + 2u * element, bits);
+}
+
+#if LARGE
+void main() {
+  const uint p = pc.plan, count = loopCount(p);
+  // The dispatches of InputTensor's first window also fill the dropped values.
+  const bool fills = lpc.indexedOwn[0] == 0u && lpc.indexedOwn[1] == 0u;
+  for (uint i = gl_GlobalInvocationID.x; i < count;) {
+    // x: the output element; y: the value from the window's start, VKDML_NOT_OWNED if dropped
+    // or another dispatch's; w: 1 if dropped.
+    const uvec4 at = locate(p, i);
+    if (at.y != VKDML_NOT_OWNED)  // its number: below 2^32 (lib/block_quantized.cpp)
+      store(at.x, dequantized(p, at.y + lpc.indexedStart[0], at.y));
+    else if (fills && at.w != 0u)
+      store(at.x, fillBits());
+    if (count - i <= kStep) break;
+    i += kStep;
+  }
+}
+#else
 // Output value i of plans[p]: its bits (a float16's in the low half), and its OutputTensor
 // element.
 uint outputValue(uint p, uint i, out uint element) {
-  // The values after the quantize axis, along it, its blocks, and the block size.
-  const uvec4 g = plans[p].params;
   const uvec4 at = loopOffsets(p, kRank, i);
   element = at.x;
   const uint n = indexedOffset(p, at);  // the value's number, VKDML_NOT_OWNED if dropped
-  uint bits;
-  if (kDrop && n == VKDML_NOT_OWNED) {
-    bits = kOutputSize == 4u ? fillBytes.x : fillBytes.x & 0xFFFFu;  // _FILL's value
-  } else {
-    const uint outer = n / (g.y * g.x), rest = n - outer * g.y * g.x;
-    const uint along = rest / g.x, block = (outer * g.z + along / g.w) * g.x + (rest - along * g.x);
-    const int zeroPoint = int(BLOCK(2u * block + 1u));
-    const uint scale = BLOCK(2u * block);
-    const float v = float(sourceValue(n) - zeroPoint);  // an integer, |v| <= 255: exact
-    // Vulkan's float multiply rounds correctly but may flush denormals: it serves where none
-    // can arise, a normal (or infinite or NaN) scale times an integer; a denormal scale
-    // takes the integer multiply.
-    if ((scale & 0x7F800000u) != 0u) {
-      precise const float product = v * uintBitsToFloat(scale);
-      bits = floatBitsToUint(product);
-    } else {
-      bits = multiplyFloat32(floatBitsToUint(v), scale);
-    }
-    if (kOutputSize == 2u) bits = floatToHalf(bits);
-  }
-  return bits;
+  return kDrop && n == VKDML_NOT_OWNED ? fillBits() : dequantized(p, n, n);
 }
 
 void main() {
@@ -109,15 +143,13 @@ void main() {
       const uint low = outputValue(p, 2u * i, element);
       const uint high = outputValue(p, 2u * i + 1u, second);
       outputWords[(pc.dstBase >> 2) + (element >> 1)] = low | (high << 16);
-    } else if (kOutputSize == 4u) {
-      const uint bits = outputValue(p, i, element);
-      outputWords[(pc.dstBase >> 2) + element] = bits;
     } else {
       const uint bits = outputValue(p, i, element);
-      storeHalf(pc.dstBase + 2u * element, bits);
+      store(element, bits);
     }
     if (count - i <= kStep) break;
     i += kStep;
   }
 }
+#endif  // LARGE
 #endif

@@ -309,11 +309,13 @@ void BindingTableImpl::DispatchLarge(VkCommandBuffer cmd, const Kernel& k, size_
       push.directStart = UINT(WindowStart(k.directTensor, d.direct, k.DirectUnit()));
     push.indicesStart = UINT(WindowStart(Role::Indices, d.indices, indexUnit));
     // A kernel that reads no indexed side (a sort's keys) only compares offsets with its range.
-    const uint64_t own = d.indexed.begin / k.indexedUnit;
-    const uint64_t start = k.indexedTensor == Role::None
-                               ? own
-                               : uint64_t(WindowStart(k.indexedTensor, d.indexed, k.indexedUnit));
-    const uint64_t end = (d.indexed.end + k.indexedUnit - 1) / k.indexedUnit;
+    const uint64_t perUnit = k.indexedNibbles ? 2 : 1;  // elements a unit of indexedUnit bytes
+    const uint64_t own = d.indexed.begin / k.indexedUnit * perUnit;
+    const uint64_t start =
+        k.indexedTensor == Role::None
+            ? own
+            : uint64_t(WindowStart(k.indexedTensor, d.indexed, k.indexedUnit)) * perUnit;
+    const uint64_t end = (d.indexed.end + k.indexedUnit - 1) / k.indexedUnit * perUnit;
     push.indexedStart[0] = UINT(start);
     push.indexedStart[1] = UINT(start >> 32);
     push.indexedOwn[0] = UINT(own);

@@ -59,11 +59,7 @@ Result CheckLargeBag(const Choice& c) {
   const OperatorImpl& op = c.op;
   for (const auto* tensors : {&op.inputs, &op.outputs})
     for (const Tensor& t : *tensors)
-      if (&t != &op.inputs[0] && Windowed(c.caps, t))
-        return Fail(Status::Unsupported, op.name, ": ", t.field, " takes ", t.totalBytes,
-                    " bytes, past this device's maxStorageBufferRange (", c.caps.maxRange,
-                    " bytes) less its offset alignment (", c.caps.rangeAlign,
-                    "): only InputTensor, the table, may pass it");
+      if (&t != &op.inputs[0]) VKDML_TRY(CheckWithinRange(c, t, "InputTensor, the table,"));
   for (const Pass& pass : op.passes)
     if (pass.plan.count > 0xFFFFFFFFu)
       return Fail(Status::Unsupported, op.name, ": 2^32 or more ",

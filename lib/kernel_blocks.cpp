@@ -4,6 +4,10 @@
 // (PackedPlan::params). Like the quantized rows' kernels they read and write 32-bit words on
 // every device, so every binding starts on a word (KernelSet::wordBindings), and their bases are
 // bytes (Kernel::unit 1).
+// On the large path (InputTensor, IndicesTensor or OutputTensor past the binding range) the
+// Blocks pass goes through kernel_large.cpp's windows, InputTensor's counting values; the Scales
+// and ZeroPoints passes run as off it (Kernel::whole): their tensors, and the scratch of 2 words
+// a block, must fit one descriptor.
 #include "kernel_choice.h"
 
 namespace vkdml::detail {
@@ -11,11 +15,11 @@ namespace vkdml::detail {
 namespace {
 
 // "block_scales", "block_zero_points_b4", "dequantize_blocks_b8_i64".
-std::string BlocksModule(Pass::Kind kind, bool fourBit, UINT indexSize) {
+std::string BlocksModule(Pass::Kind kind, bool fourBit, UINT indexSize, bool large = false) {
   const std::string bits = fourBit ? "_b4" : "_b8";
   if (kind == Pass::Kind::Scales) return "block_scales";
   if (kind == Pass::Kind::ZeroPoints) return "block_zero_points" + bits;
-  return "dequantize_blocks" + bits + IndexSuffix(indexSize);
+  return "dequantize_blocks" + bits + IndexSuffix(indexSize) + LargeSuffix(large);
 }
 
 // Whether a FLOAT16 output goes a 32-bit word per invocation: loop elements 2k and 2k + 1 are a
@@ -36,15 +40,20 @@ bool Pairs(const OperatorImpl& op, const Plan& plan) {
 
 Result ChooseBlocks(Choice& c, const Pass& pass) {
   const OperatorImpl& op = c.op;
+  const bool blocks = pass.kind == Pass::Kind::Blocks;
+  if (c.large && pass.kind == Pass::Kind::Scales)
+    for (size_t i = 2; i < op.inputs.size(); ++i)  // ScaleTensor, ZeroPointTensor
+      VKDML_TRY(CheckWithinRange(c, op.inputs[i], "InputTensor, IndicesTensor and OutputTensor"));
   UINT slot = 0;
   VKDML_TRY(c.Slot(pass.plan, &slot));
   Step step;
   step.kind = pass.kind;
-  step.plain = c.Elementwise(BlocksModule(pass.kind, FourBit(op.blockType), c.indexSize), pass.plan,
-                             slot, 1);
+  step.plain =
+      c.Elementwise(BlocksModule(pass.kind, FourBit(op.blockType), c.indexSize, c.large && blocks),
+                    pass.plan, slot, 1);
   Specialization& spec = step.plain.spec;
   spec[VKDML_SPEC_OUTPUT_SIZE] = op.outputs[0].elemSize;  // ScaleTensor's too
-  if (pass.kind == Pass::Kind::Blocks && Pairs(op, pass.plan)) {
+  if (blocks && !c.large && Pairs(op, pass.plan)) {
     spec[VKDML_SPEC_UNIT] = 2;
     const UINT64 perGroup = UINT64(c.caps.groupSize) * spec[VKDML_SPEC_UNROLL];
     step.plain.groups = c.Groups((pass.plan.count / 2 + perGroup - 1) / perGroup);
@@ -54,15 +63,26 @@ Result ChooseBlocks(Choice& c, const Pass& pass) {
   c.set.plans[slot].params = pass.kind == Pass::Kind::Scales
                                  ? shader::uvec4{{0, 0, 0, BlockZeroPoint(op.blockType)}}
                                  : op.blockParams;
-  c.set.steps.push_back(step);
   c.set.wordBindings = true;
   c.set.blockWords = 2 * op.blocks;
+  step.plain.whole = c.large && !blocks;
+  if (c.large && blocks) {  // a value's number stays below 2^32 (lib/block_quantized.cpp)
+    Kernel& k = step.plain;
+    k.directUnit = op.outputs[0].elemSize;
+    k.directReach = k.directUnit == 2 ? 2 : 0;  // a float16's word, stored atomically
+    k.indexedUnit = 1;
+    k.indexedNibbles = FourBit(op.blockType);
+    VKDML_TRY(ChooseLargeDispatches(c, pass.plan, Pass::Kind::Gather, &k));
+  }
+  c.set.steps.push_back(step);
   return {};
 }
 
 void ListBlocksModules(const ModuleSink& sink) {
   for (bool fourBit : {true, false}) {
-    for (UINT index : {4u, 8u}) sink(BlocksModule(Pass::Kind::Blocks, fourBit, index));
+    for (UINT index : {4u, 8u})
+      for (bool large : {false, true})
+        sink(BlocksModule(Pass::Kind::Blocks, fourBit, index, large));
     sink(BlocksModule(Pass::Kind::ZeroPoints, fourBit, 4));
   }
   sink(BlocksModule(Pass::Kind::Scales, true, 4));

@@ -145,11 +145,15 @@ void ListBagModules(const ModuleSink& sink);
 Result ChooseBlocks(Choice& c, const Pass& pass);
 void ListBlocksModules(const ModuleSink& sink);
 
-// kernel_large.cpp: what the large path cannot run (refused before any family is asked);
+// kernel_large.cpp: what the large path cannot run (refused before any family is asked, or by
+// a family: CheckWithinRange);
 // whether a tensor may not fit one descriptor; its windows (none if `reach` bytes past one leave
 // no room); a kernel's dispatches on the large path (nothing off it), in chunks of at most
 // maxCount loop elements.
 Result CheckLargePath(const Choice& c);
+// A tensor that kernels read whole on the large path (Kernel::whole) must fit one descriptor;
+// refused, naming it and the `others` that may pass the range, if not.
+Result CheckWithinRange(const Choice& c, const Tensor& t, const char* others);
 bool Windowed(const Capabilities& caps, const Tensor& t);
 std::vector<Span> Windows(const Capabilities& caps, const Tensor& t, UINT64 reach = 0);
 Result ChooseLargeDispatches(const Choice& c, const Plan& plan, Pass::Kind kind, Kernel* k,

@@ -120,6 +120,14 @@ std::vector<Span> Windows(const Capabilities& caps, const Tensor& t, UINT64 reac
   return windows;
 }
 
+Result CheckWithinRange(const Choice& c, const Tensor& t, const char* others) {
+  if (!Windowed(c.caps, t)) return {};
+  return Fail(Status::Unsupported, c.op.name, ": ", t.field, " takes ", t.totalBytes,
+              " bytes, past this device's maxStorageBufferRange (", c.caps.maxRange,
+              " bytes) less its offset alignment (", c.caps.rangeAlign, "): only ", others,
+              " may pass it");
+}
+
 Result CheckLargePath(const Choice& c) {
   if (c.caps.maxRange < c.caps.rangeAlign + VKDML_VECTOR_BYTES)
     return Fail(Status::Unsupported, c.op.name, ": this device's binding range (", c.caps.maxRange,

@@ -181,8 +181,8 @@ Kernel Choice::Elementwise(std::string module, const Plan& plan, UINT slot, UINT
 }
 
 UINT64 MaxTensorBytes(DML_OPERATOR_TYPE type, const Capabilities& caps) {
-  // Not on the large path: a block-quantized gather (its scales in the scratch grow with its
-  // table), an embedding bag's tensors but its table (kernel_bag.cpp).
+  // Not on the large path: a block-quantized gather's scales and zero points (in the scratch
+  // too, whole), an embedding bag's tensors but its table (kernel_bag.cpp, kernel_blocks.cpp).
   const bool oneDescriptor =
       type == VKDML_OPERATOR_EMBEDDING_BAG || type == VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED;
   return oneDescriptor ? caps.maxRange - caps.rangeAlign : UINT64(-1);
@@ -190,10 +190,6 @@ UINT64 MaxTensorBytes(DML_OPERATOR_TYPE type, const Capabilities& caps) {
 
 Result ChooseKernels(const OperatorImpl& op, UINT flags, const Capabilities& caps, KernelSet* out) {
   Choice c(op, flags, caps);
-  if (c.large && op.blockType)
-    return Fail(Status::Unsupported, op.name,
-                ": a tensor past this device's maxStorageBufferRange (", caps.maxRange,
-                " bytes), or 2^32 or more groups of 4 output values, is not supported");
   if (c.large) VKDML_TRY(CheckLargePath(c));
   for (const Pass& pass : op.passes) {
     if (c.large && pass.kind == Pass::Kind::Mark) continue;  // its copy then copies everything

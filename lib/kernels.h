@@ -69,6 +69,9 @@ struct Kernel {
   Role directTensor = Role::None, indexedTensor = Role::None;
   UINT directUnit = 0, indexedUnit = 0;
   UINT64 directReach = 0, indexedReach = 0;
+  // The indexed side counts 4-bit values, two a byte (indexedUnit 1): its offsets are twice its
+  // bytes' (a block-quantized gather's InputTensor).
+  bool indexedNibbles = false;
   UINT DirectUnit() const { return directUnit ? directUnit : unit; }
 };
 
@@ -127,8 +130,9 @@ struct KernelSet {
 
 // The largest TotalTensorSizeInBytes kernel choice takes for every tensor of an operator of
 // `type` (not VKDML_OPERATOR_OUT_OF_RANGE: the one it wraps): UINT64_MAX where the large path
-// takes each past the binding range, else what fits one descriptor at any binding offset (an
-// embedding bag's table, InputTensor, may be larger: only its fetch reads it, in windows).
+// takes each past the binding range, else what fits one descriptor at any binding offset (for
+// the tensors that bounds: an embedding bag's but its table, a block-quantized gather's scales
+// and zero points).
 UINT64 MaxTensorBytes(DML_OPERATOR_TYPE type, const Capabilities& caps);
 
 // flags: the compile flags (VKDML_EXECUTION_FLAG_CHECK_INDICES, _DETERMINISTIC); an operator

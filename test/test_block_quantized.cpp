@@ -5,6 +5,7 @@
 // none, strides, index types, denormal scales and out-of-range indices; by hand; checked mode and
 // FILL; a device without 8/16-bit storage; the kernels chosen; every validation rule.
 #include <cmath>
+#include <set>
 
 #include "block_ref.h"
 #include "kernels.h"
@@ -135,6 +136,56 @@ TEST_CASE_METHOD(Fixture, "Block-quantized gather: random vs reference", "[block
   }
 }
 
+// The kernels a compile on the test device would choose now (its switches included).
+vkdml::detail::KernelSet Chosen(const DML_OPERATOR_DESC& desc) {
+  vkdml::detail::OperatorImpl op;
+  REQUIRE(vkdml::detail::BuildOperator(desc, &op).ok());
+  vkdml::detail::KernelSet set;
+  const Result r = vkdml::detail::ChooseKernels(op, 0, CapabilitiesOf(Dev()), &set);
+  INFO(Str(r));
+  REQUIRE(r.ok());
+  return set;
+}
+
+// InputTensor past the binding range, which the test knob VKDML_MAX_BINDING_RANGE narrows to 2
+// to 6 windows of it (ScaleTensor and ZeroPointTensor within one; IndicesTensor and OutputTensor
+// through windows too where larger): the large path, a dispatch per chunk of the output and
+// window of the values, each taking the values in its window. Random cases as above, with blocks
+// of 64 or 128 values (so the scales fit a window), FILL and checked mode among them, bit for
+// bit.
+TEST_CASE_METHOD(Fixture, "Block-quantized gather: past the binding range",
+                 "[block_quantized][large]") {
+  const UINT64 align = CapabilitiesOf(Dev()).rangeAlign;
+  for (uint64_t n = 0; n < 32; ++n) {
+    Rng rng(BaseSeed() ^ (0x1A6B10C + n * 0x9E3779B97F4A7C15ull));
+    BlockCase c = RandomCase(rng, n);
+    c.blockSize = rng.P(0.5) ? 64 : 128;
+    c.values[c.quantizeAxis] = std::max<UINT>(c.values[c.quantizeAxis], 2) * 9;  // even
+    if (n % 5 == 2) c.outOfRange = VKDML_OUT_OF_RANGE_MODE_FILL;
+    c.fill = 1.5f;
+    c.stridedScales = false;  // ScaleTensor within the window below
+    c.indexValues = RandomIndices(rng, Count(c.indices), c.values[c.axis], c.indexType);
+    INFO("case " << n << " (VKDML_TEST_CASE=" << n << " replays it)");
+    Rng build(n);
+    BlockBuilt b;
+    Build(build, c, &b);
+    const UINT64 windows = 2 + n % 5;
+    UINT64 window = (b.input.Total() / windows + 15) / 16 * 16;
+    for (const TensorDesc* t : {&b.scales, &b.zeroPoints})
+      window = std::max(window, (t->Total() + 15) / 16 * 16);
+    const std::string range = std::to_string(align + window);
+    ScopedSwitch narrow("VKDML_MAX_BINDING_RANGE", range.c_str());
+    INFO("VKDML_MAX_BINDING_RANGE=" << range);
+    const vkdml::detail::KernelSet set = Chosen(b.op);
+    REQUIRE(set.large);
+    std::set<UINT64> begins;
+    for (const auto& d : set.steps.back().plain.large) begins.insert(d.indexed.begin);
+    CHECK(begins.size() == (b.input.Total() + window - 1) / window);
+    if (!SweepRuns(n)) continue;
+    RunAndCheck(Dev(), rng, c);
+  }
+}
+
 // Checked mode reports the first out-of-range index (the output as clamped); FILL writes its
 // value instead.
 TEST_CASE_METHOD(Fixture, "Block-quantized gather: checked mode and FILL", "[block_quantized]") {
@@ -234,6 +285,56 @@ TEST_CASE("Block-quantized gather: the kernels chosen", "[block_quantized][kerne
     (u == 2 ? pairs : alone) += 1;
   }
   CHECK((pairs > 0 && alone > 0));
+}
+
+// GPU-free, the large path: InputTensor (12 rows of 32 int4 values, 192 bytes) past a binding
+// range of 64 bytes after alignment: the scales and zero points as off it, the Blocks pass a
+// dispatch per window of 64 bytes, which count 128 values; a FLOAT16 output's word written past
+// an element (atomically); ScaleTensor past the range is refused, naming it.
+TEST_CASE("Block-quantized gather: the kernels chosen on the large path",
+          "[block_quantized][kernels]") {
+  Rng rng(1);
+  BlockCase c;
+  c.type = VKDML_BLOCK_QUANTIZED_TYPE_INT4;
+  c.outType = DML_TENSOR_DATA_TYPE_FLOAT16;
+  c.values = {12, 32};
+  c.indices = {1};
+  c.quantizeAxis = 1;
+  c.blockSize = 32;
+  c.zeroPoints = true;
+  c.indexValues = {5};
+  auto choose = [&](const vkdml::detail::Capabilities& caps, vkdml::detail::KernelSet* set) {
+    BlockBuilt b;
+    Build(rng, c, &b);
+    vkdml::detail::OperatorImpl op;
+    REQUIRE(vkdml::detail::BuildOperator(b.op, &op).ok());
+    return vkdml::detail::ChooseKernels(op, 0, caps, set);
+  };
+  vkdml::detail::Capabilities caps;
+  caps.maxRange = caps.rangeAlign + 64;
+  vkdml::detail::KernelSet set;
+  REQUIRE(choose(caps, &set).ok());
+  REQUIRE(set.large);
+  REQUIRE(set.steps.size() == 3);
+  CHECK((set.steps[0].plain.whole && set.steps[1].plain.whole));
+  const vkdml::detail::Kernel& k = set.steps[2].plain;
+  CHECK(k.module == "dequantize_blocks_b4_i32_large");
+  CHECK(!k.whole);
+  CHECK((k.indexedNibbles && k.indexedUnit == 1 && k.indexedReach == 0));
+  CHECK((k.directUnit == 2 && k.directReach == 2));
+  CHECK(k.spec[VKDML_SPEC_UNIT] == 1);  // each float16 alone
+  REQUIRE(k.large.size() == 3);         // the output (32 float16) fits a window
+  for (UINT w = 0; w < 3; ++w)
+    CHECK((k.large[w].indexed.begin == 64 * w && k.large[w].indexed.end == 64 * (w + 1)));
+  c.values = {6, 512};  // 6 x 16 blocks: 384 bytes of float16 scales
+  const Result r = choose(caps, &set);
+  CHECK(r.status == Status::Unsupported);
+  CHECK(r.message ==
+        "GATHER_BLOCK_QUANTIZED: ScaleTensor takes 192 bytes, past this device's "
+        "maxStorageBufferRange (" +
+            std::to_string(caps.maxRange) + " bytes) less its offset alignment (" +
+            std::to_string(caps.rangeAlign) +
+            "): only InputTensor, IndicesTensor and OutputTensor may pass it");
 }
 
 // Every rule of dml.h's VKDML_GATHER_BLOCK_QUANTIZED_OPERATOR_DESC, with its message.

@@ -177,7 +177,7 @@ TEST_CASE("Interface: the kernels lay out plans and push constants as C++ does",
       offsetof(shader::LargePush, indexedStart), offsetof(shader::LargePush, indexedOwn),
       offsetof(shader::LargePush, indexedEnd)};
   for (const char* name : {"gather_e4_i32_large", "reduce_e8_i64_a64_large", "report_i64_large",
-                           "bag_fetch_i32_large"}) {
+                           "bag_fetch_i32_large", "dequantize_blocks_b4_i64_large"}) {
     INFO("module " << name);
     const auto* m = FindSpirv(name);
     REQUIRE(m);

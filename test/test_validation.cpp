@@ -175,7 +175,7 @@ TEST_CASE_METHOD(Fixture, "CheckFeatureSupport", "[validation][device]") {
          "DML_TENSOR_DATA_TYPE from FLOAT32 (1) to INT64 (11)");
   // The largest tensor: any size where the large path takes the operator, one descriptor's for
   // embedding bags (but their tables: test_embedding_bag.cpp compiles both sides of that line)
-  // and block-quantized gathers.
+  // and block-quantized gathers' scales and zero points.
   const auto caps = CapabilitiesOf(Dev());
   for (DML_OPERATOR_TYPE type :
        {DML_OPERATOR_GATHER, DML_OPERATOR_SCATTER_ELEMENTS, DML_OPERATOR_GATHER_ELEMENTS,

@@ -127,7 +127,8 @@ void PrintSupport(size_t index) {
     if (device->CheckFeatureSupport(VKDML_FEATURE_TENSOR_SIZE, sizeof sq, &sq, sizeof sd, &sd) &&
         sd.MaxTensorBytes != UINT64_MAX)
       bounded += std::string(" ") + op.name + " " + std::to_string(sd.MaxTensorBytes) + " bytes" +
-                 (op.type == VKDML_OPERATOR_EMBEDDING_BAG ? " (its table: any size)," : ",");
+                 (op.type == VKDML_OPERATOR_EMBEDDING_BAG ? " (all but its table),"
+                                                          : " (its scales and zero points),");
   }
   if (!bounded.empty()) bounded.pop_back();
   std::printf("     largest tensor: any size (past maxStorageBufferRange: the large path)%s%s\n",

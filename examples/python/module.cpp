@@ -154,8 +154,8 @@ class PyDevice {
   }
 
   // The largest tensor `function` (a module function's name) takes on this device, in bytes;
-  // None where the large path takes any size (VKDML_FEATURE_TENSOR_SIZE; embedding_bag's table
-  // may be larger).
+  // None where the large path takes any size (VKDML_FEATURE_TENSOR_SIZE: embedding_bag's bounds
+  // all but its table, gather_block_quantized's its scales and zero points).
   py::object MaxTensorBytes(const std::string& function) const {
     static const std::pair<const char*, DML_OPERATOR_TYPE> kFunctions[] = {
         {"gather", DML_OPERATOR_GATHER},

@@ -469,10 +469,10 @@ struct VKDML_FEATURE_QUERY_TENSOR_SIZE {
   DML_OPERATOR_TYPE OperatorType;  // not VKDML_OPERATOR_OUT_OF_RANGE: the operator it wraps
 };
 // UINT64_MAX where tensors past maxStorageBufferRange take the large path (only the device's
-// allocations bound them). VKDML_OPERATOR_EMBEDDING_BAG's (but its InputTensor, the table, of
-// any size) and _GATHER_BLOCK_QUANTIZED's must fit one descriptor: maxStorageBufferRange less the
-// larger of minStorageBufferOffsetAlignment and 16 bytes; CompileOperator refuses a larger one
-// (Unsupported).
+// allocations bound them). VKDML_OPERATOR_EMBEDDING_BAG's tensors but its InputTensor (the
+// table) and _GATHER_BLOCK_QUANTIZED's ScaleTensor and ZeroPointTensor must fit one descriptor:
+// maxStorageBufferRange less the larger of minStorageBufferOffsetAlignment and 16 bytes;
+// CompileOperator refuses a larger one (Unsupported).
 struct VKDML_FEATURE_DATA_TENSOR_SIZE {
   UINT64 MaxTensorBytes;
 };
