@@ -136,17 +136,6 @@ TEST_CASE_METHOD(Fixture, "Block-quantized gather: random vs reference", "[block
   }
 }
 
-// The kernels a compile on the test device would choose now (its switches included).
-vkdml::detail::KernelSet Chosen(const DML_OPERATOR_DESC& desc) {
-  vkdml::detail::OperatorImpl op;
-  REQUIRE(vkdml::detail::BuildOperator(desc, &op).ok());
-  vkdml::detail::KernelSet set;
-  const Result r = vkdml::detail::ChooseKernels(op, 0, CapabilitiesOf(Dev()), &set);
-  INFO(Str(r));
-  REQUIRE(r.ok());
-  return set;
-}
-
 // InputTensor past the binding range, which the test knob VKDML_MAX_BINDING_RANGE narrows to 2
 // to 6 windows of it (ScaleTensor and ZeroPointTensor within one; IndicesTensor and OutputTensor
 // through windows too where larger): the large path, a dispatch per chunk of the output and

@@ -166,17 +166,6 @@ bool RowsPastRange(UINT rowBytes, UINT* rows) {
   return false;
 }
 
-// The kernels a compile on the test device would choose now (its switches included).
-vkdml::detail::KernelSet Chosen(const DML_OPERATOR_DESC& desc, UINT flags = 0) {
-  vkdml::detail::OperatorImpl op;
-  REQUIRE(vkdml::detail::BuildOperator(desc, &op).ok());
-  vkdml::detail::KernelSet set;
-  const Result r = vkdml::detail::ChooseKernels(op, flags, CapabilitiesOf(Dev()), &set);
-  INFO(Str(r));
-  REQUIRE(r.ok());
-  return set;
-}
-
 // A random case (rank 2 to 5): index type and output type from the case number, at least
 // minRows table rows, padded rows half the time, strided indices and outputs, duplicates and
 // out-of-range indices.
@@ -299,26 +288,14 @@ TEST_CASE_METHOD(Fixture, "Quantized rows: past the binding range", "[quantized]
     return std::to_string(align + reach + window);
   };
   // How many windows of the table the dequantizing kernel reads through; that each dispatch's
-  // binding of the table (its window and the kernel's reach past it: binding_table.cpp, SpanAt)
-  // holds the words it reads of the rows starting in its window: 4 bytes from a row's last 4 on,
-  // and the next word if those are not on one (glsl/quantized.glsl: tableBytes4).
+  // binding of the table holds the words of the rows starting in its window (the words it reads:
+  // glsl/quantized.glsl, tableBytes4, reads 4 bytes from a row's last 4 on).
   auto tableWindows = [](const Case& c, const Built& b, UINT flags) {
     const vkdml::detail::KernelSet set = Chosen(b.op, flags);
     REQUIRE(set.large);
-    const vkdml::detail::Kernel& k = set.steps.at(0).plain;
-    std::set<UINT64> begins;
-    for (const auto& d : k.large) {
-      begins.insert(d.indexed.begin);
-      const UINT64 bound = std::min(b.table.Total(), d.indexed.end + k.indexedReach);
-      for (UINT64 row = 0; row < c.rows; ++row) {
-        const UINT64 first = row * c.Stride(), last4 = first + c.RowBytes() - 4;
-        if (first < d.indexed.begin || first >= d.indexed.end) continue;
-        INFO("row " << row << " from byte " << first << ", window [" << d.indexed.begin << ", "
-                    << d.indexed.end << ")");
-        CHECK(last4 / 4 * 4 + (last4 % 4 ? 8 : 4) <= bound);
-      }
-    }
-    return begins.size();
+    std::vector<UINT64> rows;
+    for (UINT64 row = 0; row < c.rows; ++row) rows.push_back(row * c.Stride());
+    return WindowsHolding(set.steps.at(0).plain, b.table.Total(), rows, c.RowBytes());
   };
   for (uint64_t n = 0; n < 24; ++n) {
     Rng rng(BaseSeed() ^ (0x1A26E + n * 0x9E3779B97F4A7C15ull));
@@ -853,19 +830,12 @@ TEST_CASE_METHOD(Fixture, "Quantized rows: quantizing scatters past the binding 
     INFO("VKDML_MAX_BINDING_RANGE=" << range);
     const vkdml::detail::KernelSet set = Chosen(b.op);
     REQUIRE(set.large);
-    const vkdml::detail::Kernel& k = set.steps.back().plain;  // the quantizer
-    std::set<UINT64> begins;
-    for (const auto& d : k.large) {
-      begins.insert(d.indexed.begin);
-      const UINT64 bound = std::min(total, d.indexed.end + k.indexedReach);
-      for (UINT64 row = 0; row < c.rows; ++row)
-        for (UINT64 block = 0; block < c.blocks; ++block) {
-          const UINT64 first = row * c.Out() + block * blockBytes;
-          if (first < d.indexed.begin || first >= d.indexed.end) continue;
-          CHECK((first + blockBytes + 3) / 4 * 4 <= bound);  // the words holding its bytes
-        }
-    }
-    CHECK(begins.size() == (total + window - 1) / window);
+    std::vector<UINT64> blocks;
+    for (UINT64 row = 0; row < c.rows; ++row)
+      for (UINT64 block = 0; block < c.blocks; ++block)
+        blocks.push_back(row * c.Out() + block * blockBytes);
+    CHECK(WindowsHolding(set.steps.back().plain, total, blocks, blockBytes) ==  // the quantizer
+          (total + window - 1) / window);
     RunScatterAndCheck(rng, c);
   }
 }

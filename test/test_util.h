@@ -14,6 +14,7 @@
 
 #include "capabilities.h"
 #include "harness.h"
+#include "kernels.h"
 
 namespace vt {
 
@@ -122,6 +123,17 @@ class ScopedSwitch : ScopedEnv {
 // What kernel choice knows of a device (lib/device.h: DeviceImpl::Caps).
 vkdml::detail::Capabilities CapabilitiesOf(const Device& device);
 vkdml::detail::Switches SwitchesOf(const Device& device);
+
+// The kernels a compile of `desc` on the test device would choose now (its switches included).
+vkdml::detail::KernelSet Chosen(const DML_OPERATOR_DESC& desc, UINT flags = 0);
+
+// How many windows of its indexed side kernel k's dispatches take (on the large path), checking
+// that each dispatch's binding of that side (its window and k's reach past it, within `total`
+// bytes: binding_table.cpp, SpanAt) holds the words of every piece of `bytes` bytes that starts
+// in its window, at one of `firsts`. (Debian's GPU-assisted validation did not flag reads past a
+// binding: test_quantized.cpp.)
+size_t WindowsHolding(const vkdml::detail::Kernel& k, UINT64 total,
+                      const std::vector<UINT64>& firsts, UINT64 bytes);
 
 struct Rng {
   std::mt19937_64 g;

@@ -73,14 +73,10 @@ int RunEmbeddingBag(Decoder& d) {
   vt::BagBuilt b;
   vt::Build(c, &b);
   if (raw) {  // one field from the input
-    vt::TensorDesc* tensors[] = {&b.table, &b.indices, &b.offsets, &b.weights, &b.output};
     switch (d.Byte() % 4) {
-      case 0: {
-        vt::TensorDesc& t = *tensors[d.Byte() % 5];
-        t.sizes[d.Byte() % t.sizes.size()] = d.In(0, 40);
-        t.Fix();
+      case 0:
+        RawSize(d, {&b.table, &b.indices, &b.offsets, &b.weights, &b.output}, 40);
         break;
-      }
       case 1:
         b.desc.Mode = VKDML_EMBEDDING_BAG_MODE(d.Byte() % 5);
         break;
@@ -136,8 +132,8 @@ int RunEmbeddingBag(Decoder& d) {
   std::vector<const void*> inputs = {tableImage.data(), indexImage.data(), offsetImage.data()};
   if (b.desc.PerSampleWeightsTensor) inputs.push_back(weightImage.data());
   const Result r = Dev().Run(*compiled, inputs, {got.data()});
-  if (raw) {  // accepted raw fields: the run must not fail, whatever it computes
-    if (!r && r.status != Status::IndexOutOfRange) Die("raw embedding bag: Run: " + r.message);
+  if (raw) {
+    CheckRawRun(r, "embedding bag");
     ++gStats.ran;
     ++gStats.bags;
     return 0;

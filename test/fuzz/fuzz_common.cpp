@@ -117,6 +117,16 @@ bool Prepare(const DML_OPERATOR_DESC& desc, UINT flags, std::unique_ptr<Compiled
   return true;
 }
 
+void RawSize(Decoder& d, std::initializer_list<vt::TensorDesc*> tensors, UINT most) {
+  vt::TensorDesc& t = *tensors.begin()[d.Byte() % tensors.size()];
+  t.sizes[d.Byte() % t.sizes.size()] = d.In(0, most);
+  t.Fix();
+}
+
+void CheckRawRun(const Result& r, const std::string& what) {
+  if (!r && r.status != Status::IndexOutOfRange) Die("raw " + what + ": Run: " + r.message);
+}
+
 void CheckStatus(const Result& r, bool checked, const ref::IndexError& err) {
   if (checked && err.found) {
     if (r.status != Status::IndexOutOfRange || r.message.find(err.message) == std::string::npos)

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -60,6 +61,12 @@ extern Stats gStats;
 // Creates and compiles `desc`: false (counted) where vkdml refuses it as it must, with
 // InvalidArgument or Unsupported and a message of one line.
 bool Prepare(const DML_OPERATOR_DESC& desc, UINT flags, std::unique_ptr<CompiledOperator>* out);
+// Raw mode: one size of one of `tensors` set from the input, 0 to `most` (each keeps its
+// TotalTensorSizeInBytes: validation refuses a size past it).
+void RawSize(Decoder& d, std::initializer_list<vt::TensorDesc*> tensors, UINT most);
+// Raw mode's run: accepted raw fields must run (or meet an out-of-range index), whatever they
+// compute; else a crash naming `what`.
+void CheckRawRun(const Result& r, const std::string& what);
 // A checked run must report the reference's first out-of-range index; any other run succeeds.
 void CheckStatus(const Result& r, bool checked, const ref::IndexError& err);
 // Every output byte, padding included, as the reference has it: else a crash naming the first
