@@ -13,7 +13,7 @@
 // go in chunks, each fetched and then folded:
 // FETCH (LARGE=1): the rows of the chunk's entries [begin, end) whose first byte lies in this
 //   dispatch's window of the table, each to its slot in the scratch (ROW_SLOT), copied in whole
-//   words, so a row keeps its byte within its first word (0 or 2).
+//   words, so a row keeps its byte within its first word.
 // FETCHED: the Bag stage reading those slots for the table: it folds the entries [begin, end) of
 //   every bag, carrying a bag begun before them in the scratch.
 // INDEX64: 64-bit indices and offsets.
@@ -78,18 +78,20 @@ void main() {
 #elif defined(FETCH)
 void main() {
   const uint p = pc.plan;
-  const uint count = loopCount(p);  // the chunk's entries times a slot's words
-  const uint slot = VKDML_AT(plans[p].sizes, 1);
+  const uint count = loopCount(p);  // the chunk's entries times a slot's groups of 4 words
+  const uint quads = VKDML_AT(plans[p].sizes, 1);
   const uint rows = VKDML_AT(plans[p].tupleSize, 0), rowStride = VKDML_AT(plans[p].tupleStride, 0);
-  const uint rowBytes = plans[p].params.x;
+  const uint rowBytes = plans[p].params.x, slot = plans[p].params.y;  // slot: words
   for (uint i = gl_GlobalInvocationID.x; i < count; i += kStep) {
-    const uint t = divideBySize(p, 1u, i), w = i - t * slot;  // the entry's slot, its word
+    const uint t = divideBySize(p, 1u, i), q = i - t * quads;  // the entry's slot, its quad
     const uint e = pc.begin + t;
     const uint row =
         clampIndex(readIndex(e * plans[p].componentStride - lpc.indicesStart), rows, e);
     if (kDrop && row == VKDML_DROPPED) continue;
     const uint at = ownedOffset(product2x32(row, rowStride));  // bytes, its window's start on 4
-    if (at != VKDML_NOT_OWNED && w < ((at & 3u) + rowBytes + 3u) >> 2)
+    if (at == VKDML_NOT_OWNED) continue;
+    const uint words = ((at & 3u) + rowBytes + 3u) >> 2;  // the words holding the row's bytes
+    for (uint w = 4u * q; w < min(4u * q + 4u, words); ++w)
       ROW_SLOT(t * slot + w) = tableWords[(at >> 2) + w];
   }
 }

@@ -146,7 +146,7 @@ struct PackedPlan {
   uvec4 tupleStride[VKDML_DIM_VECS];  // indexed-side stride of that dimension
   // A kernel's own values. embedding_bag.comp: VKDML_BAG_* bits, the row whose entries are
   // skipped (VKDML_NO_PADDING: none), the values in a row, and (FETCHED) a row slot's words;
-  // (FETCH) a row's bytes. dequantize_blocks.comp: the
+  // (FETCH) a row's bytes and a slot's words. dequantize_blocks.comp: the
   // values after the quantize axis (inner), along it, its blocks and the block size; (SCALES)
   // 0, 0, 0 and the type's zero point.
   uvec4 params;

@@ -75,10 +75,10 @@ Result ChooseLargeBag(Choice& c, const Pass& pass, Step fold, UINT64 chunk) {
   const OperatorImpl& op = c.op;
   const Tensor& table = op.inputs[0];
   const UINT64 rowBytes = UINT64(table.sizes[table.dims - 1]) * table.elemSize;
-  // A row's words from the word it starts in (on its byte 0, or 2 for FLOAT16 and quantized
-  // rows); the fetch reads them, up to the word holding the row's last byte, which lies up to
-  // `reach` bytes past the (word-aligned) end of the window holding its first.
-  const UINT64 slot = (rowBytes + 2 + 3) / 4, reach = (rowBytes + 2) / 4 * 4;
+  // A row's words from the word it starts in (on any of its bytes: a quantized table's rows may
+  // start on any); the fetch reads them, up to the word holding the row's last byte, which lies
+  // up to `reach` bytes past the (word-aligned) end of the window holding its first.
+  const UINT64 slot = (rowBytes + 3 + 3) / 4, reach = (rowBytes + 2) / 4 * 4;
   const std::vector<Span> windows = Windows(c.caps, table, reach);
   if (windows.empty())
     return Fail(Status::Unsupported, op.name, ": a row of InputTensor takes ", rowBytes,
@@ -92,14 +92,15 @@ Result ChooseLargeBag(Choice& c, const Pass& pass, Step fold, UINT64 chunk) {
                 chunks * windows.size(), " fetches of ", rowBytes,
                 "-byte rows through windows of this device's binding range (", c.caps.maxRange,
                 " bytes); at most ", kMaxFetches);
-  Plan fetchPlan;  // a chunk's entries, a row's slot each
+  Plan fetchPlan;  // a chunk's entries, a row's slot each, in groups of 4 words
+  const UINT64 quads = (slot + 3) / 4;
   fetchPlan.AddDim(UINT(chunk), 0, 0, 0, 0);
-  fetchPlan.AddDim(UINT(slot), 0, 0, 0, 0);
+  fetchPlan.AddDim(UINT(quads), 0, 0, 0, 0);
   fetchPlan.AddComponent(pass.plan.tupleSize[0], pass.plan.tupleStride[0]);
   fetchPlan.componentStride = pass.plan.componentStride;
   UINT fetchSlot = 0;
   VKDML_TRY(c.Slot(fetchPlan, &fetchSlot));
-  c.set.plans[fetchSlot].params = {{UINT(rowBytes), 0, 0, 0}};
+  c.set.plans[fetchSlot].params = {{UINT(rowBytes), UINT(slot), 0, 0}};
   c.set.plans[fold.plain.slot].params[3] = UINT(slot);
   Step fetch;
   fetch.kind = Pass::Kind::Bag;  // its source is the table
@@ -122,7 +123,7 @@ Result ChooseLargeBag(Choice& c, const Pass& pass, Step fold, UINT64 chunk) {
     k.large.clear();
     for (const Span& window : windows) {
       LargeDispatch d;
-      d.count = UINT((end - begin) * slot);
+      d.count = UINT((end - begin) * quads);
       d.groups = c.Groups((d.count + c.caps.groupSize - 1) / c.caps.groupSize);
       d.indices = {0, op.Indices().totalBytes};
       d.indexed = window;

@@ -604,7 +604,7 @@ TEST_CASE("Embedding bags: kernel choice", "[kernels][bag]") {
   REQUIRE(choose(wide, small, &set).ok());
   CHECK(set.large);
   // The bounds and the weights as off it; then per chunk of entries a fetch of their rows (7
-  // words: 24 bytes and what a row starting on a word's byte 2 would need) per window of the
+  // words: 24 bytes and what a row starting on a word's byte 3 would need) per window of the
   // table, each reading up to a row's 24 bytes past it, and the fold of the chunk, carried from
   // chunk to chunk.
   // A chunk's rows take at most half the binding range: 192 bytes of 28-byte slots, 6 entries.
@@ -635,7 +635,7 @@ TEST_CASE("Embedding bags: kernel choice", "[kernels][bag]") {
     for (UINT w = 0; w < windows; ++w) {
       CHECK(fetch.large[w].indexed.begin == w * windowBytes);
       CHECK(fetch.large[w].indexed.end == std::min<UINT>((w + 1) * windowBytes, 65 * 24));
-      CHECK(fetch.large[w].count == (fetch.end - fetch.begin) * slot);
+      CHECK(fetch.large[w].count == (fetch.end - fetch.begin) * 2);  // 2 groups of 4 words
     }
     CHECK(fold.module == "embedding_bag_f32_i32_w_fetched");
     CHECK(fold.whole);
@@ -645,6 +645,7 @@ TEST_CASE("Embedding bags: kernel choice", "[kernels][bag]") {
   }
   CHECK(set.plans[set.steps[3].plain.slot].params[3] == slot);
   CHECK(set.plans[set.steps[2].plain.slot].params[0] == 24);  // a row's bytes
+  CHECK(set.plans[set.steps[2].plain.slot].params[1] == slot);
   // Bounded loops bound the chunks too (here to 64 entries, where 4 KiB windows alone would
   // take 77 of 28 bytes).
   Capabilities bounded = gpu;
