@@ -18,4 +18,5 @@ layout(std430, set = 0, binding = VKDML_BIND_SCRATCH) restrict buffer Scratch { 
 #define BOUND(b) scratch[scratchAt.bounds + (b)]
 #define WEIGHT(e) scratch[scratchAt.weights + (e)]
 #define PARTIAL(w) scratch[scratchAt.partials + (w)]
+#define DISPATCH(w) scratch[scratchAt.dispatches + (w)]
 #define BLOCK(w) scratch[scratchAt.blocks + (w)]

@@ -16,6 +16,8 @@
 //   words, so a row keeps its byte within its first word.
 // FETCHED: the Bag stage reading those slots for the table: it folds the entries [begin, end) of
 //   every bag, carrying a bag begun before them in the scratch.
+// DISPATCHES: where loops are bounded, after the Bag pass's first dispatch (which recorded the
+//   longest bag), the later ones' workgroups: all where a bag reaches their entries, else none.
 // INDEX64: 64-bit indices and offsets.
 #extension GL_GOOGLE_include_directive : require
 #define ELEM 4  // arith.glsl and divide.glsl on float32 bits
@@ -73,6 +75,17 @@ void main() {
       bound = negative ? 0u : hi != 0u ? entries : min(lo, entries);
     }
     BOUND(b) = bound;
+  }
+}
+#elif defined(DISPATCHES)
+void main() {
+  const uint p = pc.plan;
+  const uvec4 g = plans[p].params;  // the later dispatches, the entries each, their workgroups
+  const uint longest = DISPATCH(0);
+  for (uint k = gl_GlobalInvocationID.x; k < g.x; k += kStep) {  // dispatch k + 1
+    DISPATCH(1u + 3u * k) = longest > (k + 1u) * g.y ? g.z : 0u;
+    DISPATCH(2u + 3u * k) = 1u;
+    DISPATCH(3u + 3u * k) = 1u;
   }
 }
 #elif defined(FETCH)
@@ -155,7 +168,9 @@ void main() {
     const uint from = max(start, pc.begin), to = min(start + length, pc.end);
 #else
     // This dispatch's entries of the bag, [begin, end) from its start (every one, but where
-    // loops are bounded: lib/kernel_bag.cpp); an earlier dispatch finished a bag this short.
+    // loops are bounded: lib/kernel_bag.cpp, the first recording the longest bag for the later
+    // ones' workgroups); an earlier dispatch finished a bag this short.
+    if (pc.begin == 0u && pc.end != 0xFFFFFFFFu) atomicMax(DISPATCH(0), length);
     if (pc.begin > 0u && pc.begin >= length) continue;
     const bool carried = pc.begin > 0u;
     const uint from = start + pc.begin, to = start + min(length, pc.end);

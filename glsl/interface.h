@@ -223,6 +223,8 @@ struct SortPush {
 //   as float32 (a word per entry), written by its first passes; partials: where loops are
 //   bounded, its folds carried from one dispatch to the next (VKDML_BAG_PARTIAL_WORDS a group
 //   of 4 values: the 4 partial results, then the rows folded);
+// - dispatches: where loops are bounded, an embedding bag's longest bag (zeroed before each run,
+//   set by its first Bag dispatch), then a VkDispatchIndirectCommand for each later one;
 // - rows: on the large path, an embedding bag's rows of a chunk of entries (an entry a slot of
 //   params.w words: embedding_bag.comp, FETCH), fetched from the table's windows;
 // - blocks: a block-quantized gather's scale (float32 bits) and zero point (an int) of each block,
@@ -241,7 +243,7 @@ struct ScratchLayout {
   uint partials;
   uint blocks;
   uint rows;
-  uint unused1;
+  uint dispatches;
   uint unused2;
 };
 // After ScratchLayout in the uniform: VKDML_OUT_OF_RANGE_MODE_FILL's value (a scatter's: its

@@ -101,11 +101,11 @@ Result BindingTableImpl::Init() {
 
   // The table's own buffers: the scratch (status words first), bound whole in every set, and
   // the host's copy of the status words.
-  VKDML_TRY(BufferImpl::Create(device_, k.scratchWords * 4,
-                               VK_BUFFER_USAGE_STORAGE_BUFFER_BIT |
-                                   VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-                                   VK_BUFFER_USAGE_TRANSFER_DST_BIT,
-                               Buffer::Memory::DeviceLocal, &scratch_));
+  VKDML_TRY(
+      BufferImpl::Create(device_, k.scratchWords * 4,
+                         VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                             VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT,
+                         Buffer::Memory::DeviceLocal, &scratch_));
   VKDML_TRY(BufferImpl::Create(device_, kStatusBytes, VK_BUFFER_USAGE_TRANSFER_DST_BIT,
                                Buffer::Memory::HostVisible, &status_));
   const VkDescriptorBufferInfo infos[] = {{op_->plans->Handle(), 0, op_->plans->Size()},
@@ -383,7 +383,9 @@ void BindingTableImpl::ClearScratch(VkCommandBuffer cmd, bool inPlace) const {
   const auto& vk = device_->Vk();
   const KernelSet& kernels = op_->kernels;
   const bool clearMask = kernels.maskWords && !inPlace;  // in place, nothing reads the mask
-  if (!kernels.checked && !clearMask && !kernels.tieMarkWords && !kernels.tallyWords) return;
+  if (!kernels.checked && !clearMask && !kernels.tieMarkWords && !kernels.tallyWords &&
+      !kernels.dispatchWords)
+    return;
   const VkPipelineStageFlags compute = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT;
   const VkAccessFlags readWrite = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
   const VkBuffer scratch = scratch_->Handle();
@@ -398,6 +400,8 @@ void BindingTableImpl::ClearScratch(VkCommandBuffer cmd, bool inPlace) const {
   if (kernels.tallyWords)
     vk.vkCmdFillBuffer(cmd, scratch, UINT64(kernels.scratchAt.tally) * 4, kernels.tallyWords * 4,
                        0);
+  if (kernels.dispatchWords)  // an embedding bag's longest bag
+    vk.vkCmdFillBuffer(cmd, scratch, UINT64(kernels.scratchAt.dispatches) * 4, 4, 0);
   Barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, compute, readWrite);
 }
 
@@ -435,7 +439,12 @@ Result BindingTableImpl::Record(VkCommandBuffer cmd) {
     const size_t setOfChosen = largeSet + (wide ? step.plain.large.size() : 0);
     largeSet += step.plain.large.size() + (step.hasWide ? step.wide.large.size() : 0);
     if (step.skipInPlace && inPlace) continue;
-    if (!first) Barrier(cmd, compute, readWrite, compute, readWrite);
+    // An indirect dispatch reads its workgroups from the scratch too.
+    const bool indirect = step.plain.indirect != 0;
+    if (!first)
+      Barrier(cmd, compute, readWrite,
+              compute | (indirect ? VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT : 0),
+              readWrite | (indirect ? VK_ACCESS_INDIRECT_COMMAND_READ_BIT : 0));
     first = false;
     // A sort's steps touch only the scratch; a whole kernel nothing past a descriptor.
     if (kernels.large && !step.plain.sortStep && !step.plain.whole) {
@@ -486,7 +495,12 @@ void BindingTableImpl::Dispatch(VkCommandBuffer cmd, const Kernel& k, Role sourc
     vk.vkCmdPushConstants(cmd, device_->PipelineLayout(), VK_SHADER_STAGE_COMPUTE_BIT, 0,
                           sizeof(push), &push);
   }
-  vk.vkCmdDispatch(cmd, k.groups, 1, 1);
+  if (k.indirect)
+    vk.vkCmdDispatchIndirect(
+        cmd, scratch_->Handle(),
+        (UINT64(op_->kernels.scratchAt.dispatches) + 1 + 3 * UINT64(k.indirect - 1)) * 4);
+  else
+    vk.vkCmdDispatch(cmd, k.groups, 1, 1);
 }
 
 Result BindingTableImpl::IndexStatus() {

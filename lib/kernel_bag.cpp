@@ -50,6 +50,7 @@ std::string BagModule(Pass::Kind kind, const std::string& table, UINT indexSize,
   if (kind == Pass::Kind::Weights) return "bag_weights";
   return "embedding_bag_" + table + IndexSuffix(indexSize) + arith + (fetched ? "_fetched" : "");
 }
+constexpr char kDispatchesModule[] = "bag_dispatches";
 std::string FetchModule(UINT indexSize) {
   return "bag_fetch" + IndexSuffix(indexSize) + "_large";
 }
@@ -186,12 +187,29 @@ Result ChooseBag(Choice& c, const Pass& pass) {
     c.set.steps.push_back(step);
     return {};
   }
-  for (UINT64 begin = 0; begin < op.entries; begin += chunk) {
-    step.plain.begin = UINT(begin);
-    step.plain.end = UINT(std::min<UINT64>(begin + chunk, op.entries));
+  // The dispatches after the first run only where a bag reaches their entries: the first records
+  // the longest bag, then bag_dispatches sets their workgroups (indirect), so bags of a few
+  // entries among many cost one dispatch, not one per chunk of all the entries.
+  const UINT64 later = (op.entries - 1) / chunk;
+  step.plain.end = UINT(chunk);
+  c.set.steps.push_back(step);
+  Plan plan;  // the later dispatches
+  plan.AddDim(UINT(later), 0, 0, 0, 0);
+  UINT dispatchSlot = 0;
+  VKDML_TRY(c.Slot(plan, &dispatchSlot));
+  c.set.plans[dispatchSlot].params = {{UINT(later), UINT(chunk), step.plain.groups, 0}};
+  Step dispatches;
+  dispatches.kind = Pass::Kind::Bag;
+  dispatches.plain = c.Elementwise(kDispatchesModule, plan, dispatchSlot, 1);
+  c.set.steps.push_back(dispatches);
+  for (UINT64 k = 1; k <= later; ++k) {
+    step.plain.begin = UINT(k * chunk);
+    step.plain.end = UINT(std::min<UINT64>((k + 1) * chunk, op.entries));
+    step.plain.indirect = UINT(k);
     c.set.steps.push_back(step);
   }
   c.set.partialWords = count * VKDML_BAG_PARTIAL_WORDS;
+  c.set.dispatchWords = 1 + 3 * later;
   return {};
 }
 
@@ -207,6 +225,7 @@ void ListBagModules(const ModuleSink& sink) {
     sink(FetchModule(index));
   }
   sink(BagModule(Pass::Kind::Weights, "", 4, ""));
+  sink(kDispatchesModule);
 }
 
 }  // namespace vkdml::detail

@@ -55,6 +55,7 @@ Result PlaceScratch(const OperatorImpl& op, const Capabilities& caps, KernelSet&
   set.scratchAt.partials = place(set.partialWords);
   set.scratchAt.blocks = place(set.blockWords);
   set.scratchAt.rows = place(set.rowWords);
+  set.scratchAt.dispatches = place(set.dispatchWords);
   set.scratchWords = at;
   if (at * 4 <= caps.scratchRange) return {};
   const std::string what =

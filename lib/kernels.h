@@ -57,6 +57,9 @@ struct Kernel {
   UINT begin = 0, end = 0;
   bool sortStep = false;
   shader::SortPush sort = {};
+  // n > 0: dispatched indirectly, its workgroups from the scratch's n-th VkDispatchIndirectCommand
+  // (KernelSet::dispatchWords).
+  UINT indirect = 0;
   // On the large path, dispatched once as off it (the operator's descriptors, each tensor's
   // first maxStorageBufferRange bytes): it reads no tensor past them (an embedding bag's passes
   // but the fetch from its table).
@@ -103,8 +106,10 @@ struct KernelSet {
   // An embedding bag's bounds and float32 weights (written by its first passes), and its partial
   // folds where its bags take more than one dispatch.
   UINT64 boundsWords = 0, weightWords = 0, partialWords = 0;
-  // On the large path, its rows of a chunk of entries, fetched from the table's windows.
-  UINT64 rowWords = 0;
+  // On the large path, its rows of a chunk of entries, fetched from the table's windows. Where
+  // loops are bounded, its longest bag (zeroed each run) and a VkDispatchIndirectCommand (3
+  // words) for each Bag dispatch after the first.
+  UINT64 rowWords = 0, dispatchWords = 0;
   // A block-quantized gather's scale and zero point of each block (written by its first passes).
   UINT64 blockWords = 0;
   // Where they are, after checked mode's status words (the uniform buffer's tail), and the

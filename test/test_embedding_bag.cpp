@@ -457,7 +457,8 @@ TEST_CASE_METHOD(Fixture, "Embedding bags: bindings at offsets", "[bag]") {
 
 // Bags longer than one dispatch may fold where loops are bounded (lavapipe: lib/kernel_bag.cpp
 // folds them a chunk at a time; in one dispatch, lavapipe stops this bag of 276997 entries after
-// 4 x 65535 of them): every entry counts, in order, in each mode.
+// 4 x 65535 of them): every entry counts, in order, in each mode. And 280000 entries in bags of
+// 20, where the dispatches after the first have no workgroups (none reaches their entries).
 TEST_CASE_METHOD(Fixture, "Embedding bags: bags of hundreds of thousands of entries", "[bag]") {
   for (auto mode : {VKDML_EMBEDDING_BAG_MODE_SUM, VKDML_EMBEDDING_BAG_MODE_MEAN,
                     VKDML_EMBEDDING_BAG_MODE_MAX}) {
@@ -472,6 +473,10 @@ TEST_CASE_METHOD(Fixture, "Embedding bags: bags of hundreds of thousands of entr
     c.indices = RandomIndices(rng, 280000, c.rows, c.indexType, 0.01);
     c.offsets = {0, 3, 3, 277000, 279999};  // bags of 3, 0, 276997, 2999 and 1 entries
     INFO("mode " << UINT(mode));
+    RunCase(rng, c);
+    c.offsets.clear();
+    for (UINT e = 0; e < 280000; e += 20) c.offsets.push_back(e);
+    INFO("bags of 20");
     RunCase(rng, c);
   }
 }
@@ -575,7 +580,9 @@ TEST_CASE("Embedding bags: kernel choice", "[kernels][bag]") {
     CHECK(set.steps.back().plain.spec[VKDML_SPEC_OUTPUT_SIZE] == (k.outType == c.outType ? 4 : 2));
   }
   // Bounded loops (lavapipe's 16384 iterations an invocation): a bag of every entry folds in
-  // dispatches of at most 8192 entries, each carrying 5 words per group of 4 values.
+  // dispatches of at most 8192 entries, each carrying 5 words per group of 4 values. The first
+  // records the longest bag; bag_dispatches then gives each later one its workgroups (all, or
+  // none where no bag reaches its entries), which it takes from the scratch (indirect).
   Capabilities cpu = gpu;
   cpu.maxLoop = 16384;
   BagCase longer = c;
@@ -583,11 +590,22 @@ TEST_CASE("Embedding bags: kernel choice", "[kernels][bag]") {
   longer.offsets = {0, 10};
   KernelSet set;
   REQUIRE(choose(longer, cpu, &set).ok());
-  REQUIRE(set.steps.size() == 2 + 3);
+  REQUIRE(set.steps.size() == 2 + 1 + 1 + 2);
+  const UINT folds[] = {2, 4, 5};
   for (UINT d = 0; d < 3; ++d) {
-    CHECK(set.steps[2 + d].plain.begin == d * 8192);
-    CHECK(set.steps[2 + d].plain.end == std::min<UINT>((d + 1) * 8192, 20000));
+    const auto& fold = set.steps[folds[d]].plain;
+    CHECK(fold.module == "embedding_bag_f32_i32_w");
+    CHECK(fold.begin == d * 8192);
+    CHECK(fold.end == std::min<UINT>((d + 1) * 8192, 20000));
+    CHECK(fold.indirect == d);
   }
+  const auto& dispatches = set.steps[3].plain;
+  CHECK(dispatches.module == "bag_dispatches");
+  CHECK(dispatches.indirect == 0);
+  const auto& g = set.plans[dispatches.slot].params;  // later dispatches, entries, workgroups
+  CHECK((g[0] == 2 && g[1] == 8192 && g[2] == set.steps[2].plain.groups));
+  CHECK(set.dispatchWords == 1 + 3 * 2);
+  CHECK(set.scratchAt.dispatches + set.dispatchWords <= set.scratchWords);
   CHECK(set.partialWords == 2 * 2 * VKDML_BAG_PARTIAL_WORDS);
   CHECK(set.scratchAt.partials + set.partialWords <= set.scratchWords);
   // A table past the binding range takes the large path; MaxTensorBytes (what

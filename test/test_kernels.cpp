@@ -160,12 +160,12 @@ TEST_CASE("Interface: the kernels lay out plans and push constants as C++ does",
     CHECK(l.offsets[plansId][2] ==
           VKDML_PLAN_SLOTS * sizeof(shader::PackedPlan) + sizeof(shader::ScratchLayout));
     const std::vector<size_t> scratch = {
-        offsetof(shader::ScratchLayout, mask),    offsetof(shader::ScratchLayout, keys),
-        offsetof(shader::ScratchLayout, values),  offsetof(shader::ScratchLayout, counts),
-        offsetof(shader::ScratchLayout, tally),   offsetof(shader::ScratchLayout, bounds),
-        offsetof(shader::ScratchLayout, weights), offsetof(shader::ScratchLayout, partials),
-        offsetof(shader::ScratchLayout, blocks),  offsetof(shader::ScratchLayout, rows),
-        offsetof(shader::ScratchLayout, unused1), offsetof(shader::ScratchLayout, unused2)};
+        offsetof(shader::ScratchLayout, mask),       offsetof(shader::ScratchLayout, keys),
+        offsetof(shader::ScratchLayout, values),     offsetof(shader::ScratchLayout, counts),
+        offsetof(shader::ScratchLayout, tally),      offsetof(shader::ScratchLayout, bounds),
+        offsetof(shader::ScratchLayout, weights),    offsetof(shader::ScratchLayout, partials),
+        offsetof(shader::ScratchLayout, blocks),     offsetof(shader::ScratchLayout, rows),
+        offsetof(shader::ScratchLayout, dispatches), offsetof(shader::ScratchLayout, unused2)};
     REQUIRE(l.offsets[scratchId].size() == scratch.size());
     for (uint32_t i = 0; i < scratch.size(); ++i) CHECK(l.offsets[scratchId][i] == scratch[i]);
   }
