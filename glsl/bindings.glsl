@@ -19,4 +19,5 @@ layout(std430, set = 0, binding = VKDML_BIND_SCRATCH) restrict buffer Scratch { 
 #define WEIGHT(e) scratch[scratchAt.weights + (e)]
 #define PARTIAL(w) scratch[scratchAt.partials + (w)]
 #define DISPATCH(w) scratch[scratchAt.dispatches + (w)]
+#define SPAN(w) scratch[scratchAt.spans + (w)]
 #define BLOCK(w) scratch[scratchAt.blocks + (w)]

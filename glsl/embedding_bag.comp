@@ -3,7 +3,8 @@
 // Bag). Every tensor is read and written in 32-bit words (bases in bytes: Kernel::unit 1), so no
 // device needs 8- or 16-bit storage.
 // BOUNDS: bound b of the bags (b <= bags) into the scratch, OffsetsTensor's entry b clamped into
-//   [0, entries], or (the last, without VKDML_BAG_LAST_OFFSET) entries.
+//   [0, entries], or (the last, without VKDML_BAG_LAST_OFFSET) entries; on the large path, noting
+//   a bound below the one before it (SPAN: VKDML_BAG_SPAN_DISORDER).
 // WEIGHTS: PerSampleWeightsTensor's entry e into the scratch as float32.
 // Otherwise (Bag): an invocation per group of 4 output values of a bag, folding its entries' rows
 //   in entry order, each step rounded once in float32 (glsl/arith.glsl, as a float32 reduction's,
@@ -13,11 +14,17 @@
 // go in chunks, each fetched and then folded:
 // FETCH (LARGE=1): the rows of the chunk's entries [begin, end) whose first byte lies in this
 //   dispatch's window of the table, each to its slot in the scratch (ROW_SLOT), copied in whole
-//   words, so a row keeps its byte within its first word.
-// FETCHED: the Bag stage reading those slots for the table: it folds the entries [begin, end) of
-//   every bag, carrying a bag begun before them in the scratch.
-// DISPATCHES: where loops are bounded, after the Bag pass's first dispatch (which recorded the
-//   longest bag), the later ones' workgroups: all where a bag reaches their entries, else none.
+//   words, so a row keeps its byte within its first word; it also starts the chunk's longest bag
+//   at 0.
+// SPANS: then, one invocation, the bags with entries in the chunk (by bisection, where the bounds
+//   are in order; else all) as a span of the Bag stage's groups of 4 values, and the workgroups
+//   of its first dispatch.
+// FETCHED: the Bag stage reading those slots for the table, over the span.
+// Each Bag dispatch folds, of each bag's entries within [begin, end), those [from, to) past its
+// first there, carrying a fold begun before them in the scratch. Where loops are bounded, a
+// chunk of entries (all of them off the large path) takes dispatches of a part each, the first
+// recording the longest bag in the chunk;
+// DISPATCHES then sets the later ones' workgroups: all where a bag reaches their part, else none.
 // INDEX64: 64-bit indices and offsets.
 #extension GL_GOOGLE_include_directive : require
 #define ELEM 4  // arith.glsl and divide.glsl on float32 bits
@@ -60,21 +67,28 @@ uint sourceHalf(uint b) {
 #endif
 
 #ifdef BOUNDS
+// Bound b (< count, the bags plus 1) of the bags: OffsetsTensor's entry b clamped into
+// [0, entries], or past its `offsets` entries, entries.
+uint bagBound(uint p, uint b, uint entries, uint offsets) {
+  if (b >= offsets) return entries;
+  const uint e = (pc.srcBase >> 2) + loopOffsets(p, kRank, b).z * (INDEX64 != 0 ? 2u : 1u);
+  const uint lo = tableWords[e];
+  const uint hi = INDEX64 != 0 ? tableWords[e + 1u] : kSignedIndex && int(lo) < 0 ? ~0u : 0u;
+  const bool negative = kSignedIndex && int(hi) < 0;
+  return negative ? 0u : hi != 0u ? entries : min(lo, entries);
+}
+
 void main() {
   const uint p = pc.plan;
   const uint count = loopCount(p);  // the bags, plus 1
   const bool lastOffset = (plans[p].params.x & VKDML_BAG_LAST_OFFSET) != 0u;
+  const bool order = plans[p].params.w != 0u;  // the large path's spans need to know
   const uint entries = VKDML_AT(plans[p].tupleSize, 0), offsets = lastOffset ? count : count - 1u;
   for (uint b = gl_GlobalInvocationID.x; b < count; b += kStep) {
-    uint bound = entries;
-    if (b < offsets) {
-      const uint e = (pc.srcBase >> 2) + loopOffsets(p, kRank, b).z * (INDEX64 != 0 ? 2u : 1u);
-      const uint lo = tableWords[e];
-      const uint hi = INDEX64 != 0 ? tableWords[e + 1u] : kSignedIndex && int(lo) < 0 ? ~0u : 0u;
-      const bool negative = kSignedIndex && int(hi) < 0;
-      bound = negative ? 0u : hi != 0u ? entries : min(lo, entries);
-    }
+    const uint bound = bagBound(p, b, entries, offsets);
     BOUND(b) = bound;
+    if (order && b > 0u && bound < bagBound(p, b - 1u, entries, offsets))
+      SPAN(VKDML_BAG_SPAN_DISORDER) = 1u;
   }
 }
 #elif defined(DISPATCHES)
@@ -82,11 +96,45 @@ void main() {
   const uint p = pc.plan;
   const uvec4 g = plans[p].params;  // the later dispatches, the entries each, their workgroups
   const uint longest = DISPATCH(0);
-  for (uint k = gl_GlobalInvocationID.x; k < g.x; k += kStep) {  // dispatch k + 1
-    DISPATCH(1u + 3u * k) = longest > (k + 1u) * g.y ? g.z : 0u;
+  const uint groups = g.w != 0u ? DISPATCH(1) : g.z;  // (w: as many as the first, from SPANS)
+  for (uint k = gl_GlobalInvocationID.x + 1u; k <= g.x; k += kStep) {  // dispatch k
+    DISPATCH(1u + 3u * k) = longest > k * g.y ? groups : 0u;
     DISPATCH(2u + 3u * k) = 1u;
     DISPATCH(3u + 3u * k) = 1u;
   }
+}
+#elif defined(SPANS)
+// The first bag b < bags for which `test` holds (it holds for every bag after), or bags.
+#define FIRST_BAG(result, test)      \
+  {                                  \
+    uint lo = 0u, hi = bags;         \
+    while (lo < hi) {                \
+      const uint b = (lo + hi) >> 1; \
+      if (test)                      \
+        hi = b;                      \
+      else                           \
+        lo = b + 1u;                 \
+    }                                \
+    result = lo;                     \
+  }
+
+void main() {
+  if (gl_GlobalInvocationID.x != 0u) return;
+  const uvec4 g = plans[pc.plan].params;  // the bags, a bag's groups of 4 values, most workgroups
+  const uint bags = g.x;
+  uint first = 0u, end = bags;
+  if (SPAN(VKDML_BAG_SPAN_DISORDER) == 0u) {
+    // Bounds in order: the bags with entries in [begin, end) (or none, starting there) are those
+    // from the first ending past begin or starting at it, to the last starting before end.
+    FIRST_BAG(first, BOUND(b + 1u) > pc.begin || BOUND(b) >= pc.begin);
+    if (pc.end != 0xFFFFFFFFu) FIRST_BAG(end, BOUND(b) >= pc.end);
+  }
+  const uint values = (max(end, first) - first) * g.y, group = gl_WorkGroupSize.x;
+  SPAN(VKDML_BAG_SPAN_BASE) = first * g.y;
+  SPAN(VKDML_BAG_SPAN_COUNT) = values;
+  DISPATCH(1) = min(values / group + (values % group != 0u ? 1u : 0u), g.z);
+  DISPATCH(2) = 1u;
+  DISPATCH(3) = 1u;
 }
 #elif defined(FETCH)
 void main() {
@@ -95,6 +143,7 @@ void main() {
   const uint quads = VKDML_AT(plans[p].sizes, 1);
   const uint rows = VKDML_AT(plans[p].tupleSize, 0), rowStride = VKDML_AT(plans[p].tupleStride, 0);
   const uint rowBytes = plans[p].params.x, slot = plans[p].params.y;  // slot: words
+  if (gl_GlobalInvocationID.x == 0u) DISPATCH(0) = 0u;  // the chunk's longest bag
   for (uint i = gl_GlobalInvocationID.x; i < count; i += kStep) {
     const uint t = divideBySize(p, 1u, i), q = i - t * quads;  // the entry's slot, its quad
     const uint e = pc.begin + t;
@@ -148,7 +197,6 @@ const uint kBatch = 4u;
 
 void main() {
   const uint p = pc.plan;
-  const uint count = loopCount(p);
   const uint rows = VKDML_AT(plans[p].tupleSize, 0), rowStride = VKDML_AT(plans[p].tupleStride, 0);
   const uvec4 options = plans[p].params;  // uniform: the same branches in every invocation
   const bool mean = (options.x & VKDML_BAG_MEAN) != 0u;
@@ -157,24 +205,22 @@ void main() {
   const uint padding = options.y, width = options.z;
   const uint fill =  // FILL's value (an OutputTensor element) as float32 bits
       kOutputSize == 4u ? fillBytes.x : floatBitsToUint(halfToFloat(fillBytes.x & 0xFFFFu));
-  for (uint i = gl_GlobalInvocationID.x; i < count; i += kStep) {
+#if FETCHED  // the groups of the bags with entries in this chunk (SPANS)
+  const uint base = SPAN(VKDML_BAG_SPAN_BASE), stop = base + SPAN(VKDML_BAG_SPAN_COUNT);
+#else
+  const uint base = 0u, stop = loopCount(p);
+#endif
+  for (uint i = base + gl_GlobalInvocationID.x; i < stop; i += kStep) {
     const uvec4 at = loopOffsets(p, kRank, i);  // x: the output's byte, y: the first value, w: bag
     const uint start = BOUND(at.w), length = max(BOUND(at.w + 1u), start) - start;
-#if FETCHED
-    // This dispatch's entries [begin, end) of all bags (the last dispatch's end: 2^32 - 1): a bag
-    // starting after them is a later dispatch's, one ending before them an earlier one's.
+    // A bag starting after [begin, end) is a later chunk's, one ending before it an earlier
+    // one's (the last chunk's end: 2^32 - 1, for bags starting at the last entry or past it).
     if (start >= pc.end || (start < pc.begin && start + length <= pc.begin)) continue;
-    const bool carried = start < pc.begin;
-    const uint from = max(start, pc.begin), to = min(start + length, pc.end);
-#else
-    // This dispatch's entries of the bag, [begin, end) from its start (every one, but where
-    // loops are bounded: lib/kernel_bag.cpp, the first recording the longest bag for the later
-    // ones' workgroups); an earlier dispatch finished a bag this short.
-    if (pc.begin == 0u && pc.end != 0xFFFFFFFFu) atomicMax(DISPATCH(0), length);
-    if (pc.begin > 0u && pc.begin >= length) continue;
-    const bool carried = pc.begin > 0u;
-    const uint from = start + pc.begin, to = start + min(length, pc.end);
-#endif
+    const uint first = max(start, pc.begin), here = min(start + length, pc.end) - first;
+    if (pc.from == 0u && pc.to != 0xFFFFFFFFu) atomicMax(DISPATCH(0), here);
+    if (pc.from > 0u && pc.from >= here) continue;  // an earlier dispatch finished the bag
+    const bool carried = start < pc.begin || pc.from > 0u;
+    const uint from = first + pc.from, to = first + min(here, pc.to);
     uvec4 acc = uvec4(0u);  // +0
     uint n = 0u;            // the rows folded
     if (carried) {

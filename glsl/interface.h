@@ -78,6 +78,13 @@ struct uvec4 {
 #define VKDML_BAG_LAST_OFFSET 8u  // OffsetsTensor's last entry is the last bag's end
 #define VKDML_NO_PADDING 0xFFFFFFFFu
 #define VKDML_BAG_PARTIAL_WORDS 5u
+// An embedding bag's span on the large path (the scratch's spans): the first group of 4 values of
+// the bags with entries in a chunk, and their groups; whether any bound is below the one before
+// it (then every bag is in every chunk's span).
+#define VKDML_BAG_SPAN_BASE 0
+#define VKDML_BAG_SPAN_COUNT 1
+#define VKDML_BAG_SPAN_DISORDER 2
+#define VKDML_BAG_SPAN_WORDS 3
 
 #define VKDML_KIND_UNSIGNED 0
 #define VKDML_KIND_SIGNED 1
@@ -163,8 +170,9 @@ struct Push {
   uint begin;      // scatter_ordered.comp: the sorted positions this dispatch folds, [begin, end);
   uint end;        // indexed_runs.comp: begin is the dispatch's first run; scatter_ties.comp
                    // (WRITE): end is OutputTensor's span in elements; embedding_bag.comp: the
-                   // entries of each bag this dispatch folds, [begin, end) from the bag's start
-                   // (FETCH, FETCHED: the entries [begin, end) of all bags)
+                   // entries [begin, end) of all bags (FETCH: those fetched)
+  uint from;       // embedding_bag.comp: of a bag's entries in [begin, end), those this dispatch
+  uint to;         // folds, [from, to) past its first there (where loops are bounded)
 };
 
 // Push constants of the large path's dispatches (modules built with LARGE=1, for tensors past
@@ -223,8 +231,12 @@ struct SortPush {
 //   as float32 (a word per entry), written by its first passes; partials: where loops are
 //   bounded, its folds carried from one dispatch to the next (VKDML_BAG_PARTIAL_WORDS a group
 //   of 4 values: the 4 partial results, then the rows folded);
-// - dispatches: where loops are bounded, an embedding bag's longest bag (zeroed before each run,
-//   set by its first Bag dispatch), then a VkDispatchIndirectCommand for each later one;
+// - dispatches: an embedding bag's longest bag in a chunk of entries (zeroed before each run and
+//   each chunk, set by the chunk's first Bag dispatch where loops are bounded), then a
+//   VkDispatchIndirectCommand for each Bag dispatch of the chunk (the first's from its span, on
+//   the large path);
+// - spans: on the large path, an embedding bag's span of a chunk (VKDML_BAG_SPAN_*: zeroed
+//   before each run, then set by its bounds and, each chunk, by bag_spans);
 // - rows: on the large path, an embedding bag's rows of a chunk of entries (an entry a slot of
 //   params.w words: embedding_bag.comp, FETCH), fetched from the table's windows;
 // - blocks: a block-quantized gather's scale (float32 bits) and zero point (an int) of each block,
@@ -244,7 +256,7 @@ struct ScratchLayout {
   uint blocks;
   uint rows;
   uint dispatches;
-  uint unused2;
+  uint spans;
 };
 // After ScratchLayout in the uniform: VKDML_OUT_OF_RANGE_MODE_FILL's value (a scatter's: its
 // reduction's identity, for ExcludeSelf), its element's bytes repeated over the 16
@@ -263,9 +275,9 @@ static_assert(VKDML_PLAN_SLOTS * sizeof(PackedPlan) + sizeof(ScratchLayout) + si
               "the plans must fit Vulkan's minimum maxUniformBufferRange");
 static_assert((VKDML_SORT_RADIX + VKDML_SORT_RADIX * VKDML_GROUP_SIZE / 32) * 4 <= 16384,
               "radix_sort.comp must fit Vulkan's minimum maxComputeSharedMemorySize");
-static_assert(sizeof(Push) == 24, "Push must keep std430's layout");
+static_assert(sizeof(Push) == 32, "Push must keep std430's layout");
 static_assert(sizeof(SortPush) == 32, "SortPush must keep std430's layout");
-static_assert(sizeof(LargePush) == 96 && sizeof(LargePush) <= 128,
+static_assert(sizeof(LargePush) == 104 && sizeof(LargePush) <= 128,
               "LargePush must keep std430's layout, within Vulkan's 128 bytes of push constants");
 }  // namespace vkdml::detail::shader
 #endif

@@ -304,6 +304,8 @@ void BindingTableImpl::DispatchLarge(VkCommandBuffer cmd, const Kernel& k, size_
     push.base.plan = k.slot;
     push.base.begin = k.begin;  // an ordered fold's sorted positions
     push.base.end = k.end;
+    push.base.from = k.from;
+    push.base.to = k.to;
     push.count = d.count;
     if (k.directTensor != Role::None)
       push.directStart = UINT(WindowStart(k.directTensor, d.direct, k.DirectUnit()));
@@ -384,7 +386,7 @@ void BindingTableImpl::ClearScratch(VkCommandBuffer cmd, bool inPlace) const {
   const KernelSet& kernels = op_->kernels;
   const bool clearMask = kernels.maskWords && !inPlace;  // in place, nothing reads the mask
   if (!kernels.checked && !clearMask && !kernels.tieMarkWords && !kernels.tallyWords &&
-      !kernels.dispatchWords)
+      !kernels.dispatchWords && !kernels.spanWords)
     return;
   const VkPipelineStageFlags compute = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT;
   const VkAccessFlags readWrite = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
@@ -402,6 +404,8 @@ void BindingTableImpl::ClearScratch(VkCommandBuffer cmd, bool inPlace) const {
                        0);
   if (kernels.dispatchWords)  // an embedding bag's longest bag
     vk.vkCmdFillBuffer(cmd, scratch, UINT64(kernels.scratchAt.dispatches) * 4, 4, 0);
+  if (kernels.spanWords)  // its bounds' order, on the large path
+    vk.vkCmdFillBuffer(cmd, scratch, UINT64(kernels.scratchAt.spans) * 4, kernels.spanWords * 4, 0);
   Barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, compute, readWrite);
 }
 
@@ -491,7 +495,9 @@ void BindingTableImpl::Dispatch(VkCommandBuffer cmd, const Kernel& k, Role sourc
                             UINT(delta_[UINT(Role::Indices)] / op_->op.Indices().elemSize),
                             UINT(delta_[UINT(Role::Output)] / k.unit),
                             k.begin,
-                            k.end};
+                            k.end,
+                            k.from,
+                            k.to};
     vk.vkCmdPushConstants(cmd, device_->PipelineLayout(), VK_SHADER_STAGE_COMPUTE_BIT, 0,
                           sizeof(push), &push);
   }

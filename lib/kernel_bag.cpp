@@ -6,7 +6,8 @@
 // (KernelSet::wordBindings), and their bases are bytes (Kernel::unit 1).
 // On the large path (the table past the binding range) the Bag pass takes the entries in chunks:
 // each chunk's rows fetched from the table's windows into the scratch, then folded from there
-// in entry order, each bag's fold carried from chunk to chunk. The other tensors must each fit
+// in entry order by the bags with entries in the chunk, each bag's fold carried from chunk to
+// chunk. The other tensors must each fit
 // one descriptor: every pass but the fetch is dispatched as off the large path (Kernel::whole).
 #include <algorithm>
 
@@ -51,6 +52,7 @@ std::string BagModule(Pass::Kind kind, const std::string& table, UINT indexSize,
   return "embedding_bag_" + table + IndexSuffix(indexSize) + arith + (fetched ? "_fetched" : "");
 }
 constexpr char kDispatchesModule[] = "bag_dispatches";
+constexpr char kSpansModule[] = "bag_spans";
 std::string FetchModule(UINT indexSize) {
   return "bag_fetch" + IndexSuffix(indexSize) + "_large";
 }
@@ -69,10 +71,55 @@ Result CheckLargeBag(const Choice& c) {
   return {};
 }
 
-// The large path's Bag pass (`fold` as chosen off it, over `slot`'s plan): chunks of at most
-// `chunk` entries, each a fetch dispatched per window of the table, then the fold of the chunk's
-// entries of every bag (glsl/embedding_bag.comp: FETCH, FETCHED).
-Result ChooseLargeBag(Choice& c, const Pass& pass, Step fold, UINT64 chunk) {
+// Where loops are bounded (`part` entries of a bag a dispatch) and a chunk of at most `chunk`
+// entries may take more than one dispatch: the step (bag_dispatches) setting each later
+// dispatch's workgroups from the longest bag the first recorded (as many as the first's on the
+// large path), and the scratch it needs.
+Result ChooseDispatches(Choice& c, const Pass& pass, const Step& fold, UINT64 chunk, UINT64 part,
+                        Step* out) {
+  if (chunk <= part) return {};
+  const UINT64 later = (chunk - 1) / part;
+  Plan plan;  // the later dispatches
+  plan.AddDim(UINT(later), 0, 0, 0, 0);
+  UINT slot = 0;
+  VKDML_TRY(c.Slot(plan, &slot));
+  c.set.plans[slot].params = {{UINT(later), UINT(part), fold.plain.groups, c.large ? 1u : 0u}};
+  out->kind = Pass::Kind::Bag;
+  out->plain = c.Elementwise(kDispatchesModule, plan, slot, 1);
+  out->plain.whole = c.large;
+  c.set.dispatchWords = 1 + 3 * (1 + later);
+  c.set.partialWords = pass.plan.count * VKDML_BAG_PARTIAL_WORDS;
+  return {};
+}
+
+// The Bag pass's dispatches over the entries [begin, end) (`fold` as chosen, its `to` 2^32 - 1):
+// one, or where a bag may take more (ChooseDispatches), a first recording the longest bag there,
+// `dispatches`, then the later ones, indirect (part k from command k: interface.h, dispatches):
+// they run only where a bag reaches their part, so bags of a few entries among many cost one
+// dispatch.
+void AddFolds(Choice& c, Step fold, const Step& dispatches, UINT64 begin, UINT64 end, UINT64 part) {
+  fold.plain.begin = UINT(begin);
+  if (end - begin <= part) {
+    c.set.steps.push_back(fold);
+    return;
+  }
+  fold.plain.to = UINT(part);
+  c.set.steps.push_back(fold);
+  c.set.steps.push_back(dispatches);
+  for (UINT64 k = 1; k * part < end - begin; ++k) {
+    fold.plain.from = UINT(k * part);
+    fold.plain.to = UINT((k + 1) * part);
+    fold.plain.indirect = UINT(k + 1);
+    c.set.steps.push_back(fold);
+  }
+}
+
+// The large path's Bag pass (`fold` as chosen off it, over `slot`'s plan): chunks of the entries,
+// each a fetch dispatched per window of the table, bag_spans finding the bags with entries in it
+// (all where the bounds are out of order), then the folds of their entries in the chunk
+// (glsl/embedding_bag.comp: FETCH, SPANS, FETCHED), `part` a dispatch (AddFolds), the first
+// with the span's workgroups: a chunk costs its bags, not all of them.
+Result ChooseLargeBag(Choice& c, const Pass& pass, Step fold, UINT64 part) {
   const OperatorImpl& op = c.op;
   const Tensor& table = op.inputs[0];
   const UINT64 rowBytes = UINT64(table.sizes[table.dims - 1]) * table.elemSize;
@@ -86,7 +133,7 @@ Result ChooseLargeBag(Choice& c, const Pass& pass, Step fold, UINT64 chunk) {
                 " bytes, which leaves no window of it in this device's binding range (",
                 c.caps.maxRange, " bytes)");
   const UINT64 budget = std::min(kFetchBytes, c.caps.maxRange / 2) / (slot * 4);
-  chunk = std::max<UINT64>(1, std::min({chunk, budget, std::max<UINT64>(op.entries, 1)}));
+  const UINT64 chunk = std::max<UINT64>(1, std::min<UINT64>(budget, op.entries));
   const UINT64 chunks = std::max<UINT64>(1, (op.entries + chunk - 1) / chunk);
   if (chunks * windows.size() > kMaxFetches)
     return Fail(Status::Unsupported, op.name, ": its ", op.entries, " entries would take ",
@@ -116,9 +163,25 @@ Result ChooseLargeBag(Choice& c, const Pass& pass, Step fold, UINT64 chunk) {
   k.indexedReach = reach;
   fold.plain.module += "_fetched";
   fold.plain.whole = true;
+  fold.plain.indirect = 1;
+  Step dispatches;
+  VKDML_TRY(ChooseDispatches(c, pass, fold, chunk, part, &dispatches));
+  c.set.dispatchWords = std::max<UINT64>(c.set.dispatchWords, 4);
+  c.set.spanWords = VKDML_BAG_SPAN_WORDS;
+  Plan spanPlan;  // one invocation
+  spanPlan.AddDim(1, 0, 0, 0, 0);
+  UINT spanSlot = 0;
+  VKDML_TRY(c.Slot(spanPlan, &spanSlot));
+  const UINT groupsPerBag = (op.width + 3) / 4;
+  c.set.plans[spanSlot].params = {
+      {UINT(pass.plan.count / groupsPerBag), groupsPerBag, fold.plain.groups, 0}};
+  Step spans;
+  spans.kind = Pass::Kind::Bag;
+  spans.plain = c.Elementwise(kSpansModule, spanPlan, spanSlot, 1);
+  spans.plain.whole = true;
   for (UINT64 begin = 0; begin < chunks * chunk; begin += chunk) {
     const UINT64 end = std::min(begin + chunk, UINT64(op.entries));
-    k.begin = fold.plain.begin = UINT(begin);
+    k.begin = UINT(begin);
     k.end = UINT(end);
     fold.plain.end = begin + chunk < op.entries ? UINT(end) : 0xFFFFFFFFu;  // the last: any start
     k.large.clear();
@@ -131,7 +194,10 @@ Result ChooseLargeBag(Choice& c, const Pass& pass, Step fold, UINT64 chunk) {
       k.large.push_back(d);
     }
     if (end > begin) c.set.steps.push_back(fetch);
-    c.set.steps.push_back(fold);
+    spans.plain.begin = UINT(begin);
+    spans.plain.end = fold.plain.end;
+    c.set.steps.push_back(spans);
+    AddFolds(c, fold, dispatches, begin, end, part);
   }
   c.set.rowWords = chunk * slot;
   if (chunks > 1) c.set.partialWords = pass.plan.count * VKDML_BAG_PARTIAL_WORDS;
@@ -161,7 +227,7 @@ Result ChooseBag(Choice& c, const Pass& pass) {
   }
   c.set.plans[slot].params = {
       {op.bagFlags | (op.outOfRange == VKDML_OUT_OF_RANGE_MODE_FILL ? VKDML_BAG_FILL : 0),
-       op.padding, op.width, 0}};
+       op.padding, op.width, c.large && pass.kind == Pass::Kind::Bounds}};  // (w: SPANS' order)
   c.set.wordBindings = true;
   step.plain.whole = c.large;
   if (pass.kind == Pass::Kind::Bounds) c.set.boundsWords = pass.plan.count;
@@ -171,45 +237,20 @@ Result ChooseBag(Choice& c, const Pass& pass) {
     return {};
   }
   // A group of 4 values an invocation where the device allows. Where loops are bounded
-  // (Capabilities::maxLoop, summed over an invocation's loops), a bag's entries are folded
-  // `chunk` at a time, a dispatch each, carrying each fold in the scratch: a bag may hold every
-  // entry.
+  // (Capabilities::maxLoop, summed over an invocation's loops), a dispatch folds `part` entries
+  // of each bag, carrying each fold in the scratch: a bag may hold every entry.
   const UINT64 count = pass.plan.count, group = c.caps.groupSize;
   step.plain.groups = c.Groups((count + group - 1) / group);
   const UINT64 perInvocation =
       (count + UINT64(step.plain.groups) * group - 1) / (UINT64(step.plain.groups) * group);
-  const UINT64 chunk = std::max<UINT64>(kBagChunkFloor, c.caps.maxLoop / perInvocation / 2);
-  step.plain.begin = 0;
-  step.plain.end = 0xFFFFFFFFu;
-  if (c.large)
-    return ChooseLargeBag(c, pass, step, c.caps.maxLoop == UINT64(-1) ? UINT64(-1) : chunk);
-  if (c.caps.maxLoop == UINT64(-1) || op.entries <= chunk) {
-    c.set.steps.push_back(step);
-    return {};
-  }
-  // The dispatches after the first run only where a bag reaches their entries: the first records
-  // the longest bag, then bag_dispatches sets their workgroups (indirect), so bags of a few
-  // entries among many cost one dispatch, not one per chunk of all the entries.
-  const UINT64 later = (op.entries - 1) / chunk;
-  step.plain.end = UINT(chunk);
-  c.set.steps.push_back(step);
-  Plan plan;  // the later dispatches
-  plan.AddDim(UINT(later), 0, 0, 0, 0);
-  UINT dispatchSlot = 0;
-  VKDML_TRY(c.Slot(plan, &dispatchSlot));
-  c.set.plans[dispatchSlot].params = {{UINT(later), UINT(chunk), step.plain.groups, 0}};
+  const UINT64 part = c.caps.maxLoop == UINT64(-1)
+                          ? UINT64(0xFFFFFFFFu)
+                          : std::max<UINT64>(kBagChunkFloor, c.caps.maxLoop / perInvocation / 2);
+  step.plain.end = step.plain.to = 0xFFFFFFFFu;
+  if (c.large) return ChooseLargeBag(c, pass, step, part);
   Step dispatches;
-  dispatches.kind = Pass::Kind::Bag;
-  dispatches.plain = c.Elementwise(kDispatchesModule, plan, dispatchSlot, 1);
-  c.set.steps.push_back(dispatches);
-  for (UINT64 k = 1; k <= later; ++k) {
-    step.plain.begin = UINT(k * chunk);
-    step.plain.end = UINT(std::min<UINT64>((k + 1) * chunk, op.entries));
-    step.plain.indirect = UINT(k);
-    c.set.steps.push_back(step);
-  }
-  c.set.partialWords = count * VKDML_BAG_PARTIAL_WORDS;
-  c.set.dispatchWords = 1 + 3 * later;
+  VKDML_TRY(ChooseDispatches(c, pass, step, op.entries, part, &dispatches));
+  AddFolds(c, step, dispatches, 0, op.entries, part);
   return {};
 }
 
@@ -226,6 +267,7 @@ void ListBagModules(const ModuleSink& sink) {
   }
   sink(BagModule(Pass::Kind::Weights, "", 4, ""));
   sink(kDispatchesModule);
+  sink(kSpansModule);
 }
 
 }  // namespace vkdml::detail

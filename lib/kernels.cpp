@@ -36,6 +36,19 @@ static_assert(VKDML_REDUCE_FUNCTION_NONE == VKDML_REDUCE_NONE &&
                   VKDML_REDUCE_FUNCTION_MEAN == VKDML_REDUCE_MEAN,
               "dml.h and glsl/interface.h disagree on VKDML_REDUCE_FUNCTION");
 
+// What an embedding bag keeps in the scratch (PlaceScratch's refusal).
+std::string BagScratch(const KernelSet& set) {
+  std::string text = Str("it keeps the bounds of ", set.boundsWords - 1, " bags");
+  const std::pair<UINT64, const char*> parts[] = {
+      {set.weightWords, " weights"},
+      {set.partialWords, " words of partial folds"},
+      {set.rowWords, " words of fetched rows"},
+      {set.dispatchWords + set.spanWords, " words of dispatches"}};
+  for (const auto& [words, what] : parts)
+    if (words) text += Str(", ", words, what);
+  return text;
+}
+
 // The scratch regions one after another, after checked mode's status words; more than one
 // descriptor can see (maxStorageBufferRange) is refused, naming what needs it.
 Result PlaceScratch(const OperatorImpl& op, const Capabilities& caps, KernelSet& set) {
@@ -56,6 +69,7 @@ Result PlaceScratch(const OperatorImpl& op, const Capabilities& caps, KernelSet&
   set.scratchAt.blocks = place(set.blockWords);
   set.scratchAt.rows = place(set.rowWords);
   set.scratchAt.dispatches = place(set.dispatchWords);
+  set.scratchAt.spans = place(set.spanWords);
   set.scratchWords = at;
   if (at * 4 <= caps.scratchRange) return {};
   const std::string what =
@@ -66,10 +80,7 @@ Result PlaceScratch(const OperatorImpl& op, const Capabilities& caps, KernelSet&
           ? Str("it keeps the latest update of each of ", set.tallyWords, " table rows")
       : set.tallyWords ? Str("VKDML_REDUCE_FUNCTION_MEAN counts the updates of each of ",
                              set.tallyWords, " targets")
-      : op.bag         ? Str("it keeps the bounds of ", set.boundsWords - 1, " bags",
-                     set.weightWords ? Str(", ", set.weightWords, " weights") : "",
-                     set.partialWords ? Str(", ", set.partialWords, " words of partial folds") : "",
-                     set.rowWords ? Str(" and ", set.rowWords, " words of fetched rows") : "")
+      : op.bag         ? BagScratch(set)
       : op.blockType   ? Str("it keeps the scale and zero point of each of ", op.blocks, " blocks")
                        : Str("its mask of the slices it overwrites");
   return Fail(Status::Unsupported, op.name, ": ", what, ", which needs ", at * 4,

@@ -55,6 +55,7 @@ struct Kernel {
   // multiple of `indexAlign`.
   UINT align = 0, indexAlign = 1;
   UINT begin = 0, end = 0;
+  UINT from = 0, to = 0;  // an embedding bag's (interface.h: Push)
   bool sortStep = false;
   shader::SortPush sort = {};
   // n > 0: dispatched indirectly, its workgroups from the scratch's n-th VkDispatchIndirectCommand
@@ -106,10 +107,10 @@ struct KernelSet {
   // An embedding bag's bounds and float32 weights (written by its first passes), and its partial
   // folds where its bags take more than one dispatch.
   UINT64 boundsWords = 0, weightWords = 0, partialWords = 0;
-  // On the large path, its rows of a chunk of entries, fetched from the table's windows. Where
-  // loops are bounded, its longest bag (zeroed each run) and a VkDispatchIndirectCommand (3
-  // words) for each Bag dispatch after the first.
-  UINT64 rowWords = 0, dispatchWords = 0;
+  // On the large path, its rows of a chunk of entries, fetched from the table's windows, and the
+  // span of bags with entries in it (zeroed each run). Its longest bag in a chunk (zeroed each
+  // run) and a VkDispatchIndirectCommand (3 words) for each Bag dispatch of a chunk.
+  UINT64 rowWords = 0, spanWords = 0, dispatchWords = 0;
   // A block-quantized gather's scale and zero point of each block (written by its first passes).
   UINT64 blockWords = 0;
   // Where they are, after checked mode's status words (the uniform buffer's tail), and the

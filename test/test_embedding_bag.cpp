@@ -481,6 +481,44 @@ TEST_CASE_METHOD(Fixture, "Embedding bags: bags of hundreds of thousands of entr
   }
 }
 
+// The same through the large path: a table of 3-value rows past a binding range of 320 KiB, its
+// chunks of 10,240 entries (half the range in 16-byte row slots) past what a dispatch folds of a
+// bag where loops are bounded (8192 on lavapipe), so a long bag takes indirect dispatches within
+// each chunk as well as the chunks.
+TEST_CASE_METHOD(Fixture, "Embedding bags: long bags past the binding range", "[bag][large]") {
+  const UINT64 range = CapabilitiesOf(Dev()).rangeAlign + 320 * 1024;
+  const std::string text = std::to_string(range);
+  ScopedSwitch narrow("VKDML_MAX_BINDING_RANGE", text.c_str());
+  for (auto mode : {VKDML_EMBEDDING_BAG_MODE_SUM, VKDML_EMBEDDING_BAG_MODE_MEAN,
+                    VKDML_EMBEDDING_BAG_MODE_MAX}) {
+    Rng rng(BaseSeed() ^ (0x10B6 + UINT(mode)));
+    BagCase c;
+    c.mode = mode;
+    c.weighted = mode == VKDML_EMBEDDING_BAG_MODE_SUM;
+    c.rows = 30000;  // 360,000 bytes
+    c.width = 3;
+    c.hasPadding = true;
+    c.padding = 7;
+    c.indices = RandomIndices(rng, 40000, c.rows, c.indexType, 0.01);
+    c.offsets = {0, 3, 3, 9000, 39999};  // bags of 3, 0, 8997, 30999 and 1 entries
+    INFO("mode " << UINT(mode));
+    BagBuilt b;
+    Build(c, &b);
+    const vkdml::detail::KernelSet set = Chosen(b.op);
+    REQUIRE(set.large);
+    UINT indirect = 0;
+    for (const auto& step : set.steps) indirect += step.plain.indirect != 0;
+    // 4 chunks, each fold's first dispatch taking its workgroups from the chunk's span; where
+    // loops are bounded, each chunk's second part too.
+    CHECK(indirect == (CapabilitiesOf(Dev()).maxLoop == UINT64(-1) ? 4 : 8));
+    RunCase(rng, c);
+    c.offsets.clear();
+    for (UINT e = 0; e < 40000; e += 20) c.offsets.push_back(e);
+    INFO("bags of 20");
+    RunCase(rng, c);
+  }
+}
+
 // Kernel choice, without a GPU: the bounds, the weights (when given) and the bags, each table
 // layout's module with the float arithmetic the device needs; every binding on a word; the bags
 // in chunks where loops are bounded; the large path (a table past the binding range) and what it
@@ -580,9 +618,9 @@ TEST_CASE("Embedding bags: kernel choice", "[kernels][bag]") {
     CHECK(set.steps.back().plain.spec[VKDML_SPEC_OUTPUT_SIZE] == (k.outType == c.outType ? 4 : 2));
   }
   // Bounded loops (lavapipe's 16384 iterations an invocation): a bag of every entry folds in
-  // dispatches of at most 8192 entries, each carrying 5 words per group of 4 values. The first
-  // records the longest bag; bag_dispatches then gives each later one its workgroups (all, or
-  // none where no bag reaches its entries), which it takes from the scratch (indirect).
+  // dispatches of at most 8192 of its entries, each carrying 5 words per group of 4 values. The
+  // first records the longest bag; bag_dispatches then gives each later one its workgroups (all,
+  // or none where no bag reaches its part), which it takes from the scratch (indirect).
   Capabilities cpu = gpu;
   cpu.maxLoop = 16384;
   BagCase longer = c;
@@ -595,19 +633,28 @@ TEST_CASE("Embedding bags: kernel choice", "[kernels][bag]") {
   for (UINT d = 0; d < 3; ++d) {
     const auto& fold = set.steps[folds[d]].plain;
     CHECK(fold.module == "embedding_bag_f32_i32_w");
-    CHECK(fold.begin == d * 8192);
-    CHECK(fold.end == std::min<UINT>((d + 1) * 8192, 20000));
-    CHECK(fold.indirect == d);
+    CHECK((fold.begin == 0 && fold.end == 0xFFFFFFFFu));          // every entry
+    CHECK((fold.from == d * 8192 && fold.to == (d + 1) * 8192));  // of each bag's
+    CHECK(fold.indirect == (d ? d + 1 : 0));  // part d from the scratch's command d
   }
   const auto& dispatches = set.steps[3].plain;
   CHECK(dispatches.module == "bag_dispatches");
   CHECK(dispatches.indirect == 0);
   const auto& g = set.plans[dispatches.slot].params;  // later dispatches, entries, workgroups
   CHECK((g[0] == 2 && g[1] == 8192 && g[2] == set.steps[2].plain.groups));
-  CHECK(set.dispatchWords == 1 + 3 * 2);
+  CHECK(set.dispatchWords == 1 + 3 * 3);
   CHECK(set.scratchAt.dispatches + set.dispatchWords <= set.scratchWords);
   CHECK(set.partialWords == 2 * 2 * VKDML_BAG_PARTIAL_WORDS);
   CHECK(set.scratchAt.partials + set.partialWords <= set.scratchWords);
+  // A scratch past the binding range is refused, saying what it holds.
+  Capabilities tiny = cpu;
+  tiny.scratchRange = 1000;
+  const Result refused = choose(longer, tiny, &set);
+  CHECK(refused.status == Status::Unsupported);
+  CHECK(refused.message ==
+        "EMBEDDING_BAG: it keeps the bounds of 2 bags, 20000 weights, 20 words of partial folds, "
+        "10 words of dispatches, which needs 80148 bytes of scratch, more than this device's "
+        "maxStorageBufferRange 1000");
   // A table past the binding range takes the large path; MaxTensorBytes (what
   // CheckFeatureSupport's VKDML_FEATURE_TENSOR_SIZE answers) bounds the other tensors: a table of
   // 64 rows of 6 values fits one descriptor, 65 do not.
@@ -621,10 +668,11 @@ TEST_CASE("Embedding bags: kernel choice", "[kernels][bag]") {
   wide.rows = 65;
   REQUIRE(choose(wide, small, &set).ok());
   CHECK(set.large);
-  // The bounds and the weights as off it; then per chunk of entries a fetch of their rows (7
-  // words: 24 bytes and what a row starting on a word's byte 3 would need) per window of the
-  // table, each reading up to a row's 24 bytes past it, and the fold of the chunk, carried from
-  // chunk to chunk.
+  // The bounds (noting whether they are in order) and the weights as off it; then per chunk of
+  // entries a fetch of their rows (7 words: 24 bytes and what a row starting on a word's byte 3
+  // would need) per window of the table, each reading up to a row's 24 bytes past it; the span of
+  // bags with entries in the chunk (bag_spans: their groups of 4 values and the fold's
+  // workgroups); and the fold of those bags, carried from chunk to chunk.
   // A chunk's rows take at most half the binding range: 192 bytes of 28-byte slots, 6 entries.
   small.maxRange = 384;
   REQUIRE(choose(wide, small, &set).ok());
@@ -634,13 +682,19 @@ TEST_CASE("Embedding bags: kernel choice", "[kernels][bag]") {
   CHECK(set.rowWords == chunk * slot);
   CHECK(set.partialWords == 5 * 2 * VKDML_BAG_PARTIAL_WORDS);
   CHECK(set.scratchAt.rows + set.rowWords <= set.scratchWords);
-  REQUIRE(set.steps.size() == 2 + 2 * 5);  // 30 entries, 5 chunks
+  REQUIRE(set.steps.size() == 2 + 3 * 5);  // 30 entries, 5 chunks
   CHECK((set.steps[0].plain.whole && set.steps[1].plain.whole));
+  CHECK(set.plans[set.steps[0].plain.slot].params[3] == 1);  // the bounds' order
+  CHECK(set.spanWords == VKDML_BAG_SPAN_WORDS);
+  CHECK(set.dispatchWords == 4);  // the longest bag, the fold's command
+  CHECK(set.scratchAt.spans + set.spanWords <= set.scratchWords);
+  CHECK(set.scratchAt.dispatches + set.dispatchWords <= set.scratchWords);
   const UINT64 reach = 24;  // from a row's first byte, before a window's end, to its last word
   const UINT windowBytes = UINT((small.maxRange - small.rangeAlign - reach) / 16 * 16);
   for (UINT n = 0; n < 5; ++n) {
-    const auto& fetch = set.steps[2 + 2 * n].plain;
-    const auto& fold = set.steps[3 + 2 * n].plain;
+    const auto& fetch = set.steps[2 + 3 * n].plain;
+    const auto& spans = set.steps[3 + 3 * n].plain;
+    const auto& fold = set.steps[4 + 3 * n].plain;
     INFO("chunk " << n);
     CHECK(fetch.module == "bag_fetch_i32_large");
     CHECK(!fetch.whole);
@@ -660,12 +714,18 @@ TEST_CASE("Embedding bags: kernel choice", "[kernels][bag]") {
     CHECK(fold.large.empty());
     CHECK(fold.begin == fetch.begin);
     CHECK(fold.end == (n < 4 ? fetch.end : 0xFFFFFFFFu));  // the last: bags starting at the end
+    CHECK(fold.indirect == 1);
+    CHECK(spans.module == "bag_spans");
+    CHECK((spans.whole && spans.groups == 1 && !spans.indirect));
+    CHECK((spans.begin == fold.begin && spans.end == fold.end));
+    const auto& span = set.plans[spans.slot].params;  // bags, groups of 4 values a bag, workgroups
+    CHECK((span[0] == 5 && span[1] == 2 && span[2] == fold.groups));
   }
-  CHECK(set.plans[set.steps[3].plain.slot].params[3] == slot);
+  CHECK(set.plans[set.steps[4].plain.slot].params[3] == slot);
   CHECK(set.plans[set.steps[2].plain.slot].params[0] == 24);  // a row's bytes
   CHECK(set.plans[set.steps[2].plain.slot].params[1] == slot);
-  // Bounded loops bound the chunks too (here to 64 entries, where 4 KiB windows alone would
-  // take 77 of 28 bytes).
+  // Bounded loops bound each chunk's folds (chunks of 77 entries, as 4 KiB windows take them, in
+  // parts of 64 entries of a bag), the later parts as many workgroups as the first (params.w).
   Capabilities bounded = gpu;
   bounded.maxRange = bounded.rangeAlign + 4096;
   BagCase tall = c;
@@ -673,15 +733,38 @@ TEST_CASE("Embedding bags: kernel choice", "[kernels][bag]") {
   tall.indices.assign(200, 1);
   tall.offsets = {0, 100};
   for (const UINT64 maxLoop : {UINT64(128), UINT64(-1)}) {
+    INFO("maxLoop " << maxLoop);
     bounded.maxLoop = maxLoop;
     REQUIRE(choose(tall, bounded, &set).ok());
     REQUIRE(set.large);
-    std::vector<UINT> begins;
-    for (const auto& step : set.steps)
-      if (step.plain.module.find("_fetched") != std::string::npos)
-        begins.push_back(step.plain.begin);
-    CHECK(begins ==
-          (maxLoop == 128 ? std::vector<UINT>{0, 64, 128, 192} : std::vector<UINT>{0, 77, 154}));
+    std::vector<std::array<UINT, 4>> fetched;  // begin, from, to, indirect
+    std::string order;
+    for (const auto& step : set.steps) {
+      const vkdml::detail::Kernel& k = step.plain;
+      if (k.module.find("_fetched") != std::string::npos)
+        fetched.push_back({k.begin, k.from, k.to, k.indirect});
+      order += k.module == "bag_fetch_i32_large" ? "F"
+               : k.module == "bag_dispatches"    ? "D"
+               : k.module == "bag_spans"         ? "S"
+               : k.whole && !k.indirect          ? "B"
+                                                 : "b";
+      if (k.module == "bag_dispatches") CHECK(set.plans[k.slot].params[3] == 1);
+      if (k.module != "bag_fetch_i32_large") CHECK(k.whole);  // dispatched as off the large path
+    }
+    using Folds = std::vector<std::array<UINT, 4>>;
+    constexpr UINT all = 0xFFFFFFFFu;
+    if (maxLoop == 128) {
+      CHECK(
+          fetched ==
+          Folds{
+              {0, 0, 64, 1}, {0, 64, 128, 2}, {77, 0, 64, 1}, {77, 64, 128, 2}, {154, 0, all, 1}});
+      CHECK(order == "BBFSbDbFSbDbFSb");
+      CHECK(set.dispatchWords == 1 + 3 * 2);
+    } else {
+      CHECK(fetched == Folds{{0, 0, all, 1}, {77, 0, all, 1}, {154, 0, all, 1}});
+      CHECK(order == "BBFSbFSbFSb");
+      CHECK(set.dispatchWords == 4);
+    }
   }
   // What the large path refuses, naming it: another tensor past the range; a row that leaves no
   // window; more fetches than its bound (64 KiB rows, chunks of 7 of 200000 entries, 3 windows).

@@ -126,7 +126,8 @@ TEST_CASE("Interface: the kernels lay out plans and push constants as C++ does",
   const std::vector<size_t> push = {
       offsetof(shader::Push, plan),      offsetof(shader::Push, srcBase),
       offsetof(shader::Push, indexBase), offsetof(shader::Push, dstBase),
-      offsetof(shader::Push, begin),     offsetof(shader::Push, end)};
+      offsetof(shader::Push, begin),     offsetof(shader::Push, end),
+      offsetof(shader::Push, from),      offsetof(shader::Push, to)};
   for (const char* name : {"gather_e4_i32", "scatter_e16_i64", "lines_e2_i64", "mark_i32",
                            "report_i64", "runs_gather_e32_i64", "runs_vec_scatter_e2_i32"}) {
     INFO("module " << name);
@@ -165,7 +166,7 @@ TEST_CASE("Interface: the kernels lay out plans and push constants as C++ does",
         offsetof(shader::ScratchLayout, tally),      offsetof(shader::ScratchLayout, bounds),
         offsetof(shader::ScratchLayout, weights),    offsetof(shader::ScratchLayout, partials),
         offsetof(shader::ScratchLayout, blocks),     offsetof(shader::ScratchLayout, rows),
-        offsetof(shader::ScratchLayout, dispatches), offsetof(shader::ScratchLayout, unused2)};
+        offsetof(shader::ScratchLayout, dispatches), offsetof(shader::ScratchLayout, spans)};
     REQUIRE(l.offsets[scratchId].size() == scratch.size());
     for (uint32_t i = 0; i < scratch.size(); ++i) CHECK(l.offsets[scratchId][i] == scratch[i]);
   }
