@@ -184,15 +184,11 @@ Result ChooseLargeBag(Choice& c, const Pass& pass, Step fold, UINT64 part) {
     k.begin = UINT(begin);
     k.end = UINT(end);
     fold.plain.end = begin + chunk < op.entries ? UINT(end) : 0xFFFFFFFFu;  // the last: any start
-    k.large.clear();
-    for (const Span& window : windows) {
-      LargeDispatch d;
-      d.count = UINT((end - begin) * quads);
-      d.groups = c.Groups((d.count + c.caps.groupSize - 1) / c.caps.groupSize);
-      d.indices = {0, op.Indices().totalBytes};
-      d.indexed = window;
-      k.large.push_back(d);
-    }
+    LargeDispatch d;
+    d.count = UINT((end - begin) * quads);
+    d.groups = c.Groups((d.count + c.caps.groupSize - 1) / c.caps.groupSize);
+    d.indices = {0, op.Indices().totalBytes};
+    k.large = PerWindow(windows, d);
     if (end > begin) c.set.steps.push_back(fetch);
     spans.plain.begin = UINT(begin);
     spans.plain.end = fold.plain.end;

@@ -149,13 +149,15 @@ void ListBlocksModules(const ModuleSink& sink);
 // a family: CheckWithinRange);
 // whether a tensor may not fit one descriptor; its windows (none if `reach` bytes past one leave
 // no room); a kernel's dispatches on the large path (nothing off it), in chunks of at most
-// maxCount loop elements.
+// maxCount loop elements; `each` once per window (its indexed span the window), for a kernel
+// whose loop is the same in every window.
 Result CheckLargePath(const Choice& c);
 // A tensor that kernels read whole on the large path (Kernel::whole) must fit one descriptor;
 // refused, naming it and the `others` that may pass the range, if not.
 Result CheckWithinRange(const Choice& c, const Tensor& t, const char* others);
 bool Windowed(const Capabilities& caps, const Tensor& t);
 std::vector<Span> Windows(const Capabilities& caps, const Tensor& t, UINT64 reach = 0);
+std::vector<LargeDispatch> PerWindow(const std::vector<Span>& windows, LargeDispatch each);
 Result ChooseLargeDispatches(const Choice& c, const Plan& plan, Pass::Kind kind, Kernel* k,
                              UINT64 maxCount = 0xFFFFFFFFu);
 

@@ -94,13 +94,9 @@ Result ChooseReport(Choice& c) {
   // A dispatch per window of IndicesTensor, the one owning the recorded index reading it.
   k.indexedTensor = Role::Indices;
   k.indexedUnit = c.indexSize;
-  for (const Span& w : Windows(c.caps, indices)) {
-    LargeDispatch d;
-    d.count = 1;
-    d.groups = 1;
-    d.indexed = w;
-    k.large.push_back(d);
-  }
+  LargeDispatch d;
+  d.count = d.groups = 1;
+  k.large = PerWindow(Windows(c.caps, indices), d);
   return {};
 }
 

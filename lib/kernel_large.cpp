@@ -120,6 +120,15 @@ std::vector<Span> Windows(const Capabilities& caps, const Tensor& t, UINT64 reac
   return windows;
 }
 
+std::vector<LargeDispatch> PerWindow(const std::vector<Span>& windows, LargeDispatch each) {
+  std::vector<LargeDispatch> dispatches;
+  for (const Span& window : windows) {
+    each.indexed = window;
+    dispatches.push_back(each);
+  }
+  return dispatches;
+}
+
 Result CheckWithinRange(const Choice& c, const Tensor& t, const char* others) {
   if (!Windowed(c.caps, t)) return {};
   return Fail(Status::Unsupported, c.op.name, ": ", t.field, " takes ", t.totalBytes,
