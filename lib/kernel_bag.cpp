@@ -7,8 +7,8 @@
 // On the large path (the table past the binding range) the Bag pass takes the entries in chunks:
 // each chunk's rows fetched from the table's windows into the scratch, then folded from there
 // in entry order by the bags with entries in the chunk, each bag's fold carried from chunk to
-// chunk. The other tensors must each fit
-// one descriptor: every pass but the fetch is dispatched as off the large path (Kernel::whole).
+// chunk. The other tensors must each fit one descriptor: every pass but the fetch is dispatched
+// as off the large path (Kernel::whole).
 #include <algorithm>
 
 #include "kernel_choice.h"
