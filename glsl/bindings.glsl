@@ -20,4 +20,11 @@ layout(std430, set = 0, binding = VKDML_BIND_SCRATCH) restrict buffer Scratch { 
 #define PARTIAL(w) scratch[scratchAt.partials + (w)]
 #define DISPATCH(w) scratch[scratchAt.dispatches + (w)]
 #define SPAN(w) scratch[scratchAt.spans + (w)]
+
+// Sets the embedding bag's indirect command for part k of a chunk's fold (interface.h).
+void setBagCommand(uint k, uint groups) {
+  DISPATCH(VKDML_BAG_COMMAND(k)) = groups;
+  DISPATCH(VKDML_BAG_COMMAND(k) + 1u) = 1u;
+  DISPATCH(VKDML_BAG_COMMAND(k) + 2u) = 1u;
+}
 #define BLOCK(w) scratch[scratchAt.blocks + (w)]

@@ -95,12 +95,11 @@ void main() {
 void main() {
   const uint p = pc.plan;
   const uvec4 g = plans[p].params;  // the later dispatches, the entries each, their workgroups
-  const uint longest = DISPATCH(0);
-  const uint groups = g.w != 0u ? DISPATCH(1) : g.z;  // (w: as many as the first, from SPANS)
+  const uint longest = DISPATCH(VKDML_BAG_LONGEST);
+  const uint groups =  // (w: as many as the first, from SPANS)
+      g.w != 0u ? DISPATCH(VKDML_BAG_COMMAND(0)) : g.z;
   for (uint k = gl_GlobalInvocationID.x + 1u; k <= g.x; k += kStep) {  // dispatch k
-    DISPATCH(1u + 3u * k) = longest > k * g.y ? groups : 0u;
-    DISPATCH(2u + 3u * k) = 1u;
-    DISPATCH(3u + 3u * k) = 1u;
+    setBagCommand(k, longest > k * g.y ? groups : 0u);
   }
 }
 #elif defined(SPANS)
@@ -132,9 +131,7 @@ void main() {
   const uint values = (max(end, first) - first) * g.y, group = gl_WorkGroupSize.x;
   SPAN(VKDML_BAG_SPAN_BASE) = first * g.y;
   SPAN(VKDML_BAG_SPAN_COUNT) = values;
-  DISPATCH(1) = min(values / group + (values % group != 0u ? 1u : 0u), g.z);
-  DISPATCH(2) = 1u;
-  DISPATCH(3) = 1u;
+  setBagCommand(0u, min(values / group + (values % group != 0u ? 1u : 0u), g.z));
 }
 #elif defined(FETCH)
 void main() {
@@ -143,7 +140,7 @@ void main() {
   const uint quads = VKDML_AT(plans[p].sizes, 1);
   const uint rows = VKDML_AT(plans[p].tupleSize, 0), rowStride = VKDML_AT(plans[p].tupleStride, 0);
   const uint rowBytes = plans[p].params.x, slot = plans[p].params.y;  // slot: words
-  if (gl_GlobalInvocationID.x == 0u) DISPATCH(0) = 0u;  // the chunk's longest bag
+  if (gl_GlobalInvocationID.x == 0u) DISPATCH(VKDML_BAG_LONGEST) = 0u;  // the chunk's
   for (uint i = gl_GlobalInvocationID.x; i < count; i += kStep) {
     const uint t = divideBySize(p, 1u, i), q = i - t * quads;  // the entry's slot, its quad
     const uint e = pc.begin + t;
@@ -217,7 +214,7 @@ void main() {
     // one's (the last chunk's end: 2^32 - 1, for bags starting at the last entry or past it).
     if (start >= pc.end || (start < pc.begin && start + length <= pc.begin)) continue;
     const uint first = max(start, pc.begin), here = min(start + length, pc.end) - first;
-    if (pc.from == 0u && pc.to != 0xFFFFFFFFu) atomicMax(DISPATCH(0), here);
+    if (pc.from == 0u && pc.to != 0xFFFFFFFFu) atomicMax(DISPATCH(VKDML_BAG_LONGEST), here);
     if (pc.from > 0u && pc.from >= here) continue;  // an earlier dispatch finished the bag
     const bool carried = start < pc.begin || pc.from > 0u;
     const uint from = first + pc.from, to = first + min(here, pc.to);

@@ -85,6 +85,10 @@ struct uvec4 {
 #define VKDML_BAG_SPAN_COUNT 1
 #define VKDML_BAG_SPAN_DISORDER 2
 #define VKDML_BAG_SPAN_WORDS 3
+// The scratch's dispatches region: the longest bag in a chunk, then the VkDispatchIndirectCommand
+// of each part k of a chunk's fold (Kernel::indirect k + 1) at word VKDML_BAG_COMMAND(k).
+#define VKDML_BAG_LONGEST 0
+#define VKDML_BAG_COMMAND(k) (1u + 3u * (k))
 
 #define VKDML_KIND_UNSIGNED 0
 #define VKDML_KIND_SIGNED 1

@@ -504,7 +504,7 @@ void BindingTableImpl::Dispatch(VkCommandBuffer cmd, const Kernel& k, Role sourc
   if (k.indirect)
     vk.vkCmdDispatchIndirect(
         cmd, scratch_->Handle(),
-        (UINT64(op_->kernels.scratchAt.dispatches) + 1 + 3 * UINT64(k.indirect - 1)) * 4);
+        (op_->kernels.scratchAt.dispatches + VKDML_BAG_COMMAND(UINT64(k.indirect) - 1)) * 4);
   else
     vk.vkCmdDispatch(cmd, k.groups, 1, 1);
 }

@@ -87,7 +87,7 @@ Result ChooseDispatches(Choice& c, const Pass& pass, const Step& fold, UINT64 ch
   out->kind = Pass::Kind::Bag;
   out->plain = c.Elementwise(kDispatchesModule, plan, slot, 1);
   out->plain.whole = c.large;
-  c.set.dispatchWords = 1 + 3 * (1 + later);
+  c.set.dispatchWords = VKDML_BAG_COMMAND(UINT64(1) + later);  // commands 0 to later
   c.set.partialWords = pass.plan.count * VKDML_BAG_PARTIAL_WORDS;
   return {};
 }
@@ -166,7 +166,7 @@ Result ChooseLargeBag(Choice& c, const Pass& pass, Step fold, UINT64 part) {
   fold.plain.indirect = 1;
   Step dispatches;
   VKDML_TRY(ChooseDispatches(c, pass, fold, chunk, part, &dispatches));
-  c.set.dispatchWords = std::max<UINT64>(c.set.dispatchWords, 4);
+  c.set.dispatchWords = std::max<UINT64>(c.set.dispatchWords, VKDML_BAG_COMMAND(1));
   c.set.spanWords = VKDML_BAG_SPAN_WORDS;
   Plan spanPlan;  // one invocation
   spanPlan.AddDim(1, 0, 0, 0, 0);
