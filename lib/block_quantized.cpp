@@ -26,6 +26,12 @@ Result CheckOptions(const VKDML_GATHER_BLOCK_QUANTIZED_OPERATOR_DESC& desc) {
   if (desc.BlockSize < 16 || (desc.BlockSize & (desc.BlockSize - 1)))
     return Fail(Status::InvalidArgument, "BlockSize is ", desc.BlockSize,
                 ", expected a power of 2, at least 16 (as ONNX Runtime's block_size)");
+  if (desc.ValueSizes && desc.ValueType != VKDML_BLOCK_QUANTIZED_TYPE_INT4 &&
+      desc.ValueType != VKDML_BLOCK_QUANTIZED_TYPE_UINT4)
+    return Fail(Status::InvalidArgument, "ValueSizes is given, expected null for ValueType ",
+                UINT(desc.ValueType),
+                ": only INT4 (1) and UINT4 (2) values are packed whole; InputTensor's sizes give "
+                "the others'");
   return {};
 }
 
@@ -35,6 +41,34 @@ Result CheckPackedBytes(const Tensor& t, const char* what) {
     return Fail(Status::InvalidArgument, t.field, ".DataType is ", DataTypeName(t.type),
                 ", expected UINT8 (", what, ")");
   return CheckPacked(t, Str(what, " are packed").c_str());
+}
+
+// t holds 4-bit values of `sizes` packed whole, as ONNX's int4 and uint4 tensors (value n,
+// row-major, in byte n / 2): sizes {1, ..., 1, ceil(count / 2)}, or where the last size is even,
+// `sizes` with it halved (the same bytes). `what` explains each of `sizes`; `values` names them
+// ("zero points") and `last` says where their last size comes from.
+Result CheckPackedWhole(const Tensor& t, VKDML_BLOCK_QUANTIZED_TYPE type, const UINT* sizes,
+                        const std::string* what, const char* values, const std::string& last) {
+  const UINT dims = t.dims, l = dims - 1;
+  UINT64 count = 1;
+  for (UINT d = 0; d < dims; ++d) count *= sizes[d];
+  const UINT64 bytes = (count + 1) / 2;
+  bool flat = t.sizes[l] == bytes;
+  for (UINT d = 0; d < l; ++d) flat = flat && t.sizes[d] == 1;
+  if (flat) return {};
+  if (sizes[l] % 2)
+    return Fail(
+        Status::InvalidArgument, t.field, ".Sizes[", l, "] is ", t.sizes[l], ", expected ", bytes,
+        " with every other size 1: ", type == VKDML_BLOCK_QUANTIZED_TYPE_INT4 ? "INT4 " : "UINT4 ",
+        values, " are packed whole, as ONNX's tensors of that type, and ", last, " (", sizes[l],
+        ") is odd, so their rows do not start on a byte");
+  UINT halved[kMaxDims];
+  std::string halvedWhat[kMaxDims];
+  for (UINT d = 0; d < dims; ++d) {
+    halved[d] = d == l ? sizes[d] / 2 : sizes[d];
+    halvedWhat[d] = d == l ? Str(what[d], ", 2 ", values, " a byte") : what[d];
+  }
+  return CheckSizes(t, dims, halved, halvedWhat);
 }
 
 }  // namespace
@@ -60,11 +94,25 @@ Result BuildGatherBlockQuantized(const VKDML_GATHER_BLOCK_QUANTIZED_OPERATOR_DES
   VKDML_TRY(CheckSameType(scales, output));
   VKDML_TRY(CheckNoOverlap(output));
 
-  // The values: InputTensor's sizes, the last doubled for 4-bit types, packed.
+  // The values: InputTensor's sizes, the last doubled for 4-bit types; or ValueSizes, which
+  // InputTensor holds packed whole. Packed; numbered below 2^32 (glsl/dequantize_blocks.comp).
   const UINT dims = input.dims, last = dims - 1, axis = desc.QuantizeAxis;
   Tensor values = input;
-  if (fourBit) {
-    values.field = "InputTensor's values";
+  if (fourBit) values.field = "InputTensor's values";
+  if (desc.ValueSizes) {
+    std::string what[kMaxDims];
+    for (UINT d = 0; d < dims; ++d) {
+      if (desc.ValueSizes[d] == 0)
+        return Fail(Status::InvalidArgument, "ValueSizes[", d, "] is 0, expected at least 1");
+      values.sizes[d] = desc.ValueSizes[d];
+      what[d] = Str("ValueSizes[", d, "]");
+    }
+    if (values.Count() > 0xFFFFFFFFu)
+      return Fail(Status::InvalidArgument, "ValueSizes hold ", values.Count(),
+                  " values, expected at most 4294967295");
+    VKDML_TRY(CheckPackedWhole(input, desc.ValueType, values.sizes, what, "values",
+                               Str("ValueSizes[", last, "]")));
+  } else if (fourBit) {
     if (input.sizes[last] > 0x7FFFFFFFu || input.Count() * 2 > 0xFFFFFFFFu)
       return Fail(Status::InvalidArgument, "InputTensor holds ", input.Count() * 2,
                   " 4-bit values, expected at most 4294967295");
@@ -95,22 +143,16 @@ Result BuildGatherBlockQuantized(const VKDML_GATHER_BLOCK_QUANTIZED_OPERATOR_DES
   // dimension starting on a byte.
   const bool whole = fourBit && desc.ValueType != VKDML_BLOCK_QUANTIZED_TYPE_UINT8_BITS4;
   if (hasZeroPoints) {
-    const UINT64 bytes = (scales.Count() + 1) / 2;
-    bool flat = zeroPoints.sizes[last] == bytes;
-    for (UINT d = 0; d < last; ++d) flat = flat && zeroPoints.sizes[d] == 1;
-    if (whole && expected[last] % 2 && !flat)
-      return Fail(
-          Status::InvalidArgument, "ZeroPointTensor.Sizes[", last, "] is ", zeroPoints.sizes[last],
-          ", expected ", bytes, " with every other size 1: ",
-          desc.ValueType == VKDML_BLOCK_QUANTIZED_TYPE_INT4 ? "INT4" : "UINT4",
-          " zero points are packed whole, as ONNX's tensors of that type, and ScaleTensor's "
-          "last size (",
-          expected[last], ") is odd, so their rows do not start on a byte");
-    if (fourBit) {
-      expected[last] = (expected[last] + 1) / 2;
-      what[last] += ", 2 zero points a byte";
+    if (whole) {
+      VKDML_TRY(CheckPackedWhole(zeroPoints, desc.ValueType, expected, what, "zero points",
+                                 "ScaleTensor's last size"));
+    } else {
+      if (fourBit) {
+        expected[last] = (expected[last] + 1) / 2;
+        what[last] += ", 2 zero points a byte";
+      }
+      VKDML_TRY(CheckSizes(zeroPoints, dims, expected, what));
     }
-    if (!(whole && flat)) VKDML_TRY(CheckSizes(zeroPoints, dims, expected, what));
     VKDML_TRY(CheckPackedBytes(zeroPoints, "the zero points"));
   }
 

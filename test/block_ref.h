@@ -21,10 +21,11 @@ struct BlockCase {
   VKDML_BLOCK_QUANTIZED_TYPE type = VKDML_BLOCK_QUANTIZED_TYPE_UINT4;
   DML_TENSOR_DATA_TYPE outType = DML_TENSOR_DATA_TYPE_FLOAT32;
   DML_TENSOR_DATA_TYPE indexType = DML_TENSOR_DATA_TYPE_INT32;
-  Shape values;   // ONNX's data shape, in values (4-bit: an even last size)
+  Shape values;   // ONNX's data shape, in values (4-bit, unless wholeData: an even last size)
   Shape indices;  // ONNX's indices shape
   UINT axis = 0, quantizeAxis = 0, blockSize = 16;
   bool zeroPoints = false;
+  bool wholeData = false;  // INT4, UINT4: data described by ValueSizes, packed whole
   bool stridedIndices = false, stridedScales = false, stridedOutput = false;
   bool denormals = false;  // scales may be float32 denormals
   VKDML_OUT_OF_RANGE_MODE outOfRange = VKDML_OUT_OF_RANGE_MODE_CLAMP;
@@ -104,6 +105,7 @@ struct BlockBuilt {
   // dimension each) and as bound.
   Bytes data, zeros, indexImage, scaleImage;
   Shape indexStrides, scaleStrides, outStrides;
+  Shape valueSizes;  // desc.ValueSizes (wholeData)
 };
 
 inline Shape Bytes4(Shape s, bool fourBit) {  // a 4-bit tensor's last size in bytes
@@ -123,15 +125,18 @@ template <typename Random>
 void Build(Random& rng, const BlockCase& c, BlockBuilt* b) {
   const UINT D = c.D();
   const bool four = c.FourBit();
-  const Shape data = Bytes4(c.values, four), scales = c.Scales();
-  // INT4 and UINT4 with an odd last size (or at times an even one): all in one row.
-  Shape zeros = Bytes4(scales, four);
-  if (c.WholeZeros() && (scales.back() % 2 || rng.P(0.3))) {
-    UINT64 count = 1;
-    for (UINT s : scales) count *= s;
-    zeros.assign(scales.size(), 1);
-    zeros.back() = UINT((count + 1) / 2);
-  }
+  const Shape scales = c.Scales();
+  // Packed whole (INT4 and UINT4), with an odd last size (or at times an even one): all in one
+  // row of bytes.
+  auto wholeBytes = [&rng](const Shape& s) {
+    if (s.back() % 2 == 0 && !rng.P(0.3)) return Bytes4(s, true);
+    Shape flat(s.size(), 1);
+    flat.back() = UINT((Count(s) + 1) / 2);
+    return flat;
+  };
+  const Shape data = c.wholeData ? wholeBytes(c.values) : Bytes4(c.values, four);
+  const Shape zeros = c.WholeZeros() ? wholeBytes(scales) : Bytes4(scales, four);
+  b->valueSizes = Pad(c.values, D);
   b->indexStrides = Strides(rng, Pad(c.indices, D), c.stridedIndices);
   b->scaleStrides = Strides(rng, Pad(scales, D), c.stridedScales);
   b->outStrides = Strides(rng, Pad(c.Output(), D), c.stridedOutput);
@@ -141,11 +146,17 @@ void Build(Random& rng, const BlockCase& c, BlockBuilt* b) {
   b->zeroPoints = TensorDesc(DML_TENSOR_DATA_TYPE_UINT8, Pad(zeros, D));
   b->output = TensorDesc(c.outType, Pad(c.Output(), D), b->outStrides);
   const UINT lead = D - c.Rank();
-  b->desc = {b->input.Desc(),       b->indices.Desc(),
-             b->scales.Desc(),      c.zeroPoints ? b->zeroPoints.Desc() : nullptr,
-             b->output.Desc(),      c.type,
-             c.axis + lead,         UINT(c.indices.size()),
-             c.quantizeAxis + lead, c.blockSize};
+  b->desc = {b->input.Desc(),
+             b->indices.Desc(),
+             b->scales.Desc(),
+             c.zeroPoints ? b->zeroPoints.Desc() : nullptr,
+             b->output.Desc(),
+             c.type,
+             c.axis + lead,
+             UINT(c.indices.size()),
+             c.quantizeAxis + lead,
+             c.blockSize,
+             c.wholeData ? b->valueSizes.data() : nullptr};
   b->gather = {VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED, &b->desc};
   b->op = b->gather;
   if (c.outOfRange != VKDML_OUT_OF_RANGE_MODE_CLAMP) {
@@ -222,10 +233,10 @@ inline Bytes Expected(const BlockCase& c, const BlockBuilt& b, Bytes out) {
       Shape s = v;
       s[c.quantizeAxis] /= c.blockSize;
       const UINT64 block = At(scales, {}, s);
-      const int q = ValueAt(b.data, At(c.values, {}, v), c.values.back(), c.type);
-      UINT64 blocks = 1;  // whole: one row of them all
-      for (UINT x : scales) blocks *= x;
-      const UINT row = c.WholeZeros() ? UINT(blocks) : scales.back();
+      // Packed whole: one row of them all.
+      const UINT dataRow = c.wholeData ? UINT(Count(c.values)) : c.values.back();
+      const int q = ValueAt(b.data, At(c.values, {}, v), dataRow, c.type);
+      const UINT row = c.WholeZeros() ? UINT(Count(scales)) : scales.back();
       const int zero = c.zeroPoints ? ValueAt(b.zeros, block, row, c.type) : DefaultZero(c.type);
       const UINT64 so = At(Pad(scales, D), b.scaleStrides, Pad(s, D, 0));
       float scale;

@@ -72,6 +72,10 @@ BlockCase RandomCase(Rng& rng, uint64_t n) {
   const UINT rank = rng.Ui(1, 3);
   for (UINT d = 0; d < rank; ++d) c.values.push_back(rng.Ui(1, d + 1 == rank ? 70 : 5));
   if (c.FourBit()) c.values.back() += c.values.back() % 2;
+  // INT4 and UINT4 data as ONNX's tensors of any shape (ValueSizes), in a quarter of the cases
+  // (of those, n < 32: an odd last size).
+  c.wholeData = c.WholeZeros() && (n / 16) % 2;
+  if (c.wholeData && n < 32) c.values.back() -= 1;
   c.axis = rng.Ui(0, rank - 1);
   c.quantizeAxis = rng.Ui(0, rank - 1);
   c.blockSize = rng.P(0.7) ? 16 : 32;
@@ -98,7 +102,8 @@ TEST_CASE_METHOD(Fixture, "Block-quantized gather: UINT8 and INT4 rows by hand",
         indices(DML_TENSOR_DATA_TYPE_INT32, {1, 2}), scales(DML_TENSOR_DATA_TYPE_FLOAT32, {3, 1}),
         output(DML_TENSOR_DATA_TYPE_FLOAT32, {2, 16});
     VKDML_GATHER_BLOCK_QUANTIZED_OPERATOR_DESC d{
-        input.Desc(), indices.Desc(), scales.Desc(), nullptr, output.Desc(), type, 0, 1, 1, 16};
+        input.Desc(), indices.Desc(), scales.Desc(), nullptr, output.Desc(), type, 0, 1, 1,
+        16,           nullptr};
     std::unique_ptr<Operator> op;
     Result r = Dev().CreateOperator({VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED, &d}, &op);
     INFO(Str(r));
@@ -121,6 +126,42 @@ TEST_CASE_METHOD(Fixture, "Block-quantized gather: UINT8 and INT4 rows by hand",
         CHECK(out[n * 16 + v] == float(q) * scale[row]);
       }
   }
+}
+
+// ONNX's int4 tensor of shape {3, 5} (ValueSizes): 15 values in 8 bytes, rows not starting on a
+// byte (row 1 begins in byte 2's high nibble); rows 2 and 1 gathered, one block a row.
+TEST_CASE_METHOD(Fixture, "Block-quantized gather: INT4 rows of an odd length by hand",
+                 "[block_quantized]") {
+  TensorDesc input(DML_TENSOR_DATA_TYPE_UINT8, {1, 8}), indices(DML_TENSOR_DATA_TYPE_INT32, {1, 2}),
+      scales(DML_TENSOR_DATA_TYPE_FLOAT32, {3, 1}), output(DML_TENSOR_DATA_TYPE_FLOAT32, {2, 5});
+  const UINT sizes[2] = {3, 5};
+  VKDML_GATHER_BLOCK_QUANTIZED_OPERATOR_DESC d{input.Desc(),
+                                               indices.Desc(),
+                                               scales.Desc(),
+                                               nullptr,
+                                               output.Desc(),
+                                               VKDML_BLOCK_QUANTIZED_TYPE_INT4,
+                                               0,
+                                               1,
+                                               1,
+                                               16,
+                                               sizes};
+  std::unique_ptr<Operator> op;
+  Result r = Dev().CreateOperator({VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED, &d}, &op);
+  INFO(Str(r));
+  REQUIRE(r.ok());
+  std::unique_ptr<CompiledOperator> compiled;
+  REQUIRE(Dev().CompileOperator(*op, DML_EXECUTION_FLAG_NONE, &compiled).ok());
+  // Values 0..14: -7, -6, ..., 7 (value n is n - 7), two a byte, the first in the low nibble.
+  const uint8_t table[8] = {0xA9, 0xCB, 0xED, 0x0F, 0x21, 0x43, 0x65, 0x07};
+  const float scale[3] = {0.5f, -3.0f, 0.25f};
+  const int32_t idx[2] = {2, 1};
+  std::vector<float> out(10, -7);
+  REQUIRE(Dev().Run(*compiled, {table, idx, scale}, {out.data()}).ok());
+  const std::vector<float> expected = {0.75f, 1.0f, 1.25f, 1.5f,  1.75f,   // row 2: 3 to 7
+                                       6.0f,  3.0f, -0.0f, -3.0f, -6.0f};  // row 1: -2 to 2
+  CHECK(out == expected);
+  CHECK(std::signbit(out[7]));
 }
 
 // Random shapes (rank 1 to 3 values, 1 or 2 index dimensions), axes, block sizes, types, index
@@ -381,6 +422,33 @@ TEST_CASE_METHOD(Fixture, "Block-quantized gather: validation", "[block_quantize
        },
        [&](BlockBuilt& b) {
          setSizes(b.zeroPoints, {3, 2});
+       }},
+      {"ValueSizes is given, expected null for ValueType 4: only INT4 (1) and UINT4 (2) values "
+       "are packed whole; InputTensor's sizes give the others'",
+       [](BlockCase& c) { c.type = VKDML_BLOCK_QUANTIZED_TYPE_UINT8; },
+       [](BlockBuilt& b) { b.desc.ValueSizes = b.valueSizes.data(); }},
+      {"ValueSizes[1] is 0, expected at least 1", [](BlockCase& c) { c.wholeData = true; },
+       [](BlockBuilt& b) { b.valueSizes[1] = 0; }},
+      {"ValueSizes hold 4295032832 values, expected at most 4294967295",
+       [](BlockCase& c) { c.wholeData = true; },
+       [](BlockBuilt& b) {
+         b.valueSizes[0] = 65536;
+         b.valueSizes[1] = 65537;
+       }},
+      {"InputTensor.Sizes[1] is 24, expected 71 with every other size 1: UINT4 values are packed "
+       "whole, as ONNX's tensors of that type, and ValueSizes[1] (47) is odd, so their rows do "
+       "not start on a byte",
+       [](BlockCase& c) {
+         c.wholeData = true;
+         c.values = {3, 47};
+       },
+       [&](BlockBuilt& b) {
+         setSizes(b.input, {3, 24});
+       }},
+      {"InputTensor.Sizes[1] is 15, expected 16 (ValueSizes[1], 2 values a byte)",
+       [](BlockCase& c) { c.wholeData = true; },
+       [&](BlockBuilt& b) {
+         setSizes(b.input, {3, 15});
        }},
       {"ZeroPointTensor.DataType is INT8, expected UINT8 (the zero points)",
        [](BlockCase& c) { c.zeroPoints = true; },

@@ -366,7 +366,8 @@ OpDesc::OpDesc(const Spec& s) {
              static_cast<UINT>(d - 2),
              1,
              static_cast<UINT>(d - 1),
-             s.blockSize};
+             s.blockSize,
+             nullptr};
       op = {vkdml::VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED, &gbq};
       break;
     case OpKind::GatherND:

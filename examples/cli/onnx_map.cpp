@@ -629,30 +629,55 @@ std::string MapGatherBlockQuantized(const OnnxOptions& o, const ArrayRef& data, 
   if (o.blockSize < 16 || o.blockSize > (int64_t(1) << 31) || (o.blockSize & (o.blockSize - 1)))
     return "block_size is " + std::to_string(o.blockSize) +
            ", expected a power of 2, at least 16 (as ONNX Runtime's)";
-  const bool four = o.bits == 4;
-  for (const ArrayRef* a : {&data, &idx, &scales, zeroPoints})
+  const bool four = o.bits == 4, whole = o.blockType != "uint8";
+  const bool given = !o.valuesShape.empty();  // values_shape: data packed whole
+  if (given && !whole)
+    return "values_shape is given, expected none for uint8 data (the data's shape is its "
+           "values')";
+  // The values, with data's name and rank in messages (values_shape's where given).
+  ArrayRef values = data;
+  if (given) {
+    values.name = "values_shape";
+    values.shape = o.valuesShape;
+    for (size_t d = 0; d < values.shape.size(); ++d)
+      if (values.shape[d] > UINT32_MAX)
+        return "values_shape[" + std::to_string(d) + "] is " + std::to_string(values.shape[d]) +
+               ", expected at most 4294967295 (DirectML's sizes are 32-bit)";
+  }
+  for (const ArrayRef* a :
+       {&data, &idx, &scales, zeroPoints, static_cast<const ArrayRef*>(&values)})
     if (a && a->shape.size() > 8)
       return a->name + ": rank is " + std::to_string(a->shape.size()) +
              ", expected at most 8 (DirectML tensors have at most 8 dimensions)";
-  if (data.shape.empty()) return data.name + ": rank is 0, expected at least 1";
-  Shape values = data.shape;
-  if (four) values.back() *= 2;
+  if (values.shape.empty()) return values.name + ": rank is 0, expected at least 1";
+  Shape dataShape = values.shape;  // int4 and uint4 packed whole: 1-D, or the last halved
+  uint64_t valueCount = 1;
+  for (uint64_t v : values.shape)
+    valueCount = v && valueCount > UINT64_MAX / v ? UINT64_MAX : valueCount * v;
+  if (given && (values.shape.back() % 2 || data.shape.size() == 1))
+    dataShape = {valueCount / 2 + valueCount % 2};
+  else if (given)
+    dataShape.back() /= 2;
+  else if (four)
+    values.shape.back() *= 2;
   std::string error = CheckPackedBytes(
-      data, data.shape,
-      four ? "two 4-bit values a byte, the first in the low nibble" : "the values");
+      data, dataShape,
+      given  ? "two 4-bit values a byte, packed whole as ONNX's " + o.blockType + " tensors"
+      : four ? "two 4-bit values a byte, the first in the low nibble"
+             : "the values");
   if (!error.empty()) return error;
   size_t axis = 0, qaxis = 0;
-  if (!(error = Axis(o.axis, o.axisLabel, data, &axis)).empty()) return error;
-  if (!(error = Axis(o.quantizeAxis, "quantize_axis", data, &qaxis)).empty()) return error;
+  if (!(error = Axis(o.axis, o.axisLabel, values, &axis)).empty()) return error;
+  if (!(error = Axis(o.quantizeAxis, "quantize_axis", values, &qaxis)).empty()) return error;
   if (!(error = CheckIndexType(idx)).empty()) return error;
   if (scales.dtype != npy::DType::Float32 && scales.dtype != npy::DType::Float16)
     return scales.name + ": dtype is " + npy::DTypeName(scales.dtype) +
            ", expected float32 or float16 (the output's dtype)";
-  Shape blocks = values;
+  Shape blocks = values.shape;
   blocks[qaxis] = (blocks[qaxis] + uint64_t(o.blockSize) - 1) / uint64_t(o.blockSize);
   if (scales.shape != blocks)
     return scales.name + ": shape is " + scales.ShapeString() + ", expected " +
-           npy::ShapeString(blocks) + " (the values' shape " + npy::ShapeString(values) +
+           npy::ShapeString(blocks) + " (the values' shape " + values.ShapeString() +
            ", quantize_axis " + std::to_string(qaxis) + " in blocks of " +
            std::to_string(o.blockSize) + ")";
   // int4 and uint4 zero points: ONNX's tensors of those types, packed whole (1-D, their bytes;
@@ -660,7 +685,6 @@ std::string MapGatherBlockQuantized(const OnnxOptions& o, const ArrayRef& data, 
   // uint8 with bits 4: ONNX Runtime's, each row of the last dimension starting on a byte.
   Shape zeroShape = blocks;
   if (four) zeroShape.back() = (zeroShape.back() + 1) / 2;
-  const bool whole = o.blockType != "uint8";
   if (zeroPoints && whole && (blocks.back() % 2 || zeroPoints->shape.size() == 1)) {
     uint64_t count = 1;
     for (uint64_t b : blocks) count *= b;
@@ -676,12 +700,12 @@ std::string MapGatherBlockQuantized(const OnnxOptions& o, const ArrayRef& data, 
            .empty())
     return error;
   m->outputDType = scales.dtype;
-  m->outputShape =
-      Concat(Concat(Slice(values, 0, axis), idx.shape), Slice(values, axis + 1, values.size()));
+  const Shape& v = values.shape;
+  m->outputShape = Concat(Concat(Slice(v, 0, axis), idx.shape), Slice(v, axis + 1, v.size()));
   if (m->outputShape.size() > 8)
     return "the output would have rank " + std::to_string(m->outputShape.size()) + " (shape " +
            npy::ShapeString(m->outputShape) + "), expected at most 8 (DirectML's limit)";
-  const size_t r = data.shape.size();
+  const size_t r = v.size();
   m->D = std::max({r, idx.shape.size(), m->outputShape.size()});
   if (!ByteSize(m->outputShape, npy::ItemSize(m->outputDType), &m->outputBytes))
     return "the output would have shape " + npy::ShapeString(m->outputShape) +
@@ -690,8 +714,8 @@ std::string MapGatherBlockQuantized(const OnnxOptions& o, const ArrayRef& data, 
     m->skipDevice = true;
     return "";
   }
-  if (values[axis] == 0)
-    return data.name + ": has size 0 on axis " + std::to_string(axis) +
+  if (v[axis] == 0)
+    return values.name + ": has size 0 on axis " + std::to_string(axis) +
            ", so no index into it is valid";
   m->inputs.resize(zeroPoints ? 4 : 3);
   error = ToTensor(data, data.shape, m->D, &m->inputs[0]);
@@ -704,11 +728,19 @@ std::string MapGatherBlockQuantized(const OnnxOptions& o, const ArrayRef& data, 
   m->output.sizes.assign(m->D - m->outputShape.size(), 1);
   for (uint64_t d : m->outputShape) m->output.sizes.push_back(UINT(d));
   const UINT lead = UINT(m->D - r);
-  m->blockQuantized = {m->inputs[0].Desc(), m->inputs[1].Desc(),
-                       m->inputs[2].Desc(), zeroPoints ? m->inputs[3].Desc() : nullptr,
-                       m->output.Desc(),    type,
-                       UINT(axis) + lead,   UINT(idx.shape.size()),
-                       UINT(qaxis) + lead,  UINT(o.blockSize)};
+  m->valueSizes.assign(lead, 1);  // each below 2^32: the output is not empty
+  for (uint64_t size : v) m->valueSizes.push_back(UINT(size));
+  m->blockQuantized = {m->inputs[0].Desc(),
+                       m->inputs[1].Desc(),
+                       m->inputs[2].Desc(),
+                       zeroPoints ? m->inputs[3].Desc() : nullptr,
+                       m->output.Desc(),
+                       type,
+                       UINT(axis) + lead,
+                       UINT(idx.shape.size()),
+                       UINT(qaxis) + lead,
+                       UINT(o.blockSize),
+                       given ? m->valueSizes.data() : nullptr};
   m->desc = {VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED, &m->blockQuantized};
   WrapOutOfRange(o, m);
   return "";
@@ -717,7 +749,10 @@ std::string MapGatherBlockQuantized(const OnnxOptions& o, const ArrayRef& data, 
 std::string CheckIndicesOnHost(const OnnxOptions& a, const ArrayRef& in, const ArrayRef& idx) {
   const ArrayRef& c = idx;  // read in place, in C order through its strides
   Shape is = in.shape;      // gather-block-quantized: its values' (4-bit: two a byte)
-  if (a.op == "gather-block-quantized" && a.bits == 4 && !is.empty()) is.back() *= 2;
+  if (a.op == "gather-block-quantized" && !a.valuesShape.empty())
+    is = a.valuesShape;
+  else if (a.op == "gather-block-quantized" && a.bits == 4 && !is.empty())
+    is.back() *= 2;
   const Shape& xs = c.shape;
   const Shape& strides = c.strides;
   const bool nd = a.op == "gather-nd" || a.op == "scatter-nd";

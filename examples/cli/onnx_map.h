@@ -88,6 +88,10 @@ struct OnnxOptions {
   // and bits (4 or 8, for uint8), quantize_axis and block_size, with ONNX Runtime's defaults.
   std::string blockType = "uint8";
   int64_t bits = 4, quantizeAxis = 1, blockSize = 128;
+  // int4 and uint4: ONNX's data shape in values (any last size), the data then their bytes
+  // packed whole (1-D, or the shape with an even last size halved). Empty: the data's shape,
+  // its last size counting bytes.
+  Shape valuesShape;
   // How messages name things: the operator, and its axis and batch-dims options.
   std::string opLabel, axisLabel = "--axis", batchDimsLabel = "--batch-dims";
   const std::string& Label() const { return opLabel.empty() ? op : opLabel; }
@@ -116,6 +120,7 @@ struct OnnxMapping {
   vkdml::VKDML_SCATTER_QUANTIZED_ROWS_OPERATOR_DESC quantizingRows{};
   vkdml::VKDML_EMBEDDING_BAG_OPERATOR_DESC embeddingBag{};
   vkdml::VKDML_GATHER_BLOCK_QUANTIZED_OPERATOR_DESC blockQuantized{};
+  std::vector<vkdml::UINT> valueSizes;           // blockQuantized.ValueSizes
   npy::DType outputDType = npy::DType::Float32;  // the output array's (the input's but for
                                                  // dequantize-rows)
   vkdml::DML_OPERATOR_DESC inner{};  // desc's operator, where desc wraps it (out of range)

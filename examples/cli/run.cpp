@@ -29,7 +29,7 @@ const char kRunUsage[] =
     "                 [--offsets OFF.npy] [--per-sample-weights W.npy] [--mode sum|mean|max]\n"
     "                 [--include-last-offset] [--padding-idx N]\n"
     "                 [--scales S.npy] [--zero-points Z.npy] [--type int4|uint4|uint8]\n"
-    "                 [--bits 4|8] [--quantize-axis N] [--block-size N]\n"
+    "                 [--bits 4|8] [--quantize-axis N] [--block-size N] [--values-shape S]\n"
     "                 --output OUT.npy [--device N] [--check-indices] [--quiet]\n"
     "\n"
     "Runs one ONNX operator on .npy arrays on a Vulkan device and writes the result.\n"
@@ -71,7 +71,10 @@ const char kRunUsage[] =
     "                     int4 and uint4 two a byte packed whole as ONNX's tensors: 1-D, or\n"
     "                     the last dimension halved where even; uint8 --bits 4 two a byte,\n"
     "                     each row starting on a byte; default 0, or for uint8 8 and 128),\n"
-    "                     --axis (gather_axis, default 0); each value\n"
+    "                     --axis (gather_axis, default 0), --values-shape D0,D1,...\n"
+    "                     (int4 and uint4: ONNX's data shape, any last size; --input then\n"
+    "                     its bytes packed whole, 1-D, or with an even last size halved);\n"
+    "                     each value\n"
     "                     (v - zero point) * scale in float32; output shape as gather's\n"
     "Scatter options:\n"
     "  --reduction R      none (default: the update replaces the element), add, mul, max or\n"
@@ -112,7 +115,7 @@ struct RunArgs : OnnxOptions {
   bool quiet = false;
   std::string outOfRangeName = "clamp", fillText;
   bool haveFill = false, haveFormat = false, haveDType = false, haveMode = false;
-  bool haveBlockOption = false;  // --type, --bits, --quantize-axis or --block-size
+  bool haveBlockOption = false;  // --type, --bits, --quantize-axis, --block-size, --values-shape
 };
 
 // value as a float16's bits, rounded to nearest even (NumPy's float16(value)).
@@ -243,6 +246,18 @@ int ParseRunArgs(int argc, char** argv, RunArgs* a) {
     } else if (arg == "--type") {
       a->blockType = value;
       a->haveBlockOption = true;
+    } else if (arg == "--values-shape") {
+      a->valuesShape.clear();
+      for (size_t at = 0; at <= value.size();) {
+        const size_t comma = std::min(value.find(',', at), value.size());
+        int64_t size = 0;
+        if (!ParseInt(value.substr(at, comma - at), &size) || size < 0)
+          return Error("--values-shape is '" + value +
+                       "', expected sizes separated by commas (ONNX's data shape: 3,5)");
+        a->valuesShape.push_back(uint64_t(size));
+        at = comma + 1;
+      }
+      a->haveBlockOption = true;
     } else if (arg == "--offsets") {
       a->offsets = value;
     } else if (arg == "--per-sample-weights") {
@@ -299,7 +314,8 @@ int CheckOperator(const RunArgs& a) {
     const char* blockOption = !a.scales.empty()       ? "--scales"
                               : !a.zeroPoints.empty() ? "--zero-points"
                               : a.haveBlockOption
-                                  ? "--type, --bits, --quantize-axis or --block-size"
+                                  ? "--type, --bits, --quantize-axis, --block-size or "
+                                    "--values-shape"
                                   : nullptr;
     if (blockOption)
       return Error(std::string(blockOption) + " does not apply to " + op +

@@ -316,7 +316,8 @@ std::string Key(const cli::OnnxOptions& o, UINT flags, const std::vector<Arg*>& 
                     std::to_string(o.includeLastOffset) + "/" +
                     (o.hasPadding ? std::to_string(o.paddingIdx) : "-") + "/" + o.blockType + ":" +
                     std::to_string(o.bits) + ":" + std::to_string(o.quantizeAxis) + ":" +
-                    std::to_string(o.blockSize);
+                    std::to_string(o.blockSize) + ":";
+  for (uint64_t size : o.valuesShape) key += std::to_string(size) + ",";
   for (const Arg* a : args) {
     key += "|" + std::to_string(int(a->ref.dtype));
     for (size_t d = 0; d < a->ref.shape.size(); ++d)
@@ -344,6 +345,7 @@ struct BlockArgs {
   py::object scales = py::none(), zeroPoints = py::none();
   std::string type = "uint8";
   int64_t bits = 4, quantizeAxis = 1, blockSize = 128;
+  std::vector<uint64_t> valuesShape;  // empty: none given
 };
 
 // Runs op on x, indices (and updates; embedding-bag: offsets and weights;
@@ -361,6 +363,7 @@ py::object RunOp(const std::string& op, const std::string& label, py::object dev
   o.bits = block.bits;
   o.quantizeAxis = block.quantizeAxis;
   o.blockSize = block.blockSize;
+  o.valuesShape = block.valuesShape;
   o.mode = bag.mode;
   o.includeLastOffset = bag.includeLastOffset;
   o.hasPadding = !bag.paddingIdx.is_none();
@@ -638,11 +641,12 @@ PYBIND11_MODULE(_vkdml, mod) {
            py::arg("padding_idx"));
   py::class_<BlockArgs>(mod, "BlockArgs")
       .def(py::init([](py::object scales, py::object zeroPoints, const std::string& type,
-                       int64_t bits, int64_t quantizeAxis, int64_t blockSize) {
-             return BlockArgs{scales, zeroPoints, type, bits, quantizeAxis, blockSize};
+                       int64_t bits, int64_t quantizeAxis, int64_t blockSize,
+                       const std::vector<uint64_t>& valuesShape) {
+             return BlockArgs{scales, zeroPoints, type, bits, quantizeAxis, blockSize, valuesShape};
            }),
            py::arg("scales"), py::arg("zero_points"), py::arg("type"), py::arg("bits"),
-           py::arg("quantize_axis"), py::arg("block_size"));
+           py::arg("quantize_axis"), py::arg("block_size"), py::arg("values_shape"));
   mod.def("run", &RunOp, py::arg("op"), py::arg("label"), py::arg("device"), py::arg("x"),
           py::arg("indices"), py::arg("updates"), py::arg("axis"), py::arg("batch_dims"),
           py::arg("reduction"), py::arg("deterministic"), py::arg("check_indices"),

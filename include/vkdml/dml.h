@@ -318,10 +318,13 @@ enum VKDML_BLOCK_QUANTIZED_TYPE : UINT {
 // even for FLOAT16. Value c (coordinates in the values' shape) takes the scale and zero point of
 // its block: c with c[QuantizeAxis] divided by BlockSize (a power of 2, at least 16, as ONNX
 // Runtime's). Rank D from 1 to 8 for all tensors:
-//   InputTensor     UINT8, the values' sizes, but (4-bit types) the last size counts bytes: a
-//                   row of the last dimension holds 2 values a byte; packed (Strides null or
-//                   row-major). ONNX's int4 and uint4 tensors pack the same way when their last
-//                   dimension is even (the odd case has no form here);
+//   InputTensor     UINT8, packed (Strides null or row-major). ValueSizes null: the values'
+//                   sizes, but (4-bit types) the last size counts bytes: a row of the last
+//                   dimension holds 2 values a byte (ONNX's int4 and uint4 tensors where their
+//                   last size is even). ValueSizes given (INT4 and UINT4): the values packed
+//                   whole, as ONNX's int4 and uint4 tensors of any shape (value n, row-major,
+//                   in byte n / 2): sizes {1, ..., 1, ceil(count / 2)}, or where ValueSizes'
+//                   last is even, ValueSizes with the last halved (the same bytes);
 //   IndicesTensor   as DML_OPERATOR_GATHER's (clamped; VKDML_OPERATOR_OUT_OF_RANGE wraps it for
 //                   FILL or ERROR);
 //   ScaleTensor     OutputTensor's DataType, the values' sizes but ceil(size / BlockSize) on
@@ -348,6 +351,10 @@ struct VKDML_GATHER_BLOCK_QUANTIZED_OPERATOR_DESC {
   UINT IndexDimensions;
   UINT QuantizeAxis;
   UINT BlockSize;
+  // Optional (INT4 and UINT4): the values' sizes, InputTensor.DimensionCount of them, as ONNX's
+  // shape of an int4 or uint4 tensor (any last size, odd too); InputTensor then holds them
+  // packed whole. Null: InputTensor's sizes give them.
+  const UINT* ValueSizes;
 };
 
 // vkdml's own: how VKDML_OPERATOR_EMBEDDING_BAG reduces a bag's rows.

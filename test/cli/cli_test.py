@@ -1340,6 +1340,32 @@ def group_quantized():
             expect_error("gather-block-quantized int4 zero points a row a byte", p, 2,
                          "shape is (2, 2), expected (3,) (the zero points, two a byte, packed "
                          "whole as ONNX's int4 tensors)")
+    # --values-shape: ONNX's uint4 tensor of shape (3, 2, 5), 30 values packed whole in 15
+    # bytes (rows of 5 do not start on a byte), gathered on axis 2 (with --check-indices: a
+    # value's index within a row of 5); a uint8 type or a wrong byte count is refused.
+    data = rng.integers(0, 256, 15, dtype=np.uint8)
+    scales = rng.standard_normal((3, 2, 1)).astype(np.float32)
+    idx = np.array([4, 0, -1])
+    extra = ["--scales", save("scales.npy", scales), "--type", "uint4", "--block-size", "16",
+             "--quantize-axis", "2", "--axis", "2", "--values-shape", "3,2,5"]
+    p, got = run_op("gather-block-quantized", data, idx, extra=extra + ["--check-indices"])
+    want = ref_gather_block_quantized(data, idx, scales, None, "uint4", 4, 2, 2, 16,
+                                      values_shape=(3, 2, 5))
+    expect_ok("gather-block-quantized --values-shape 3,2,5", p, got, want)
+    p, _ = run_op("gather-block-quantized", data, np.array([5]), extra=extra + ["--check-indices"])
+    expect_error("gather-block-quantized --values-shape --check-indices", p, 2, "is 5, outside")
+    p, _ = run_op("gather-block-quantized", data[:14], idx, extra=extra)
+    expect_error("gather-block-quantized --values-shape, 14 bytes", p, 2,
+                 "shape is (14,), expected (15,) (two 4-bit values a byte, packed whole as "
+                 "ONNX's uint4 tensors)")
+    p, _ = run_op("gather-block-quantized", data, idx, extra=extra + ["--type", "uint8"])
+    expect_error("gather-block-quantized uint8 --values-shape", p, 2,
+                 "values_shape is given, expected none for uint8 data")
+    p, _ = run_op("gather-block-quantized", data, idx, extra=extra + ["--values-shape", "3,,5"])
+    expect_error("gather-block-quantized --values-shape 3,,5", p, 2,
+                 "--values-shape is '3,,5', expected sizes separated by commas")
+    p, _ = run_op("gather", data, idx, extra=["--values-shape", "15"])
+    expect_error("gather --values-shape", p, 2, "--values-shape does not apply to gather")
     data, scales = np.zeros((4, 8), np.uint8), save("scales.npy", np.ones((4, 1), np.float32))
     for extra, text in (([], "--scales is required for gather-block-quantized"),
                         (["--scales", scales, "--type", "int8"],

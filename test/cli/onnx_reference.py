@@ -305,13 +305,19 @@ def unpack_values(packed, kind, bits):
 
 
 def ref_gather_block_quantized(data, indices, scales, zero_points=None, kind="uint8", bits=4,
-                               gather_axis=0, quantize_axis=1, block_size=128, fill=None):
+                               gather_axis=0, quantize_axis=1, block_size=128, fill=None,
+                               values_shape=None):
     """com.microsoft.GatherBlockQuantized, written from its definition: each value v of data
     dequantized as (v - zero point) * scale of its block (the block: the value's coordinates
     with quantize_axis's divided by block_size) in float32, one rounding, then to the scales'
     dtype; then ONNX's Gather on gather_axis (DirectML's clamp, or `fill` for out-of-range
-    indices). Zero points default to BLOCK_ZERO_POINT."""
-    values = unpack_values(data, kind, bits)
+    indices). Zero points default to BLOCK_ZERO_POINT. values_shape (int4, uint4): the
+    values' shape, data their bytes packed whole (ONNX's tensors of those types)."""
+    if values_shape is None:
+        values = unpack_values(data, kind, bits)
+    else:
+        count = int(np.prod(values_shape))
+        values = unpack_values(data.reshape(-1), kind, bits)[:count].reshape(values_shape)
     axis = gather_axis % values.ndim
     qa = quantize_axis % values.ndim
     n = values.shape[qa]

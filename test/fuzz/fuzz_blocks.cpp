@@ -1,7 +1,8 @@
 // The fuzz target's decoder of vkdml's block-quantized gather
 // (VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED, ONNX Runtime's GatherBlockQuantized; an input whose first
 // byte is 0xC8 to 0xCF): INT4, UINT4 and UINT8 values (4 and 8 bits), ranks 1-3, any axis and
-// quantize axis, blocks of 16 or 32, zero points or none, strided indices, scales and output,
+// quantize axis, blocks of 16 or 32, zero points or none, INT4 and UINT4 data packed whole
+// (ValueSizes: any last size), strided indices, scales and output,
 // denormal scales, FILL and ERROR, checked runs; the values, zero points, scales and indices from
 // the input, compared with test/block_ref.h. In raw mode one field of the descriptor comes from the
 // input (most of them invalid): where vkdml accepts it, the run must succeed, its output unchecked.
@@ -48,6 +49,8 @@ int RunBlockQuantized(Decoder& d) {
   c.stridedScales = options & 4;
   c.stridedOutput = options & 8;
   c.denormals = c.outType == DML_TENSOR_DATA_TYPE_FLOAT32 && (options & 16);
+  c.wholeData = c.WholeZeros() && (options & 32);  // any last size
+  if (c.wholeData && (options & 64)) c.values.back() -= 1;
   const UINT wrap = (mode >> 2) & 3;
   c.outOfRange = wrap == 1   ? VKDML_OUT_OF_RANGE_MODE_FILL
                  : wrap == 2 ? VKDML_OUT_OF_RANGE_MODE_ERROR
@@ -61,7 +64,7 @@ int RunBlockQuantized(Decoder& d) {
   vt::BlockBuilt b;
   vt::Build(random, c, &b);  // the strides, values, zero points and scales from the input
   if (raw) {                 // one field from the input
-    switch (d.Byte() % 4) {
+    switch (d.Byte() % 5) {
       case 0:
         RawSize(d, {&b.input, &b.indices, &b.scales, &b.zeroPoints, &b.output}, 70);
         break;
@@ -70,6 +73,10 @@ int RunBlockQuantized(Decoder& d) {
         break;
       case 2:
         b.desc.BlockSize = UINT(1) << (d.Byte() % 8);
+        break;
+      case 3:  // any type, the data's bytes as they are
+        b.valueSizes[d.In(0, UINT(b.valueSizes.size()) - 1)] = d.In(0, 70);
+        b.desc.ValueSizes = b.valueSizes.data();
         break;
       default:
         (d.Byte() & 1 ? b.desc.Axis : b.desc.QuantizeAxis) = d.In(0, 5);
@@ -100,7 +107,7 @@ int RunBlockQuantized(Decoder& d) {
                   b.output.ToString() + ", type " + std::to_string(c.type) + ", axis " +
                   std::to_string(c.axis) + ", quantize axis " + std::to_string(c.quantizeAxis) +
                   ", block " + std::to_string(c.blockSize) + ", zero points " +
-                  std::to_string(c.zeroPoints));
+                  std::to_string(c.zeroPoints) + ", whole data " + std::to_string(c.wholeData));
   return 0;
 }
 

@@ -4,7 +4,8 @@ int4, uint4 and uint8 (bits 4 and 8) data, float32 and float16 scales, zero poin
 random ranks (2 to 4), gather and quantize axes (uint8: 0 and the last, as ONNX Runtime
 requires), block sizes and int32 or int64 indices (negative ones
 too). The same bytes go to both: the data and zero points as the model's initializers, in ONNX's
-layouts (int4 and uint4 tensors packed whole; uint8 with bits 4 a row at a time).
+layouts (int4 and uint4 tensors packed whole, of any last size in half the cases, which vkdml
+takes through values_shape; uint8 with bits 4 a row at a time).
 
     npm install --prefix DIR --ignore-scripts onnxruntime-node@1.30.0
     PYTHONPATH=BUILD/python /usr/bin/python3 test/onnxruntime/check_gather_block_quantized.py \\
@@ -95,8 +96,11 @@ def one_case(rng, n, ort_module, folder):
     values = [int(rng.integers(1, 5)) for _ in range(rank)]
     values[qa] = int(rng.integers(1, 4)) * block_size + int(rng.integers(0, 2)) * \
         int(rng.integers(1, block_size))
-    if four:
-        values[-1] += values[-1] % 2  # vkdml's data: a row of whole bytes
+    # int4 and uint4 in every other round of 4 cases: any last size, vkdml's data described by
+    # values_shape (ONNX's shape), their bytes 1-D; else a row of whole bytes.
+    whole = kind != "uint8" and (n // 4) % 2 == 1
+    if four and not whole:
+        values[-1] += values[-1] % 2
     blocks = list(values)
     blocks[qa] = -(-values[qa] // block_size)
     lo, hi = (-8, 8) if kind == "int4" else (0, 16 if four else 256)
@@ -118,7 +122,7 @@ def one_case(rng, n, ort_module, folder):
             [pack4(r) for r in zeros.reshape(-1, blocks[-1])]).reshape(
                 blocks[:-1] + [-(-blocks[-1] // 2)])
     else:  # int4, uint4: ONNX's tensors of that type, packed whole
-        data = pack4(q).reshape(values[:-1] + [values[-1] // 2])
+        data = pack4(q) if whole else pack4(q).reshape(values[:-1] + [values[-1] // 2])
         zero_bytes = None if zeros is None else pack4(zeros)
     model = os.path.join(folder, "m.onnx")
     onnx_dims = values if kind != "uint8" else list(data.shape)
@@ -132,14 +136,15 @@ def one_case(rng, n, ort_module, folder):
     feeds = {"indices": ("int32" if index_dtype == np.int32 else "int64", indices),
              "scales": ("float32", scales) if scale_dtype == np.float32 else
                        ("float16", scales.view(np.uint16))}
-    what = (f"case {n}: {kind} bits {bits}, values {values}, gather_axis {ga}, quantize_axis "
+    what = (f"case {n}: {kind} bits {bits}, values {values}{' (values_shape)' if whole else ''}, gather_axis {ga}, quantize_axis "
             f"{qa}, block_size {block_size}, scales {np.dtype(scale_dtype).name}, zero points "
             f"{zeros is not None}, indices {list(indices.shape)} {np.dtype(index_dtype).name}")
     ort_bytes, ort_dims, error = run_ort(ort_module, folder, model, feeds)
     if ort_bytes is None:
         return what, "ONNX Runtime refused it: " + error
     got = vkdml.gather_block_quantized(data, indices, scales, zero_bytes, type=kind, bits=bits,
-                                       gather_axis=ga, quantize_axis=qa, block_size=block_size)
+                                       gather_axis=ga, quantize_axis=qa, block_size=block_size,
+                                       values_shape=values if whole else None)
     got = np.ascontiguousarray(got)
     if list(got.shape) != list(ort_dims):
         return what, f"shapes differ: vkdml {list(got.shape)}, ONNX Runtime {ort_dims}"

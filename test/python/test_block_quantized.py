@@ -50,6 +50,39 @@ def test_gather_block_quantized(device, kind, bits, dtype, itype):
         assert got.tobytes() == want.tobytes()
 
 
+@pytest.mark.parametrize("kind", ["int4", "uint4"])
+def test_gather_block_quantized_values_shape(device, kind):
+    """values_shape: ONNX's int4 and uint4 tensors of any shape, their bytes packed whole (rows
+    of an odd length do not start on a byte), 1-D or (an even last size) the shape halved."""
+    rng = np.random.default_rng(zlib.crc32(kind.encode()))
+    odd = 0
+    for case in range(12):
+        rank = int(rng.integers(1, 4))
+        shape = [int(rng.integers(1, 5)) for _ in range(rank - 1)] + [int(rng.integers(1, 40))]
+        count = int(np.prod(shape))
+        data = rng.integers(0, 256, size=(count + 1) // 2, dtype=np.uint8)
+        if shape[-1] % 2 == 0 and case % 2:
+            data = data.reshape(shape[:-1] + [shape[-1] // 2])
+        odd += rank > 1 and shape[-1] % 2
+        qa, axis = int(rng.integers(0, rank)), int(rng.integers(-rank, rank))
+        blocks = list(shape)
+        blocks[qa] = -(-blocks[qa] // 16)
+        scales = rng.standard_normal(blocks).astype(np.float32)
+        zero_points = None
+        if case % 3:
+            zero_points = rng.integers(0, 256, size=-(-int(np.prod(blocks)) // 2),
+                                       dtype=np.uint8)
+        n = shape[axis]
+        indices = rng.integers(-n - 2, n + 2, size=int(rng.integers(1, 6))).astype(np.int64)
+        got = vkdml.gather_block_quantized(data, indices, scales, zero_points, type=kind,
+                                           gather_axis=axis, quantize_axis=qa, block_size=16,
+                                           values_shape=shape)
+        want = reference(data, indices, scales, zero_points, kind, 4, axis, qa, 16,
+                         values_shape=shape)
+        assert got.shape == want.shape and got.tobytes() == want.tobytes(), (case, shape)
+    assert odd > 0
+
+
 def test_gather_block_quantized_denormal_scales(device):
     """(v - zero point) * scale rounds once, as IEEE float32 does, denormals kept."""
     rng = np.random.default_rng(5)
@@ -100,3 +133,13 @@ def test_gather_block_quantized_refuses(device):
                                      block_size=16)
     with pytest.raises(ValueError, match="quantize_axis is 2, expected -2 to 1"):
         vkdml.gather_block_quantized(data, [0], scales, quantize_axis=2, block_size=16)
+    with pytest.raises(ValueError, match="values_shape is given, expected none for uint8"):
+        vkdml.gather_block_quantized(data, [0], scales, block_size=16, values_shape=(4, 32))
+    with pytest.raises(ValueError, match=r"data: shape is \(4, 16\), expected \(47,\) \(two "
+                       r"4-bit values a byte, packed whole as ONNX's uint4 tensors\)"):
+        vkdml.gather_block_quantized(data, [0], np.ones((3, 2), np.float32), type="uint4",
+                                     block_size=16, values_shape=(3, 31))
+    with pytest.raises(TypeError, match="values_shape is 7, expected a sequence of ints"):
+        vkdml.gather_block_quantized(data, [0], scales, type="uint4", values_shape=7)
+    with pytest.raises(ValueError, match=r"values_shape is \(4, -1\), expected"):
+        vkdml.gather_block_quantized(data, [0], scales, type="uint4", values_shape=(4, -1))

@@ -332,8 +332,9 @@ _BLOCK_TYPES = ("int4", "uint4", "uint8")
 
 
 def gather_block_quantized(data, indices, scales, zero_points=None, *, type="uint8", bits=4,
-                           gather_axis=0, quantize_axis=1, block_size=128, check_indices=False,
-                           device=None, out_of_range="clamp", fill_value=None):
+                           gather_axis=0, quantize_axis=1, block_size=128, values_shape=None,
+                           check_indices=False, device=None, out_of_range="clamp",
+                           fill_value=None):
     """ONNX Runtime's com.microsoft.GatherBlockQuantized (vkdml's
     VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED): Gather on gather_axis over the values of `data`,
     each value v dequantized as (v - zero point) * scale in float32 (one rounding), then
@@ -341,12 +342,14 @@ def gather_block_quantized(data, indices, scales, zero_points=None, *, type="uin
     "int4" or "uint4" (two values a byte, the first in the low nibble, so data's last
     dimension counts bytes: ONNX's int4 and uint4 tensors when their last dimension is even),
     or "uint8" (ONNX Runtime's uint8 data: with bits=4 as uint4, with bits=8 a value a
-    byte). scales: the values' shape with ceil(size / block_size) on quantize_axis; a value
+    byte). values_shape ("int4" and "uint4"): ONNX's data shape in values, any last size;
+    data is then its bytes packed whole as ONNX's (value n, C order, in byte n // 2): 1-D,
+    or where the last size is even, values_shape with it halved. scales: the values' shape with ceil(size / block_size) on quantize_axis; a value
     takes the scale of its block. zero_points: None (0; for "uint8" 8, or 128 with bits=8),
     or uint8 of the scales' shape ("uint8" with bits=4: two a byte, each row of the last
     dimension starting on a byte, as ONNX Runtime's; "int4" and "uint4": two a byte packed
     whole, as ONNX's int4 and uint4 tensors: 1-D, or where the scales' last dimension is even
-    their shape with it halved). Returns data's values' shape with gather_axis replaced by
+    their shape with it halved). Returns the values' shape with gather_axis replaced by
     indices.shape. out_of_range: "clamp", "fill" (fill_value) or "error" (as
     check_indices=True)."""
     if type not in _BLOCK_TYPES:
@@ -359,6 +362,14 @@ def gather_block_quantized(data, indices, scales, zero_points=None, *, type="uin
     bits = _int(bits, "bits")
     if type != "uint8" and bits != 4:
         raise ValueError(f"bits is {bits}, expected 4 for {type} data")
+    shape = []
+    if values_shape is not None:
+        if isinstance(values_shape, (str, bytes)) or not hasattr(values_shape, "__iter__"):
+            raise TypeError(f"values_shape is {values_shape!r}, expected a sequence of ints")
+        shape = [_int(v, "values_shape[]") for v in values_shape]
+        if not shape or min(shape) < 0:
+            raise ValueError(f"values_shape is {tuple(shape)}, expected at least one size, "
+                             f"none negative")
     s = _arg(scales, "scales")
     d = _arg(data, "data")
     z = None if zero_points is None else _arg(zero_points, "zero_points")
@@ -375,7 +386,7 @@ def gather_block_quantized(data, indices, scales, zero_points=None, *, type="uin
                 _indices(indices), None, _int(gather_axis, "gather_axis"), 0, "none", False,
                 check, mode, fill, True, None,
                 block=_BlockArgs(s, z, type, bits, _int(quantize_axis, "quantize_axis"),
-                                 _int(block_size, "block_size")))
+                                 _int(block_size, "block_size"), shape))
 
 
 def quantize_rows(table, indices, rows, format, *, out=None, check_indices=False, device=None,
