@@ -136,8 +136,9 @@ def one_case(rng, n, ort_module, folder):
     feeds = {"indices": ("int32" if index_dtype == np.int32 else "int64", indices),
              "scales": ("float32", scales) if scale_dtype == np.float32 else
                        ("float16", scales.view(np.uint16))}
-    what = (f"case {n}: {kind} bits {bits}, values {values}{' (values_shape)' if whole else ''}, gather_axis {ga}, quantize_axis "
-            f"{qa}, block_size {block_size}, scales {np.dtype(scale_dtype).name}, zero points "
+    shape_note = " (values_shape)" if whole else ""
+    what = (f"case {n}: {kind} bits {bits}, values {values}{shape_note}, gather_axis {ga}, "
+            f"quantize_axis {qa}, block_size {block_size}, scales {np.dtype(scale_dtype).name}, zero points "
             f"{zeros is not None}, indices {list(indices.shape)} {np.dtype(index_dtype).name}")
     ort_bytes, ort_dims, error = run_ort(ort_module, folder, model, feeds)
     if ort_bytes is None:
