@@ -81,6 +81,15 @@ def test_gather_block_quantized_values_shape(device, kind):
                          values_shape=shape)
         assert got.shape == want.shape and got.tobytes() == want.tobytes(), (case, shape)
     assert odd > 0
+    # A device tensor of the bytes: the result stays on the device.
+    data = rng.integers(0, 256, 8, dtype=np.uint8)  # 15 values of shape (3, 5), one spare nibble
+    scales = rng.standard_normal((3, 1)).astype(np.float16)
+    t = vkdml.gather_block_quantized(device.tensor(data), np.array([2, 0, 1]), scales, type=kind,
+                                     block_size=16, values_shape=(3, 5))
+    assert isinstance(t, vkdml.Tensor)
+    want = reference(data, np.array([2, 0, 1]), scales, None, kind, 4, 0, 1, 16,
+                     values_shape=(3, 5))
+    assert t.numpy().tobytes() == want.tobytes()
 
 
 def test_gather_block_quantized_denormal_scales(device):
