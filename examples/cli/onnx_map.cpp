@@ -728,7 +728,7 @@ std::string MapGatherBlockQuantized(const OnnxOptions& o, const ArrayRef& data, 
   m->output.sizes.assign(m->D - m->outputShape.size(), 1);
   for (uint64_t d : m->outputShape) m->output.sizes.push_back(UINT(d));
   const UINT lead = UINT(m->D - r);
-  m->valueSizes.assign(lead, 1);  // each below 2^32: the output is not empty
+  m->valueSizes.assign(lead, 1);  // values_shape: each checked below 2^32 above
   for (uint64_t size : v) m->valueSizes.push_back(UINT(size));
   m->blockQuantized = {m->inputs[0].Desc(),
                        m->inputs[1].Desc(),
