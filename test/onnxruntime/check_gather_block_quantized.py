@@ -138,8 +138,9 @@ def one_case(rng, n, ort_module, folder):
                        ("float16", scales.view(np.uint16))}
     shape_note = " (values_shape)" if whole else ""
     what = (f"case {n}: {kind} bits {bits}, values {values}{shape_note}, gather_axis {ga}, "
-            f"quantize_axis {qa}, block_size {block_size}, scales {np.dtype(scale_dtype).name}, zero points "
-            f"{zeros is not None}, indices {list(indices.shape)} {np.dtype(index_dtype).name}")
+            f"quantize_axis {qa}, block_size {block_size}, scales {np.dtype(scale_dtype).name}, "
+            f"zero points {zeros is not None}, indices {list(indices.shape)} "
+            f"{np.dtype(index_dtype).name}")
     ort_bytes, ort_dims, error = run_ort(ort_module, folder, model, feeds)
     if ort_bytes is None:
         return what, "ONNX Runtime refused it: " + error

@@ -337,19 +337,19 @@ def gather_block_quantized(data, indices, scales, zero_points=None, *, type="uin
                            fill_value=None):
     """ONNX Runtime's com.microsoft.GatherBlockQuantized (vkdml's
     VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED): Gather on gather_axis over the values of `data`,
-    each value v dequantized as (v - zero point) * scale in float32 (one rounding), then
-    rounded to the scales' dtype (float32 or float16). data: uint8 bytes in C order, of type
-    "int4" or "uint4" (two values a byte, the first in the low nibble, so data's last
-    dimension counts bytes: ONNX's int4 and uint4 tensors when their last dimension is even),
-    or "uint8" (ONNX Runtime's uint8 data: with bits=4 as uint4, with bits=8 a value a
-    byte). values_shape ("int4" and "uint4"): ONNX's data shape in values, any last size;
-    data is then its bytes packed whole as ONNX's (value n, C order, in byte n // 2): 1-D,
-    or where the last size is even, values_shape with it halved. scales: the values' shape
-    with ceil(size / block_size) on quantize_axis; a value takes the scale of its block. zero_points: None (0; for "uint8" 8, or 128 with bits=8),
-    or uint8 of the scales' shape ("uint8" with bits=4: two a byte, each row of the last
-    dimension starting on a byte, as ONNX Runtime's; "int4" and "uint4": two a byte packed
-    whole, as ONNX's int4 and uint4 tensors: 1-D, or where the scales' last dimension is even
-    their shape with it halved). Returns the values' shape with gather_axis replaced by
+    each value v dequantized as (v - zero point) * scale in float32 (one rounding), then rounded
+    to the scales' dtype (float32 or float16). data: uint8 bytes in C order, of type "int4" or
+    "uint4" (two values a byte, the first in the low nibble, so data's last dimension counts
+    bytes: ONNX's int4 and uint4 tensors when their last dimension is even), or "uint8" (ONNX
+    Runtime's uint8 data: with bits=4 as uint4, with bits=8 a value a byte). values_shape
+    ("int4" and "uint4"): ONNX's data shape in values, any last size; data is then its bytes
+    packed whole as ONNX's (value n, C order, in byte n // 2): 1-D, or where the last size is
+    even, values_shape with it halved. scales: the values' shape with ceil(size / block_size) on
+    quantize_axis; a value takes the scale of its block. zero_points: None (0; for "uint8" 8, or
+    128 with bits=8), or uint8 of the scales' shape ("uint8" with bits=4: two a byte, each row
+    of the last dimension starting on a byte, as ONNX Runtime's; "int4" and "uint4": two a byte
+    packed whole, as ONNX's int4 and uint4 tensors: 1-D, or where the scales' last dimension is
+    even their shape with it halved). Returns the values' shape with gather_axis replaced by
     indices.shape. out_of_range: "clamp", "fill" (fill_value) or "error" (as
     check_indices=True)."""
     if type not in _BLOCK_TYPES:
