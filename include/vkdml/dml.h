@@ -152,7 +152,8 @@ typedef DML_SCATTER_OPERATOR_DESC DML_SCATTER_ELEMENTS_OPERATOR_DESC;
 // scatter_reduce_). output = input; then, for each update u in turn,
 // output[target] = f(output[target], u). Each step is computed in the tensor's own data type:
 // integers wrap modulo 2^bits, floats round to nearest even (float16 too, with no wider
-// accumulator), MAX and MIN propagate NaN as NumPy's maximum/minimum do
+// accumulator; a NaN result of ADD or MULTIPLY has unspecified bits, as IEEE 754 leaves them),
+// MAX and MIN propagate NaN as NumPy's maximum/minimum do
 // (f(x, u) = x if x is NaN or x >= u (x <= u for MIN), else u). By default the updates of one
 // target are applied in any order: integer results are then exact, float MAX and MIN exact up to
 // which of equal values stays (+0 or -0, which NaN), and float ADD and MULTIPLY may differ from

@@ -8,8 +8,9 @@ raw; the quantized-row gather's plain, checked, FILL, ERROR and raw; the quantiz
 plain, checked, DROP, ERROR and raw; the embedding bag's plain, checked, deterministic, FILL,
 DROP, ERROR and raw on each table; the block-quantized gather's plain, checked, FILL, ERROR
 and raw on each value type), each followed by fixed pseudo-random bytes (sizes, strides,
-data, indices).
+data, indices); then the inputs the fuzzer found (found_*), kept as found.
 """
+import base64
 import io
 import os
 import random
@@ -98,3 +99,13 @@ for op in (6, 7):
         for k in range(2):
             tail = bytes(random.randrange(256) for _ in range(96))
             put(op_dir, f"op{op}_{name}_{k}.bin", bytes([op, 0, dt, 0, 1, reduce, 1]) + tail)
+# Inputs the fuzzer found, kept as found. 2026-11-28: a FLOAT16 MULTIPLY of a signalling NaN
+# (the broadcast input) by a quiet one (the update), where x86-64 keeps the first operand's
+# payload and lavapipe's code the second's: either is right (dml.h: a NaN result of ADD or
+# MULTIPLY has unspecified bits), and the target compared the bits until then.
+found = base64.b64decode(
+    "BwABAAMCAf+YwY8S/B2SMU8TPHWwaN8uXS3szOVYeDg2XzY0kjFPEzx1sGjfLl0t7MzwYQAA8AE6AJ2m"
+    "XmCCQX4AAgIA61h4ODZfNjSSMU8TPHWwaN8uXS3szOVYeDg2XzY0kjFPEzx1sGjfLl0t7MzwYQAA8AE6"
+    "ABBikJCQkJCQkJCQkJCQkJCQkJCQAAAAAAAA2FuOABBiAAAAAAAArewx3MfYtByqDYQvBXWtluIwwGqJ"
+    "MaFd+s5121t8JuHqc2d4nZcl4UzgkJAL")
+put(op_dir, "found_f16_mul_nan.bin", found)
