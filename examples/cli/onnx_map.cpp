@@ -608,6 +608,18 @@ std::string CheckPackedBytes(const ArrayRef& a, const Shape& shape, const std::s
   return "";
 }
 
+// The bytes of 4-bit values of shape `values` packed whole, as ONNX's int4 and uint4 tensors: 1-D
+// where the last size is odd or `a` (the array holding them) is 1-D, else `values` with the last
+// size halved (the same bytes).
+Shape WholeBytes(const Shape& values, const ArrayRef& a) {
+  uint64_t count = 1;
+  for (uint64_t v : values) count = v && count > UINT64_MAX / v ? UINT64_MAX : count * v;
+  if (values.back() % 2 || a.shape.size() == 1) return {count / 2 + count % 2};
+  Shape halved = values;
+  halved.back() /= 2;
+  return halved;
+}
+
 }  // namespace
 
 std::string MapGatherBlockQuantized(const OnnxOptions& o, const ArrayRef& data, const ArrayRef& idx,
@@ -650,16 +662,8 @@ std::string MapGatherBlockQuantized(const OnnxOptions& o, const ArrayRef& data, 
       return a->name + ": rank is " + std::to_string(a->shape.size()) +
              ", expected at most 8 (DirectML tensors have at most 8 dimensions)";
   if (values.shape.empty()) return values.name + ": rank is 0, expected at least 1";
-  Shape dataShape = values.shape;  // int4 and uint4 packed whole: 1-D, or the last halved
-  uint64_t valueCount = 1;
-  for (uint64_t v : values.shape)
-    valueCount = v && valueCount > UINT64_MAX / v ? UINT64_MAX : valueCount * v;
-  if (given && (values.shape.back() % 2 || data.shape.size() == 1))
-    dataShape = {valueCount / 2 + valueCount % 2};
-  else if (given)
-    dataShape.back() /= 2;
-  else if (four)
-    values.shape.back() *= 2;
+  const Shape dataShape = given ? WholeBytes(values.shape, data) : values.shape;
+  if (!given && four) values.shape.back() *= 2;
   std::string error = CheckPackedBytes(
       data, dataShape,
       given  ? "two 4-bit values a byte, packed whole as ONNX's " + o.blockType + " tensors"
@@ -685,11 +689,7 @@ std::string MapGatherBlockQuantized(const OnnxOptions& o, const ArrayRef& data, 
   // uint8 with bits 4: ONNX Runtime's, each row of the last dimension starting on a byte.
   Shape zeroShape = blocks;
   if (four) zeroShape.back() = (zeroShape.back() + 1) / 2;
-  if (zeroPoints && whole && (blocks.back() % 2 || zeroPoints->shape.size() == 1)) {
-    uint64_t count = 1;
-    for (uint64_t b : blocks) count *= b;
-    zeroShape = {(count + 1) / 2};
-  }
+  if (zeroPoints && whole) zeroShape = WholeBytes(blocks, *zeroPoints);
   if (zeroPoints &&
       !(error = CheckPackedBytes(*zeroPoints, zeroShape,
                                  !four   ? "the zero points"
