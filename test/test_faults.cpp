@@ -769,7 +769,8 @@ TEST_CASE("Faults: waits give up after DeviceDesc.waitTimeoutNs", "[faults]") {
 }
 
 // The hooks are the one list of the Vulkan calls that can fail: every function lib/ calls whose
-// PFN returns VkResult (read from the sources and vulkan_core.h) must be in it, and nothing else.
+// PFN returns VkResult (read from the sources in lib/ and its folders, and vulkan_core.h) must be
+// in it, and nothing else.
 TEST_CASE("Faults: the hooks name every VkResult call lib/ makes", "[faults]") {
   const auto read = [](const std::string& path) {
     std::ifstream f(path);
@@ -788,7 +789,8 @@ TEST_CASE("Faults: the hooks name every VkResult call lib/ makes", "[faults]") {
   std::set<std::string> called;  // identifiers of such functions in lib/'s code, not comments
   const std::regex comment("//[^\\n]*"), identifier("\\bvk[A-Z]\\w*");
   int files = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(VKDML_TEST_SOURCE_DIR "/lib")) {
+  for (const auto& entry :
+       std::filesystem::recursive_directory_iterator(VKDML_TEST_SOURCE_DIR "/lib")) {
     const std::string ext = entry.path().extension().string();
     if (ext != ".cpp" && ext != ".h") continue;
     ++files;
