@@ -3,11 +3,11 @@
 #include "binding_table.h"
 #include "compiled.h"
 #include "device.h"
-#include "error.h"
 #include "host_run.h"
 #include "instance.h"
 #include "kernels.h"
-#include "operator.h"
+#include "operators/error.h"
+#include "operators/operator.h"
 
 namespace vkdml::detail {
 

@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "device.h"
-#include "error.h"
+#include "operators/error.h"
 
 namespace vkdml::detail {
 

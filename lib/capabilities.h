@@ -5,8 +5,8 @@
 // CPU only: no Vulkan calls.
 #pragma once
 
-#include "error.h"
 #include "interface.h"
+#include "operators/error.h"
 #include "vkdml/vkdml.h"
 
 namespace vkdml::detail {

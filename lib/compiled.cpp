@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "device.h"
-#include "error.h"
+#include "operators/error.h"
 
 namespace vkdml::detail {
 

@@ -8,7 +8,7 @@
 
 #include "buffer.h"
 #include "kernels.h"
-#include "operator.h"
+#include "operators/operator.h"
 
 namespace vkdml::detail {
 

@@ -5,9 +5,9 @@
 #include <vector>
 
 #include "device_plan.h"
-#include "error.h"
 #include "instance.h"
 #include "interface.h"
+#include "operators/error.h"
 #include "physical_device.h"
 
 namespace vkdml::detail {

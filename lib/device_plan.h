@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "device_features.h"
-#include "error.h"
+#include "operators/error.h"
 
 namespace vkdml::detail {
 

@@ -5,7 +5,7 @@
 
 #include "compiled.h"
 #include "device.h"
-#include "error.h"
+#include "operators/error.h"
 
 namespace vkdml::detail {
 

@@ -8,7 +8,7 @@
 
 #include <volk.h>
 
-#include "error.h"
+#include "operators/error.h"
 
 namespace vkdml::detail {
 

@@ -12,7 +12,7 @@
 
 #include "capabilities.h"
 #include "interface.h"
-#include "operator.h"
+#include "operators/operator.h"
 
 namespace vkdml::detail {
 

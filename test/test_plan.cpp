@@ -6,7 +6,7 @@
 #include <array>
 #include <sstream>
 
-#include "plan.h"
+#include "operators/plan.h"
 #include "test_util.h"
 
 using namespace vt;

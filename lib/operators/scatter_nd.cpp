@@ -1,8 +1,8 @@
 // DML_OPERATOR_SCATTER_ND and VKDML_OPERATOR_SCATTER_ND_REDUCE: validation and lowering (a copy
 // of the input, then the scatter).
-#include "error.h"
-#include "nd_layout.h"
-#include "operator.h"
+#include "operators/error.h"
+#include "operators/nd_layout.h"
+#include "operators/operator.h"
 
 namespace vkdml::detail {
 

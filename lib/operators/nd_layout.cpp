@@ -1,8 +1,8 @@
-#include "nd_layout.h"
+#include "operators/nd_layout.h"
 
 #include <algorithm>
 
-#include "error.h"
+#include "operators/error.h"
 
 namespace vkdml::detail {
 

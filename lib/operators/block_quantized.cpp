@@ -6,8 +6,8 @@
 // scratch, and a ZeroPoints pass (with ZeroPointTensor) overwrites the zero points. The Blocks
 // pass is then DML_OPERATOR_GATHER's over InputTensor's values (LowerGather), an invocation per
 // output value finding its block from the value's row-major number (glsl/dequantize_blocks.comp).
-#include "error.h"
-#include "operator.h"
+#include "operators/error.h"
+#include "operators/operator.h"
 
 namespace vkdml::detail {
 

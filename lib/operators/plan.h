@@ -8,7 +8,7 @@
 // A plan with tuple == 0 is a strided copy (ScatterND's first pass).
 #pragma once
 
-#include "tensor.h"
+#include "operators/tensor.h"
 
 namespace vkdml::detail {
 

@@ -7,8 +7,8 @@
 // a group's block and place in it from the group's number within the row.
 // The scatter is a copy of the table (skipped in place), a Claim pass over the update rows and a
 // Quantize pass over their blocks (glsl/quantize_rows.comp).
-#include "error.h"
-#include "operator.h"
+#include "operators/error.h"
+#include "operators/operator.h"
 
 namespace vkdml::detail {
 

@@ -1,8 +1,8 @@
-#include "operator.h"
+#include "operators/operator.h"
 
 #include <cstring>
 
-#include "error.h"
+#include "operators/error.h"
 
 namespace vkdml::detail {
 

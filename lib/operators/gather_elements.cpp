@@ -1,6 +1,6 @@
 // DML_OPERATOR_GATHER_ELEMENTS: validation and lowering.
-#include "error.h"
-#include "operator.h"
+#include "operators/error.h"
+#include "operators/operator.h"
 
 namespace vkdml::detail {
 

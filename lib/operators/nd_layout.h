@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "plan.h"
+#include "operators/plan.h"
 
 namespace vkdml::detail {
 

@@ -1,4 +1,4 @@
-#include "plan.h"
+#include "operators/plan.h"
 
 #include <algorithm>
 

@@ -1,9 +1,9 @@
-#include "tensor.h"
+#include "operators/tensor.h"
 
 #include <algorithm>
 #include <string>
 
-#include "error.h"
+#include "operators/error.h"
 
 namespace vkdml {
 

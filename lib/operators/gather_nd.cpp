@@ -1,7 +1,7 @@
 // DML_OPERATOR_GATHER_ND and DML_OPERATOR_GATHER_ND1: validation and lowering.
-#include "error.h"
-#include "nd_layout.h"
-#include "operator.h"
+#include "operators/error.h"
+#include "operators/nd_layout.h"
+#include "operators/operator.h"
 
 namespace vkdml::detail {
 

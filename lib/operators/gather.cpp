@@ -5,8 +5,8 @@
 // input.Sizes[Axis+1:], right-aligned into OutputTensor. That list has D - 1 + IndexDimensions
 // entries; the input's leading 1s before Axis (dimensions beyond its original rank) are dropped
 // to make it fit, and it must then fit into D dimensions.
-#include "error.h"
-#include "operator.h"
+#include "operators/error.h"
+#include "operators/operator.h"
 
 namespace vkdml::detail {
 

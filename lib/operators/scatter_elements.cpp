@@ -1,7 +1,7 @@
 // DML_OPERATOR_SCATTER_ELEMENTS and VKDML_OPERATOR_SCATTER_ELEMENTS_REDUCE: validation and
 // lowering (a copy of the input, then the scatter).
-#include "error.h"
-#include "operator.h"
+#include "operators/error.h"
+#include "operators/operator.h"
 
 namespace vkdml::detail {
 

@@ -6,8 +6,8 @@
 // PerSampleWeightsTensor) converts the weights there to float32. The Bag pass then reads the
 // table, IndicesTensor and the scratch (operator.h: Pass::Kind), an invocation per group of 4
 // output values adding its bag's rows in entry order (glsl/embedding_bag.comp).
-#include "error.h"
-#include "operator.h"
+#include "operators/error.h"
+#include "operators/operator.h"
 
 namespace vkdml::detail {
 

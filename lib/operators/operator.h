@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "interface.h"
-#include "plan.h"
+#include "operators/plan.h"
 
 namespace vkdml::detail {
 
