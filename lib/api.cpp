@@ -5,7 +5,7 @@
 #include "device.h"
 #include "host_run.h"
 #include "instance.h"
-#include "kernels.h"
+#include "kernels/kernels.h"
 #include "operators/error.h"
 #include "operators/operator.h"
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "buffer.h"
-#include "kernels.h"
+#include "kernels/kernels.h"
 #include "operators/operator.h"
 
 namespace vkdml::detail {

@@ -12,8 +12,8 @@
 
 #include <volk.h>
 
-#include "capabilities.h"
-#include "kernels.h"
+#include "kernels/capabilities.h"
+#include "kernels/kernels.h"
 #include "vkdml/vkdml.h"
 
 namespace vkdml::detail {

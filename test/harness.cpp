@@ -1,6 +1,6 @@
 #include "harness.h"
 
-#include "kernels.h"
+#include "kernels/kernels.h"
 #include "test_util.h"
 #include "vk_hooks.h"
 

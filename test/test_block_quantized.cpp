@@ -8,7 +8,7 @@
 #include <set>
 
 #include "block_ref.h"
-#include "kernels.h"
+#include "kernels/kernels.h"
 #include "test_util.h"
 
 using namespace vt;

@@ -7,7 +7,7 @@
 #include <set>
 
 #include "bag_ref.h"
-#include "kernels.h"
+#include "kernels/kernels.h"
 #include "test_util.h"
 
 using namespace vt;

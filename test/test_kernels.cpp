@@ -9,7 +9,7 @@
 
 #include "harness.h"
 #include "interface.h"
-#include "kernels.h"
+#include "kernels/kernels.h"
 #include "spirv_table.h"
 #include "test_util.h"
 

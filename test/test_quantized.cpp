@@ -6,7 +6,7 @@
 #include <cmath>
 #include <set>
 
-#include "kernels.h"
+#include "kernels/kernels.h"
 #include "quantized_ref.h"
 #include "test_util.h"
 

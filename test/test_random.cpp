@@ -15,7 +15,7 @@
 
 #include "harness.h"
 #include "interface.h"
-#include "kernels.h"
+#include "kernels/kernels.h"
 #include "test_util.h"
 
 using namespace vt;

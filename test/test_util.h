@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "capabilities.h"
 #include "harness.h"
-#include "kernels.h"
+#include "kernels/capabilities.h"
+#include "kernels/kernels.h"
 
 namespace vt {
 

@@ -3,7 +3,7 @@
 // scratch, over the operator's keys (a ScatterND slice is one unit: one count for all its
 // elements), then glsl/mean.comp divides each OutputTensor element whose slot has any. Not on
 // the large path (CheckLargePath refuses it).
-#include "kernel_choice.h"
+#include "kernels/kernel_choice.h"
 
 namespace vkdml::detail {
 

@@ -5,7 +5,7 @@
 // deterministic mode: kernel_ties.cpp.
 #include <algorithm>
 
-#include "kernel_choice.h"
+#include "kernels/kernel_choice.h"
 
 namespace vkdml::detail {
 

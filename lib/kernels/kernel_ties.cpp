@@ -4,7 +4,7 @@
 // write); both return at once where nothing was marked.
 #include <algorithm>
 
-#include "kernel_choice.h"
+#include "kernels/kernel_choice.h"
 
 namespace vkdml::detail {
 

@@ -1,7 +1,7 @@
 // ChooseKernels: each of an operator's passes to its kernel family (kernel_choice.h lists them).
 #include <algorithm>
 
-#include "kernel_choice.h"
+#include "kernels/kernel_choice.h"
 
 namespace vkdml::detail {
 

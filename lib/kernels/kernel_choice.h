@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "capabilities.h"
-#include "kernels.h"
+#include "kernels/capabilities.h"
+#include "kernels/kernels.h"
 
 namespace vkdml::detail {
 

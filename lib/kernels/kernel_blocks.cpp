@@ -8,7 +8,7 @@
 // Blocks pass goes through kernel_large.cpp's windows, InputTensor's counting values; the Scales
 // and ZeroPoints passes run as off it (Kernel::whole): their tensors, and the scratch of 2 words
 // a block, must fit one descriptor.
-#include "kernel_choice.h"
+#include "kernels/kernel_choice.h"
 
 namespace vkdml::detail {
 

@@ -1,6 +1,6 @@
 // The indexed copy (glsl/indexed.comp): a copy, ScatterND's mark, a scatter without a reduction,
 // ExcludeSelf's reset of a scatter's targets, and checked mode's report (glsl/report.comp).
-#include "kernel_choice.h"
+#include "kernels/kernel_choice.h"
 
 namespace vkdml::detail {
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "capabilities.h"
 #include "interface.h"
+#include "kernels/capabilities.h"
 #include "operators/operator.h"
 
 namespace vkdml::detail {

@@ -11,7 +11,7 @@
 // as off the large path (Kernel::whole).
 #include <algorithm>
 
-#include "kernel_choice.h"
+#include "kernels/kernel_choice.h"
 
 namespace vkdml::detail {
 

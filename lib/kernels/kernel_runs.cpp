@@ -2,7 +2,7 @@
 // dimension.
 #include <algorithm>
 
-#include "kernel_choice.h"
+#include "kernels/kernel_choice.h"
 
 namespace vkdml::detail {
 

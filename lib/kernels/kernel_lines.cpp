@@ -2,7 +2,7 @@
 // ScatterElements along its innermost axis, with or without a reduction.
 #include <algorithm>
 
-#include "kernel_choice.h"
+#include "kernels/kernel_choice.h"
 
 namespace vkdml::detail {
 

@@ -5,7 +5,7 @@
 // every device, so every binding starts on a word (KernelSet::wordBindings), and their bases are
 // bytes (Kernel::unit 1). Both run on the large path: a dispatch per chunk of rows and window of
 // the table, taking the rows (the gather) or blocks (the scatter) that start in its window.
-#include "kernel_choice.h"
+#include "kernels/kernel_choice.h"
 
 namespace vkdml::detail {
 

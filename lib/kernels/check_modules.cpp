@@ -2,7 +2,7 @@
 // glsl/CMakeLists.txt does not make, naming each such module.
 #include <cstdio>
 
-#include "kernels.h"
+#include "kernels/kernels.h"
 #include "spirv_table.h"
 
 int main() {

@@ -4,7 +4,7 @@
 // of the other families built with LARGE=1 ("_large").
 #include <algorithm>
 
-#include "kernel_choice.h"
+#include "kernels/kernel_choice.h"
 
 namespace vkdml::detail {
 

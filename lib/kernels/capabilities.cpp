@@ -1,4 +1,4 @@
-#include "capabilities.h"
+#include "kernels/capabilities.h"
 
 #include <algorithm>
 #include <cerrno>
