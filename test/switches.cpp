@@ -1,6 +1,6 @@
 // The tests' way to a Device's switches and capabilities (test_util.h: ScopedSwitch). device.h
 // comes first: it includes volk, which must precede any Vulkan header.
-#include "device.h"
+#include "device/device.h"
 #include "test_util.h"
 
 #include <algorithm>

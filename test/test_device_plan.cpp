@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "device_plan.h"
+#include "device/device_plan.h"
 #include "test_util.h"
 
 using namespace vt;

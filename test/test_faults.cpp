@@ -23,7 +23,7 @@
 #include <set>
 #include <sstream>
 
-#include "compiled.h"  // to see that the large path is taken
+#include "device/compiled.h"  // to see that the large path is taken
 #include "test_util.h"
 
 using namespace vt;

@@ -1,11 +1,11 @@
 // Physical devices: their description and features, and DeviceImpl's choice of one.
-#include "physical_device.h"
+#include "device/physical_device.h"
 
 #include <cstring>
 
-#include "device.h"
-#include "device_features.h"
-#include "device_plan.h"
+#include "device/device.h"
+#include "device/device_features.h"
+#include "device/device_plan.h"
 
 namespace vkdml::detail {
 

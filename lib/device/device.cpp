@@ -1,14 +1,14 @@
 // Creating or adopting a Device (the physical device's plan: device_plan.h), its teardown, and
 // the buffers it tracks. Its entry points are in api.cpp.
-#include "device.h"
+#include "device/device.h"
 
 #include <vector>
 
-#include "device_plan.h"
-#include "instance.h"
+#include "device/device_plan.h"
+#include "device/instance.h"
+#include "device/physical_device.h"
 #include "interface.h"
 #include "operators/error.h"
-#include "physical_device.h"
 
 namespace vkdml::detail {
 

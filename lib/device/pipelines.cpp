@@ -2,7 +2,7 @@
 // specialization, and the pipeline cache they all go through.
 #include <cstring>
 
-#include "device.h"
+#include "device/device.h"
 #include "spirv_table.h"
 
 namespace vkdml::detail {

@@ -1,5 +1,5 @@
 // What a failed Vulkan call returns (device.h: VkFailure, VKDML_VK).
-#include "device.h"
+#include "device/device.h"
 
 #include <cstring>
 

@@ -1,9 +1,9 @@
-#include "buffer.h"
+#include "device/buffer.h"
 
 #include <algorithm>
 #include <cstring>
 
-#include "device.h"
+#include "device/device.h"
 #include "operators/error.h"
 
 namespace vkdml::detail {

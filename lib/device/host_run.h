@@ -9,7 +9,7 @@
 #include <mutex>
 #include <vector>
 
-#include "buffer.h"
+#include "device/buffer.h"
 
 namespace vkdml::detail {
 

@@ -6,7 +6,7 @@
 #include <mutex>
 #include <vector>
 
-#include "buffer.h"
+#include "device/buffer.h"
 #include "kernels/kernels.h"
 #include "operators/operator.h"
 

@@ -1,13 +1,13 @@
 // The Vulkan loader, vkdml's instances (DeviceImpl::CreateInstance) and EnumerateDevices.
-#include "instance.h"
+#include "device/instance.h"
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
 
-#include "device.h"
-#include "physical_device.h"
+#include "device/device.h"
+#include "device/physical_device.h"
 
 namespace vkdml::detail {
 

@@ -1,4 +1,4 @@
-#include "device_features.h"
+#include "device/device_features.h"
 
 #include <cstring>
 

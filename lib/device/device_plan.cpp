@@ -1,4 +1,4 @@
-#include "device_plan.h"
+#include "device/device_plan.h"
 
 #include <algorithm>
 #include <cstring>

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "device.h"
+#include "device/device.h"
 
 namespace vkdml::detail {
 

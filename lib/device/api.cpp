@@ -1,10 +1,10 @@
 // The Device's entry points, the library's top floor: each checks what the device can run and
 // hands the work to the file that owns it (lib/README.md: the floors).
-#include "binding_table.h"
-#include "compiled.h"
-#include "device.h"
-#include "host_run.h"
-#include "instance.h"
+#include "device/binding_table.h"
+#include "device/compiled.h"
+#include "device/device.h"
+#include "device/host_run.h"
+#include "device/instance.h"
 #include "kernels/kernels.h"
 #include "operators/error.h"
 #include "operators/operator.h"

@@ -1,8 +1,8 @@
-#include "compiled.h"
+#include "device/compiled.h"
 
 #include <algorithm>
 
-#include "device.h"
+#include "device/device.h"
 #include "operators/error.h"
 
 namespace vkdml::detail {

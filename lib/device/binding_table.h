@@ -7,7 +7,7 @@
 #include <memory>
 #include <vector>
 
-#include "compiled.h"
+#include "device/compiled.h"
 #include "interface.h"
 
 namespace vkdml::detail {

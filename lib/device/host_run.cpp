@@ -1,10 +1,10 @@
-#include "host_run.h"
+#include "device/host_run.h"
 
 #include <algorithm>
 #include <cstring>
 
-#include "compiled.h"
-#include "device.h"
+#include "device/compiled.h"
+#include "device/device.h"
 #include "operators/error.h"
 
 namespace vkdml::detail {

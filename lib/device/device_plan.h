@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "device_features.h"
+#include "device/device_features.h"
 #include "operators/error.h"
 
 namespace vkdml::detail {

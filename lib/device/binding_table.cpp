@@ -1,9 +1,9 @@
-#include "binding_table.h"
+#include "device/binding_table.h"
 
 #include <algorithm>
 #include <cstring>
 
-#include "device.h"
+#include "device/device.h"
 #include "operators/error.h"
 
 namespace vkdml::detail {
