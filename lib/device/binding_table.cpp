@@ -410,6 +410,7 @@ void BindingTableImpl::ClearScratch(VkCommandBuffer cmd, bool inPlace) const {
 }
 
 Result BindingTableImpl::Record(VkCommandBuffer cmd) {
+  VKDML_TRY(device_->CheckNotLost());
   if (!inputsBound_ || !outputsBound_)
     return Fail(Status::InvalidArgument, "RecordDispatch: ", !inputsBound_ ? "inputs" : "outputs",
                 " are not bound (call BindingTable::", !inputsBound_ ? "BindInputs" : "BindOutputs",
@@ -538,6 +539,7 @@ Result BindingTableImpl::IndexStatus() {
 
 Result CreateBindingTable(DeviceImpl& device, const CompiledOperator& op,
                           std::unique_ptr<BindingTable>* out) {
+  VKDML_TRY(device.CheckNotLost());
   if (!out) return Fail(Status::InvalidArgument, "CreateBindingTable: out is null");
   auto t = std::make_unique<BindingTableImpl>(&device,
                                               static_cast<const CompiledOperatorImpl&>(op).state);

@@ -21,7 +21,8 @@ class BindingTableImpl final : public BindingTable {
   Result BindInputs(UINT count, const DML_BUFFER_BINDING* bindings) override;
   Result BindOutputs(UINT count, const DML_BUFFER_BINDING* bindings) override;
   Result IndexStatus() override;
-  // Device::RecordDispatch.
+  // Device::RecordDispatch, and Device::Run's recording (host_run.cpp): both come here, not
+  // through the entry point, so the check that the device is not lost is made here.
   Result Record(VkCommandBuffer cmd);
 
  private:
@@ -61,7 +62,8 @@ class BindingTableImpl final : public BindingTable {
   UINT64 delta_[UINT(Role::Count)] = {};  // binding offset minus the descriptor's offset
 };
 
-// Device::CreateBindingTable.
+// Device::CreateBindingTable, and Device::Run's table (host_run.cpp); checks first that the device
+// is not lost.
 Result CreateBindingTable(DeviceImpl& device, const CompiledOperator& op,
                           std::unique_ptr<BindingTable>* out);
 

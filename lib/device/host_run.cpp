@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "device/binding_table.h"
 #include "device/compiled.h"
 #include "device/device.h"
 #include "operators/error.h"
@@ -157,7 +158,7 @@ Result HostRunner::RunStreamed(const CompiledOperator& compiled, Layout& layout,
     barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
             VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
-    recorded = device_->RecordDispatch(cmd, *table);
+    recorded = static_cast<BindingTableImpl*>(table)->Record(cmd);
     barrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
             VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
   }));
@@ -212,7 +213,7 @@ Result HostRunner::EnsureArenas(const Layout& layout) {
 Result HostRunner::Bind(const CompiledOperator& compiled, const Layout& layout,
                         BindingTable** table) {
   RunBinding& run = static_cast<const CompiledOperatorImpl&>(compiled).run;
-  if (!run.table) VKDML_TRY(device_->CreateBindingTable(compiled, &run.table));
+  if (!run.table) VKDML_TRY(CreateBindingTable(*device_, compiled, &run.table));
   *table = run.table.get();
   const auto& b = layout.bindings;
   if (run.arena == generation_ && run.bindings.size() == b.size() &&
@@ -240,7 +241,7 @@ Result HostRunner::Record(const Layout& layout, BindingTable& table) {
     vk.vkCmdPipelineBarrier(cmd, src, dst, 0, 1, &b, 0, nullptr, 0, nullptr);
   };
   if (layout.direct) {  // host writes before the submit are visible to it
-    VKDML_TRY(device_->RecordDispatch(cmd, table));
+    VKDML_TRY(static_cast<BindingTableImpl&>(table).Record(cmd));
   } else {
     std::vector<VkBufferCopy> in;
     for (UINT i = 0; i < layout.count; ++i)
@@ -250,7 +251,7 @@ Result HostRunner::Record(const Layout& layout, BindingTable& table) {
     barrier(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
             VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
-    VKDML_TRY(device_->RecordDispatch(cmd, table));
+    VKDML_TRY(static_cast<BindingTableImpl&>(table).Record(cmd));
     barrier(VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
             VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
     for (UINT i = layout.inputs; i < layout.count; ++i) {
