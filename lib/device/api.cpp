@@ -158,7 +158,7 @@ Result CreateDevice(const DeviceDesc& desc, std::unique_ptr<Device>* out) {
   auto device = std::make_unique<detail::DeviceImpl>();
   std::lock_guard<std::mutex> lock(detail::VolkMutex());
   VKDML_TRY(device->Init(desc));
-  auto runner = detail::MakeHostRunner(device.get());
+  auto runner = std::make_unique<detail::HostRunner>(device.get());
   VKDML_TRY(runner->Init());
   device->SetRunner(std::move(runner));
   *out = std::move(device);

@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include <volk.h>
 
@@ -18,10 +19,18 @@
 
 namespace vkdml::detail {
 
-class HostRunner;
-
 class DeviceImpl final : public Device {
  public:
+  // Device::Run's work, which the Device owns but which is done floors above it (host_run.h:
+  // HostRunner, over compiled operators and binding tables): the Device holds it through this
+  // interface of its own, so this floor names nothing of those above.
+  class Runner {
+   public:
+    virtual ~Runner() = default;
+    virtual Result Run(const CompiledOperator& op, const std::vector<const void*>& inputs,
+                       const std::vector<void*>& outputs) = 0;
+  };
+
   ~DeviceImpl() override;
   Result Init(const DeviceDesc& desc);
 
@@ -78,9 +87,7 @@ class DeviceImpl final : public Device {
   // (glsl/interface.h), created once per key.
   Result Pipeline(const std::string& module, const Specialization& spec, VkPipeline* out);
   // Device::Run's runner (host_run.h), which CreateDevice makes after Init.
-  void SetRunner(std::unique_ptr<HostRunner, void (*)(HostRunner*)> runner) {
-    runner_ = std::move(runner);
-  }
+  void SetRunner(std::unique_ptr<Runner> runner) { runner_ = std::move(runner); }
   // Submits a recorded command buffer and waits for it (Submit and Run).
   Result SubmitRecorded(VkCommandBuffer cmd);
   // After a lost device (a submit or wait that failed, or a wait past DeviceDesc.waitTimeoutNs)
@@ -144,7 +151,7 @@ class DeviceImpl final : public Device {
   std::mutex buffersMutex_;
   std::map<VkBuffer, UINT64> buffers_;
 
-  std::unique_ptr<HostRunner, void (*)(HostRunner*)> runner_{nullptr, nullptr};  // Device::Run
+  std::unique_ptr<Runner> runner_;  // Device::Run
   std::atomic<UINT64> serial_{0};
 
   std::mutex submitMutex_;

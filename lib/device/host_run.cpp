@@ -10,10 +10,6 @@
 
 namespace vkdml::detail {
 
-std::unique_ptr<HostRunner, void (*)(HostRunner*)> MakeHostRunner(DeviceImpl* device) {
-  return {new HostRunner(device), [](HostRunner* r) { delete r; }};
-}
-
 namespace {
 
 // Run binds host memory directly up to this many bytes of tensors: for small work a copy to

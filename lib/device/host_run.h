@@ -10,22 +10,19 @@
 #include <vector>
 
 #include "device/buffer.h"
+#include "device/device.h"
 
 namespace vkdml::detail {
 
-class DeviceImpl;
-
-class HostRunner;
-// A runner for `device`, which owns it (DeviceImpl::SetRunner) and does not see its type.
-std::unique_ptr<HostRunner, void (*)(HostRunner*)> MakeHostRunner(DeviceImpl* device);
-
-class HostRunner {
+// A runner for `device`, which owns it (DeviceImpl::SetRunner) and sees it as a
+// DeviceImpl::Runner.
+class HostRunner final : public DeviceImpl::Runner {
  public:
   explicit HostRunner(DeviceImpl* device) : device_(device) {}
-  ~HostRunner();
+  ~HostRunner() override;
   Result Init();
   Result Run(const CompiledOperator& op, const std::vector<const void*>& inputs,
-             const std::vector<void*>& outputs);
+             const std::vector<void*>& outputs) override;
 
  private:
   struct Layout;
