@@ -16,6 +16,10 @@ namespace {
 PFN_vkGetInstanceProcAddr gLoaderGetInstanceProcAddr = nullptr;  // the system loader's, once found
 
 // vkCreateInstance's failures that mean something is not installed, as what to install.
+// vkdml's own switches (VKDML_*) are read in one place, Switches::Read (kernels/capabilities.cpp),
+// when a Device is created. The loader's variables read here are not switches: they change
+// nothing vkdml does, and are read only to name them in this message, since they are the usual
+// reason the loader finds no driver.
 Result InstanceFailed(VkResult r) {
   if (r == VK_ERROR_INCOMPATIBLE_DRIVER) {
     std::string chosen;  // the variables that restrict the loader to some drivers

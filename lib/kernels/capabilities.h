@@ -11,8 +11,10 @@
 
 namespace vkdml::detail {
 
-// The VKDML_* environment switches, read once when a Device is created (Switches::Read). They
-// are for tests and A/B benchmarks; a device's own limits always bound them.
+// The VKDML_* environment switches, read once when a Device is created (Switches::Read, the one
+// function in lib/ that reads vkdml's switches from the environment; device/instance.cpp reads
+// the loader's variables only to name them in a message). They are for tests and A/B benchmarks;
+// a device's own limits always bound them.
 struct Switches {
   UINT64 maxBindingRange = 0;  // VKDML_MAX_BINDING_RANGE=N: lowers maxRange (0: the device's)
   UINT maxGroups = 0;          // VKDML_MAX_GROUPS=N: lowers maxGroups (grid-stride loops)
