@@ -1,5 +1,7 @@
-// lib/'s floors (lib/README.md, "The floors"): every room includes only rooms on its floor or
-// below, every lib source file is placed on a floor, and none is over 600 lines.
+// lib/'s folders and floors (lib/README.md, "The folders" and "The floors"): the folders run one
+// way (a folder includes only itself and those before it), every room includes only rooms on its
+// floor or below and names the folder of what it includes, every lib source file is placed in
+// its folder on a floor, and none is over 600 lines.
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -7,6 +9,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "test_util.h"
 
@@ -24,23 +27,51 @@ std::string Read(const fs::path& p) {
   return s.str();
 }
 
-// The floors table of lib/README.md: each room's floor.
-std::map<std::string, int> Floors() {
-  std::map<std::string, int> floors;
+// The rows of one of lib/README.md's tables, from its heading to the next.
+std::vector<std::string> Rows(const std::string& heading) {
   const std::string readme = Read(kLib / "README.md");
-  const size_t at = readme.find("## The floors");
+  const size_t at = readme.find("\n## " + heading + "\n");
   REQUIRE(at != std::string::npos);
-  std::istringstream lines(readme.substr(at));
-  const std::regex row(R"(^\| (\d+) [^|]*\| (.*) \|$)"), room("`([a-z_0-9]+\\.(h|cpp))`");
-  std::string line;
-  while (std::getline(lines, line)) {
+  const size_t end = readme.find("\n## ", at + 1);
+  std::istringstream lines(readme.substr(at, end == std::string::npos ? end : end - at));
+  std::vector<std::string> rows;
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind("| ", 0) == 0) rows.push_back(line);
+  return rows;
+}
+
+// The folders table: each folder's place in the order, bottom first.
+std::map<std::string, int> Folders() {
+  std::map<std::string, int> folders;
+  const std::regex row(R"(^\| (\d+) \| `([a-z_]+)/` \|.*\|$)");
+  for (const std::string& line : Rows("The folders")) {
+    std::smatch m;
+    if (!std::regex_match(line, m, row)) continue;
+    INFO(m[2] << " is listed twice");
+    CHECK(folders.emplace(m[2], std::stoi(m[1])).second);
+  }
+  return folders;
+}
+
+struct Room {
+  int floor;
+  std::string folder;
+};
+
+// The floors table: each room (its path from lib/) with its floor and folder.
+std::map<std::string, Room> Floors() {
+  std::map<std::string, Room> floors;
+  const std::regex row(R"(^\| (\d+) [^|]*\| `([a-z_]+)/` \| (.*) \|$)"),
+      room("`([a-z_0-9]+\\.(h|cpp))`");
+  for (const std::string& line : Rows("The floors")) {
     std::smatch m;
     if (!std::regex_match(line, m, row)) continue;
     const int floor = std::stoi(m[1]);
-    const std::string rooms = m[2];
+    const std::string folder = m[2], rooms = m[3];
     for (std::sregex_iterator r(rooms.begin(), rooms.end(), room), end; r != end; ++r) {
-      INFO((*r)[1] << " is placed twice");
-      CHECK(floors.emplace((*r)[1], floor).second);
+      const std::string path = folder + "/" + (*r)[1].str();
+      INFO(path << " is placed twice");
+      CHECK(floors.emplace(path, Room{floor, folder}).second);
     }
   }
   return floors;
@@ -50,39 +81,66 @@ std::map<std::string, int> Floors() {
 
 TEST_CASE("Floors: lib/'s includes point down, every file placed, none over 600 lines",
           "[floors]") {
-  const std::map<std::string, int> floors = Floors();
+  const std::map<std::string, int> folders = Folders();
+  REQUIRE(folders.size() == 3);
+  const std::map<std::string, Room> floors = Floors();
   REQUIRE(floors.size() > 40);
-  // An include of a lib/ header, with or without the folder it sits in (lib/'s include root).
-  const std::regex include(R"(#include "(?:[a-z_]+/)?([a-z_0-9]+\.h)\")");
-  int files = 0, includes = 0;
+  std::set<std::string> names;  // the rooms' file names, to catch an include without its folder
+  for (const auto& [path, room] : floors) names.insert(fs::path(path).filename().string());
+
+  // Each room's folder is one the folders table lists, and the floors run through the folders in
+  // order: a room of an earlier folder is on a lower floor than any room of a later one.
+  for (const auto& [path, room] : floors) {
+    INFO(path << ": its folder is not in the folders table");
+    REQUIRE(folders.count(room.folder) == 1);
+  }
+  for (const auto& [a, ra] : floors)
+    for (const auto& [b, rb] : floors)
+      if (folders.at(ra.folder) < folders.at(rb.folder)) {
+        INFO(a << " (floor " << ra.floor << ", " << ra.folder << "/) and " << b << " (floor "
+               << rb.floor << ", " << rb.folder << "/)");
+        CHECK(ra.floor < rb.floor);
+      }
+
+  // An include of a lib/ header, by its path from lib/ (interface.h, spirv_table.h and
+  // vkdml/vkdml.h are not lib/'s).
+  const std::regex include(R"(#include "([a-z_0-9/]+\.h)\")");
+  int files = 0, includes = 0, acrossFolders = 0;
   for (const auto& entry : fs::recursive_directory_iterator(kLib)) {
-    const std::string name = entry.path().filename().string();
     const std::string ext = entry.path().extension().string();
     if (ext != ".h" && ext != ".cpp") continue;
+    const std::string name = entry.path().lexically_relative(kLib).generic_string();
     ++files;
     INFO(name);
     const auto own = floors.find(name);
-    CHECK(own != floors.end());  // placed in lib/README.md's table
+    CHECK(own != floors.end());  // placed in lib/README.md's table, in the folder it sits in
     if (own == floors.end()) continue;
     const std::string text = Read(entry.path());
     CHECK(std::count(text.begin(), text.end(), '\n') <= 600);
     for (std::sregex_iterator i(text.begin(), text.end(), include), end; i != end; ++i) {
       const std::string target = (*i)[1];
       const auto to = floors.find(target);
-      if (to == floors.end()) continue;  // not lib/'s: interface.h, spirv_table.h
+      if (to == floors.end()) {
+        INFO(name << " includes " << target << ": a lib/ header is included by its path from lib/");
+        CHECK(names.count(fs::path(target).filename().string()) == 0);
+        continue;
+      }
       ++includes;
-      INFO(name << " (floor " << own->second << ") includes " << target << " (floor " << to->second
-                << ")");
-      CHECK(to->second <= own->second);
+      acrossFolders += to->second.folder != own->second.folder;
+      INFO(name << " (floor " << own->second.floor << ") includes " << target << " (floor "
+                << to->second.floor << ")");
+      CHECK(to->second.floor <= own->second.floor);
+      CHECK(folders.at(to->second.folder) <= folders.at(own->second.folder));
     }
   }
   CHECK(files == int(floors.size()));  // no room in the table that lib/ lacks
   CHECK(includes > 60);
+  CHECK(acrossFolders > 10);  // the folders' order is checked on real includes
 }
 
 // VK_KHR_portability_subset (MoltenVK) may leave out events, image-view reinterpretation and
 // swizzles, some samplers, triangle fans, tessellation modes, stencil and blend details:
-// vkdml, buffers and compute only, must call none of that (lib/device_plan.cpp enables the
+// vkdml, buffers and compute only, must call none of that (lib/device/device_plan.cpp enables the
 // subset where a device has it).
 TEST_CASE("Floors: lib/ uses nothing VK_KHR_portability_subset may leave out", "[floors]") {
   const std::regex call(R"(\bvk(Cmd)?[A-Z][A-Za-z0-9]+)");
