@@ -228,8 +228,8 @@ vkdml::detail::Capabilities Caps() {
 // windows hold whole 16-byte vectors), so every such tensor is seen only through windows; then a
 // quarter, a half and all but 16 bytes of the largest tensor (where an index tuple, which must fit
 // one window, or the dispatch count rules the smaller out). Kernel choice is asked first
-// (lib/kernels.h, with this device's capabilities), CompileOperator then compiles with the same
-// range, and the tally counts what happened. Every mode runs there: a refusal at every window
+// (lib/kernels/kernels.h, with this device's capabilities), CompileOperator then compiles with the
+// same range, and the tally counts what happened. Every mode runs there: a refusal at every window
 // fails the test unless an index tuple is wider than them all. MEAN, which the large path
 // refuses, must be refused by name, and then runs off it.
 Result CompileLarge(OpSpec& spec, const Operator& op, UINT flags,

@@ -1,6 +1,6 @@
-// The device plan (lib/device_plan.h) and the feature table (lib/device_features.h) on made-up
-// devices: what vkdml enables, in which Vulkan structures, and what it refuses of an adopted
-// device. No GPU.
+// The device plan (lib/device/device_plan.h) and the feature table (lib/device/device_features.h)
+// on made-up devices: what vkdml enables, in which Vulkan structures, and what it refuses of an
+// adopted device. No GPU.
 #include <cstring>
 #include <set>
 #include <string>
@@ -151,7 +151,7 @@ TEST_CASE("Device plan: a feature counts only where its extension is present", "
   for (const Feature& f : kFeatures) CHECK(all.*f.member);
 }
 
-// The limits vkdml's kernels need, none above Vulkan 1.1's minimum (lib/device_plan.h:
+// The limits vkdml's kernels need, none above Vulkan 1.1's minimum (lib/device/device_plan.h:
 // CheckLimits): a device at them all is taken, one just below any is refused by name.
 TEST_CASE("Device plan: a device below the limits the kernels need is refused by name",
           "[device-plan]") {

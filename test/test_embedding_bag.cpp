@@ -461,10 +461,11 @@ TEST_CASE_METHOD(Fixture, "Embedding bags: bindings at offsets", "[bag]") {
             "words (PerSampleWeightsTensor)");
 }
 
-// Bags longer than one dispatch may fold where loops are bounded (lavapipe: lib/kernel_bag.cpp
-// folds them a chunk at a time; in one dispatch, lavapipe stops this bag of 276997 entries after
-// 4 x 65535 of them): every entry counts, in order, in each mode. And 280000 entries in bags of
-// 20, where the dispatches after the first have no workgroups (none reaches their entries).
+// Bags longer than one dispatch may fold where loops are bounded (lavapipe:
+// lib/kernels/kernel_bag.cpp folds them a chunk at a time; in one dispatch, lavapipe stops this bag
+// of 276997 entries after 4 x 65535 of them): every entry counts, in order, in each mode. And
+// 280000 entries in bags of 20, where the dispatches after the first have no workgroups (none
+// reaches their entries).
 TEST_CASE_METHOD(Fixture, "Embedding bags: bags of hundreds of thousands of entries", "[bag]") {
   for (auto mode : {VKDML_EMBEDDING_BAG_MODE_SUM, VKDML_EMBEDDING_BAG_MODE_MEAN,
                     VKDML_EMBEDDING_BAG_MODE_MAX}) {

@@ -519,7 +519,7 @@ std::vector<Stage> Stages(Scratch& s) {
     REQUIRE(d.CompileOperator(*op, VKDML_EXECUTION_FLAG_DETERMINISTIC, &p->compiled).ok());
   };
   // A 1 KiB binding range sends 4 KiB tensors down the large path: one descriptor set per
-  // window (lib/kernels.h: LargeDispatch).
+  // window (lib/kernels/kernels.h: LargeDispatch).
   const auto compileLarge = [&s](Device& d, Prepared* p) {
     ScopedSwitch range("VKDML_MAX_BINDING_RANGE", "1024", d);
     REQUIRE(s.w1k.Compile(d, &p->compiled).ok());

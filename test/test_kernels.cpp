@@ -1,6 +1,6 @@
 // The seam between the library and its kernels, on the CPU: the embedded SPIR-V lays out the
 // plans and push constants exactly as C++ does (glsl/interface.h is read by both compilers), and
-// every kernel that kernel choice (lib/kernels.h) can name is embedded.
+// every kernel that kernel choice (lib/kernels/kernels.h) can name is embedded.
 #include <cstddef>
 #include <map>
 #include <set>
@@ -143,8 +143,9 @@ TEST_CASE("Interface: the kernels lay out plans and push constants as C++ does",
     REQUIRE(l.offsets[pushId].size() == push.size());
     for (uint32_t i = 0; i < push.size(); ++i) CHECK(l.offsets[pushId][i] == push[i]);
   }
-  // The uniform block: the plans, then the scratch's layout, then the fill value (lib/compiled.cpp
-  // writes them so), in every kernel but the report (which has no scratch regions) and the sort's.
+  // The uniform block: the plans, then the scratch's layout, then the fill value
+  // (lib/device/compiled.cpp writes them so), in every kernel but the report (which has no scratch
+  // regions) and the sort's.
   for (const char* name :
        {"gather_e4_i32", "keys_i64", "sort_scatter", "ordered_e8_i32_f64", "ties_first_e4_i32",
         "mark_i32", "runs_scatter_e4_i32", "tally_i32", "mean_e2p", "dequantize_blocks_b4_i64",
@@ -193,8 +194,8 @@ TEST_CASE("Interface: the kernels lay out plans and push constants as C++ does",
 TEST_CASE("Kernels: every kernel that kernel choice names is embedded", "[kernels]") {
   using vkdml::detail::Kernel;
   int largeModules = 0, largeSorts = 0, int64Modules = 0;
-  // The families' lists of the names they can ask for (lib/kernels.h: ListModules), which the
-  // build checks against the embedded modules: every name chosen below must be in them.
+  // The families' lists of the names they can ask for (lib/kernels/kernels.h: ListModules), which
+  // the build checks against the embedded modules: every name chosen below must be in them.
   std::set<std::string> listed;
   vkdml::detail::ListModules([&](const std::string& name) { listed.insert(name); });
   const auto t = [](DML_TENSOR_DATA_TYPE type, std::vector<UINT> sizes) {
@@ -327,8 +328,8 @@ TEST_CASE("Kernels: every kernel that kernel choice names is embedded", "[kernel
   CHECK(int64Modules > 0);  // chosen where the device has them: the check above can fail
 }
 
-// The build's check (lib/check_modules.cpp): every listed name is embedded, and a name the build
-// does not make is reported.
+// The build's check (lib/kernels/check_modules.cpp): every listed name is embedded, and a name the
+// build does not make is reported.
 TEST_CASE("Kernels: the build makes every module kernel choice can name", "[kernels]") {
   const auto embedded = [](const std::string& name) { return FindSpirv(name.c_str()) != nullptr; };
   CHECK(vkdml::detail::MissingModules(embedded).empty());
@@ -1013,8 +1014,8 @@ TEST_CASE("Kernels: deterministic scatters sort in chunks on the large path", "[
   }
 }
 
-// Capabilities::Of (lib/capabilities.h) from made-up devices: the limits, the driver quirks of
-// CPU devices and lavapipe, then each switch within the device's limits.
+// Capabilities::Of (lib/kernels/capabilities.h) from made-up devices: the limits, the driver quirks
+// of CPU devices and lavapipe, then each switch within the device's limits.
 TEST_CASE("Capabilities: limits, quirks and switches", "[kernels]") {
   using vkdml::detail::Switches;
   VkPhysicalDeviceLimits limits{};

@@ -1,7 +1,7 @@
-// The kernel plan's transformations (lib/plan.h), on random plans and on the CPU: Simplify and
-// Widen must visit the same elements in the same order, Stripe the same elements in another
-// order, and none may leave the plan's arrays. Every operator's correctness rests on these; the
-// GPU tests reach only the shapes their operators produce.
+// The kernel plan's transformations (lib/operators/plan.h), on random plans and on the CPU:
+// Simplify and Widen must visit the same elements in the same order, Stripe the same elements in
+// another order, and none may leave the plan's arrays. Every operator's correctness rests on these;
+// the GPU tests reach only the shapes their operators produce.
 #include <algorithm>
 #include <array>
 #include <sstream>

@@ -353,7 +353,7 @@ Case GenScatterND(Rng& rng, UINT D, DML_TENSOR_DATA_TYPE dt, DML_TENSOR_DATA_TYP
 // targets (after clamping), and the indices do not broadcast. inPlace: input and output share
 // their layout.
 // longLines: the axis is the last dimension, 256-600 long, with at least a quarter as many
-// updates, on 64-100 lines: the shape lib/plan.cpp's Plan::Lines gives to
+// updates, on 64-100 lines: the shape lib/operators/plan.cpp's Plan::Lines gives to
 // glsl/scatter_lines.comp (unless strides make the axis not innermost).
 // Duplicate targets (not unique) crowd onto one or two values of a line, unless spread: then
 // any value of the line, so a target gets a few updates (as random indices give), not hundreds.
@@ -409,10 +409,10 @@ Case GenScatterElements(Rng& rng, UINT D, DML_TENSOR_DATA_TYPE dt, DML_TENSOR_DA
   }
 }
 
-// The library's switches (lib/capabilities.h: Switches) VKDML_SCATTER_LINES ("1" sends every
-// ScatterElements the shared-memory line kernel can do to it, on lavapipe too), VKDML_MAX_GROUPS
-// (workgroups per dispatch) and VKDML_KERNELS ("gpu": the GPU kernels of the indexed copy, on
-// lavapipe too), set on the tests' device for the operators compiled meanwhile.
+// The library's switches (lib/kernels/capabilities.h: Switches) VKDML_SCATTER_LINES ("1" sends
+// every ScatterElements the shared-memory line kernel can do to it, on lavapipe too),
+// VKDML_MAX_GROUPS (workgroups per dispatch) and VKDML_KERNELS ("gpu": the GPU kernels of the
+// indexed copy, on lavapipe too), set on the tests' device for the operators compiled meanwhile.
 struct ScopedLines : ScopedSwitch {
   explicit ScopedLines(bool on) : ScopedSwitch("VKDML_SCATTER_LINES", on ? "1" : "") {}
 };
@@ -865,7 +865,7 @@ TEST_CASE_METHOD(Fixture, "Large ScatterND in place on UINT8 (5M elements)",
   VT_SKIP_UNLESS_SUPPORTED(DML_TENSOR_DATA_TYPE_UINT8);
   Rng rng(BaseSeed() ^ 0x1002);
   const DML_TENSOR_DATA_TYPE it = DML_TENSOR_DATA_TYPE_UINT64;
-  // 60 rows: 72060 updates, more than lib/compiled.cpp's Unroll takes one per thread.
+  // 60 rows: 72060 updates, more than lib/device/compiled.cpp's Unroll takes one per thread.
   TensorDesc in(DML_TENSOR_DATA_TYPE_UINT8, {4096, 1201}), ix(it, {60, 1}),
       upd(DML_TENSOR_DATA_TYPE_UINT8, {60, 1201}), out = in;
   Case c;
@@ -902,8 +902,8 @@ TEST_CASE_METHOD(Fixture, "Large GatherElements, strided, on UINT16 and INT64 in
 }
 
 // An embedding lookup: rows of a {2000,256} table for a 3x700 indices array, widened to 16-byte
-// vectors (lib/plan.cpp: Plan::Widen) where the strides allow; and the same along the last
-// axis, a scattered read per element.
+// vectors (lib/operators/plan.cpp: Plan::Widen) where the strides allow; and the same along the
+// last axis, a scattered read per element.
 TEST_CASE_METHOD(Fixture, "Large Gather (embedding rows) on FLOAT16 with INT64 indices",
                  "[large][gather]") {
   VT_SKIP_UNLESS_SUPPORTED(DML_TENSOR_DATA_TYPE_FLOAT16);
@@ -934,8 +934,8 @@ TEST_CASE_METHOD(Fixture, "Large Gather (embedding rows) on FLOAT16 with INT64 i
 }
 
 // GatherElements off the last axis with a wide last dimension takes the striped walk
-// (lib/plan.cpp: Plan::Stripe); these shapes reach it for every element size, with and without
-// checked mode, and with odd widths that must not.
+// (lib/operators/plan.cpp: Plan::Stripe); these shapes reach it for every element size, with and
+// without checked mode, and with odd widths that must not.
 TEST_CASE_METHOD(Fixture, "GatherElements on an outer axis, wide rows (striped walk)",
                  "[random][gather_elements]") {
   TypeSweep sweep;  // fails if no type ran, or any was skipped on lavapipe
@@ -982,10 +982,10 @@ TEST_CASE_METHOD(Fixture, "GatherElements on an outer axis, wide rows (striped w
 }
 
 // GatherElements and ScatterElements on lines that CPU devices' kernels move a u64vec4 step at
-// a time (glsl/indexed_runs.comp, VECTOR; lib/kernel_runs.cpp: VectorShaped): lines of whole steps
-// (32 elements), packed or padded by whole u64vec4s, bindings at 32-byte offsets, along the last
-// axis or (gathers: striped) an outer one; with every type, duplicates, in place, checked mode,
-// and dispatches capped at one workgroup. A share of the cases misses one condition (a pad or
+// a time (glsl/indexed_runs.comp, VECTOR; lib/kernels/kernel_runs.cpp: VectorShaped): lines of
+// whole steps (32 elements), packed or padded by whole u64vec4s, bindings at 32-byte offsets, along
+// the last axis or (gathers: striped) an outer one; with every type, duplicates, in place, checked
+// mode, and dispatches capped at one workgroup. A share of the cases misses one condition (a pad or
 // an offset off the u64vec4) and goes an element at a time instead.
 TEST_CASE_METHOD(Fixture, "Random GatherElements and ScatterElements on aligned lines",
                  "[random][gather_elements][scatter_elements]") {
@@ -1072,8 +1072,8 @@ TEST_CASE_METHOD(Fixture, "Random GatherElements and ScatterElements on aligned 
 }
 
 // GatherND and ScatterND with many short slices, the shape CPU devices move eight slices to an
-// invocation (lib/kernel_runs.cpp: kRunLines), for each element size, in one dispatch and (one
-// workgroup per dispatch) across several that go on from the slice where the last stopped.
+// invocation (lib/kernels/kernel_runs.cpp: kRunLines), for each element size, in one dispatch and
+// (one workgroup per dispatch) across several that go on from the slice where the last stopped.
 TEST_CASE_METHOD(Fixture, "GatherND and ScatterND on many short slices",
                  "[random][gather_nd][scatter_nd]") {
   TypeSweep sweep;  // fails if no type ran, or any was skipped on lavapipe
@@ -1809,9 +1809,9 @@ TEST_CASE_METHOD(Fixture, "Deterministic MAX and MIN resolve ties of zeros and N
 }
 
 // Deterministic ScatterND with slices wide enough that each thread folds several of a slice's
-// elements (lib/kernel_reduce.cpp: kOrderedPerThread), one slice length not a multiple of it, and
-// rows crowded with duplicates: without a reduction the last update wins, with ADD every update
-// is added in order.
+// elements (lib/kernels/kernel_reduce.cpp: kOrderedPerThread), one slice length not a multiple of
+// it, and rows crowded with duplicates: without a reduction the last update wins, with ADD every
+// update is added in order.
 TEST_CASE_METHOD(Fixture, "Deterministic ScatterND with wide slices", "[random][reduce]") {
   TypeSweep sweep;  // fails if no type ran, or any was skipped on lavapipe
   const DML_TENSOR_DATA_TYPE it = DML_TENSOR_DATA_TYPE_INT64;

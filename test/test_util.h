@@ -105,9 +105,9 @@ class ScopedEnv {
   std::string old_;
 };
 
-// Sets one of the library's VKDML_* switches (lib/capabilities.h: Switches) for the life of the
-// object: in the environment, for the devices created meanwhile, and on `device`, which read the
-// environment once, when it was created. Restores both after.
+// Sets one of the library's VKDML_* switches (lib/kernels/capabilities.h: Switches) for the life of
+// the object: in the environment, for the devices created meanwhile, and on `device`, which read
+// the environment once, when it was created. Restores both after.
 class ScopedSwitch : ScopedEnv {
  public:
   ScopedSwitch(const char* name, const char* value, Device& device = Dev());
@@ -120,7 +120,7 @@ class ScopedSwitch : ScopedEnv {
   vkdml::detail::Switches old_;
 };
 
-// What kernel choice knows of a device (lib/device.h: DeviceImpl::Caps).
+// What kernel choice knows of a device (lib/device/device.h: DeviceImpl::Caps).
 vkdml::detail::Capabilities CapabilitiesOf(const Device& device);
 vkdml::detail::Switches SwitchesOf(const Device& device);
 

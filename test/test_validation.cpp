@@ -1045,7 +1045,7 @@ TEST_CASE_METHOD(Fixture, "Rule 25: tensors past maxStorageBufferRange take the 
   CHECK(Compile(scatter.Desc(), 0).ok());
   scatter.WithReduce(VKDML_REDUCE_FUNCTION_ADD);
   CHECK(Compile(scatter.Desc(), 0).ok());
-  // Deterministic too: it sorts there in chunks (lib/kernel_reduce.cpp: OrderedLarge).
+  // Deterministic too: it sorts there in chunks (lib/kernels/kernel_reduce.cpp: OrderedLarge).
   CHECK(Compile(scatter.Desc(), VKDML_EXECUTION_FLAG_DETERMINISTIC).ok());
   // An integer reduction is order-free: deterministic, it takes the default mode's kernels.
   OpSpec integer = scatter;

@@ -65,8 +65,9 @@ inline constexpr Feature kFeatures[] = {
                   floatControls),
 };
 #undef VKDML_FEATURE
-static_assert(sizeof(DeviceFeatures) == sizeof(kFeatures) / sizeof(kFeatures[0]) * sizeof(bool),
-              "a DeviceFeatures member without an entry in kFeatures (lib/device_features.h)");
+static_assert(
+    sizeof(DeviceFeatures) == sizeof(kFeatures) / sizeof(kFeatures[0]) * sizeof(bool),
+    "a DeviceFeatures member without an entry in kFeatures (lib/device/device_features.h)");
 
 // The features of a query's chain, each where its extension is present (`has`).
 DeviceFeatures ReadFeatures(FeatureChain& chain, const std::function<bool(const char*)>& has);

@@ -66,7 +66,7 @@ Result ChooseBlocks(Choice& c, const Pass& pass) {
   c.set.wordBindings = true;
   c.set.blockWords = 2 * op.blocks;
   step.plain.whole = c.large && !blocks;
-  if (c.large && blocks) {  // a value's number stays below 2^32 (lib/block_quantized.cpp)
+  if (c.large && blocks) {  // a value's number stays below 2^32 (lib/operators/block_quantized.cpp)
     Kernel& k = step.plain;
     k.directUnit = op.outputs[0].elemSize;
     k.directReach = k.directUnit == 2 ? 2 : 0;  // a float16's word, stored atomically

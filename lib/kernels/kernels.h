@@ -149,7 +149,7 @@ Result ChooseKernels(const OperatorImpl& op, UINT flags, const Capabilities& cap
 void ListModules(const std::function<void(const std::string&)>& sink);
 
 // The module names kernel choice can ask for that `built` says the build did not make: empty
-// when every family's names are made. The build runs it (lib/check_modules.cpp) against the
+// when every family's names are made. The build runs it (lib/kernels/check_modules.cpp) against the
 // embedded modules, so a name the library asks for and glsl/CMakeLists.txt does not make fails
 // the build.
 std::vector<std::string> MissingModules(const std::function<bool(const std::string&)>& built);

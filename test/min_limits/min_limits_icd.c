@@ -86,7 +86,7 @@ static void Lower(VkPhysicalDeviceProperties* p) {
 }
 
 /* Vulkan 1.1 requires no feature but robustBufferAccess: the optional ones vkdml asks for
- * (lib/device_features.h), and their neighbours in the same structures, read as absent. */
+ * (lib/device/device_features.h), and their neighbours in the same structures, read as absent. */
 static void LowerFeatures(VkPhysicalDeviceFeatures* f) {
   f->shaderFloat64 = f->shaderInt64 = f->shaderInt16 = VK_FALSE;
 }
