@@ -34,6 +34,7 @@ layout(constant_id = VKDML_SPEC_SEQUENTIAL) const bool kSequential = false;
 layout(constant_id = VKDML_SPEC_DROP) const bool kDrop = false;
 layout(constant_id = VKDML_SPEC_CONSTANT) const bool kConstant = false;
 layout(constant_id = VKDML_SPEC_SELF) const bool kSelf = false;
+layout(constant_id = VKDML_SPEC_MEAN) const bool kMean = false;
 
 // The loop elements a dispatch of plans[p] walks: the plan's, or (LARGE) its chunk's.
 uint loopCount(uint p) {

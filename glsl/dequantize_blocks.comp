@@ -78,15 +78,18 @@ uint fillBits() {
   return kOutputSize == 4u ? fillBytes.x : fillBytes.x & 0xFFFFu;
 }
 
-// The output bits of InputTensor's value number n (row-major), the source's value `local`.
-uint dequantized(uint p, uint n, uint local) {
+// The block of InputTensor's value number n (row-major).
+uint blockOf(uint p, uint n) {
   // The values after the quantize axis, along it, its blocks, and the block size.
   const uvec4 g = plans[p].params;
   const uint outer = n / (g.y * g.x), rest = n - outer * g.y * g.x;
-  const uint along = rest / g.x, block = (outer * g.z + along / g.w) * g.x + (rest - along * g.x);
-  const int zeroPoint = int(BLOCK(2u * block + 1u));
-  const uint scale = BLOCK(2u * block);
-  const float v = float(sourceValue(local) - zeroPoint);  // an integer, |v| <= 255: exact
+  const uint along = rest / g.x;
+  return (outer * g.z + along / g.w) * g.x + (rest - along * g.x);
+}
+
+// The output bits of (value - zero point) * scale.
+uint scaled(int value, int zeroPoint, uint scale) {
+  const float v = float(value - zeroPoint);  // an integer, |v| <= 255: exact
   // Vulkan's float multiply rounds correctly but may flush denormals: it serves where none
   // can arise, a normal (or infinite or NaN) scale times an integer; a denormal scale
   // takes the integer multiply.
@@ -98,6 +101,12 @@ uint dequantized(uint p, uint n, uint local) {
     bits = multiplyFloat32(floatBitsToUint(v), scale);
   }
   return kOutputSize == 2u ? floatToHalf(bits) : bits;
+}
+
+// The output bits of InputTensor's value number n (row-major), the source's value `local`.
+uint dequantized(uint p, uint n, uint local) {
+  const uint block = blockOf(p, n);
+  return scaled(sourceValue(local), int(BLOCK(2u * block + 1u)), BLOCK(2u * block));
 }
 
 // Stores an output value's bits at its element of OutputTensor (float16: alone, atomically).
@@ -135,11 +144,55 @@ uint outputValue(uint p, uint i, out uint element) {
   return kDrop && n == VKDML_NOT_OWNED ? fillBits() : dequantized(p, n, n);
 }
 
+// kUnit 8: loop elements 8i to 8i + 7, consecutive values of one block along the innermost
+// dimension, written to consecutive output elements (lib/kernel_blocks.cpp: Octets). One index
+// lookup, block, scale and zero point serve the eight; where the first value's number is a
+// multiple of 8 and its byte on a word, their bits come in one word (BITS 4) or two; where the
+// first output element's byte is on a word, they go out in whole words. Elsewhere value by
+// value, as kUnit 1.
+void octet(uint p, uint i) {
+  const uvec4 at = loopOffsets(p, kRank, 8u * i);
+  const uint n = indexedOffset(p, at);  // VKDML_NOT_OWNED if dropped
+  uint bits[8];
+  if (kDrop && n == VKDML_NOT_OWNED) {
+    for (uint k = 0u; k < 8u; ++k) bits[k] = fillBits();
+  } else {
+    const uint b = pc.srcBase + (BITS == 4 ? n >> 1 : n);  // the first value's byte
+    if ((n & 7u) == 0u && (b & 3u) == 0u) {
+      const uint block = blockOf(p, n), scale = BLOCK(2u * block);
+      const int zeroPoint = int(BLOCK(2u * block + 1u));
+      const uint w = b >> 2;
+      const uvec2 words = uvec2(sourceWords[w], BITS == 8 ? sourceWords[w + 1u] : 0u);
+      for (uint k = 0u; k < 8u; ++k) {
+#if BITS == 4
+        const uint v = (words.x >> (4u * k)) & 15u;
+        const int value = kKind == VKDML_KIND_SIGNED ? int(v ^ 8u) - 8 : int(v);
+#else
+        const int value = int((words[k >> 2] >> (8u * (k & 3u))) & 255u);
+#endif
+        bits[k] = scaled(value, zeroPoint, scale);
+      }
+    } else {  // the eight may straddle two blocks
+      for (uint k = 0u; k < 8u; ++k) bits[k] = dequantized(p, n + k, n + k);
+    }
+  }
+  if (kOutputSize == 4u) {
+    for (uint k = 0u; k < 8u; ++k) outputWords[(pc.dstBase >> 2) + at.x + k] = bits[k];
+  } else if (((pc.dstBase + 2u * at.x) & 3u) == 0u) {
+    const uint w = (pc.dstBase + 2u * at.x) >> 2;
+    for (uint k = 0u; k < 4u; ++k) outputWords[w + k] = bits[2u * k] | (bits[2u * k + 1u] << 16);
+  } else {
+    for (uint k = 0u; k < 8u; ++k) storeHalf(pc.dstBase + 2u * (at.x + k), bits[k]);
+  }
+}
+
 void main() {
   const uint p = pc.plan, count = loopCount(p) / kUnit;  // kUnit 2: pairs of float16 outputs
   for (uint i = gl_GlobalInvocationID.x; i < count;) {
     uint element, second;
-    if (kUnit == 2u) {  // elements 2i and 2i + 1: a word's two halves (lib/kernel_blocks.cpp)
+    if (kUnit == 8u) {
+      octet(p, i);
+    } else if (kUnit == 2u) {  // elements 2i and 2i + 1: a word's halves (lib/kernel_blocks.cpp)
       const uint low = outputValue(p, 2u * i, element);
       const uint high = outputValue(p, 2u * i + 1u, second);
       outputWords[(pc.dstBase >> 2) + (element >> 1)] = low | (high << 16);

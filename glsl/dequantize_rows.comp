@@ -20,8 +20,17 @@ layout(constant_id = VKDML_SPEC_OUTPUT_SIZE) const uint kOutputSize = 4;
 layout(std430, set = 0, binding = VKDML_BIND_SOURCE) restrict readonly buffer Table {
   uint tableWords[];  // InputTensor
 };
-layout(std430, set = 0, binding = VKDML_BIND_OUTPUT) restrict writeonly buffer Output {
+// The output in words, and the same as 8- and 16-byte vectors: a group's values go out in one
+// store where they start on one (every group does where rows start on 4 values and the binding
+// on 16 bytes), in words elsewhere.
+layout(std430, set = 0, binding = VKDML_BIND_OUTPUT) writeonly buffer Output {
   uint outputWords[];
+};
+layout(std430, set = 0, binding = VKDML_BIND_OUTPUT) writeonly buffer OutputPairs {
+  uvec2 outputPairs[];
+};
+layout(std430, set = 0, binding = VKDML_BIND_OUTPUT) writeonly buffer OutputQuads {
+  uvec4 outputQuads[];
 };
 
 #include "quantized.glsl"
@@ -54,7 +63,11 @@ void main() {
                           floatToHalf(bits.z) | (floatToHalf(bits.w) << 16));
       }
       const uint word = (pc.dstBase >> 2) + (kOutputSize == 4u ? at.x : at.x >> 1);
-      if (kOutputSize == 4u) {
+      if (kOutputSize == 4u && (word & 3u) == 0u) {
+        outputQuads[word >> 2] = bits;
+      } else if (kOutputSize == 2u && (word & 1u) == 0u) {
+        outputPairs[word >> 1] = bits.xy;
+      } else if (kOutputSize == 4u) {
         outputWords[word] = bits.x;
         outputWords[word + 1u] = bits.y;
         outputWords[word + 2u] = bits.z;

@@ -10,6 +10,11 @@
 // 32-bit division (the remainder times 2^16 plus a digit stays below 2^32); a larger one, one bit
 // at a time.
 uvec2 longDivide(uvec2 m, uint bits, uint k, uint n, out bool inexact) {
+  if (bits + k <= 32u) {  // m * 2^k fits a word: one division
+    const uint a = m.x << k;
+    inexact = a % n != 0u;
+    return uvec2(a / n, 0u);
+  }
   uvec2 q = uvec2(0u);
   uint r = 0u;
   if (n <= 0xFFFFu) {
@@ -41,7 +46,35 @@ uvec2 longDivide(uvec2 m, uint bits, uint k, uint n, out bool inexact) {
 const uint kFractionBits = ELEM == 2 ? 10u : ELEM == 4 ? 23u : 52u;
 const int kExponentBias = ELEM == 2 ? 15 : ELEM == 4 ? 127 : 1023;
 
+#if ELEM == 4
+// float32 x / n for a normal x and n <= 128 where the quotient is normal, the common case, in
+// one 32-bit division: m * 2^8 / n has 25 bits or more (the significand's 24 and a rounding
+// bit), the remainder the sticky bit. False (result unset) for everything else, which
+// divideFloat's general steps take.
+bool divideNormalFloat32(uint x, uint n, out uint result) {
+  const uint field = (x >> 23) & 0xFFu;
+  if (field == 0u || field == 0xFFu || n > 128u) return false;
+  const uint a = ((x & 0x7FFFFFu) | 0x800000u) << 8;
+  const uint q = a / n, r = a - q * n;
+  const uint drop = uint(findMSB(q)) - 23u;  // 1 to 8: q >= 2^31 / 128
+  // |x| / n = (q + r / n) * 2^(field - 158): the significand q >> drop has its leading bit at
+  // 2^(drop + field - 135), so its exponent field is drop + field - 8.
+  const int biased = int(drop + field) - 8;
+  if (biased < 1) return false;  // a denormal quotient
+  uint s = q >> drop;
+  const uint below = q - (s << drop), halfway = 1u << (drop - 1u);
+  if (below > halfway || (below == halfway && (r != 0u || (s & 1u) != 0u))) ++s;
+  // s's leading bit (or a carry into 2^24) adds 1 to the field.
+  result = (x & 0x80000000u) | ((uint(biased - 1) << 23) + s);
+  return true;
+}
+#endif
+
 uvec2 divideFloat(uvec2 x, uint n) {
+#if ELEM == 4
+  uint quick;
+  if (divideNormalFloat32(x.x, n, quick)) return uvec2(quick, 0u);
+#endif
   const uvec2 one = uvec2(1u, 0u);
   const uvec2 signBit = shiftLeft2x32(one, 8u * ELEM - 1u);
   const uvec2 hidden = shiftLeft2x32(one, kFractionBits);
@@ -102,3 +135,17 @@ uvec2 divideInteger(uvec2 x, uint n, bool isSigned) {
   if (!negative) return q;
   return sub2x32(uvec2(0u), add2x32(q, uvec2(inexact ? 1u : 0u, 0u)));
 }
+
+// A scatter mean's value: the sum x divided by its n updates, plus one where the input value is
+// in the mean (kSelf); kKind says float, signed or unsigned. MEAN(v, n) takes and gives an
+// element as registers hold it (elem.glsl: V).
+uvec2 meanOf(uvec2 x, uint n) {
+  if (kSelf) ++n;
+  return kKind == VKDML_KIND_FLOAT ? divideFloat(x, n)
+                                   : divideInteger(x, n, kKind == VKDML_KIND_SIGNED);
+}
+#if ELEM == 8
+#define MEAN(v, n) meanOf(v, n)
+#else
+#define MEAN(v, n) meanOf(uvec2(v, 0u), n).x
+#endif

@@ -49,20 +49,33 @@ uint multiplyFloat32(uint a, uint b) {
   return roundFloat32(sign, product2x32(sa, sb), xa + xb, false);
 }
 
-// 1 / a for a finite nonzero a: 2^50 / m, long division, then rounded.
+// multiplyFloat32's product through the device's multiply where both factors and the product
+// are normal: Vulkan's float multiply rounds correctly, but may flush denormals (in or out);
+// then the integer steps. `precise`: never fused with what a caller adds to it.
+uint multiplyNormalFloat32(uint a, uint b) {
+  precise const float p = uintBitsToFloat(a) * uintBitsToFloat(b);
+  const uint bits = floatBitsToUint(p);
+  const uint fa = a & 0x7F800000u, fb = b & 0x7F800000u, fp = bits & 0x7F800000u;
+  const bool normal = fa != 0u && fb != 0u && fp != 0u && fa != 0x7F800000u &&
+                      fb != 0x7F800000u && fp != 0x7F800000u;
+  return normal ? bits : multiplyFloat32(a, b);
+}
+
+// 1 / a for a finite nonzero a: 2^50 / m, long division 8 bits at a time (the last digit 2),
+// then rounded. r < m < 2^24, so r * 2^8 stays within 32 bits.
 uint reciprocalFloat32(uint a) {
   uint m;
   int x;
   splitFloat32(a & 0x7FFFFFFFu, m, x);
   uvec2 q = uvec2(0u);
-  uint r = 0u;
-  for (uint i = 0u; i <= 50u; ++i) {  // the bits of 2^50: a one, then 50 zeros
-    r = (r << 1) | (i == 0u ? 1u : 0u);  // r < m < 2^24: no overflow
-    q = shiftLeft2x32(q, 1u);
-    if (r >= m) {
-      r -= m;
-      q.x |= 1u;
-    }
+  uint r = 1u;  // 2^50's one; its 50 zeros come in the digits
+  for (uint i = 0u; i < 7u; ++i) {
+    const uint bits = i < 6u ? 8u : 2u;
+    r <<= bits;
+    const uint digit = r / m;
+    q = shiftLeft2x32(q, bits);
+    q.x |= digit;
+    r -= digit * m;
   }
   return roundFloat32(a & 0x80000000u, q, -x - 50, r != 0u);
 }

@@ -44,8 +44,9 @@ struct uvec4 {
 #define VKDML_SPEC_ELEMENT_KIND 9  // what the element's bits are, for arithmetic: below
 #define VKDML_SPEC_UNIT \
   10  // scatter_ordered.comp: loop elements per update unit;
-      // scatter_lines_ordered.comp: updates per line; dequantize_blocks.comp: 2 where an
-      // invocation writes a 32-bit word of two float16 outputs (else 1: each alone, atomically)
+      // scatter_lines_ordered.comp: updates per line; dequantize_blocks.comp: 8 where an
+      // invocation takes eight values of a block, 2 where it writes a 32-bit word of two
+      // float16 outputs (else 1: each alone, atomically)
 #define VKDML_SPEC_ITEMS \
   11                       // scatter_lines_ordered.comp: a line's updates per thread;
                            // scatter_ordered.comp: a unit's elements per thread
@@ -63,12 +64,15 @@ struct uvec4 {
   17  // indexed.comp (SCATTER): bool, every update is the uniform's fill value (ExcludeSelf's
       // reset of the targets to the reduction's identity)
 #define VKDML_SPEC_SELF \
-  18  // mean.comp: bool, each element's input value is one of the values averaged (a mean
-      // without ExcludeSelf)
+  18  // mean.comp, scatter_ordered.comp (VKDML_SPEC_MEAN): bool, each element's input value
+      // is one of the values averaged (a mean without ExcludeSelf)
 #define VKDML_SPEC_OUTPUT_SIZE \
   19  // dequantize_rows.comp, embedding_bag.comp: OutputTensor's element size (4: float32, 2:
       // float16); embedding_bag.comp (WEIGHTS): PerSampleWeightsTensor's
-#define VKDML_SPEC_COUNT 20
+#define VKDML_SPEC_MEAN \
+  20  // scatter_ordered.comp: bool, a scatter mean: each run's sum divided by its updates (plus
+      // one with VKDML_SPEC_SELF) as glsl/mean.comp divides, where the run ends
+#define VKDML_SPEC_COUNT 21
 
 // An embedding bag's options (PackedPlan::params.x): a plan's values, not specialization
 // constants, so that its pipelines serve every padding row, width and option.
@@ -99,7 +103,7 @@ struct uvec4 {
 #define VKDML_REDUCE_MULTIPLY 2
 #define VKDML_REDUCE_MAX 3
 #define VKDML_REDUCE_MIN 4
-#define VKDML_REDUCE_MEAN 5  // its sum runs as ADD; then glsl/mean.comp divides
+#define VKDML_REDUCE_MEAN 5  // runs as ADD, then a division (mean.comp or scatter_ordered.comp)
 
 // Threads in a workgroup of indexed.comp, scatter_reduce.comp, scatter_ordered.comp,
 // scatter_ties.comp and radix_sort.comp: VKDML_GROUP_SIZE, or on a device that allows fewer,

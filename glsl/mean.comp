@@ -21,18 +21,6 @@ void main() {
     const uvec4 at = loopOffsets(p, kRank, i);  // x: the element, z: its slot
     const uint updates = TALLY(at.z);
     if (updates == 0u) continue;  // no update: the input value stays
-    const uint n = kSelf ? updates + 1u : updates;
-#if ELEM == 8
-    const uvec2 x = LOAD(outputData, pc.dstBase + at.x);
-#else
-    const uvec2 x = uvec2(LOAD(outputData, pc.dstBase + at.x), 0u);
-#endif
-    const uvec2 mean = kKind == VKDML_KIND_FLOAT ? divideFloat(x, n)
-                                                 : divideInteger(x, n, kKind == VKDML_KIND_SIGNED);
-#if ELEM == 8
-    STORE(outputData, pc.dstBase + at.x, mean);
-#else
-    STORE(outputData, pc.dstBase + at.x, mean.x);
-#endif
+    STORE(outputData, pc.dstBase + at.x, MEAN(LOAD(outputData, pc.dstBase + at.x), updates));
   }
 }

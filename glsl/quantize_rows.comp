@@ -4,9 +4,10 @@
 // sets its target row's claim word (the scratch's tally) to the greatest row-major position
 // that names it, plus 1; then FORMAT 8 (Q8_0) or 4 (Q4_0): an invocation per block of an update
 // row quantizes its 32 values as ggml's reference quantizer does (dml.h), in integer float32
-// arithmetic (glsl/float32.glsl, divide.glsl) where a device's may differ, if its row holds the
-// claim, and stores the block's bytes. Bases are bytes (Kernel::unit 1); the table is written in
-// 32-bit words, those a neighbouring block shares only through atomics on this block's bytes.
+// arithmetic (glsl/float32.glsl, divide.glsl) where a device's may differ (the products: the
+// device's multiply where no denormal is involved), if its row holds the claim, and stores the
+// block's bytes. Bases are bytes (Kernel::unit 1); the table is written in 32-bit words, those
+// a neighbouring block shares only through atomics on this block's bytes.
 // On the large path (LARGE=1; lib/kernel_large.cpp) a dispatch takes the blocks whose first byte
 // lies in its window of the table, which reaches a block past the window's end; the claims are
 // the scratch's, bound whole. INDEX64 selects 64-bit index loads.
@@ -28,31 +29,44 @@ layout(std430, set = 0, binding = VKDML_BIND_OUTPUT) restrict buffer Output {
 };
 
 #if !CLAIM
-const uint kBlockBytes = FORMAT == 8 ? 34u : 18u;
-const uint kBlockWords = (kBlockBytes + 3u) / 4u;
+layout(std430, set = 0, binding = VKDML_BIND_SOURCE) restrict readonly buffer UpdateQuads {
+  uvec4 updateQuads[];  // the same, four at a time (a block's values on 16 bytes: 8 loads)
+};
 
-// The block's bytes from byte o of the output, taken from words[] (byte j in word j / 4, bits
-// 8 * (j % 4)): a word wholly the block's is stored, a shared one changed in its bytes alone.
-void storeBlock(uint o, uint words[kBlockWords]) {
-  const uint lead = o & 3u, s = lead * 8u, first = o >> 2;
-  const uint count = (lead + kBlockBytes + 3u) >> 2;
-  for (uint k = 0u; k <= kBlockWords; ++k) {
-    if (k >= count) break;
-    const uint here = k < kBlockWords ? words[k] : 0u;
-    const uint v = s == 0u ? here : (here << s) | (k > 0u ? words[k - 1u] >> (32u - s) : 0u);
-    const uint from = k == 0u ? lead : 0u, to = min(4u, lead + kBlockBytes - 4u * k);
-    const uint mask = (to == 4u ? 0xFFFFFFFFu : (1u << (8u * to)) - 1u) & ~((1u << (8u * from)) - 1u);
-    if (mask == 0xFFFFFFFFu) {
-      outputWords[first + k] = v;
-    } else {
-      atomicAnd(outputWords[first + k], ~mask);
-      atomicOr(outputWords[first + k], v & mask);
-    }
+// A block's bytes streamed into the output, from byte o on (beginBlock): byte after byte into
+// the word being filled, each word stored once whole; the first and the last, which may share
+// their other bytes with a neighbouring block, changed in the block's bytes alone, atomically.
+// No array: a block's words indexed by a loop counter would go to local memory.
+uint blockWord, blockAt, blockBits, blockMask;
+
+void beginBlock(uint o) {
+  blockWord = o >> 2;
+  blockAt = o & 3u;
+  blockBits = 0u;
+  blockMask = 0xFFFFFFFFu << (8u * blockAt);
+}
+
+void storeWord(uint mask) {
+  if (mask == 0xFFFFFFFFu) {
+    outputWords[blockWord] = blockBits;
+  } else {
+    atomicAnd(outputWords[blockWord], ~mask);
+    atomicOr(outputWords[blockWord], blockBits & mask);
   }
 }
 
-void putByte(inout uint words[kBlockWords], uint j, uint b) {
-  words[j >> 2] |= (b & 0xFFu) << ((j & 3u) * 8u);
+void putByte(uint b) {
+  blockBits |= (b & 0xFFu) << (8u * blockAt);
+  if (++blockAt < 4u) return;
+  storeWord(blockMask);
+  ++blockWord;
+  blockAt = 0u;
+  blockBits = 0u;
+  blockMask = 0xFFFFFFFFu;
+}
+
+void endBlock() {
+  if (blockAt != 0u) storeWord(blockMask & ((1u << (8u * blockAt)) - 1u));
 }
 
 // roundf(v) for |v| below 2^31, from its bits (halves away from zero).
@@ -93,13 +107,17 @@ void main() {
     if ((!kDrop || row != VKDML_DROPPED) && (LARGE == 0 || target != VKDML_NOT_OWNED) &&
         TALLY(row) == at.w + 1u) {
       const uint from = (pc.srcBase >> 2) + at.x;
-      uint x[32];
       uint amax = 0u, extreme = 0u;  // largest magnitude's bits, and (Q4_0) that value's
-      for (uint j = 0u; j < 32u; ++j) {
-        x[j] = updateWords[from + j];
-        if ((x[j] & 0x7FFFFFFFu) > amax) {  // the first of equal magnitudes stays
-          amax = x[j] & 0x7FFFFFFFu;
-          extreme = x[j];
+      for (uint j = 0u; j < 32u; j += 4u) {  // the first of equal magnitudes stays
+        const uvec4 x = (from & 3u) == 0u
+                            ? updateQuads[(from + j) >> 2]
+                            : uvec4(updateWords[from + j], updateWords[from + j + 1u],
+                                    updateWords[from + j + 2u], updateWords[from + j + 3u]);
+        for (uint c = 0u; c < 4u; ++c) {
+          if ((x[c] & 0x7FFFFFFFu) > amax) {
+            amax = x[c] & 0x7FFFFFFFu;
+            extreme = x[c];
+          }
         }
       }
 #if FORMAT == 8
@@ -110,24 +128,27 @@ void main() {
       const bool zero = (d & 0x7FFFFFFFu) == 0u;
       const uint id = zero ? 0u : reciprocalFloat32(d);
       const bool overflow = (id & 0x7FFFFFFFu) == 0x7F800000u;  // 1 / d overflows: q 0 (dml.h)
-      uint words[kBlockWords];
-      for (uint k = 0u; k < kBlockWords; ++k) words[k] = 0u;
       const uint h = floatToHalf(d);
-      putByte(words, 0u, h);
-      putByte(words, 1u, h >> 8);
-      for (uint j = 0u; j < 32u; ++j) {
-        const uint v = multiplyFloat32(x[j], id);
+      beginBlock(target);
+      putByte(h);
+      putByte(h >> 8);
 #if FORMAT == 8
-        putByte(words, 2u + j, overflow ? 0u : uint(roundAway(v)));
+      for (uint j = 0u; j < 32u; ++j)  // the values again, from the cache
+        putByte(overflow ? 0u : uint(roundAway(multiplyNormalFloat32(updateWords[from + j], id))));
 #else
-        // min(15, (int8_t)(x * id + 8.5f)): the sum rounded once, as the device's float add is
-        // (correctly rounded; a denormal x * id, flushed or not, leaves 8.5 as it is).
-        precise const float w = uintBitsToFloat(v) + 8.5;
-        const uint nibble = overflow ? 8u : uint(min(15, int(w)));
-        putByte(words, 2u + (j & 15u), nibble << (j < 16u ? 0u : 4u));
-#endif
+      for (uint j = 0u; j < 16u; ++j) {  // values j and j + 16 in a byte's low and high nibble
+        uint byte = 0u;
+        for (uint high = 0u; high < 2u; ++high) {
+          const uint v = multiplyNormalFloat32(updateWords[from + j + 16u * high], id);
+          // min(15, (int8_t)(x * id + 8.5f)): the sum rounded once, as the device's float add
+          // is (correctly rounded; a denormal x * id, flushed or not, leaves 8.5 as it is).
+          precise const float w = uintBitsToFloat(v) + 8.5;
+          byte |= (overflow ? 8u : uint(min(15, int(w)))) << (4u * high);
+        }
+        putByte(byte);
       }
-      storeBlock(target, words);
+#endif
+      endBlock();
     }
 #endif
     if (count - i <= step) break;

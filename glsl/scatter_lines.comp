@@ -8,7 +8,10 @@
 // Duplicate targets within a line: one of the updates wins (unspecified which), as elsewhere.
 // REDUCE combines each update with its target instead (dml.h: VKDML_REDUCE_FUNCTION), by
 // compare-and-swap on the target's 32-bit slot in shared memory, in any order (elements of up to
-// 4 bytes). kDrop: an update whose index is out of range is skipped.
+// 4 bytes). kMean (REDUCE; ADD's sum of a scatter mean): each target's updates counted too, in
+// 16 bits of shared memory (lib/kernel_lines.cpp: a line's updates below 2^16), and each sum
+// divided by its count (plus one where kSelf) as glsl/mean.comp divides, before the line goes
+// back. kDrop: an update whose index is out of range is skipped.
 #extension GL_GOOGLE_include_directive : require
 #include "elem.glsl"
 
@@ -20,6 +23,7 @@
 #include "index.glsl"
 #if REDUCE
 #include "arith.glsl"
+#include "divide.glsl"
 #endif
 
 // A workgroup holds a whole line in shared memory (kLineLength elements), so few fit on a
@@ -33,6 +37,9 @@ layout(std430, set = 0, binding = VKDML_BIND_SOURCE) restrict readonly buffer Up
 layout(std430, set = 0, binding = VKDML_BIND_OUTPUT) restrict buffer Output { T outputData[]; };
 
 shared V line[kLineLength];
+#if REDUCE
+shared uint lineCounts[kMean ? (kLineLength + 1u) / 2u : 1u];  // two 16-bit counts a word
+#endif
 
 void main() {
   const uint p = pc.plan;
@@ -53,6 +60,10 @@ void main() {
       for (uint u = 0u; u < kUnroll; ++u)
         if (j + u * group < kLineLength) line[j + u * group] = v[u];
     }
+#if REDUCE
+    if (kMean)
+      for (uint j = tid; j < (kLineLength + 1u) / 2u; j += group) lineCounts[j] = 0u;
+#endif
     barrier();
     for (uint k = tid; k < perLine; k += kUnroll * group) {
       uint target[kUnroll];
@@ -77,13 +88,21 @@ void main() {
             if (seen == old) break;
             old = seen;
           }
+          if (kMean) atomicAdd(lineCounts[target[u] >> 1], 1u << ((target[u] & 1u) * 16u));
 #else
           line[target[u]] = v[u];
 #endif
         }
     }
     barrier();
-    for (uint j = tid; j < kLineLength; j += group) STORE(outputData, out0 + j * along, line[j]);
+    for (uint j = tid; j < kLineLength; j += group) {
+      V v = line[j];
+#if REDUCE
+      const uint n = kMean ? (lineCounts[j >> 1] >> ((j & 1u) * 16u)) & 0xFFFFu : 0u;
+      if (n != 0u) v = MEAN(v, n);  // a target no update reached keeps its value
+#endif
+      STORE(outputData, out0 + j * along, v);
+    }
     barrier();  // the next line reuses `line`
   }
 }

@@ -9,13 +9,15 @@
 // (target, update number) keys in shared memory) and the first thread of each target's run folds
 // the run. Either way the result is the sequential one, bit for bit, and no thread loops more
 // than a line's updates (lavapipe ends a shader's loops after 65535 iterations).
-// FLOAT64 computes 8-byte floats (shaderFloat64).
+// kMean: a scatter mean, each target's sum divided by its updates (plus one where kSelf) as
+// glsl/mean.comp divides, in the same fold. FLOAT64 computes 8-byte floats (shaderFloat64).
 #extension GL_GOOGLE_include_directive : require
 #include "elem.glsl"
 
 #include "common.glsl"
 #include "index.glsl"
 #include "arith.glsl"
+#include "divide.glsl"
 
 layout(local_size_x_id = VKDML_SPEC_GROUP_SIZE) in;
 layout(constant_id = VKDML_SPEC_ITEMS) const uint kItems = 1;  // updates a thread holds
@@ -154,7 +156,7 @@ void main() {
         }
         V value = LOAD(outputData, target);
         for (uint i = 0u; i < n; ++i) value = reduceBits(value, updateValue(at, order[i]));
-        STORE(outputData, target, value);
+        STORE(outputData, target, kMean ? MEAN(value, n) : value);
       }
     } else {
       // The whole line's keys, sorted in shared memory; each run folded by its first thread.
@@ -190,7 +192,7 @@ void main() {
         V value = LOAD(outputData, target);
         for (; r < kPerLine && keys(r) >> 16 == t; ++r)
           value = reduceBits(value, updateValue(at, keys(r) & 0xFFFFu));
-        STORE(outputData, target, value);
+        STORE(outputData, target, kMean ? MEAN(value, r - q) : value);
       }
     }
     barrier();  // the next line reuses the shared memory

@@ -6,6 +6,9 @@
 // where q starts a run of equal keys within [pc.begin, pc.end): each folds the run's updates of
 // its kPer elements into their targets in order (without a reduction, the last one wins). A
 // dispatch that begins inside a run carries on from what the previous one left in the target.
+// kMean (a scatter mean, not LARGE): where a run ends in this dispatch, its sum is divided by
+// the run's length (plus one where kSelf), its start found in the sorted keys where it began in
+// an earlier dispatch: the count and division of glsl/mean.comp, without their passes.
 // FLOAT64 computes 8-byte floats (shaderFloat64). LARGE: the large path (interface.h:
 // LargePush), one chunk of the loop and one window of OutputTensor per dispatch, a unit one
 // element, folding only the runs of targets in its window; or (kSequential) one invocation
@@ -16,6 +19,9 @@
 #include "common.glsl"
 #include "index.glsl"
 #include "arith.glsl"
+#if !LARGE
+#include "divide.glsl"
+#endif
 
 layout(local_size_x_id = VKDML_SPEC_GROUP_SIZE) in;  // Capabilities::groupSize
 
@@ -29,8 +35,24 @@ const uint kThreadsPerUnit = (kUnit + kPer - 1u) / kPer;
 
 // Thread t of the sorted unit at q takes elements t, t + kThreadsPerUnit, ... of it: a run's
 // loads of each step are independent, and neighbouring threads touch neighbouring elements.
+#if !LARGE
+// The first sorted position of the run of `key` that holds position q (q's key).
+uint runStart(uint sorted, uint key, uint q) {
+  uint low = 0u, high = q;  // the start is in [low, high]
+  while (low < high) {
+    const uint middle = low + (high - low) / 2u;
+    if (SORT_KEY(sorted + middle) == key)
+      high = middle;
+    else
+      low = middle + 1u;
+  }
+  return low;
+}
+#endif
+
 void applyRun(uint p, uint q, uint t, uint end) {
   const uint sorted = plans[p].sortedBase, key = SORT_KEY(sorted + q);
+  const uint first = q;
   if (q > pc.begin && SORT_KEY(sorted + q - 1u) == key) return;  // not the first of its run
   uint target[kPer];
   uvec4 at[kPer];
@@ -73,6 +95,16 @@ void applyRun(uint p, uint q, uint t, uint end) {
         if (t + j * kThreadsPerUnit < kUnit)
           at[j] = locate(p, SORT_VALUE(sorted + q) * kUnit + t + j * kThreadsPerUnit);
   }
+#if !LARGE
+  // A mean's run that ends here (not continued by the next dispatch): its sum divided.
+  const uint units = loopCount(p) / kUnit;
+  if (kMean && (q >= units || SORT_KEY(sorted + q) != key)) {
+    const bool earlier = first == pc.begin && first > 0u && SORT_KEY(sorted + first - 1u) == key;
+    const uint n = q - (earlier ? runStart(sorted, key, first) : first);
+    for (uint j = 0u; j < kPer; ++j)
+      if (t + j * kThreadsPerUnit < kUnit) value[j] = MEAN(value[j], n);
+  }
+#endif
   for (uint j = 0u; j < kPer; ++j)
     if (t + j * kThreadsPerUnit < kUnit) STORE(outputData, target[j], value[j]);
 }

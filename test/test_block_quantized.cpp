@@ -286,9 +286,11 @@ TEST_CASE("Block-quantized gather: the kernels chosen", "[block_quantized][kerne
   const auto& g = set.plans[set.steps[2].plain.slot].params;  // inner, along, blocks, size
   CHECK((g[0] == 1 && g[1] == 64 && g[2] == 2 && g[3] == 32));
   CHECK(set.plans[set.steps[0].plain.slot].params[3] == 0);  // INT4's zero point
-  CHECK(set.steps[2].plain.spec[VKDML_SPEC_UNIT] == 1);      // FLOAT32: a value an invocation
-  // FLOAT16: a word of two values an invocation where the output's rows are even and
-  // contiguous, else each value alone (atomically).
+  // Rows of whole eights of values along the quantize axis (the innermost), in blocks of whole
+  // eights: eight values an invocation, FLOAT32 or FLOAT16.
+  CHECK(set.steps[2].plain.spec[VKDML_SPEC_UNIT] == 8);
+  // Otherwise, FLOAT16: a word of two values an invocation where the output's rows are even and
+  // contiguous, else each value alone (atomically); FLOAT32, a value an invocation.
   auto unit = [&rng](const BlockCase& k, Shape* outStrides) {
     BlockBuilt h;
     Build(rng, k, &h);
@@ -306,15 +308,31 @@ TEST_CASE("Block-quantized gather: the kernels chosen", "[block_quantized][kerne
   c.values = {6, 33};  // 33 values a row
   CHECK(unit(c, &strides) == 1);
   c.values = {6, 64};
+  CHECK(unit(c, &strides) == 8);
+  c.values = {6, 20};  // 20 values a row: pairs, not eights
+  c.blockSize = 16;
   CHECK(unit(c, &strides) == 2);
+  c.outType = DML_TENSOR_DATA_TYPE_FLOAT32;
+  CHECK(unit(c, &strides) == 1);
+  c.outType = DML_TENSOR_DATA_TYPE_FLOAT16;
+  c.quantizeAxis = 0;  // along the rows: a row's values in different blocks
+  c.values = {16, 64};
+  CHECK(unit(c, &strides) == 2);
+  c.quantizeAxis = 1;
   c.stridedOutput = true;  // rows padded by 0 to 2 values: an odd stride now and then
-  UINT pairs = 0, alone = 0;
+  UINT pairs = 0, alone = 0, eights = 0;
+  for (int k = 0; k < 16; ++k) {
+    const UINT u = unit(c, &strides);
+    CHECK(u == 8);  // eights go out in words where they start on one (the shader looks)
+    eights += u == 8;
+  }
+  c.values = {6, 20};
   for (int k = 0; k < 16; ++k) {
     const UINT u = unit(c, &strides);
     CHECK(u == (strides[0] % 2 ? 1u : 2u));
     (u == 2 ? pairs : alone) += 1;
   }
-  CHECK((pairs > 0 && alone > 0));
+  CHECK((pairs > 0 && alone > 0 && eights == 16));
 }
 
 // GPU-free, the large path: InputTensor (12 rows of 32 int4 values, 192 bytes) past a binding

@@ -483,6 +483,42 @@ TEST_CASE("Kernels: the line kernels of ScatterElements with a reduction", "[ker
   }
 }
 
+// A mean through the shared-memory line kernel counts each target's updates beside the line, in
+// 16 bits, and divides before the line goes back: no passes after it. Where a line's slots and
+// counts do not fit (its slots alone do) or a line has 2^16 updates or more, the line kernel
+// sums and the tally and division passes follow.
+TEST_CASE("Kernels: a mean on the shared-memory line kernel divides in it", "[kernels]") {
+  const DML_TENSOR_DATA_TYPE f32 = DML_TENSOR_DATA_TYPE_FLOAT32, i32 = DML_TENSOR_DATA_TYPE_INT32;
+  Capabilities device;
+  device.maxSharedMemory = 32 << 10;
+  device.maxLinesGroupSize = 1024;
+  device.maxGroups = 65535;
+  device.lines = Capabilities::Lines::Always;
+  const struct {
+    UINT length, perLine;
+    bool fused;
+  } cases[] = {{300, 200, true},   {5461, 200, true},  {5462, 200, false},
+               {8192, 200, false}, {300, 65535, true}, {300, 65536, false}};
+  for (const auto& e : cases) {
+    for (BOOL excludeSelf : {0, 1}) {
+      INFO("line of " << e.length << ", " << e.perLine << " updates, ExcludeSelf " << excludeSelf);
+      OpSpec spec = OpSpec::ScatterElements(
+          TensorDesc(f32, {2, e.length}), TensorDesc(i32, {2, e.perLine}),
+          TensorDesc(f32, {2, e.perLine}), TensorDesc(f32, {2, e.length}), 1);
+      spec.WithReduce(VKDML_REDUCE_FUNCTION_MEAN);
+      spec.excludeSelf = excludeSelf;
+      const KernelSet set = Choose(spec, device, 0);
+      REQUIRE(set.steps.size() >= 2);
+      const auto& sum = set.steps[set.steps.size() - (e.fused ? 1 : 3)].plain;
+      CHECK(sum.module == "lines_reduce_e4_i32");
+      CHECK(sum.spec[VKDML_SPEC_MEAN] == UINT(e.fused));
+      CHECK(sum.spec[VKDML_SPEC_SELF] == UINT(e.fused && !excludeSelf));
+      CHECK(set.steps.back().plain.module == (e.fused ? "lines_reduce_e4_i32" : "mean_e4"));
+      CHECK((set.tallyWords == 0) == e.fused);
+    }
+  }
+}
+
 // The ordered line kernel takes a line whose shared memory (interface.h:
 // VKDML_ORDERED_SHARED_WORDS) is the device's limit, and not one that needs a word more.
 TEST_CASE("Kernels: the ordered line kernel up to the shared-memory limit", "[kernels]") {
@@ -1359,13 +1395,15 @@ TEST_CASE("Kernels: ExcludeSelf resets the targets to the reduction's identity f
   }
 }
 
-// MEAN: its sum takes exactly ADD's steps (any family, both modes, ExcludeSelf's reset too),
-// then the tally over the operator's keys (an update unit each: a ScatterND slice counts once)
+// MEAN: its sum takes exactly ADD's steps (any family, both modes, ExcludeSelf's reset too). A
+// sorted scatter's ordered fold divides each run's sum itself (VKDML_SPEC_MEAN); otherwise
+// the tally over the operator's keys (an update unit each: a ScatterND slice counts once)
 // and the division over every OutputTensor element, with the input in the mean unless
 // ExcludeSelf; the tally's scratch region, a word per target slot, is zeroed each run. Refused
 // on the large path, by name.
 TEST_CASE("Kernels: MEAN is ADD's steps, then a tally and a division", "[kernels]") {
   const DML_TENSOR_DATA_TYPE i32 = DML_TENSOR_DATA_TYPE_INT32;
+  int folded = 0, divided = 0;  // cases of each kind
   for (DML_TENSOR_DATA_TYPE type : {DML_TENSOR_DATA_TYPE_FLOAT16, DML_TENSOR_DATA_TYPE_FLOAT32,
                                     DML_TENSOR_DATA_TYPE_INT8, DML_TENSOR_DATA_TYPE_UINT64}) {
     for (bool nd : {false, true}) {
@@ -1390,6 +1428,30 @@ TEST_CASE("Kernels: MEAN is ADD's steps, then a tally and a division", "[kernels
             const KernelSet add = Choose(spec, device, flags);
             spec.WithReduce(VKDML_REDUCE_FUNCTION_MEAN);
             const KernelSet mean = Choose(spec, device, flags);
+            // In order by target (sorted, or a line's buckets), the fold divides each target's
+            // sum where its run ends: no more steps.
+            const auto ordered = [](const std::string& module) {
+              return module.rfind("ordered_", 0) == 0 || module.rfind("lines_ordered_", 0) == 0;
+            };
+            bool folds = false;
+            for (const auto& step : add.steps) folds = folds || ordered(step.plain.module);
+            if (folds) {
+              REQUIRE(mean.steps.size() == add.steps.size());
+              for (size_t i = 0; i < add.steps.size(); ++i) {
+                vkdml::detail::Specialization expected = add.steps[i].plain.spec;
+                if (ordered(add.steps[i].plain.module)) {
+                  CHECK(expected[VKDML_SPEC_MEAN] == 0);
+                  expected[VKDML_SPEC_MEAN] = 1;
+                  expected[VKDML_SPEC_SELF] = !excludeSelf;
+                }
+                CHECK(mean.steps[i].plain.module == add.steps[i].plain.module);
+                CHECK(mean.steps[i].plain.spec == expected);
+              }
+              CHECK(mean.tallyWords == 0);
+              ++folded;
+              continue;
+            }
+            ++divided;
             REQUIRE(mean.steps.size() == add.steps.size() + 2);
             for (size_t i = 0; i < add.steps.size(); ++i) {
               CHECK(mean.steps[i].plain.module == add.steps[i].plain.module);
@@ -1415,6 +1477,8 @@ TEST_CASE("Kernels: MEAN is ADD's steps, then a tally and a division", "[kernels
       }
     }
   }
+  CHECK(folded > 10);
+  CHECK(divided > 10);
   // The large path refuses it, naming it.
   Capabilities device = GpuDevice();
   device.maxRange = 1 << 12;

@@ -39,7 +39,8 @@ CASE_NAMES = [
     "rows-f32-fill", "elements-axis1-f32-fill", "scatter-elements-axis1-f32-drop",
     "scatter-add-rows-f32-drop", "scatter-elements-add-axis1-f32-drop", "scatter-mean-rows-f32",
     "scatter-mean-rows-f32-det", "scatter-elements-mean-axis1-f32",
-    "scatter-elements-mean-axis1-f32-det",
+    "scatter-elements-mean-axis1-f32-det", "scatter-elements-add-axis1-f64",
+    "scatter-elements-add-axis1-f64-det",
 ]
 
 
@@ -146,6 +147,13 @@ def specs(small):
         s.append(dict(c, case=case, reduction="mean", diagnostic=True, peer=peer))
         s.append(dict(c, case=case + "-det", reduction="mean", deterministic=True,
                       diagnostic=True, peer=peer + " (torch.use_deterministic_algorithms(True))"))
+    # float64 ADD (bench_cases.cpp: a device without shaderFloat64 adds in integer arithmetic),
+    # each mode; torch's float64 scatter_add_ on the same shapes.
+    c = next(c for c in s if c["case"] == "scatter-elements-add-axis1-f32")
+    s.append(dict(c, case="scatter-elements-add-axis1-f64", dtype="float64", diagnostic=True))
+    s.append(dict(c, case="scatter-elements-add-axis1-f64-det", dtype="float64",
+                  deterministic=True, diagnostic=True,
+                  peer=c["peer"] + " (torch.use_deterministic_algorithms(True))"))
     for c in s:
         c.setdefault("in_place", False)
         c.setdefault("reduction", "none")
@@ -155,12 +163,13 @@ def specs(small):
 
 
 def _dtype(name):
-    return {"float32": torch.float32, "float16": torch.float16, "int32": torch.int32,
-            "int64": torch.int64}[name]
+    return {"float64": torch.float64, "float32": torch.float32, "float16": torch.float16,
+            "int32": torch.int32, "int64": torch.int64}[name]
 
 
 def _size(t):
-    return {torch.float32: 4, torch.float16: 2, torch.int32: 4, torch.int64: 8}[t]
+    return {torch.float64: 8, torch.float32: 4, torch.float16: 2, torch.int32: 4,
+            torch.int64: 8}[t]
 
 
 def expected_targets(c):

@@ -36,6 +36,18 @@ bool Pairs(const OperatorImpl& op, const Plan& plan) {
   return true;
 }
 
+// Whether an invocation takes eight loop elements (glsl/dequantize_blocks.comp: octet): where
+// the innermost dimension walks the values along the quantize axis (the innermost: params.x 1)
+// one by one on both sides, in eights, and the axis and its blocks are whole eights, so that
+// eight values that start on an eight of the axis share a block.
+bool Octets(const OperatorImpl& op, const Plan& plan) {
+  const UINT last = plan.rank - 1;
+  const auto& g = op.blockParams.v;  // values after the axis, along it, blocks, block size
+  return plan.rank > 0 && plan.sizes[last] % 8 == 0 && plan.direct[last] == 1 &&
+         plan.indexed[last] == 1 && plan.indices[last] == 0 && g[0] == 1 && g[1] % 8 == 0 &&
+         g[3] % 8 == 0;
+}
+
 }  // namespace
 
 Result ChooseBlocks(Choice& c, const Pass& pass) {
@@ -53,10 +65,14 @@ Result ChooseBlocks(Choice& c, const Pass& pass) {
                     pass.plan, slot, 1);
   Specialization& spec = step.plain.spec;
   spec[VKDML_SPEC_OUTPUT_SIZE] = op.outputs[0].elemSize;  // ScaleTensor's too
-  if (blocks && !c.large && Pairs(op, pass.plan)) {
-    spec[VKDML_SPEC_UNIT] = 2;
+  const UINT unit = !blocks || c.large      ? 1
+                    : Octets(op, pass.plan) ? 8
+                    : Pairs(op, pass.plan)  ? 2
+                                            : 1;
+  if (unit > 1) {
+    spec[VKDML_SPEC_UNIT] = unit;
     const UINT64 perGroup = UINT64(c.caps.groupSize) * spec[VKDML_SPEC_UNROLL];
-    step.plain.groups = c.Groups((pass.plan.count / 2 + perGroup - 1) / perGroup);
+    step.plain.groups = c.Groups((pass.plan.count / unit + perGroup - 1) / perGroup);
   }
   spec[VKDML_SPEC_ELEMENT_KIND] =
       op.blockType == VKDML_BLOCK_QUANTIZED_TYPE_INT4 ? VKDML_KIND_SIGNED : VKDML_KIND_UNSIGNED;

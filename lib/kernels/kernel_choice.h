@@ -63,6 +63,9 @@ class Choice {
   // A deterministic execution that the default mode's kernels do not already give (kernels.cpp).
   bool deterministic = false;
   bool large = false;  // the large path (kernel_large.cpp)
+  // A scatter mean whose ordered fold divides each run's sum (kernel_reduce.cpp: Ordered): no
+  // count and division passes after it (kernel_mean.cpp).
+  bool meanInFold = false;
   // FILL or DROP (OperatorImpl::Drops): every family's kernels skip or fill dropped elements
   // (VKDML_SPEC_DROP) but the ordered line kernel's (glsl/scatter_lines_ordered.comp), which
   // clamps: a deterministic ScatterElements then takes the sort.

@@ -77,6 +77,11 @@ bool ChooseSharedLines(Choice& c, const Plan& plan) {
   if (!wanted || c.elemSize > 4 || !plan.Lines(c.elemSize, LineBytes(c.caps), always) ||
       !WithinLoopBound(c, plan))
     return false;
+  // A mean counts each target's updates beside its slot, in 16 bits (a line's updates below
+  // 2^16): a line's 4-byte slots then take half as much again; where they don't fit, its
+  // count and division are passes of their own (kernel_mean.cpp).
+  const bool mean = c.op.mean && plan.sizes[plan.rank - 1] <= 0xFFFF &&
+                    plan.Lines(c.elemSize, LineBytes(c.caps) * 2 / 3, always);
   UINT slot = 0;
   if (!c.Slot(plan, &slot).ok()) return false;
   Step step;
@@ -84,6 +89,9 @@ bool ChooseSharedLines(Choice& c, const Plan& plan) {
   step.plain = LineKernel(
       c, LinesModule("reduce_", c.Elem(c.elemSize), c.indexSize, FloatSuffix(c)), plan, slot);
   step.plain.spec[VKDML_SPEC_UNROLL] = kLinesUnroll;
+  step.plain.spec[VKDML_SPEC_MEAN] = mean;
+  step.plain.spec[VKDML_SPEC_SELF] = mean && !c.op.excludeSelf;
+  c.meanInFold = mean;
   c.set.steps.push_back(step);
   return true;
 }
@@ -116,6 +124,10 @@ bool ChooseOrderedLines(Choice& c, const Plan& plan) {
   step.plain.spec[VKDML_SPEC_UNROLL] = sortSize;
   step.plain.spec[VKDML_SPEC_GROUP_SIZE] = group;
   step.plain.spec[VKDML_SPEC_ITEMS] = UINT(items);
+  // A mean divides each target's sum in the same fold: its bucket or run is the count.
+  step.plain.spec[VKDML_SPEC_MEAN] = c.op.mean;
+  step.plain.spec[VKDML_SPEC_SELF] = c.op.mean && !c.op.excludeSelf;
+  c.meanInFold = c.op.mean;
   c.set.steps.push_back(step);
   return true;
 }

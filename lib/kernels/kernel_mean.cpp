@@ -1,8 +1,10 @@
 // A scatter mean (VKDML_REDUCE_FUNCTION_MEAN) after its sum, which the ADD reduction's kernels
 // compute: glsl/indexed.comp (TALLY_PASS) counts the update units of each target slot in the
 // scratch, over the operator's keys (a ScatterND slice is one unit: one count for all its
-// elements), then glsl/mean.comp divides each OutputTensor element whose slot has any. Not on
-// the large path (CheckLargePath refuses it).
+// elements), then glsl/mean.comp divides each OutputTensor element whose slot has any. Not
+// where the sum's own kernel divides (Choice::meanInFold: the ordered fold and the line
+// kernels, kernel_reduce.cpp and kernel_lines.cpp), nor on the large path (CheckLargePath
+// refuses it).
 #include "kernels/kernel_choice.h"
 
 namespace vkdml::detail {

@@ -223,7 +223,7 @@ Result ChooseKernels(const OperatorImpl& op, UINT flags, const Capabilities& cap
       VKDML_TRY(ChooseReduction(c, pass));
     else
       VKDML_TRY(ChooseCopy(c, pass));
-    if (pass.kind == Pass::Kind::Scatter && op.mean) VKDML_TRY(ChooseMean(c));
+    if (pass.kind == Pass::Kind::Scatter && op.mean && !c.meanInFold) VKDML_TRY(ChooseMean(c));
   }
   if (c.set.checked) VKDML_TRY(ChooseReport(c));
   if (!c.large) c.set.maskWords = op.maskWords;  // the large path copies everything
