@@ -45,7 +45,7 @@ uint loopCount(uint p) {
 #endif
 }
 
-// n / plans[p].sizes[d] as a multiply and shifts (lib/kernels.cpp: Magic).
+// n / plans[p].sizes[d] as a multiply and shifts (lib/kernels/kernels.cpp: Magic).
 uint divideBySize(uint p, uint d, uint n) {
   uint hi, lo;
   umulExtended(n, VKDML_AT(plans[p].magic, d), hi, lo);

@@ -1,5 +1,5 @@
 #version 450
-// A block-quantized gather (VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED; lib/operator.h:
+// A block-quantized gather (VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED; lib/operators/operator.h:
 // Pass::Kind::Scales, ZeroPoints and Blocks). Every tensor is read and written in 32-bit words
 // (bases in bytes: Kernel::unit 1), so no device needs 8- or 16-bit storage.
 // SCALES: ScaleTensor's element into the scratch's BLOCK as float32 bits (kOutputSize: its
@@ -9,8 +9,8 @@
 //   of InputTensor (the indexed offset: a value's row-major number), each (value - zero point) *
 //   scale in float32, rounded once (a denormal scale through glsl/float32.glsl: no device
 //   flushing), then to float16 where kOutputSize is 2.
-//   On the large path (LARGE=1; lib/kernel_blocks.cpp) a dispatch per chunk of the output and
-//   window of InputTensor takes the values in its window (whose offsets count values), each
+//   On the large path (LARGE=1; lib/kernels/kernel_blocks.cpp) a dispatch per chunk of the output
+//   and window of InputTensor takes the values in its window (whose offsets count values), each
 //   float16 stored alone.
 // BITS: 4 (two values a byte, the first in the low nibble) or 8; kKind VKDML_KIND_SIGNED for
 // INT4. INDEX64 selects 64-bit index loads.
@@ -126,7 +126,7 @@ void main() {
     // x: the output element; y: the value from the window's start, VKDML_NOT_OWNED if dropped
     // or another dispatch's; w: 1 if dropped.
     const uvec4 at = locate(p, i);
-    if (at.y != VKDML_NOT_OWNED)  // its number: below 2^32 (lib/block_quantized.cpp)
+    if (at.y != VKDML_NOT_OWNED)  // its number: below 2^32 (lib/operators/block_quantized.cpp)
       store(at.x, dequantized(p, at.y + lpc.indexedStart[0], at.y));
     else if (fills && at.w != 0u)
       store(at.x, fillBits());
@@ -145,8 +145,8 @@ uint outputValue(uint p, uint i, out uint element) {
 }
 
 // kUnit 8: loop elements 8i to 8i + 7, consecutive values of one block along the innermost
-// dimension, written to consecutive output elements (lib/kernel_blocks.cpp: Octets). One index
-// lookup, block, scale and zero point serve the eight; where the first value's number is a
+// dimension, written to consecutive output elements (lib/kernels/kernel_blocks.cpp: Octets). One
+// index lookup, block, scale and zero point serve the eight; where the first value's number is a
 // multiple of 8 and its byte on a word, their bits come in one word (BITS 4) or two; where the
 // first output element's byte is on a word, they go out in whole words. Elsewhere value by
 // value, as kUnit 1.
@@ -192,7 +192,7 @@ void main() {
     uint element, second;
     if (kUnit == 8u) {
       octet(p, i);
-    } else if (kUnit == 2u) {  // elements 2i and 2i + 1: a word's halves (lib/kernel_blocks.cpp)
+    } else if (kUnit == 2u) {  // elements 2i and 2i + 1: a word's halves (kernel_blocks.cpp)
       const uint low = outputValue(p, 2u * i, element);
       const uint high = outputValue(p, 2u * i + 1u, second);
       outputWords[(pc.dstBase >> 2) + (element >> 1)] = low | (high << 16);

@@ -2,7 +2,7 @@
 // Every access to a buffer of elements goes through LOAD and STORE (or STORE_SHARED, or COPY
 // from one buffer to another). WORDS (1- and 2-byte elements on a device without 8/16-bit
 // storage): buffers hold 32-bit words and an element is a bitfield of one; its binding starts on
-// a word (lib/kernels.h: KernelSet::packed).
+// a word (lib/kernels/kernels.h: KernelSet::packed).
 #ifndef WORDS
 #define WORDS 0
 #endif

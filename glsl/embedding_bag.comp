@@ -1,7 +1,7 @@
 #version 450
-// Embedding bags (VKDML_OPERATOR_EMBEDDING_BAG; lib/operator.h: Pass::Kind::Bounds, Weights and
-// Bag). Every tensor is read and written in 32-bit words (bases in bytes: Kernel::unit 1), so no
-// device needs 8- or 16-bit storage.
+// Embedding bags (VKDML_OPERATOR_EMBEDDING_BAG; lib/operators/operator.h: Pass::Kind::Bounds,
+// Weights and Bag). Every tensor is read and written in 32-bit words (bases in bytes:
+// Kernel::unit 1), so no device needs 8- or 16-bit storage.
 // BOUNDS: bound b of the bags (b <= bags) into the scratch, OffsetsTensor's entry b clamped into
 //   [0, entries], or (the last, without VKDML_BAG_LAST_OFFSET) entries; on the large path, noting
 //   a bound below the one before it (SPAN: VKDML_BAG_SPAN_DISORDER).
@@ -10,8 +10,8 @@
 //   in entry order, each step rounded once in float32 (glsl/arith.glsl, as a float32 reduction's,
 //   denormals kept by _dp and _w), then rounded to OutputTensor's type. TABLE: 32 (FLOAT32
 //   values), 16 (FLOAT16), 8 (Q8_0 blocks) or 4 (Q4_0).
-// On the large path (InputTensor past the binding range; lib/kernel_bag.cpp), the bag's entries
-// go in chunks, each fetched and then folded:
+// On the large path (InputTensor past the binding range; lib/kernels/kernel_bag.cpp), the bag's
+// entries go in chunks, each fetched and then folded:
 // FETCH (LARGE=1): the rows of the chunk's entries [begin, end) whose first byte lies in this
 //   dispatch's window of the table, each to its slot in the scratch (ROW_SLOT), copied in whole
 //   words, so a row keeps its byte within its first word; it also starts the chunk's longest bag

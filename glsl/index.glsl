@@ -66,7 +66,7 @@ uint clampIndex(uvec2 v, uint n, uint position) {
 
 // Loop element i of this dispatch's chunk (interface.h: LargePush) is element lpc.start + i of
 // the plan's loop. A chunk is a run of one dimension's coordinates with the dimensions after it
-// whole (lib/kernel_large.cpp), so its coordinates are the start's plus i's digits, with no
+// whole (lib/kernels/kernel_large.cpp), so its coordinates are the start's plus i's digits, with no
 // carry, each below its size: 32 bits do. Returns its offsets on the direct side and in
 // IndicesTensor, from their windows, modulo 2^32 (each window holds what the chunk touches), and
 // its row-major position; `indexed` is the indexed side's 64-bit offset before index components.

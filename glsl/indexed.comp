@@ -1,7 +1,7 @@
 #version 450
-// The indexed copy every operator lowers to (lib/plan.h): gather when SCATTER is 0, scatter
-// when 1; MARK sets a bit per element's indexed offset instead of copying (ScatterND's mask of
-// slices it overwrites, which its copy pass then skips); KEYS writes each element's indexed
+// The indexed copy every operator lowers to (lib/operators/plan.h): gather when SCATTER is 0,
+// scatter when 1; MARK sets a bit per element's indexed offset instead of copying (ScatterND's mask
+// of slices it overwrites, which its copy pass then skips); KEYS writes each element's indexed
 // offset (its target slot) and its loop index for the sort of a deterministic scatter (LARGE:
 // over the scatter's own plan, the target's element in the window); TALLY_PASS counts, over the
 // same keys, the update units of each target slot of a scatter mean (glsl/mean.comp divides).
@@ -64,7 +64,8 @@ void main() {
     for (uint u = 0u; u < kUnroll; ++u)
       if (u < n) {
         const uint element = base + gl_LocalInvocationID.x + u * inc;
-#if LARGE  // a target another window holds sorts after this window's (lib/kernel_reduce.cpp)
+// a target another window holds sorts after this window's (lib/kernels/kernel_reduce.cpp)
+#if LARGE
         const uint past = lpc.indexedEnd[0] - lpc.indexedStart[0];
 #else  // a dropped unit sorts after every target slot, pc.end of them
         const uint past = pc.end;

@@ -9,9 +9,9 @@
 //
 // VECTOR: the run is GatherElements- or ScatterElements-shaped (one index component per element,
 // IndicesTensor and the direct side contiguous along it) and kernel choice has aligned it
-// (lib/kernel_runs.cpp): kStep elements at a time, their indices and their direct side moved as
-// u64vec4s, only the indexed side one element at a time. kDrop: as indexed.comp's, an element with
-// an index out of range is skipped by a scatter, filled by a gather.
+// (lib/kernels/kernel_runs.cpp): kStep elements at a time, their indices and their direct side
+// moved as u64vec4s, only the indexed side one element at a time. kDrop: as indexed.comp's, an
+// element with an index out of range is skipped by a scatter, filled by a gather.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "elem.glsl"
@@ -201,7 +201,7 @@ void vectorStep(uint p, uvec4 at, uvec4 step) {
 // The plan's last dimension counts runs (plans[p].sizes) of kRun elements of a line of
 // plans[p].lineLength elements; its strides are an element's. An invocation per run (or per
 // kLines runs of whole lines), from the dispatch's first run pc.begin: no loop but the run's,
-// which kernel choice keeps within the device's loop bound (lib/kernels.h: maxLoop).
+// which kernel choice keeps within the device's loop bound (lib/kernels/kernels.h: maxLoop).
 void main() {
   const uint p = pc.plan;
 #if !VECTOR

@@ -97,7 +97,7 @@ struct uvec4 {
 #define VKDML_KIND_UNSIGNED 0
 #define VKDML_KIND_SIGNED 1
 #define VKDML_KIND_FLOAT 2
-// VKDML_REDUCE_FUNCTION's values (dml.h; lib/kernels.cpp checks that they agree).
+// VKDML_REDUCE_FUNCTION's values (dml.h; lib/kernels/kernels.cpp checks that they agree).
 #define VKDML_REDUCE_NONE 0
 #define VKDML_REDUCE_ADD 1
 #define VKDML_REDUCE_MULTIPLY 2
@@ -107,7 +107,7 @@ struct uvec4 {
 
 // Threads in a workgroup of indexed.comp, scatter_reduce.comp, scatter_ordered.comp,
 // scatter_ties.comp and radix_sort.comp: VKDML_GROUP_SIZE, or on a device that allows fewer,
-// Vulkan's minimum maxComputeWorkGroupInvocations (lib/capabilities.h: groupSize).
+// Vulkan's minimum maxComputeWorkGroupInvocations (lib/kernels/capabilities.h: groupSize).
 #define VKDML_GROUP_SIZE 256
 #define VKDML_MIN_GROUP_SIZE 128
 
@@ -115,10 +115,10 @@ struct uvec4 {
 
 // glsl/scatter_lines_ordered.comp: at most VKDML_LINES_MAX_GROUP threads; a target's bucket of
 // at most VKDML_ORDERED_SHORT_BUCKET updates is sorted in registers. Its shared memory, in 32-bit
-// words, for a line of `length` targets and `perLine` updates (lib/kernel_lines.cpp keeps it within
-// the device's limit): the counts (a word per target), then the entries (two update numbers a
-// word; at least the scan's scratch and the long-bucket flag, in word VKDML_ORDERED_LONG_WORD),
-// or, for a line sorted whole, its keys (sortSize words).
+// words, for a line of `length` targets and `perLine` updates (lib/kernels/kernel_lines.cpp keeps
+// it within the device's limit): the counts (a word per target), then the entries (two update
+// numbers a word; at least the scan's scratch and the long-bucket flag, in word
+// VKDML_ORDERED_LONG_WORD), or, for a line sorted whole, its keys (sortSize words).
 #define VKDML_LINES_MAX_GROUP 1024u
 #define VKDML_ORDERED_SHORT_BUCKET 16u
 #define VKDML_ORDERED_LONG_WORD (VKDML_LINES_MAX_GROUP + 32u)
@@ -141,17 +141,17 @@ struct uvec4 {
 #define VKDML_DIM_VECS (VKDML_MAX_DIMS / 4)
 #define VKDML_AT(array, d) array[(d) >> 2][(d) % 4u]
 
-// lib/plan.h's Plan as the kernels read it. For loop element i with coordinates c (dimension 0
-// outermost): direct offset sum c[d] * direct[d], indexed offset sum c[d] * indexed[d] plus each
-// clamped index component j times tupleStride[j], index element sum c[d] * indices[d] + j *
-// componentStride, row-major position in IndicesTensor sum c[d] * position[d].
+// lib/operators/plan.h's Plan as the kernels read it. For loop element i with coordinates c
+// (dimension 0 outermost): direct offset sum c[d] * direct[d], indexed offset sum c[d] * indexed[d]
+// plus each clamped index component j times tupleStride[j], index element sum c[d] * indices[d] + j
+// * componentStride, row-major position in IndicesTensor sum c[d] * position[d].
 struct PackedPlan {
   uint count;            // loop elements
   uint componentStride;  // IndicesTensor stride between an index tuple's components
   uint sortedBase;       // scatter_ordered.comp: where the sorted keys and values start
   uint lineLength;       // indexed_runs.comp: elements in the last dimension (sizes: its runs)
   uvec4 sizes[VKDML_DIM_VECS];  // loop dimension sizes
-  uvec4 magic[VKDML_DIM_VECS];  // each size as a multiply-shift divisor (lib/kernels.cpp)
+  uvec4 magic[VKDML_DIM_VECS];  // each size as a multiply-shift divisor (lib/kernels/kernels.cpp)
   uvec4 shift[VKDML_DIM_VECS];
   uvec4 direct[VKDML_DIM_VECS];       // gather: OutputTensor strides; scatter: UpdatesTensor's
   uvec4 indexed[VKDML_DIM_VECS];      // gather: InputTensor strides; scatter: OutputTensor's
@@ -184,7 +184,7 @@ struct Push {
 };
 
 // Push constants of the large path's dispatches (modules built with LARGE=1, for tensors past
-// the binding range or loops of 2^32 or more elements; lib/kernels.h: LargeDispatch). Each
+// the binding range or loops of 2^32 or more elements; lib/kernels/kernels.h: LargeDispatch). Each
 // dispatch walks a chunk of its plan's loop, from coordinates `start`, and sees each tensor
 // through a window: the loop-walked ones (gather: OutputTensor, scatter: UpdatesTensor, and
 // IndicesTensor) at element offsets modulo 2^32 from their window's start; the indexed one
@@ -228,7 +228,7 @@ struct SortPush {
 #define VKDML_STATUS_WORDS 4
 #define VKDML_NO_POSITION 0xFFFFFFFFu
 // Then the regions an operator needs, each starting at the word ScratchLayout (in the uniform,
-// after the plans; lib/kernels.h: PlaceScratch) says:
+// after the plans; lib/kernels/kernels.h: PlaceScratch) says:
 // - mask: ScatterND's bit per slice its scatter overwrites, zeroed before each run;
 // - keys and values: a deterministic scatter's sort (glsl/radix_sort.comp), two halves of U words
 //   each (U update units), the keys (target slots) and values (update units) sorted from one
@@ -268,7 +268,7 @@ struct ScratchLayout {
 };
 // After ScratchLayout in the uniform: VKDML_OUT_OF_RANGE_MODE_FILL's value (a scatter's: its
 // reduction's identity, for ExcludeSelf), its element's bytes repeated over the 16
-// (lib/operator.h: OperatorImpl::fill).
+// (lib/operators/operator.h: OperatorImpl::fill).
 #define VKDML_TIES_ANY 0
 #define VKDML_TIES_BITS 1
 

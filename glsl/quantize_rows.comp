@@ -1,5 +1,5 @@
 #version 450
-// A quantizing scatter of rows (VKDML_OPERATOR_SCATTER_QUANTIZED_ROWS; lib/operator.h:
+// A quantizing scatter of rows (VKDML_OPERATOR_SCATTER_QUANTIZED_ROWS; lib/operators/operator.h:
 // Pass::Kind::Claim and Quantize), after the table's copy. CLAIM: an invocation per update row
 // sets its target row's claim word (the scratch's tally) to the greatest row-major position
 // that names it, plus 1; then FORMAT 8 (Q8_0) or 4 (Q4_0): an invocation per block of an update
@@ -8,8 +8,8 @@
 // device's multiply where no denormal is involved), if its row holds the claim, and stores the
 // block's bytes. Bases are bytes (Kernel::unit 1); the table is written in 32-bit words, those
 // a neighbouring block shares only through atomics on this block's bytes.
-// On the large path (LARGE=1; lib/kernel_large.cpp) a dispatch takes the blocks whose first byte
-// lies in its window of the table, which reaches a block past the window's end; the claims are
+// On the large path (LARGE=1; lib/kernels/kernel_large.cpp) a dispatch takes the blocks whose first
+// byte lies in its window of the table, which reaches a block past the window's end; the claims are
 // the scratch's, bound whole. INDEX64 selects 64-bit index loads.
 #extension GL_GOOGLE_include_directive : require
 #define ELEM 4  // divide.glsl: float32

@@ -3,9 +3,9 @@
 // pass per VKDML_SORT_RADIX-way digit of the keys, each in three steps, chosen by STEP:
 //   0 COUNT: each block of VKDML_SORT_BLOCK keys counts its digits into
 //     SORT_COUNT(digit * blocks + block);
-//   1 SCAN / 2 SCAN_ADD: an exclusive scan of those counts (lib/kernel_reduce.cpp records one
-//     SCAN per level, VKDML_SCAN_BLOCK entries per workgroup, the level above holding each
-//     workgroup's total, then one SCAN_ADD per level on the way back down);
+//   1 SCAN / 2 SCAN_ADD: an exclusive scan of those counts (lib/kernels/kernel_reduce.cpp
+//     records one SCAN per level, VKDML_SCAN_BLOCK entries per workgroup, the level above
+//     holding each workgroup's total, then one SCAN_ADD per level on the way back down);
 //   3 SCATTER: each block moves its keys and values from half `from` to half 1 - from, at
 //     SORT_COUNT(digit * blocks + block) plus the key's rank among the block's keys of its digit.
 // A workgroup has G threads (VKDML_GROUP_SIZE or VKDML_MIN_GROUP_SIZE), each owning

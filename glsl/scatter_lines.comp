@@ -1,7 +1,7 @@
 #version 450
-// A scatter done one output line at a time in shared memory (lib/plan.h: Plan::Lines): for
-// ScatterElements whose Axis is the innermost dimension of its plan. A workgroup reads a line of
-// OutputTensor (InputTensor's values: in place, or after the copy pass), writes the line's
+// A scatter done one output line at a time in shared memory (lib/operators/plan.h: Plan::Lines):
+// for ScatterElements whose Axis is the innermost dimension of its plan. A workgroup reads a line
+// of OutputTensor (InputTensor's values: in place, or after the copy pass), writes the line's
 // updates into it in shared memory, and writes the whole line back with coalesced stores. The
 // plain scatter writes each update to a random address instead, one memory request per element.
 // The plan's last dimension walks a line's updates; the dimensions before it name the lines.
@@ -9,8 +9,8 @@
 // REDUCE combines each update with its target instead (dml.h: VKDML_REDUCE_FUNCTION), by
 // compare-and-swap on the target's 32-bit slot in shared memory, in any order (elements of up to
 // 4 bytes). kMean (REDUCE; ADD's sum of a scatter mean): each target's updates counted too, in
-// 16 bits of shared memory (lib/kernel_lines.cpp: a line's updates below 2^16), and each sum
-// divided by its count (plus one where kSelf) as glsl/mean.comp divides, before the line goes
+// 16 bits of shared memory (lib/kernels/kernel_lines.cpp: a line's updates below 2^16), and each
+// sum divided by its count (plus one where kSelf) as glsl/mean.comp divides, before the line goes
 // back. kDrop: an update whose index is out of range is skipped.
 #extension GL_GOOGLE_include_directive : require
 #include "elem.glsl"

@@ -1,7 +1,7 @@
 #version 450
 // A deterministic scatter (any reduction) done one output line at a time, for ScatterElements
-// whose Axis is the innermost dimension of its plan (lib/plan.h: Plan::LineShaped): the updates
-// of one line only ever target that line, so one workgroup can put them in order.
+// whose Axis is the innermost dimension of its plan (lib/operators/plan.h: Plan::LineShaped): the
+// updates of one line only ever target that line, so one workgroup can put them in order.
 // It counts the line's updates per target, scans the counts into bucket offsets and places each
 // update's number (16 bits) in its target's bucket, in any order. Where every bucket holds at
 // most kShortBucket updates, the target's thread sorts its bucket in registers and folds it in

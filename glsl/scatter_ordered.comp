@@ -62,7 +62,7 @@ void applyRun(uint p, uint q, uint t, uint end) {
       target[j] = pc.dstBase + at[j].y;
     }
   // LARGE: a unit is one element (kUnit 1); its target in another window: the run is not ours.
-  // kDrop: a run of dropped units (their key is past every slot, lib/kernel_reduce.cpp).
+  // kDrop: a run of dropped units (their key is past every slot, lib/kernels/kernel_reduce.cpp).
   if ((LARGE != 0 || kDrop) && at[0].y == VKDML_NOT_OWNED) return;
   if (kReduce == VKDML_REDUCE_NONE) {  // the run's last update wins
     if (q + 1u < end && SORT_KEY(sorted + q + 1u) == key) {

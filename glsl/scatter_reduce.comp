@@ -6,9 +6,10 @@
 // the 32-bit word that holds the element, so 1- and 2-byte elements need no narrow atomics.
 // 8-byte elements: with ATOMIC64 (shaderInt64, shaderBufferInt64Atomics) 64-bit atomics and
 // compare-and-swap; without, only integer ADD comes here, as two 32-bit adds with the carry.
-// FLOAT64 (shaderFloat64) computes 8-byte floats. Runs over the scatter's plan (lib/plan.h);
-// LARGE: the large path (interface.h: LargePush), combining only the targets it owns. TIES: a
-// deterministic float MAX or MIN, marking each target it sets to a zero or a NaN (glsl/ties.glsl).
+// FLOAT64 (shaderFloat64) computes 8-byte floats. Runs over the scatter's plan
+// (lib/operators/plan.h); LARGE: the large path (interface.h: LargePush), combining only the
+// targets it owns. TIES: a deterministic float MAX or MIN, marking each target it sets to a zero
+// or a NaN (glsl/ties.glsl).
 #extension GL_GOOGLE_include_directive : require
 #include "elem.glsl"
 #if FADD32

@@ -1,4 +1,4 @@
-// Deterministic float MAX and MIN (lib/kernel_ties.cpp). Applied one at a time, the
+// Deterministic float MAX and MIN (lib/kernels/kernel_ties.cpp). Applied one at a time, the
 // updates leave a target holding the first value, in order (the input's own element, then the
 // updates in IndicesTensor's row-major order), that equals the result; a NaN result is the
 // first NaN. Equal values have equal bits but for two kinds: zeros (+0, -0) and NaNs (their
@@ -7,7 +7,8 @@
 // target holds, so where the input's own element is of the result's kind it stays. The atomic
 // kernel marks each target it sets to a zero or a NaN; where one ends so, glsl/scatter_ties.comp
 // lowers its tie position to the first update of that kind aimed at it, then writes that one.
-// Needs elem.glsl (ELEM 2: float16, 4 or 8) and arith.glsl. The scratch: interface.h, ScratchLayout.
+// Needs elem.glsl (ELEM 2: float16, 4 or 8) and arith.glsl. The scratch: interface.h,
+// ScratchLayout.
 
 // The scratch (bindings.glsl): TIE_MARK(VKDML_TIES_ANY), then from VKDML_TIES_BITS a bit per
 // OutputTensor element; TIE_POSITION(t), per marked OutputTensor element t, its first tie's loop
