@@ -446,6 +446,20 @@ TEST_CASE("Kernels: deterministic integer reductions take the default mode's ker
   }
 }
 
+namespace {
+
+// A GPU whose line kernels take every line-shaped scatter that fits 32 KiB of shared memory.
+Capabilities LinesDevice() {
+  Capabilities device;
+  device.maxSharedMemory = 32 << 10;
+  device.maxLinesGroupSize = 1024;
+  device.maxGroups = 65535;
+  device.lines = Capabilities::Lines::Always;
+  return device;
+}
+
+}  // namespace
+
 // ScatterElements along its innermost axis: the line kernels where the device takes them (here
 // forced, as VKDML_SCATTER_LINES=1 does), for a reduction through shared memory and, when
 // deterministic, in order; neither where line kernels are off (CPU devices).
@@ -468,10 +482,7 @@ TEST_CASE("Kernels: the line kernels of ScatterElements with a reduction", "[ker
   };
   for (const auto& e : expectations) {
     INFO("lines " << int(e.lines) << ", flags " << e.flags);
-    Capabilities device;
-    device.maxSharedMemory = 32 << 10;
-    device.maxLinesGroupSize = 1024;
-    device.maxGroups = 65535;
+    Capabilities device = LinesDevice();
     device.lines = e.lines;
     OpSpec spec = OpSpec::ScatterElements(TensorDesc(f32, {4, 300}), TensorDesc(i32, {4, 200}),
                                           TensorDesc(f32, {4, 200}), TensorDesc(f32, {4, 300}), 1);
@@ -489,11 +500,7 @@ TEST_CASE("Kernels: the line kernels of ScatterElements with a reduction", "[ker
 // sums and the tally and division passes follow.
 TEST_CASE("Kernels: a mean on the shared-memory line kernel divides in it", "[kernels]") {
   const DML_TENSOR_DATA_TYPE f32 = DML_TENSOR_DATA_TYPE_FLOAT32, i32 = DML_TENSOR_DATA_TYPE_INT32;
-  Capabilities device;
-  device.maxSharedMemory = 32 << 10;
-  device.maxLinesGroupSize = 1024;
-  device.maxGroups = 65535;
-  device.lines = Capabilities::Lines::Always;
+  const Capabilities device = LinesDevice();
   const struct {
     UINT length, perLine;
     bool fused;
@@ -523,11 +530,7 @@ TEST_CASE("Kernels: a mean on the shared-memory line kernel divides in it", "[ke
 // VKDML_ORDERED_SHARED_WORDS) is the device's limit, and not one that needs a word more.
 TEST_CASE("Kernels: the ordered line kernel up to the shared-memory limit", "[kernels]") {
   const DML_TENSOR_DATA_TYPE f32 = DML_TENSOR_DATA_TYPE_FLOAT32, i32 = DML_TENSOR_DATA_TYPE_INT32;
-  Capabilities device;
-  device.maxSharedMemory = 32 << 10;
-  device.maxLinesGroupSize = 1024;
-  device.maxGroups = 65535;
-  device.lines = Capabilities::Lines::Always;
+  const Capabilities device = LinesDevice();
   const UINT perLine = 4096, fits = 8192 - VKDML_ORDERED_ENTRY_WORDS(perLine);
   for (UINT length : {fits, fits + 1}) {
     INFO("line of " << length << " elements, " << perLine << " updates");

@@ -63,8 +63,8 @@ class Choice {
   // A deterministic execution that the default mode's kernels do not already give (kernels.cpp).
   bool deterministic = false;
   bool large = false;  // the large path (kernel_large.cpp)
-  // A scatter mean whose ordered fold divides each run's sum (kernel_reduce.cpp: Ordered): no
-  // count and division passes after it (kernel_mean.cpp).
+  // A scatter mean whose sum's kernel divides each target's sum itself (FoldMean): no count and
+  // division passes after it (kernel_mean.cpp).
   bool meanInFold = false;
   // FILL or DROP (OperatorImpl::Drops): every family's kernels skip or fill dropped elements
   // (VKDML_SPEC_DROP) but the ordered line kernel's (glsl/scatter_lines_ordered.comp), which
@@ -73,6 +73,13 @@ class Choice {
   Specialization base = {};
   KernelSet set;
 
+  // Where `mean`, k (the ordered fold, a line kernel) divides each target's sum by its count
+  // (VKDML_SPEC_MEAN; the input in it unless ExcludeSelf), and meanInFold says so.
+  void FoldMean(Kernel& k, bool mean) {
+    k.spec[VKDML_SPEC_MEAN] = mean;
+    k.spec[VKDML_SPEC_SELF] = mean && !op.excludeSelf;
+    meanInFold = mean;
+  }
   // Packs plan into the next plan slot.
   Result Slot(const Plan& plan, UINT* slot);
   // base with plan's rank and index tuple.

@@ -89,9 +89,7 @@ bool ChooseSharedLines(Choice& c, const Plan& plan) {
   step.plain = LineKernel(
       c, LinesModule("reduce_", c.Elem(c.elemSize), c.indexSize, FloatSuffix(c)), plan, slot);
   step.plain.spec[VKDML_SPEC_UNROLL] = kLinesUnroll;
-  step.plain.spec[VKDML_SPEC_MEAN] = mean;
-  step.plain.spec[VKDML_SPEC_SELF] = mean && !c.op.excludeSelf;
-  c.meanInFold = mean;
+  c.FoldMean(step.plain, mean);
   c.set.steps.push_back(step);
   return true;
 }
@@ -124,10 +122,7 @@ bool ChooseOrderedLines(Choice& c, const Plan& plan) {
   step.plain.spec[VKDML_SPEC_UNROLL] = sortSize;
   step.plain.spec[VKDML_SPEC_GROUP_SIZE] = group;
   step.plain.spec[VKDML_SPEC_ITEMS] = UINT(items);
-  // A mean divides each target's sum in the same fold: its bucket or run is the count.
-  step.plain.spec[VKDML_SPEC_MEAN] = c.op.mean;
-  step.plain.spec[VKDML_SPEC_SELF] = c.op.mean && !c.op.excludeSelf;
-  c.meanInFold = c.op.mean;
+  c.FoldMean(step.plain, c.op.mean);  // a target's bucket or run is its count
   c.set.steps.push_back(step);
   return true;
 }

@@ -130,10 +130,7 @@ Result Ordered(Choice& c, const Plan& scatter) {
   // overlap and more units are in flight (examples/bench/PERF_NOTES.md, v23).
   const UINT per = c.op.unit >= kWideUnit ? kOrderedPerThread : 1;
   k.spec[VKDML_SPEC_ITEMS] = per;
-  // A mean divides each run's sum where the run ends: its length is the count.
-  k.spec[VKDML_SPEC_MEAN] = c.op.mean;
-  k.spec[VKDML_SPEC_SELF] = c.op.mean && !c.op.excludeSelf;
-  c.meanInFold = c.op.mean;
+  c.FoldMean(k, c.op.mean);  // each run's sum divided where it ends: its length is the count
   const UINT threadsPerUnit = (c.op.unit + per - 1) / per;
   k.unit = c.elemSize;
   VKDML_TRY(c.Slot(scatter, &k.slot));
