@@ -1,14 +1,25 @@
 #include "npy.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
+#ifdef _WIN32  // (MinGW-w64; built, not run, in CI: .ci/other-toolchains.sh)
+#ifndef NOMINMAX
+#define NOMINMAX
+#endif
+#define WIN32_LEAN_AND_MEAN
+#include <io.h>
+#include <process.h>
+#include <windows.h>
+#else
+#include <sys/mman.h>
 #include <unistd.h>
+#endif
 
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <new>
@@ -385,6 +396,7 @@ Array FromHeader(const Header& h, std::shared_ptr<const uint8_t> data) {
   return a;
 }
 
+#ifndef _WIN32
 // A regular file of `size` bytes: mapped read-only, followed by a page of zeros (the padding).
 bool ReadMapped(int fd, uint64_t size, Array* out, std::string* error) {
   const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
@@ -410,13 +422,18 @@ bool ReadMapped(int fd, uint64_t size, Array* out, std::string* error) {
   *out = FromHeader(h, std::shared_ptr<const uint8_t>(mapping, mapping.get() + h.dataOffset));
   return true;
 }
+#endif
 
 // Reads up to n bytes (fewer only at the end of the stream); false and *error on a read error.
 bool ReadUpTo(int fd, uint8_t* to, uint64_t n, uint64_t* got, std::string* error) {
   *got = 0;
   while (*got < n) {
     const uint64_t want = std::min<uint64_t>(n - *got, 1 << 20);
-    ssize_t r = read(fd, to + *got, static_cast<size_t>(want));
+#ifdef _WIN32
+    const int r = _read(fd, to + *got, static_cast<unsigned>(want));
+#else
+    const ssize_t r = read(fd, to + *got, static_cast<size_t>(want));
+#endif
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) {
       *error = std::string("read error: ") + std::strerror(errno);
@@ -476,6 +493,33 @@ bool ReadStream(int fd, Array* out, std::string* error) {
 
 }  // namespace
 
+#ifdef _WIN32
+// Windows: every file is read as a stream (no mapping).
+bool Read(const std::string& path, Array* out, std::string* error) {
+  int fd = _open(path.c_str(), _O_RDONLY | _O_BINARY);
+  if (fd < 0) {
+    *error = path + ": cannot open: " + std::strerror(errno);
+    return false;
+  }
+  struct _stat64 st;
+  bool ok = false;
+  std::string why;
+  try {
+    if (_fstat64(fd, &st) != 0)
+      why = std::string("cannot stat: ") + std::strerror(errno);
+    else if (st.st_mode & _S_IFDIR)
+      why = std::string("cannot read: ") + std::strerror(EISDIR);
+    else
+      ok = ReadStream(fd, out, &why);
+  } catch (...) {
+    _close(fd);
+    throw;
+  }
+  _close(fd);
+  if (!ok) *error = path + ": " + why;
+  return ok;
+}
+#else
 bool Read(const std::string& path, Array* out, std::string* error) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
@@ -502,6 +546,7 @@ bool Read(const std::string& path, Array* out, std::string* error) {
   if (!ok) *error = path + ": " + why;
   return ok;
 }
+#endif
 
 std::string HeaderBytes(DType dtype, const std::vector<uint64_t>& shape, bool fortranOrder) {
   const TypeInfo& t = Info(dtype);
@@ -539,6 +584,96 @@ bool Write(const std::string& path, const Array& a, std::string* error) {
   return file.Commit(total, error);
 }
 
+namespace {
+
+bool WriteAll(int fd, const uint8_t* bytes, uint64_t size) {
+  uint64_t done = 0;
+  while (done < size) {
+    const uint64_t chunk = std::min<uint64_t>(size - done, 1 << 30);
+#ifdef _WIN32
+    const int n = _write(fd, bytes + done, static_cast<unsigned>(chunk));
+#else
+    const ssize_t n = write(fd, bytes + done, static_cast<size_t>(chunk));
+#endif
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<uint64_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
+
+#ifdef _WIN32
+// Windows: the contents are written from memory into a new file beside the target, which then
+// replaces it.
+PendingFile::~PendingFile() {
+  Unmap();
+  if (fd_ >= 0) _close(fd_);
+  if (!temp_.empty()) _unlink(temp_.c_str());
+}
+
+void PendingFile::Unmap() {
+  std::free(map_);
+  map_ = nullptr;
+  mapSize_ = 0;
+}
+
+bool PendingFile::Open(std::string* error) {
+  struct _stat64 st;
+  if (_stat64(path_.c_str(), &st) == 0 && (st.st_mode & _S_IFDIR)) {
+    *error = path_ + ": is a directory";
+    return false;
+  }
+  for (unsigned attempt = 0; attempt < 100 && fd_ < 0; ++attempt) {
+    temp_ = path_ + ".vkdml-" + std::to_string(_getpid()) + "-" + std::to_string(attempt);
+    fd_ = _open(temp_.c_str(), _O_WRONLY | _O_CREAT | _O_EXCL | _O_BINARY, _S_IREAD | _S_IWRITE);
+    if (fd_ < 0 && errno != EEXIST) break;
+  }
+  if (fd_ < 0) {
+    *error = path_ + ": cannot create a temporary file beside it: " + std::strerror(errno);
+    temp_.clear();
+    return false;
+  }
+  return true;
+}
+
+uint8_t* PendingFile::Map(uint64_t size, std::string*) {
+  Unmap();
+  if (size == 0 || size > SIZE_MAX) ThrowNoMemory(path_ + " (its contents)", size);
+  map_ = static_cast<uint8_t*>(std::calloc(static_cast<size_t>(size), 1));
+  if (!map_) ThrowNoMemory(path_ + " (its contents)", size);
+  mapSize_ = size;
+  return map_;
+}
+
+bool PendingFile::Commit(uint64_t size, std::string* error) {
+  if (!map_ || size > mapSize_) {
+    *error =
+        path_ + ": internal error: Commit without a mapping of " + std::to_string(size) + " bytes";
+    return false;
+  }
+  bool ok = WriteAll(fd_, map_, size);
+  int saved = errno;
+  if (_close(fd_) != 0 && ok) {
+    ok = false;
+    saved = errno;
+  }
+  fd_ = -1;
+  Unmap();
+  if (!ok) {
+    *error = path_ + ": write error: " + std::strerror(saved);
+    return false;
+  }
+  if (!MoveFileExA(temp_.c_str(), path_.c_str(), MOVEFILE_REPLACE_EXISTING)) {
+    *error = path_ + ": cannot rename the temporary file to it (Windows error " +
+             std::to_string(GetLastError()) + ")";
+    return false;
+  }
+  temp_.clear();
+  return true;
+}
+#else
 namespace {
 
 // The temporary file of the PendingFile that is open, removed if a signal ends the program.
@@ -607,18 +742,6 @@ bool LinkTracked(int fd, const std::string& dir, std::string* name) {
     if (errno != EEXIST) return false;
   }
   return false;
-}
-
-bool WriteAll(int fd, const uint8_t* bytes, uint64_t size) {
-  uint64_t done = 0;
-  while (done < size) {
-    const uint64_t chunk = std::min<uint64_t>(size - done, 1 << 30);
-    ssize_t n = write(fd, bytes + done, static_cast<size_t>(chunk));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<uint64_t>(n);
-  }
-  return true;
 }
 
 }  // namespace
@@ -771,5 +894,7 @@ bool PendingFile::Commit(uint64_t size, std::string* error) {
   temp_.clear();
   return true;
 }
+
+#endif
 
 }  // namespace npy
