@@ -40,6 +40,11 @@ cleanup() {
 }
 trap cleanup EXIT
 export DEBIAN_FRONTEND=noninteractive
+# The test build's objects, where it compiled through ccache (.ci/run).
+if command -v ccache >/dev/null; then
+  export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache
+  export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$src}"
+fi
 
 icd=$(ls /usr/share/vulkan/icd.d/lvp_icd.*.json | head -n 1)
 export VK_DRIVER_FILES="$icd" VK_ICD_FILENAMES="$icd"
