@@ -493,40 +493,20 @@ bool ReadStream(int fd, Array* out, std::string* error) {
 
 }  // namespace
 
-#ifdef _WIN32
-// Windows: every file is read as a stream (no mapping).
 bool Read(const std::string& path, Array* out, std::string* error) {
+#ifdef _WIN32  // every file is read as a stream there (no mapping)
   int fd = _open(path.c_str(), _O_RDONLY | _O_BINARY);
-  if (fd < 0) {
-    *error = path + ": cannot open: " + std::strerror(errno);
-    return false;
-  }
   struct _stat64 st;
-  bool ok = false;
-  std::string why;
-  try {
-    if (_fstat64(fd, &st) != 0)
-      why = std::string("cannot stat: ") + std::strerror(errno);
-    else if (st.st_mode & _S_IFDIR)
-      why = std::string("cannot read: ") + std::strerror(EISDIR);
-    else
-      ok = ReadStream(fd, out, &why);
-  } catch (...) {
-    _close(fd);
-    throw;
-  }
-  _close(fd);
-  if (!ok) *error = path + ": " + why;
-  return ok;
-}
+  const auto fstat = _fstat64;
+  const auto close = _close;
 #else
-bool Read(const std::string& path, Array* out, std::string* error) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat st;
+#endif
   if (fd < 0) {
     *error = path + ": cannot open: " + std::strerror(errno);
     return false;
   }
-  struct stat st;
   bool ok = false;
   std::string why;
   try {
@@ -534,8 +514,10 @@ bool Read(const std::string& path, Array* out, std::string* error) {
       why = std::string("cannot stat: ") + std::strerror(errno);
     else if (S_ISDIR(st.st_mode))
       why = std::string("cannot read: ") + std::strerror(EISDIR);
+#ifndef _WIN32
     else if (S_ISREG(st.st_mode))
       ok = ReadMapped(fd, static_cast<uint64_t>(st.st_size), out, &why);
+#endif
     else
       ok = ReadStream(fd, out, &why);
   } catch (...) {
@@ -546,7 +528,6 @@ bool Read(const std::string& path, Array* out, std::string* error) {
   if (!ok) *error = path + ": " + why;
   return ok;
 }
-#endif
 
 std::string HeaderBytes(DType dtype, const std::vector<uint64_t>& shape, bool fortranOrder) {
   const TypeInfo& t = Info(dtype);
@@ -602,6 +583,32 @@ bool WriteAll(int fd, const uint8_t* bytes, uint64_t size) {
   return true;
 }
 
+// Writes size bytes to fd and closes it; false and *error (naming path) on failure.
+bool WriteAndClose(int fd, const uint8_t* bytes, uint64_t size, const std::string& path,
+                   std::string* error) {
+  bool ok = WriteAll(fd, bytes, size);
+  int saved = errno;
+#ifdef _WIN32
+  if (_close(fd) != 0 && ok) {
+#else
+  if (close(fd) != 0 && ok) {
+#endif
+    ok = false;
+    saved = errno;
+  }
+  if (!ok) *error = path + ": write error: " + std::strerror(saved);
+  return ok;
+}
+
+// Commit's precondition: Map gave at least size bytes.
+bool Mapped(const uint8_t* map, uint64_t mapSize, uint64_t size, const std::string& path,
+            std::string* error) {
+  if (map && size <= mapSize) return true;
+  *error =
+      path + ": internal error: Commit without a mapping of " + std::to_string(size) + " bytes";
+  return false;
+}
+
 }  // namespace
 
 #ifdef _WIN32
@@ -648,23 +655,11 @@ uint8_t* PendingFile::Map(uint64_t size, std::string*) {
 }
 
 bool PendingFile::Commit(uint64_t size, std::string* error) {
-  if (!map_ || size > mapSize_) {
-    *error =
-        path_ + ": internal error: Commit without a mapping of " + std::to_string(size) + " bytes";
-    return false;
-  }
-  bool ok = WriteAll(fd_, map_, size);
-  int saved = errno;
-  if (_close(fd_) != 0 && ok) {
-    ok = false;
-    saved = errno;
-  }
+  if (!Mapped(map_, mapSize_, size, path_, error)) return false;
+  const bool ok = WriteAndClose(fd_, map_, size, path_, error);
   fd_ = -1;
   Unmap();
-  if (!ok) {
-    *error = path_ + ": write error: " + std::strerror(saved);
-    return false;
-  }
+  if (!ok) return false;
   if (!MoveFileExA(temp_.c_str(), path_.c_str(), MOVEFILE_REPLACE_EXISTING)) {
     *error = path_ + ": cannot rename the temporary file to it (Windows error " +
              std::to_string(GetLastError()) + ")";
@@ -843,25 +838,15 @@ uint8_t* PendingFile::Map(uint64_t size, std::string* error) {
 }
 
 bool PendingFile::Commit(uint64_t size, std::string* error) {
-  if (!map_ || size > mapSize_) {
-    *error =
-        path_ + ": internal error: Commit without a mapping of " + std::to_string(size) + " bytes";
-    return false;
-  }
+  if (!Mapped(map_, mapSize_, size, path_, error)) return false;
   if (inPlace_) {
     int fd = open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     if (fd < 0) {
       *error = path_ + ": cannot open for writing: " + std::strerror(errno);
       return false;
     }
-    bool ok = WriteAll(fd, map_, size);
-    int saved = errno;
-    if (close(fd) != 0 && ok) {
-      ok = false;
-      saved = errno;
-    }
+    const bool ok = WriteAndClose(fd, map_, size, path_, error);
     Unmap();
-    if (!ok) *error = path_ + ": write error: " + std::strerror(saved);
     return ok;
   }
   // The mapping's writes reach the file; msync reports an I/O error the kernel met.
