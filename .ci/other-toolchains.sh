@@ -65,7 +65,8 @@ fi
 if ! diff build-mingw/exports.so build-mingw/exports.dll; then
   fail "$dll exports other functions than libvkdml.so (< the .so's, > the DLL's)"
 fi
-took "MinGW-w64: vkdml.dll, libvkdml.dll.a and vkdml.exe, no warning; the DLL exports libvkdml.so's $(wc -l <build-mingw/exports.dll) functions"
+took "MinGW-w64: vkdml.dll, libvkdml.dll.a and vkdml.exe, no warning; the DLL exports \
+libvkdml.so's $(wc -l <build-mingw/exports.dll) functions"
 
 # --- clang + libc++ ------------------------------------------------------------------------
 build build-libcxx -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \

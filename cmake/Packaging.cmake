@@ -49,8 +49,10 @@ if(CMAKE_INSTALL_PREFIX STREQUAL "/usr")
   endforeach()
 endif()
 
-# The man page, vkdml(1), made by help2man from `vkdml --help` and each command's --help.
-if(TARGET vkdml_cli AND NOT CMAKE_CROSSCOMPILING)
+# The man page, vkdml(1), made by help2man from `vkdml --help` and each command's --help (by
+# the tool as built: not where it cannot run, nor under the sanitizers, whose reports at exit
+# would fail the build).
+if(TARGET vkdml_cli AND NOT CMAKE_CROSSCOMPILING AND NOT VKDML_SANITIZE AND NOT VKDML_FUZZ)
   find_program(VKDML_HELP2MAN help2man DOC "help2man, for vkdml's man page (Debian: help2man)")
   if(VKDML_HELP2MAN)
     set(man "${PROJECT_BINARY_DIR}/man/vkdml.1.gz")
@@ -171,4 +173,13 @@ foreach(script postinst prerm)
 endforeach()
 set(CPACK_DEBIAN_PYTHON_PACKAGE_CONTROL_EXTRA "${doc_dir}/python/postinst;${doc_dir}/python/prerm")
 
+# Packages of a build configured for another prefix would put the library outside the
+# multiarch directory and the module where Debian's python3 does not look: refused.
+set(CPACK_PROJECT_CONFIG_FILE "${doc_dir}/CPackProject.cmake")
+file(WRITE "${CPACK_PROJECT_CONFIG_FILE}"
+     "if(CPACK_GENERATOR STREQUAL \"DEB\" AND NOT \"${CMAKE_INSTALL_PREFIX}\" STREQUAL \"/usr\")
+  message(FATAL_ERROR \"vkdml's Debian packages need a build configured with \"
+                      \"-DCMAKE_INSTALL_PREFIX=/usr (this one has ${CMAKE_INSTALL_PREFIX})\")
+endif()
+")
 include(CPack)
