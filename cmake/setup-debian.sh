@@ -18,6 +18,15 @@ test="$test brotli"
 # The Python module (-DVKDML_BUILD_PYTHON=ON) and its tests: pybind11 and Python's headers, pytest,
 # and PyTorch, whose CPU ops the tests compare with.
 test="$test pybind11-dev python3-dev python3-pytest python3-torch"
+# The Debian packages (cmake/Packaging.cmake, .ci/packages.sh): CPack's DEB generator runs
+# dpkg-shlibdeps (dpkg-dev) on what `file` says is a library; lintian checks the packages;
+# help2man makes vkdml(1). ccache: the package builds reuse the test build's objects.
+test="$test dpkg-dev file lintian help2man ccache"
+# The wheel (pyproject.toml, setup.py): pip, setuptools and wheel, and a venv to install it in.
+test="$test python3-pip python3-setuptools python3-wheel python3-venv"
+# Other platforms' toolchains (.ci/other-toolchains.sh): MinGW-w64 for Windows, and clang with
+# libc++ as the nearest to Apple's.
+test="$test g++-mingw-w64-x86-64-posix libc++-dev libc++abi-dev"
 case "${1:-test}" in
   demo) packages="$demo" ;;
   test) packages="$demo $test" ;;

@@ -77,13 +77,21 @@ CompileResult Measure(const vkdml::DeviceDesc& base, const Spec& s, int runs) {
   return r;
 }
 
+void SetIfUnset(const char* name, const char* value) {
+#ifdef _WIN32
+  if (!std::getenv(name)) _putenv_s(name, value);
+#else
+  setenv(name, value, 0);
+#endif
+}
+
 }  // namespace
 
 int RunCompile(const Options& opt, const std::vector<Spec>& specs) {
   // Cold means cold: the drivers' own shader caches on disk stay out (unless the caller set
   // these), so that a cold compile builds every pipeline.
-  setenv("MESA_SHADER_CACHE_DISABLE", "true", 0);
-  setenv("__GL_SHADER_DISK_CACHE", "0", 0);
+  SetIfUnset("MESA_SHADER_CACHE_DISABLE", "true");
+  SetIfUnset("__GL_SHADER_DISK_CACHE", "0");
   vkdml::Result r = cli::CheckDeviceIndex(opt.device);
   if (!r) {
     std::fprintf(stderr, "vkdml bench: %s\n", r.message.c_str());

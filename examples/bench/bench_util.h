@@ -26,7 +26,12 @@ struct Unsupported : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// (MinGW's printf archetype is msvcrt's; its C99 printf, which the build selects, is gnu_printf.)
+#ifdef __MINGW32__
+std::string Format(const char* fmt, ...) __attribute__((format(gnu_printf, 1, 2)));
+#else
 std::string Format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+#endif
 
 // Throws Unsupported or BenchError ("what: message") unless r is ok.
 void Check(const vkdml::Result& r, const char* what);

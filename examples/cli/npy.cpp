@@ -1,14 +1,25 @@
 #include "npy.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
+#ifdef _WIN32  // (MinGW-w64; built, not run, in CI: .ci/other-toolchains.sh)
+#ifndef NOMINMAX
+#define NOMINMAX
+#endif
+#define WIN32_LEAN_AND_MEAN
+#include <io.h>
+#include <process.h>
+#include <windows.h>
+#else
+#include <sys/mman.h>
 #include <unistd.h>
+#endif
 
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <new>
@@ -385,6 +396,7 @@ Array FromHeader(const Header& h, std::shared_ptr<const uint8_t> data) {
   return a;
 }
 
+#ifndef _WIN32
 // A regular file of `size` bytes: mapped read-only, followed by a page of zeros (the padding).
 bool ReadMapped(int fd, uint64_t size, Array* out, std::string* error) {
   const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
@@ -410,13 +422,18 @@ bool ReadMapped(int fd, uint64_t size, Array* out, std::string* error) {
   *out = FromHeader(h, std::shared_ptr<const uint8_t>(mapping, mapping.get() + h.dataOffset));
   return true;
 }
+#endif
 
 // Reads up to n bytes (fewer only at the end of the stream); false and *error on a read error.
 bool ReadUpTo(int fd, uint8_t* to, uint64_t n, uint64_t* got, std::string* error) {
   *got = 0;
   while (*got < n) {
     const uint64_t want = std::min<uint64_t>(n - *got, 1 << 20);
-    ssize_t r = read(fd, to + *got, static_cast<size_t>(want));
+#ifdef _WIN32
+    const int r = _read(fd, to + *got, static_cast<unsigned>(want));
+#else
+    const ssize_t r = read(fd, to + *got, static_cast<size_t>(want));
+#endif
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) {
       *error = std::string("read error: ") + std::strerror(errno);
@@ -477,12 +494,19 @@ bool ReadStream(int fd, Array* out, std::string* error) {
 }  // namespace
 
 bool Read(const std::string& path, Array* out, std::string* error) {
+#ifdef _WIN32  // every file is read as a stream there (no mapping)
+  int fd = _open(path.c_str(), _O_RDONLY | _O_BINARY);
+  struct _stat64 st;
+  const auto fstat = _fstat64;
+  const auto close = _close;
+#else
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat st;
+#endif
   if (fd < 0) {
     *error = path + ": cannot open: " + std::strerror(errno);
     return false;
   }
-  struct stat st;
   bool ok = false;
   std::string why;
   try {
@@ -490,8 +514,10 @@ bool Read(const std::string& path, Array* out, std::string* error) {
       why = std::string("cannot stat: ") + std::strerror(errno);
     else if (S_ISDIR(st.st_mode))
       why = std::string("cannot read: ") + std::strerror(EISDIR);
+#ifndef _WIN32
     else if (S_ISREG(st.st_mode))
       ok = ReadMapped(fd, static_cast<uint64_t>(st.st_size), out, &why);
+#endif
     else
       ok = ReadStream(fd, out, &why);
   } catch (...) {
@@ -539,6 +565,110 @@ bool Write(const std::string& path, const Array& a, std::string* error) {
   return file.Commit(total, error);
 }
 
+namespace {
+
+bool WriteAll(int fd, const uint8_t* bytes, uint64_t size) {
+  uint64_t done = 0;
+  while (done < size) {
+    const uint64_t chunk = std::min<uint64_t>(size - done, 1 << 30);
+#ifdef _WIN32
+    const int n = _write(fd, bytes + done, static_cast<unsigned>(chunk));
+#else
+    const ssize_t n = write(fd, bytes + done, static_cast<size_t>(chunk));
+#endif
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<uint64_t>(n);
+  }
+  return true;
+}
+
+// Writes size bytes to fd and closes it; false and *error (naming path) on failure.
+bool WriteAndClose(int fd, const uint8_t* bytes, uint64_t size, const std::string& path,
+                   std::string* error) {
+  bool ok = WriteAll(fd, bytes, size);
+  int saved = errno;
+#ifdef _WIN32
+  if (_close(fd) != 0 && ok) {
+#else
+  if (close(fd) != 0 && ok) {
+#endif
+    ok = false;
+    saved = errno;
+  }
+  if (!ok) *error = path + ": write error: " + std::strerror(saved);
+  return ok;
+}
+
+// Commit's precondition: Map gave at least size bytes.
+bool Mapped(const uint8_t* map, uint64_t mapSize, uint64_t size, const std::string& path,
+            std::string* error) {
+  if (map && size <= mapSize) return true;
+  *error =
+      path + ": internal error: Commit without a mapping of " + std::to_string(size) + " bytes";
+  return false;
+}
+
+}  // namespace
+
+#ifdef _WIN32
+// Windows: the contents are written from memory into a new file beside the target, which then
+// replaces it.
+PendingFile::~PendingFile() {
+  Unmap();
+  if (fd_ >= 0) _close(fd_);
+  if (!temp_.empty()) _unlink(temp_.c_str());
+}
+
+void PendingFile::Unmap() {
+  std::free(map_);
+  map_ = nullptr;
+  mapSize_ = 0;
+}
+
+bool PendingFile::Open(std::string* error) {
+  struct _stat64 st;
+  if (_stat64(path_.c_str(), &st) == 0 && (st.st_mode & _S_IFDIR)) {
+    *error = path_ + ": is a directory";
+    return false;
+  }
+  for (unsigned attempt = 0; attempt < 100 && fd_ < 0; ++attempt) {
+    temp_ = path_ + ".vkdml-" + std::to_string(_getpid()) + "-" + std::to_string(attempt);
+    fd_ = _open(temp_.c_str(), _O_WRONLY | _O_CREAT | _O_EXCL | _O_BINARY, _S_IREAD | _S_IWRITE);
+    if (fd_ < 0 && errno != EEXIST) break;
+  }
+  if (fd_ < 0) {
+    *error = path_ + ": cannot create a temporary file beside it: " + std::strerror(errno);
+    temp_.clear();
+    return false;
+  }
+  return true;
+}
+
+uint8_t* PendingFile::Map(uint64_t size, std::string*) {
+  Unmap();
+  if (size == 0 || size > SIZE_MAX) ThrowNoMemory(path_ + " (its contents)", size);
+  map_ = static_cast<uint8_t*>(std::calloc(static_cast<size_t>(size), 1));
+  if (!map_) ThrowNoMemory(path_ + " (its contents)", size);
+  mapSize_ = size;
+  return map_;
+}
+
+bool PendingFile::Commit(uint64_t size, std::string* error) {
+  if (!Mapped(map_, mapSize_, size, path_, error)) return false;
+  const bool ok = WriteAndClose(fd_, map_, size, path_, error);
+  fd_ = -1;
+  Unmap();
+  if (!ok) return false;
+  if (!MoveFileExA(temp_.c_str(), path_.c_str(), MOVEFILE_REPLACE_EXISTING)) {
+    *error = path_ + ": cannot rename the temporary file to it (Windows error " +
+             std::to_string(GetLastError()) + ")";
+    return false;
+  }
+  temp_.clear();
+  return true;
+}
+#else
 namespace {
 
 // The temporary file of the PendingFile that is open, removed if a signal ends the program.
@@ -607,18 +737,6 @@ bool LinkTracked(int fd, const std::string& dir, std::string* name) {
     if (errno != EEXIST) return false;
   }
   return false;
-}
-
-bool WriteAll(int fd, const uint8_t* bytes, uint64_t size) {
-  uint64_t done = 0;
-  while (done < size) {
-    const uint64_t chunk = std::min<uint64_t>(size - done, 1 << 30);
-    ssize_t n = write(fd, bytes + done, static_cast<size_t>(chunk));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<uint64_t>(n);
-  }
-  return true;
 }
 
 }  // namespace
@@ -720,25 +838,15 @@ uint8_t* PendingFile::Map(uint64_t size, std::string* error) {
 }
 
 bool PendingFile::Commit(uint64_t size, std::string* error) {
-  if (!map_ || size > mapSize_) {
-    *error =
-        path_ + ": internal error: Commit without a mapping of " + std::to_string(size) + " bytes";
-    return false;
-  }
+  if (!Mapped(map_, mapSize_, size, path_, error)) return false;
   if (inPlace_) {
     int fd = open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     if (fd < 0) {
       *error = path_ + ": cannot open for writing: " + std::strerror(errno);
       return false;
     }
-    bool ok = WriteAll(fd, map_, size);
-    int saved = errno;
-    if (close(fd) != 0 && ok) {
-      ok = false;
-      saved = errno;
-    }
+    const bool ok = WriteAndClose(fd, map_, size, path_, error);
     Unmap();
-    if (!ok) *error = path_ + ": write error: " + std::strerror(saved);
     return ok;
   }
   // The mapping's writes reach the file; msync reports an I/O error the kernel met.
@@ -771,5 +879,7 @@ bool PendingFile::Commit(uint64_t size, std::string* error) {
   temp_.clear();
   return true;
 }
+
+#endif
 
 }  // namespace npy

@@ -166,6 +166,11 @@ def group_help():
     for cmd in ([], ["devices"], ["demo"], ["run"]):
         p = vkdml(*cmd, "--help")
         check(p.returncode == 0 and "usage: vkdml" in p.stdout, f"vkdml {cmd} --help")
+    # The top-level help names every operator `vkdml run` takes.
+    p = vkdml("--help")
+    for op in ("gather", "gather-nd", "gather-elements", "scatter-elements", "scatter-nd",
+               "dequantize-rows", "quantize-rows", "embedding-bag", "gather-block-quantized"):
+        check(op in p.stdout.replace("\n", " ").replace("  ", " "), f"vkdml --help names {op}")
     p = vkdml()
     check(p.returncode == 2 and "no command" in p.stderr, "vkdml with no command")
     p = vkdml("frobnicate")

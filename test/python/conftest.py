@@ -10,6 +10,12 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import vkdml  # noqa: E402
 
+# VKDML_EXPECT_MODULE_DIR (.ci/packages.sh: the installed packages, the wheel in a venv): the
+# tests must run the module installed there, never a build tree's.
+_expected = os.environ.get("VKDML_EXPECT_MODULE_DIR")
+if _expected and not os.path.realpath(vkdml.__file__).startswith(os.path.realpath(_expected) + "/"):
+    raise ImportError(f"vkdml was imported from {vkdml.__file__}, expected under {_expected}")
+
 
 def pytest_collection_modifyitems(config, items):
     """VKDML_TEST_SHARE=r/n (a rerun of the suite: python.min_limits, test/CMakeLists.txt): the
