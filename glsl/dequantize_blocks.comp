@@ -5,10 +5,10 @@
 // SCALES: ScaleTensor's element into the scratch's BLOCK as float32 bits (kOutputSize: its
 //   element size), with the type's zero point (the plan's params.w).
 // ZERO_POINTS: ZeroPointTensor's value into its block's zero point word.
-// Otherwise (Blocks): an invocation per output value, DML_OPERATOR_GATHER's walk over the values
-//   of InputTensor (the indexed offset: a value's row-major number), each (value - zero point) *
-//   scale in float32, rounded once (a denormal scale through glsl/float32.glsl: no device
-//   flushing), then to float16 where kOutputSize is 2.
+// Otherwise (Blocks): an invocation per output value (or pair, or eight: kUnit, octet() below),
+//   DML_OPERATOR_GATHER's walk over the values of InputTensor (the indexed offset: a value's
+//   row-major number), each (value - zero point) * scale in float32, rounded once (a denormal
+//   scale through glsl/float32.glsl: no device flushing), then to float16 where kOutputSize is 2.
 //   On the large path (LARGE=1; lib/kernels/kernel_blocks.cpp) a dispatch per chunk of the output
 //   and window of InputTensor takes the values in its window (whose offsets count values), each
 //   float16 stored alone.

@@ -1,8 +1,9 @@
-// A scatter mean's division (glsl/mean.comp): an element's bits divided by a count n >= 1 as a
-// CPU divides, bit for bit on every device. Floats (ELEM 2, 4, 8) are rounded to nearest even
-// once, denormals in and out, zeros and infinities kept, a NaN made quiet; integers round toward
-// negative infinity (PyTorch's floor division). All in 32-bit integer arithmetic: Vulkan's float
-// division is only within 2.5 ULP, and 64-bit types are optional. Values are (low, high) words.
+// A mean's division (glsl/mean.comp, the scatter kernels that fold it, embedding_bag.comp, and
+// the quantizer's d): an element's bits divided by a count n >= 1 as a CPU divides, bit for bit
+// on every device. Floats (ELEM 2, 4, 8) are rounded to nearest even once, denormals in and out,
+// zeros and infinities kept, a NaN made quiet; integers round toward negative infinity
+// (PyTorch's floor division). All in 32-bit integer arithmetic: Vulkan's float division is only
+// within 2.5 ULP, and 64-bit types are optional. Values are (low, high) words.
 #include "wide.glsl"
 
 // floor(m * 2^k / n) and whether a remainder is left, for m of `bits` bits and a quotient of
