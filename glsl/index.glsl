@@ -113,7 +113,18 @@ uvec4 locate(uint p, uint i) {
   }
   return uvec4(at.x, dropped ? VKDML_NOT_OWNED : ownedOffset(indexed), at.y, dropped ? 1u : 0u);
 }
+
+// A scatter mean's count of the target locate() gave as `owned` (lib/kernels/kernel_mean.cpp):
+// its word in the counts of the piece of OutputTensor that starts at element pc.begin.
+uint tallyWord(uint owned) {
+  return lpc.indexedStart[0] + owned - pc.begin;  // modulo 2^32: the word is below it
+}
 #else
+// A scatter mean's count of target slot `slot` (glsl/indexed.comp, TALLY_PASS).
+uint tallyWord(uint slot) {
+  return slot;
+}
+
 // The indexed-side offset of a loop element of plans[p] whose loopOffsets are `at`: its
 // index components read, clamped and applied; with kDrop, VKDML_NOT_OWNED where one is out of
 // range (no offset: a tensor within one descriptor has fewer than 2^32 - 1 elements).

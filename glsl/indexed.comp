@@ -4,7 +4,8 @@
 // of slices it overwrites, which its copy pass then skips); KEYS writes each element's indexed
 // offset (its target slot) and its loop index for the sort of a deterministic scatter (LARGE:
 // over the scatter's own plan, the target's element in the window); TALLY_PASS counts, over the
-// same keys, the update units of each target slot of a scatter mean (glsl/mean.comp divides).
+// same keys, the update units of each target slot of a scatter mean (glsl/mean.comp divides;
+// LARGE: over the scatter's own plan, the updates of each element of a piece of OutputTensor).
 // ELEM is the element size in bytes (1, 2, 4, 8, or 16 for widened plans): the kernel moves
 // bytes and never looks at data types.
 // INDEX64 selects 64-bit index loads. LARGE: the large path (interface.h: LargePush), where a
@@ -78,7 +79,7 @@ void main() {
       if (u < n && at[u].w == 0u) atomicOr(MASK_WORD(at[u].y >> 5), 1u << (at[u].y & 31u));
 #elif TALLY_PASS
     for (uint u = 0u; u < kUnroll; ++u)
-      if (u < n && at[u].w == 0u) atomicAdd(TALLY(at[u].y), 1u);
+      if (u < n && at[u].y != VKDML_NOT_OWNED) atomicAdd(TALLY(tallyWord(at[u].y)), 1u);
 #else
 #if LARGE  // the dispatch of the indexed side's first window fills a gather's dropped elements
     const bool fills = SCATTER == 0 && lpc.indexedOwn[0] == 0u && lpc.indexedOwn[1] == 0u;

@@ -230,8 +230,7 @@ vkdml::detail::Capabilities Caps() {
 // one window, or the dispatch count rules the smaller out). Kernel choice is asked first
 // (lib/kernels/kernels.h, with this device's capabilities), CompileOperator then compiles with the
 // same range, and the tally counts what happened. Every mode runs there: a refusal at every window
-// fails the test unless an index tuple is wider than them all. MEAN, which the large path
-// refuses, must be refused by name, and then runs off it.
+// fails the test unless an index tuple is wider than them all.
 Result CompileLarge(OpSpec& spec, const Operator& op, UINT flags,
                     std::unique_ptr<CompiledOperator>* out) {
   LargeTally& tally = TheLargeTally();
@@ -240,21 +239,6 @@ Result CompileLarge(OpSpec& spec, const Operator& op, UINT flags,
   UINT64 largest = 0;
   for (const TensorDesc& t : spec.tensors) largest = std::max<UINT64>(largest, t.Total());
   const UINT64 align = Caps().rangeAlign;
-  if (impl.mean) {  // MEAN does not run on the large path: refused by name, then run plainly
-    Result chosen;
-    {
-      ScopedSwitch env("VKDML_MAX_BINDING_RANGE", std::to_string(align + 16).c_str());
-      vkdml::detail::KernelSet set;
-      chosen = vkdml::detail::ChooseKernels(impl, flags, Caps(), &set);
-    }
-    INFO(Str(chosen));
-    if (largest > 16)
-      CHECK(chosen.message.find("VKDML_REDUCE_FUNCTION_MEAN does not run on the large path") !=
-            std::string::npos);
-    else
-      CHECK(chosen.ok());
-    return Dev().CompileOperator(op, flags, out);
-  }
   Result refusal;
   std::string range, refusalRange;
   UINT64 smallest = largest;  // of the tensors past 16 bytes, a window's least

@@ -1402,8 +1402,8 @@ TEST_CASE("Kernels: ExcludeSelf resets the targets to the reduction's identity f
 // sorted scatter's ordered fold divides each run's sum itself (VKDML_SPEC_MEAN); otherwise
 // the tally over the operator's keys (an update unit each: a ScatterND slice counts once)
 // and the division over every OutputTensor element, with the input in the mean unless
-// ExcludeSelf; the tally's scratch region, a word per target slot, is zeroed each run. Refused
-// on the large path, by name.
+// ExcludeSelf; the tally's scratch region, a word per target slot, is zeroed each run. (On the
+// large path: the next test.)
 TEST_CASE("Kernels: MEAN is ADD's steps, then a tally and a division", "[kernels]") {
   const DML_TENSOR_DATA_TYPE i32 = DML_TENSOR_DATA_TYPE_INT32;
   int folded = 0, divided = 0;  // cases of each kind
@@ -1482,10 +1482,88 @@ TEST_CASE("Kernels: MEAN is ADD's steps, then a tally and a division", "[kernels
   }
   CHECK(folded > 10);
   CHECK(divided > 10);
-  // The large path refuses it, naming it.
+}
+
+// MEAN on the large path (kernel_mean.cpp): the sum's steps, then for each piece of OutputTensor
+// a tally and a division, the pieces covering OutputTensor once, in order, each within one
+// window and within the counts' words; both steps a dispatch per chunk of the scatter's loop,
+// owning exactly the piece, whose first element the kernels are told (begin). The default
+// mode's sum is ADD's steps. Where the scratch is small a window takes several pieces. A scratch
+// with no room for counts is refused by name.
+TEST_CASE("Kernels: MEAN on the large path counts and divides a piece of the output at a time",
+          "[kernels]") {
+  const DML_TENSOR_DATA_TYPE i32 = DML_TENSOR_DATA_TYPE_INT32;
+  int pieced = 0;  // cases where a window took more than one piece
+  for (DML_TENSOR_DATA_TYPE type : {DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_INT8}) {
+    for (UINT flags : {0u, UINT(VKDML_EXECUTION_FLAG_DETERMINISTIC)}) {
+      for (UINT64 scratch : {UINT64(1) << 20, UINT64(4096)}) {
+        INFO(DataTypeName(type) << ", flags " << flags << ", scratchRange " << scratch);
+        Capabilities device = GpuDevice();
+        device.maxRange = 1 << 12;  // windows of 3840 bytes
+        device.rangeAlign = 256;
+        device.scratchRange = scratch;
+        const UINT size = DataTypeSize(type);
+        const UINT64 bytes = UINT64(64) * 256 * size, windows = (bytes + 3839) / 3840;
+        OpSpec spec =
+            OpSpec::ScatterElements(TensorDesc(type, {64, 256}), TensorDesc(i32, {64, 8}),
+                                    TensorDesc(type, {64, 8}), TensorDesc(type, {64, 256}), 1);
+        spec.WithReduce(VKDML_REDUCE_FUNCTION_ADD);
+        const KernelSet add = Choose(spec, device, flags);
+        spec.WithReduce(VKDML_REDUCE_FUNCTION_MEAN);
+        const KernelSet mean = Choose(spec, device, flags);
+        REQUIRE(mean.large);
+        CHECK(mean.scratchWords * 4 <= scratch);
+        size_t sum = 0;  // the sum's steps
+        while (sum < mean.steps.size() && mean.steps[sum].plain.module.rfind("tally_", 0) != 0)
+          ++sum;
+        REQUIRE(sum > 0);
+        if (flags == 0) {
+          REQUIRE(sum == add.steps.size());
+          for (size_t i = 0; i < sum; ++i)
+            CHECK(mean.steps[i].plain.module == add.steps[i].plain.module);
+        }
+        REQUIRE((mean.steps.size() - sum) % 2 == 0);
+        UINT64 covered = 0;  // OutputTensor's bytes, in order
+        size_t pieces = 0;
+        for (size_t i = sum; i < mean.steps.size(); i += 2, ++pieces) {
+          const auto& tally = mean.steps[i].plain;
+          const auto& divide = mean.steps[i + 1].plain;
+          CHECK(tally.module == "tally_i32_large");
+          CHECK(divide.module == "mean_e" + std::to_string(size) + "_i32_large");
+          CHECK(divide.spec[VKDML_SPEC_SELF] == 1);
+          REQUIRE(!tally.large.empty());
+          REQUIRE(tally.large.size() == divide.large.size());
+          const vkdml::detail::Span piece = tally.large[0].indexed;
+          CHECK(piece.begin == covered);
+          covered = piece.end;
+          CHECK(piece.begin / 3840 == (piece.end - 1) / 3840);  // within one window
+          CHECK(tally.begin == piece.begin / size);
+          CHECK(divide.begin == tally.begin);
+          CHECK(piece.end - piece.begin <= mean.tallyWords * size);
+          for (size_t d = 0; d < tally.large.size(); ++d) {
+            CHECK(tally.large[d].indexed.begin == piece.begin);
+            CHECK(tally.large[d].indexed.end == piece.end);
+            CHECK(divide.large[d].indexed.begin == piece.begin);
+            CHECK(divide.large[d].indexed.end == piece.end);
+            CHECK(divide.large[d].direct.begin == tally.large[d].direct.begin);
+            CHECK(divide.large[d].count == tally.large[d].count);
+          }
+          if (flags == 0)  // the atomic sum: each chunk once per window
+            CHECK(tally.large.size() * windows == mean.steps[sum - 1].plain.large.size());
+        }
+        CHECK(covered == bytes);
+        CHECK(pieces >= windows);
+        pieced += pieces > windows;
+        CHECK(mean.scratchAt.tally + mean.tallyWords <= mean.scratchWords);
+      }
+    }
+  }
+  CHECK(pieced >= 2);
+  // No room for the counts after the status words: refused, naming MEAN.
   Capabilities device = GpuDevice();
   device.maxRange = 1 << 12;
   device.rangeAlign = 256;
+  device.scratchRange = 4 * (VKDML_STATUS_WORDS + 8);
   const DML_TENSOR_DATA_TYPE f32 = DML_TENSOR_DATA_TYPE_FLOAT32;
   OpSpec spec = OpSpec::ScatterElements(TensorDesc(f32, {64, 256}), TensorDesc(i32, {64, 8}),
                                         TensorDesc(f32, {64, 8}), TensorDesc(f32, {64, 256}), 1);
@@ -1496,11 +1574,7 @@ TEST_CASE("Kernels: MEAN is ADD's steps, then a tally and a division", "[kernels
   const Result r = vkdml::detail::ChooseKernels(op, 0, device, &set);
   INFO(Str(r));
   CHECK(r.status == Status::Unsupported);
-  CHECK(r.message.find("SCATTER_ELEMENTS_REDUCE: VKDML_REDUCE_FUNCTION_MEAN does not run on the "
-                       "large path") == 0);
-  spec.WithReduce(VKDML_REDUCE_FUNCTION_ADD);
-  vkdml::detail::OperatorImpl add;
-  REQUIRE(vkdml::detail::BuildOperator(spec.Desc(), &add).ok());
-  CHECK(vkdml::detail::ChooseKernels(add, 0, device, &set).ok());
-  CHECK(set.large);
+  CHECK(r.message.find("SCATTER_ELEMENTS_REDUCE: this device's maxStorageBufferRange (") == 0);
+  CHECK(r.message.find("leaves no room for VKDML_REDUCE_FUNCTION_MEAN's counts on the large "
+                       "path") != std::string::npos);
 }

@@ -1518,6 +1518,7 @@ TEST_CASE_METHOD(Fixture, "Random scatter means vs the sequential reference",
   TypeSweep sweep;  // fails if no type ran, or any was skipped on lavapipe
   const uint64_t base = BaseSeed();
   const bool only = SweepReplaysOne();
+  const LargeTally large = TheLargeTally();
   int failures = 0, runs = 0;
   uint64_t counter = 0;
   for (DML_TENSOR_DATA_TYPE dt : DataTypes()) {
@@ -1543,6 +1544,7 @@ TEST_CASE_METHOD(Fixture, "Random scatter means vs the sequential reference",
     }
   }
   INFO(runs << " cases");
+  if (!only) CheckLargeTally(large, runs, true);
   CHECK(failures == 0);
   CHECK((only || runs > 0));
 }

@@ -172,7 +172,7 @@ enum VKDML_REDUCE_FUNCTION : UINT {
   // PyTorch's scatter_reduce "mean": each element some update targets becomes (its input value,
   // unless ExcludeSelf, plus its updates, summed as ADD sums them) divided by their number, once:
   // floats rounded to nearest even, integers rounded toward negative infinity. The others keep
-  // their input value. Not on the large path (tensors past the device's binding range).
+  // their input value.
   VKDML_REDUCE_FUNCTION_MEAN = 5,
 };
 

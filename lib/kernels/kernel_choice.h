@@ -96,6 +96,10 @@ class Choice {
   UINT next_ = 0;
 };
 
+// kernels.cpp: the scratch regions' offsets in set.scratchAt, one after another after checked
+// mode's status words, as far as the set's sizes go so far; the words they take.
+UINT64 LayScratch(KernelSet& set);
+
 // kernel_copy.cpp: a copy, a mark or a scatter without a reduction.
 Result ChooseCopy(Choice& c, const Pass& pass);
 Result ChooseReport(Choice& c);  // checked mode's last dispatch
@@ -139,7 +143,7 @@ void ListTiesModules(const ModuleSink& sink);
 
 // kernel_mean.cpp: a scatter mean's count of update units per target slot and its division,
 // after the scatter pass's sum.
-Result ChooseMean(Choice& c);
+Result ChooseMean(Choice& c, const Pass& pass);
 void ListMeanModules(const ModuleSink& sink);
 
 // kernel_quantized.cpp: a Dequantize, Claim or Quantize pass (VKDML_OPERATOR_*_QUANTIZED_ROWS).

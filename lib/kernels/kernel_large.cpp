@@ -142,13 +142,6 @@ Result CheckLargePath(const Choice& c) {
     return Fail(Status::Unsupported, c.op.name, ": this device's binding range (", c.caps.maxRange,
                 " bytes) leaves no window after its offset alignment (", c.caps.rangeAlign,
                 " bytes): the large path needs at least ", c.caps.rangeAlign + VKDML_VECTOR_BYTES);
-  if (c.op.mean)
-    return Fail(Status::Unsupported, c.op.name,
-                ": VKDML_REDUCE_FUNCTION_MEAN does not run on the large path, which this operator "
-                "needs: a tensor may pass this device's binding range (",
-                c.caps.maxRange,
-                " bytes), a loop has 2^32 or more elements, or a deterministic execution's "
-                "scratch would not fit one descriptor");
   if (c.set.checked && c.op.Indices().Count() > 0xFFFFFFFFu)
     return Fail(Status::Unsupported, c.op.name,
                 ": VKDML_EXECUTION_FLAG_CHECK_INDICES on an IndicesTensor of 2^32 or more "

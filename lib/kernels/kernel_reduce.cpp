@@ -141,9 +141,10 @@ Result Ordered(Choice& c, const Plan& scatter) {
 }
 
 // The update elements one chunk of a sort on the large path may take: its keys and values
-// twice each and its digit counts, after the status words, within the scratch range (0: none).
-UINT64 LargeSortChunk(const Capabilities& caps) {
-  const UINT64 words = std::min<UINT64>(caps.scratchRange, UINT64(1) << 36) / 4;
+// twice each and its digit counts, after the status words, within the scratch range, or half of
+// it for a mean, whose counts take the rest (kernel_mean.cpp; 0: none).
+UINT64 LargeSortChunk(const Capabilities& caps, bool mean) {
+  const UINT64 words = std::min<UINT64>(caps.scratchRange / (mean ? 2 : 1), UINT64(1) << 36) / 4;
   if (words <= VKDML_STATUS_WORDS + 4) return 0;
   const UINT64 most = (words - VKDML_STATUS_WORDS) / 4;  // no room for counts: an upper bound
   std::vector<UINT64> offset, size;
@@ -164,7 +165,7 @@ UINT64 LargeSortChunk(const Capabilities& caps) {
 // kSequentialChunk elements skips the keys and the sort: one invocation per window folds it in
 // order.
 Result OrderedLarge(Choice& c, const Plan& scatter) {
-  const UINT64 chunk = LargeSortChunk(c.caps);
+  const UINT64 chunk = LargeSortChunk(c.caps, c.op.mean);
   if (chunk == 0)
     return Fail(Status::Unsupported, c.op.name, ": this device's maxStorageBufferRange (",
                 c.caps.scratchRange, " bytes) leaves no room for a deterministic sort's scratch");

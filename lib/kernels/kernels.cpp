@@ -49,9 +49,9 @@ std::string BagScratch(const KernelSet& set) {
   return text;
 }
 
-// The scratch regions one after another, after checked mode's status words; more than one
-// descriptor can see (maxStorageBufferRange) is refused, naming what needs it.
-Result PlaceScratch(const OperatorImpl& op, const Capabilities& caps, KernelSet& set) {
+}  // namespace
+
+UINT64 LayScratch(KernelSet& set) {
   UINT64 at = VKDML_STATUS_WORDS;
   auto place = [&at](UINT64 words) {
     const UINT64 start = at;
@@ -71,6 +71,15 @@ Result PlaceScratch(const OperatorImpl& op, const Capabilities& caps, KernelSet&
   set.scratchAt.dispatches = place(set.dispatchWords);
   set.scratchAt.spans = place(set.spanWords);
   set.scratchWords = at;
+  return at;
+}
+
+namespace {
+
+// More scratch than one descriptor can see (maxStorageBufferRange) is refused, naming what
+// needs it.
+Result PlaceScratch(const OperatorImpl& op, const Capabilities& caps, KernelSet& set) {
+  const UINT64 at = LayScratch(set);
   if (at * 4 <= caps.scratchRange) return {};
   const std::string what =
       set.sortWords ? Str("a deterministic execution sorts ", set.sortWords / 2, " update units")
@@ -223,7 +232,8 @@ Result ChooseKernels(const OperatorImpl& op, UINT flags, const Capabilities& cap
       VKDML_TRY(ChooseReduction(c, pass));
     else
       VKDML_TRY(ChooseCopy(c, pass));
-    if (pass.kind == Pass::Kind::Scatter && op.mean && !c.meanInFold) VKDML_TRY(ChooseMean(c));
+    if (pass.kind == Pass::Kind::Scatter && op.mean && !c.meanInFold)
+      VKDML_TRY(ChooseMean(c, pass));
   }
   if (c.set.checked) VKDML_TRY(ChooseReport(c));
   if (!c.large) c.set.maskWords = op.maskWords;  // the large path copies everything
