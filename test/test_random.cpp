@@ -2037,6 +2037,49 @@ TEST_CASE_METHOD(Fixture, "Large path: a deterministic sort past maxStorageBuffe
   RunCase(c);
 }
 
+// A scatter mean whose OutputTensor passes maxStorageBufferRange with more elements than the
+// scratch holds counts for (INT8: four an output word, a quarter of the range's words): each
+// window's counts and divisions go in several pieces (lib/kernels/kernel_mean.cpp), in both
+// modes, against the sequential reference. Skipped where the range is wider than 128 MiB, as
+// above.
+TEST_CASE_METHOD(Fixture, "Large path: a scatter mean counts past maxStorageBufferRange in pieces",
+                 "[large][reduce][mean][big]") {
+  const UINT64 range = Dev().Info().maxStorageBufferRange;
+  if (range > (UINT64(1) << 27)) {
+    CHECK(Dev().Info().driverName.find("llvmpipe") == std::string::npos);
+    WARN("maxStorageBufferRange is " << range << ": a mean past it is not run here");
+    return;
+  }
+  const DML_TENSOR_DATA_TYPE i8 = DML_TENSOR_DATA_TYPE_INT8, it = DML_TENSOR_DATA_TYPE_INT32;
+  const UINT targets = UINT(range + (range >> 3)), n = 200000;
+  Rng rng(BaseSeed() ^ 0x3E5);
+  TensorDesc in(i8, {targets}), ix(it, {n}), upd(i8, {n}), out = in;
+  for (UINT flags : {0u, UINT(VKDML_EXECUTION_FLAG_DETERMINISTIC)}) {
+    INFO("flags " << flags);
+    Case c;
+    c.spec = OpSpec::ScatterElements(in, ix, upd, out, 0);
+    c.spec.WithReduce(VKDML_REDUCE_FUNCTION_MEAN);
+    std::vector<int64_t> values(n);  // half of them on 64 targets: counts past one
+    for (UINT i = 0; i < n; ++i)
+      values[i] = i % 2 ? int64_t(rng.U(0, 63)) * (targets / 64) : int64_t(rng.U(0, targets - 1));
+    c.inputs = {RandomBytes(rng, in.Total()), IndexBytes(it, values, ix.Total()),
+                RandomBytes(rng, upd.Total())};
+    c.opts.flags = flags;
+    {  // kernel choice: the large path, more pieces of counts than windows
+      vkdml::detail::OperatorImpl op;
+      REQUIRE(vkdml::detail::BuildOperator(c.spec.Desc(), &op).ok());
+      vkdml::detail::KernelSet set;
+      REQUIRE(vkdml::detail::ChooseKernels(op, flags, CapabilitiesOf(Dev()), &set).ok());
+      CHECK(set.large);
+      CHECK(set.scratchWords * 4 <= range);
+      int pieces = 0;
+      for (const auto& step : set.steps) pieces += step.plain.module.rfind("tally_", 0) == 0;
+      CHECK(pieces > 2);  // two windows
+    }
+    RunCase(c);
+  }
+}
+
 // Past 4 GiB and past 2^32 elements (5 GiB of UINT8 in 40960 rows of 131072): 64-bit element
 // offsets, windows of a 4 GiB range, and a copy loop of more than 2^32 elements. For GPUs with
 // the memory: run by hand (`vkdml_tests "[.gpu-large]"`; the CPU reference and the comparison
