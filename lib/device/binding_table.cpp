@@ -21,7 +21,6 @@ Role SourceOf(Pass::Kind kind) {
       return Role::Input;
     case Pass::Kind::Bounds:
       return Role::Offsets;
-    case Pass::Kind::Weights:
     case Pass::Kind::MoeWeights:  // a MoE unpermute's WeightsTensor (inputs[2], as Updates)
       return Role::Updates;
     case Pass::Kind::MoeKeys:
@@ -31,6 +30,7 @@ Role SourceOf(Pass::Kind kind) {
     case Pass::Kind::MoeRows:
     case Pass::Kind::MoeUnpermute:
       return Role::Input;
+    case Pass::Kind::Weights:
     case Pass::Kind::ZeroPoints:  // a block-quantized gather's ZeroPointTensor; Scales: ScaleTensor
       return Role::Weights;
     default:
