@@ -548,3 +548,88 @@ TEST_CASE_METHOD(Fixture, "MoE: validation", "[moe][validation]") {
         "MOE_PERMUTE: VKDML_OPERATOR_OUT_OF_RANGE does not wrap it: it defines its out-of-range "
         "ids (dropped entries, -1 rows)");
 }
+
+// Kernel choice on made-up devices: the permute's steps (keys, the sort's count, scan levels and
+// scatter a digit pass each, then one pass per output, each naming the output it writes), the
+// rows in uvec4s only where rows sit on 16 bytes, the unpermute's float arithmetic per device.
+TEST_CASE("MoE: kernel choice", "[kernels][moe]") {
+  using vkdml::detail::Capabilities;
+  using vkdml::detail::KernelSet;
+  using vkdml::detail::Pass;
+  Capabilities gpu;
+  gpu.maxGroups = 65535;
+  auto permute = [&](const MoePermuteCase& c, KernelSet* set) {
+    MoePermuteBuilt b;
+    Build(c, &b);
+    vkdml::detail::OperatorImpl op;
+    REQUIRE(vkdml::detail::BuildOperator(b.op, &op).ok());
+    REQUIRE(vkdml::detail::ChooseKernels(op, 0, gpu, set).ok());
+  };
+  MoePermuteCase c;
+  c.tokens = 1000;
+  c.k = 8;
+  c.width = 8;  // 32 bytes a row
+  c.xStride = c.outStride = 8;
+  c.idStride[0] = c.invStride[0] = 8;
+  for (UINT experts : {64u, 256u, 300u, 70000u}) {
+    c.experts = experts;
+    KernelSet set;
+    permute(c, &set);
+    const UINT digits = experts < 256 ? 1 : experts < 65536 ? 2 : 3;
+    INFO("experts " << experts);
+    REQUIRE(set.steps.size() == 1 + 3 * digits + 4);  // 8000 keys: one scan level
+    CHECK(set.steps[0].plain.module == "moe_keys_i32");
+    for (UINT d = 0; d < digits; ++d) {
+      CHECK(set.steps[1 + 3 * d].plain.module == "sort_count");
+      CHECK(set.steps[1 + 3 * d].plain.sort.shift == 8 * d);
+      CHECK(set.steps[3 + 3 * d].plain.module == "sort_scatter");
+    }
+    const size_t out = 1 + 3 * digits;
+    const char* modules[4] = {"moe_rows", "moe_offsets", "moe_permutation", "moe_inverse"};
+    for (UINT o = 0; o < 4; ++o) {
+      CHECK(set.steps[out + o].plain.module == modules[o]);
+      CHECK(set.steps[out + o].output == o);
+      CHECK(set.plans[set.steps[out + o].plain.slot].sortedBase == (digits % 2 ? 8000u : 0u));
+    }
+    CHECK(set.steps[out].hasWide);
+    CHECK(set.steps[out].wide.module == "moe_rows_v4");
+    CHECK(set.sortWords == 16000);
+    CHECK(!set.checked);
+  }
+  c.experts = 64;
+  c.width = 6;  // 24 bytes: words only
+  c.xStride = c.outStride = 6;
+  KernelSet set;
+  permute(c, &set);
+  CHECK(!set.steps[4].hasWide);
+  CHECK(set.steps[4].plain.module == "moe_rows");
+
+  struct Want {
+    bool denormPreserve32, float64;
+    const char* module;
+  };
+  for (const Want& w :
+       {Want{false, false, "moe_unpermute_f16_i64"}, Want{false, true, "moe_unpermute_f16_i64_w"},
+        Want{true, true, "moe_unpermute_f16_i64_dp"}}) {
+    gpu.denormPreserve32 = w.denormPreserve32;
+    gpu.float64 = w.float64;
+    MoeUnpermuteCase u;
+    u.tokens = 10;
+    u.k = 4;
+    u.rows = 40;
+    u.valueType = DML_TENSOR_DATA_TYPE_FLOAT16;
+    u.invType = DML_TENSOR_DATA_TYPE_INT64;
+    u.invStride[0] = u.weightStride[0] = 4;
+    MoeUnpermuteBuilt b;
+    Build(u, &b);
+    vkdml::detail::OperatorImpl op;
+    REQUIRE(vkdml::detail::BuildOperator(b.op, &op).ok());
+    KernelSet us;
+    REQUIRE(vkdml::detail::ChooseKernels(op, 0, gpu, &us).ok());
+    REQUIRE(us.steps.size() == 2);
+    CHECK(us.steps[0].kind == Pass::Kind::MoeWeights);
+    CHECK(us.steps[1].plain.module == w.module);
+    CHECK(us.steps[1].plain.groups == 10);  // a workgroup per token
+    CHECK(us.weightWords == 40);
+  }
+}
