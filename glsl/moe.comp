@@ -139,18 +139,21 @@ void main() {
 #else
         const uint lo = sourceWords[at + first / 2u];
         const uint hi = values > 2u ? sourceWords[at + first / 2u + 1u] : 0u;
-        v = uvec4(floatBitsToUint(halfToFloat(lo & 0xFFFFu)), floatBitsToUint(halfToFloat(lo >> 16)),
+        v = uvec4(floatBitsToUint(halfToFloat(lo & 0xFFFFu)),
+                  floatBitsToUint(halfToFloat(lo >> 16)),
                   floatBitsToUint(halfToFloat(hi & 0xFFFFu)),
                   floatBitsToUint(halfToFloat(hi >> 16)));
 #endif
-        for (uint q = 0u; q < 4u; ++q) acc[q] = floatArith(acc[q], floatArith(v[q], w, false), true);
+        for (uint q = 0u; q < 4u; ++q)
+          acc[q] = floatArith(acc[q], floatArith(v[q], w, false), true);
       }
       const uint to = pc.dstBase + t * outStride;
       if (kOutputSize == 4u) {
         for (uint q = 0u; q < values; ++q) outputWords[to + first + q] = acc[q];
       } else {  // a row's values are even: whole words
         outputWords[to + first / 2u] = floatToHalf(acc.x) | (floatToHalf(acc.y) << 16);
-        if (values > 2u) outputWords[to + first / 2u + 1u] = floatToHalf(acc.z) | (floatToHalf(acc.w) << 16);
+        if (values > 2u)
+          outputWords[to + first / 2u + 1u] = floatToHalf(acc.z) | (floatToHalf(acc.w) << 16);
       }
     }
   }
