@@ -92,7 +92,8 @@ Bytes RandomIds(Rng& rng, const MoePermuteCase& c, UINT64 total, double dropped)
 }
 
 // Runs a permute case with random inputs and checks every output byte.
-void RunPermute(Rng& rng, const MoePermuteCase& c, double dropped) {
+void RunPermute(Rng& rng, const MoePermuteCase& c, double dropped,
+                UINT flags = DML_EXECUTION_FLAG_NONE) {
   MoePermuteBuilt b;
   Build(c, &b);
   INFO("x " << b.x.ToString() << ", ids " << b.ids.ToString() << ", rows " << b.rows.ToString()
@@ -101,7 +102,7 @@ void RunPermute(Rng& rng, const MoePermuteCase& c, double dropped) {
   const Bytes x = RandomRows(rng, c.valueType, c.tokens, c.width, c.xStride, b.x.Total(), true);
   const Bytes ids = RandomIds(rng, c, b.ids.Total(), dropped);
   std::unique_ptr<CompiledOperator> compiled;
-  Result r = Compile(Dev(), b.op, DML_EXECUTION_FLAG_NONE, &compiled);
+  Result r = Compile(Dev(), b.op, flags, &compiled);
   INFO(Str(r));
   REQUIRE(r.ok());
   const std::vector<Bytes> poison = {Poisoned(b.rows.Total()), Poisoned(b.offsets.Total()),
@@ -286,7 +287,10 @@ TEST_CASE_METHOD(Fixture, "MoE: random permutes vs reference", "[moe]") {
     const double dropped = n % 5 == 0 ? 0.0 : n % 5 == 1 ? 0.9 : 0.2;
     if (!SweepRuns(n)) continue;
     INFO("case " << n << " (VKDML_TEST_CASE=" << n << " replays it)");
-    RunPermute(rng, c, dropped);
+    // The flags change nothing: out-of-range ids are defined, the order is always the same.
+    RunPermute(rng, c, dropped,
+               n % 4 == 3 ? VKDML_EXECUTION_FLAG_DETERMINISTIC | VKDML_EXECUTION_FLAG_CHECK_INDICES
+                          : DML_EXECUTION_FLAG_NONE);
   }
 }
 
@@ -319,6 +323,25 @@ TEST_CASE_METHOD(Fixture, "MoE: random unpermutes vs reference", "[moe]") {
     INFO("case " << n << " (VKDML_TEST_CASE=" << n << " replays it)");
     RunUnpermute(rng, c, denormals);
   }
+}
+
+// Every tensor must fit one descriptor: past the binding range (narrowed by the test knob),
+// CompileOperator refuses, naming the limit.
+TEST_CASE_METHOD(Fixture, "MoE: a tensor past the binding range", "[moe][validation]") {
+  ScopedSwitch env("VKDML_MAX_BINDING_RANGE", "65536");
+  MoePermuteCase c;
+  c.tokens = 100;
+  c.k = 8;
+  c.experts = 16;
+  c.width = c.xStride = c.outStride = 64;  // the rows: 800 x 256 bytes
+  c.idStride[0] = c.invStride[0] = 8;
+  MoePermuteBuilt b;
+  Build(c, &b);
+  std::unique_ptr<CompiledOperator> compiled;
+  const Result r = Compile(Dev(), b.op, DML_EXECUTION_FLAG_NONE, &compiled);
+  CHECK(r.status == Status::Unsupported);
+  CHECK(r.message.find("MOE_PERMUTE: a tensor is past this device's maxStorageBufferRange") == 0);
+  CHECK(r.message.find("every tensor must fit one descriptor") != std::string::npos);
 }
 
 // Outputs may not overlap each other; inputs may not overlap them.
