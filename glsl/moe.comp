@@ -6,14 +6,15 @@
 // at plans[p].sortedBase in the scratch's keys and values (glsl/radix_sort.comp sorted them).
 // KEYS: entry i = t * k + j of TopkIdsTensor: its key (the expert, or E = params.x where the id
 //   is outside [0, E): dropped, sorted last) and its number, into the sort's first half.
-// ROWS: a workgroup per position p, its threads along the row: OutputTensor's row p is
-//   InputTensor's row (entry / k), or zeros where the entry is dropped.
+// ROWS: a row's threads per position p (params.w of them, a workgroup's for long rows), along
+//   the row: OutputTensor's row p is InputTensor's row (entry / k), or zeros where the entry is
+//   dropped.
 // OFFSETS: expert e's first position (its key's lower bound in the sorted keys, by bisection).
 // PERMUTATION: position p's entry, or -1 where dropped. INVERSE: entry i's position, or -1.
 // WEIGHTS: WeightsTensor's entry i into the scratch as float32.
-// UNPERMUTE: a workgroup per token t, a group of 4 values a thread: the weighted rows of its k
-//   entries summed in j order in float32 (glsl/arith.glsl's floatArith: each product and sum
-//   rounded once, denormals kept by _dp and _w), rows outside [0, rows) skipped.
+// UNPERMUTE: a row's threads per token t (as ROWS), a group of 4 values a thread: the weighted
+//   rows of its k entries summed in j order in float32 (glsl/arith.glsl's floatArith: each
+//   product and sum rounded once, denormals kept by _dp and _w), rows outside [0, rows) skipped.
 // INDEX64: 64-bit ids (KEYS) or rows (UNPERMUTE); VALUE_BITS: UNPERMUTE's InputTensor type.
 #extension GL_GOOGLE_include_directive : require
 #define ELEM 4  // arith.glsl on float32 bits
@@ -68,6 +69,15 @@ void storeIndex(uint e, uint value, bool none) {
 }
 #endif
 
+// ROWS and UNPERMUTE: a row's `lanes` threads (a power of 2, at most the workgroup's), so a
+// workgroup takes gl_WorkGroupSize.x / lanes rows at once: this thread's first row and step.
+uint firstRow(uint lanes) {
+  return gl_WorkGroupID.x * (gl_WorkGroupSize.x / lanes) + gl_LocalInvocationID.x / lanes;
+}
+uint rowStep(uint lanes) {
+  return gl_NumWorkGroups.x * (gl_WorkGroupSize.x / lanes);
+}
+
 void main() {
   const uint p = pc.plan, count = plans[p].count, base = plans[p].sortedBase;
   const uvec4 params = plans[p].params;
@@ -80,11 +90,11 @@ void main() {
 #elif ROWS
   const uint width = params.z, inStride = VKDML_AT(plans[p].direct, 0),
              outStride = VKDML_AT(plans[p].direct, 1);
-  for (uint row = gl_WorkGroupID.x; row < count; row += gl_NumWorkGroups.x) {
+  for (uint row = firstRow(params.w); row < count; row += rowStep(params.w)) {
     const bool kept = SORT_KEY(base + row) < params.x;
     const uint from = pc.srcBase + SORT_VALUE(base + row) / params.y * inStride;
     const uint to = pc.dstBase + row * outStride;
-    for (uint w = gl_LocalInvocationID.x; w < width; w += gl_WorkGroupSize.x)
+    for (uint w = gl_LocalInvocationID.x % params.w; w < width; w += params.w)
       outputWords[to + w] = kept ? sourceWords[from + w] : WORD(0u);
   }
 #elif OFFSETS
@@ -125,8 +135,8 @@ void main() {
   const uint s0 = VKDML_AT(plans[p].direct, 0), s1 = VKDML_AT(plans[p].direct, 1);
   const uint inStride = VKDML_AT(plans[p].direct, 2), outStride = VKDML_AT(plans[p].direct, 3);
   const uint groups = (width + 3u) / 4u;
-  for (uint t = gl_WorkGroupID.x; t < count; t += gl_NumWorkGroups.x) {
-    for (uint g = gl_LocalInvocationID.x; g < groups; g += gl_WorkGroupSize.x) {
+  for (uint t = firstRow(params.w); t < count; t += rowStep(params.w)) {
+    for (uint g = gl_LocalInvocationID.x % params.w; g < groups; g += params.w) {
       const uint first = 4u * g, values = min(4u, width - first);
       uvec4 acc = uvec4(0u);  // +0
       for (uint j = 0u; j < k; ++j) {

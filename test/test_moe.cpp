@@ -616,6 +616,11 @@ TEST_CASE("MoE: kernel choice", "[kernels][moe]") {
     }
     CHECK(set.steps[out].hasWide);
     CHECK(set.steps[out].wide.module == "moe_rows_v4");
+    // 8 words a row (2 uvec4s): 8 threads a row, 2 wide; 8000 rows.
+    CHECK(set.plans[set.steps[out].plain.slot].params[3] == 8);
+    CHECK(set.plans[set.steps[out].wide.slot].params[3] == 2);
+    CHECK(set.steps[out].plain.groups == 8000 * 8 / 256);
+    CHECK(set.steps[out].wide.groups == (8000 * 2 + 255) / 256);
     CHECK(set.sortWords == 16000);
     CHECK(!set.checked);
   }
@@ -640,6 +645,7 @@ TEST_CASE("MoE: kernel choice", "[kernels][moe]") {
     u.tokens = 10;
     u.k = 4;
     u.rows = 40;
+    u.width = u.yStride = u.outStride = 8;
     u.valueType = DML_TENSOR_DATA_TYPE_FLOAT16;
     u.invType = DML_TENSOR_DATA_TYPE_INT64;
     u.invStride[0] = u.weightStride[0] = 4;
@@ -652,7 +658,9 @@ TEST_CASE("MoE: kernel choice", "[kernels][moe]") {
     REQUIRE(us.steps.size() == 2);
     CHECK(us.steps[0].kind == Pass::Kind::MoeWeights);
     CHECK(us.steps[1].plain.module == w.module);
-    CHECK(us.steps[1].plain.groups == 10);  // a workgroup per token
+    // 2 groups of 4 values a token: 2 threads each, 10 tokens in one workgroup.
+    CHECK(us.plans[us.steps[1].plain.slot].params[3] == 2);
+    CHECK(us.steps[1].plain.groups == 1);
     CHECK(us.weightWords == 40);
   }
 }

@@ -37,6 +37,14 @@ void LastStrides(const Tensor& t, UINT* a, UINT* b) {
   *b = t.strides[t.dims - 1];
 }
 
+// Threads along a row of `units` (a power of 2, at most a workgroup's): the rest of a workgroup
+// takes the next rows, so short rows leave no thread idle.
+UINT Lanes(UINT64 units, UINT groupSize) {
+  UINT lanes = 1;
+  while (lanes < units && lanes < groupSize) lanes *= 2;
+  return lanes;
+}
+
 // A row's stride, in `unit`-byte units.
 UINT RowStride(const Tensor& t, UINT unit) {
   return UINT(UINT64(t.strides[t.dims - 2]) * t.elemSize / unit);
@@ -79,21 +87,24 @@ Result ChooseMoe(Choice& c, const Pass& pass) {
       c.set.sortWords = 2 * UINT64(n);
       return {};
     }
-    case Pass::Kind::MoeRows: {  // a workgroup per row, its threads along it
+    case Pass::Kind::MoeRows: {  // Lanes threads a row (a workgroup for long rows)
       const Tensor &x = op.inputs[0], &rows = op.outputs[0];
-      const UINT rowBytes = op.width * x.elemSize;
-      plan.params = {{experts, k, rowBytes / 4, 0}};
+      const UINT rowBytes = op.width * x.elemSize, group = c.caps.groupSize;
+      UINT lanes = Lanes(rowBytes / 4, group);
+      plan.params = {{experts, k, rowBytes / 4, lanes}};
       VKDML_AT(plan.direct, 0) = RowStride(x, 4);
       VKDML_AT(plan.direct, 1) = RowStride(rows, 4);
       step.plain.module = kRows;
-      step.plain.groups = c.Groups(n);
+      step.plain.groups = c.Groups((UINT64(n) * lanes + group - 1) / group);
       if (rowBytes % 16 == 0 && UINT64(x.strides[x.dims - 2]) * x.elemSize % 16 == 0 &&
           UINT64(rows.strides[rows.dims - 2]) * rows.elemSize % 16 == 0) {
         UINT wideSlot = 0;
         VKDML_TRY(c.Slot(pass.plan, &wideSlot));
         shader::PackedPlan& wide = c.set.plans[wideSlot];
         wide = c.set.plans[slot];
+        lanes = Lanes(rowBytes / 16, group);
         wide.params[2] = rowBytes / 16;
+        wide.params[3] = lanes;
         VKDML_AT(wide.direct, 0) = RowStride(x, 16);
         VKDML_AT(wide.direct, 1) = RowStride(rows, 16);
         step.hasWide = true;
@@ -101,6 +112,7 @@ Result ChooseMoe(Choice& c, const Pass& pass) {
         step.wide.module = kRowsWide;
         step.wide.slot = wideSlot;
         step.wide.unit = step.wide.align = 16;
+        step.wide.groups = c.Groups((UINT64(n) * lanes + group - 1) / group);
       }
       break;
     }
@@ -128,11 +140,12 @@ Result ChooseMoe(Choice& c, const Pass& pass) {
       c.set.weightWords = n;
       break;
     }
-    case Pass::Kind::MoeUnpermute: {  // a workgroup per token, a group of 4 values a thread
+    case Pass::Kind::MoeUnpermute: {  // Lanes threads a token, a group of 4 values a thread
       const Tensor &y = op.inputs[0], &out = op.outputs[0];
       UINT s0, s1;
       LastStrides(ids, &s0, &s1);
-      plan.params = {{k, y.sizes[y.dims - 2], op.width, 0}};
+      const UINT group = c.caps.groupSize, lanes = Lanes((op.width + 3) / 4, group);
+      plan.params = {{k, y.sizes[y.dims - 2], op.width, lanes}};
       VKDML_AT(plan.direct, 0) = s0;
       VKDML_AT(plan.direct, 1) = s1;
       VKDML_AT(plan.direct, 2) = RowStride(y, 4);
@@ -141,7 +154,7 @@ Result ChooseMoe(Choice& c, const Pass& pass) {
           UnpermuteModule(y.elemSize, c.indexSize,
                           FloatSuffix(VKDML_REDUCE_FUNCTION_ADD, VKDML_KIND_FLOAT, 4, c.caps));
       step.plain.spec[VKDML_SPEC_OUTPUT_SIZE] = out.elemSize;
-      step.plain.groups = c.Groups(op.tokens);
+      step.plain.groups = c.Groups((UINT64(op.tokens) * lanes + group - 1) / group);
       break;
     }
     default:
