@@ -182,3 +182,9 @@ def test_errors():
         vkdml.moe_unpermute(x, ids, np.zeros((4, 3), np.float32))
     with pytest.raises(TypeError, match="out: expected 4"):
         vkdml.moe_permute(x, ids, 4, out=vkdml.default_device().empty((8, 6)))
+
+
+def test_max_tensor_bytes(device):
+    """Every tensor fits one binding, as an embedding bag's bounded ones."""
+    for function in ("moe_permute", "moe_unpermute"):
+        assert device.max_tensor_bytes(function) == device.max_tensor_bytes("embedding_bag")
