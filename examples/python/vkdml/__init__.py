@@ -44,7 +44,8 @@ class Device(_NativeDevice):
     name, driver, limits (a dict), features (the optional Vulkan features vkdml enabled),
     supports(dtype), supports_reduction(dtype, reduction) and max_tensor_bytes(function) (the
     largest tensor a function of this module takes here, None for any size; embedding_bag's
-    bounds all but its table, gather_block_quantized's its scales and zero points)
+    bounds all but its table, gather_block_quantized's its scales and zero points,
+    moe_permute's and moe_unpermute's all)
     (Device::CheckFeatureSupport), tensor(array) (an array copied to the device),
     empty(dtype, shape)."""
 
