@@ -18,6 +18,8 @@ std::vector<uint32_t> Spec::Output() const {
   if (kind == OpKind::GatherQuantized || kind == OpKind::GatherBlockQuantized)
     return {indices[0], width};
   if (kind == OpKind::EmbeddingBag) return {static_cast<uint32_t>(Bags()), width};
+  if (kind == OpKind::MoePermute) return {indices[0] * indices[1], input[1]};
+  if (kind == OpKind::MoeUnpermute) return {indices[0], input[1]};
   if (kind == OpKind::GatherElements) return indices;
   if (IsScatter()) return input;
   std::vector<uint32_t> out(indices.begin(), indices.end() - 1);
@@ -48,6 +50,10 @@ const char* Spec::OpName() const {
       return "EmbeddingBag";
     case OpKind::GatherBlockQuantized:
       return "GatherBlockQuantized";
+    case OpKind::MoePermute:
+      return "MoePermute";
+    case OpKind::MoeUnpermute:
+      return "MoeUnpermute";
   }
   return "?";
 }
@@ -280,6 +286,20 @@ std::vector<Spec> MakeSpecs(bool small) {
     r->peer += " (torch.use_deterministic_algorithms(True))";
     add(*r);
   }
+  // MoE routing (issue 51): 8192 tokens of 4096 float16 values, top-8 of 64 experts (small:
+  // 1024 tokens of 512); the permute's rows and indices, then the weighted sum back.
+  const uint32_t moeTokens = small ? 1024 : 8192, moeWidth = small ? 512 : 4096, topk = 8;
+  Spec moeP = MakeSpec("moe-permute-f16", OpKind::MoePermute, f16, i32, {moeTokens, moeWidth},
+                       {moeTokens, topk});
+  moeP.experts = 64;
+  moeP.peer = "torch.argsort(ids.view(-1), stable=True), x[perm // k], bincount, inverse";
+  add(moeP);
+  Spec moeU = MakeSpec("moe-unpermute-f16", OpKind::MoeUnpermute, f16, i32,
+                       {moeTokens * topk, moeWidth}, {moeTokens, topk});
+  moeU.updates = {moeTokens, topk};
+  moeU.experts = 64;
+  moeU.peer = "torch.zeros(t, w).index_add_(0, token, w.view(-1, 1) * y[inv.view(-1)])";
+  add(moeU);
   Spec lat = MakeSpec("latency", OpKind::GatherElements, f32, i64, {64, 64}, {64, 64});
   lat.axis = 1;
   lat.latency = true;
@@ -369,6 +389,21 @@ OpDesc::OpDesc(const Spec& s) {
              s.blockSize,
              nullptr};
       op = {vkdml::VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED, &gbq};
+      break;
+    case OpKind::MoePermute: {
+      const uint32_t n = s.indices[0] * s.indices[1];
+      set(moeOffsets, vkdml::DML_TENSOR_DATA_TYPE_INT32, {s.experts + 1});
+      set(moePerm, vkdml::DML_TENSOR_DATA_TYPE_INT32, {n});
+      set(moeInv, vkdml::DML_TENSOR_DATA_TYPE_INT32, s.indices);
+      mp = {&input.desc,   &indices.desc, &output.desc, &moeOffsets.desc,
+            &moePerm.desc, &moeInv.desc,  s.experts};
+      op = {vkdml::VKDML_OPERATOR_MOE_PERMUTE, &mp};
+      break;
+    }
+    case OpKind::MoeUnpermute:
+      set(updates, s.dtype, s.updates);
+      mu = {&input.desc, &indices.desc, &updates.desc, &output.desc};
+      op = {vkdml::VKDML_OPERATOR_MOE_UNPERMUTE, &mu};
       break;
     case OpKind::GatherND:
       gnd = {&input.desc, &indices.desc, &output.desc, static_cast<UINT>(s.input.size()),
@@ -604,6 +639,27 @@ void MakeHostData(const Spec& s, const OpDesc& d, HostData* h, uint64_t seed) {
     h->offsets.Allocate(d.offsets.buffer.TotalTensorSizeInBytes);
     for (uint64_t b = 0; b < s.Bags(); ++b)
       StoreIndex(h->offsets.data() + b * is, is, static_cast<int64_t>(b * s.bagSize));
+  } else if (s.kind == OpKind::MoePermute || s.kind == OpKind::MoeUnpermute) {
+    // Permute: each token's k distinct experts. Unpermute: the inverse of a random
+    // permutation of the tokens' entries (each row of y read once); the weights in updates.
+    Rng rng(seed * 3 + 2);
+    const uint32_t tokens = s.indices[0], k = s.indices[1];
+    std::vector<int32_t> ids(size_t(tokens) * k);
+    if (s.kind == OpKind::MoePermute) {
+      std::vector<int32_t> experts(s.experts);
+      for (uint32_t e = 0; e < s.experts; ++e) experts[e] = int32_t(e);
+      for (uint32_t t = 0; t < tokens; ++t)
+        for (uint32_t j = 0; j < k; ++j) {  // a partial Fisher-Yates shuffle
+          std::swap(experts[j], experts[j + rng.Below(s.experts - j)]);
+          ids[size_t(t) * k + j] = experts[j];
+        }
+    } else {
+      for (size_t i = 0; i < ids.size(); ++i) ids[i] = int32_t(i);
+      for (size_t i = ids.size(); i > 1; --i) std::swap(ids[i - 1], ids[rng.Below(i)]);
+      h->updates.Allocate(d.updates.buffer.TotalTensorSizeInBytes);
+      FillData(h->updates, es, seed * 3 + 3);
+    }
+    std::memcpy(h->indices.data(), ids.data(), ids.size() * 4);
   } else if (s.uniqueRows) {
     FillUniqueIndices(h->indices, s.itype, s.input[0], seed * 3 + 2);
   } else if (s.kind == OpKind::GatherElements || s.kind == OpKind::ScatterElements) {
@@ -797,6 +853,8 @@ struct Reference {
       case OpKind::ScatterQuantized:
       case OpKind::EmbeddingBag:
       case OpKind::GatherBlockQuantized:
+      case OpKind::MoePermute:
+      case OpKind::MoeUnpermute:
         break;
     }
     return nullptr;
@@ -830,7 +888,8 @@ std::vector<uint64_t> SamplePositions(const Spec& s, const Reference& ref) {
 uint64_t Verify(const Spec& s, const HostData& h, const uint8_t* out, uint64_t* checked,
                 std::string* first) {
   if (s.kind == OpKind::GatherQuantized || s.kind == OpKind::ScatterQuantized ||
-      s.kind == OpKind::EmbeddingBag || s.kind == OpKind::GatherBlockQuantized)
+      s.kind == OpKind::EmbeddingBag || s.kind == OpKind::GatherBlockQuantized ||
+      s.kind == OpKind::MoePermute || s.kind == OpKind::MoeUnpermute)
     return VerifyOwn(s, h, out, checked, first);
   Reference ref(s, h);
   size_t es = vkdml::DataTypeSize(s.dtype);
@@ -893,6 +952,11 @@ double MinBytes(const Spec& s, const HostData& h) {
     return idx + static_cast<double>(Product(s.updates)) * es + s.indices[0] * tableRow;
   if (s.kind == OpKind::EmbeddingBag)
     return idx + static_cast<double>(s.Bags()) * is + s.indices[0] * tableRow + out;
+  // MoE: the ids, each row read and written, the offsets, permutation and inverse (INT32);
+  // the inverse and weights, each row of y read, the tokens' rows written.
+  const double n = static_cast<double>(Product(s.indices)), row = s.input[1] * es;
+  if (s.kind == OpKind::MoePermute) return idx + 2 * n * row + 8 * n + 4.0 * (s.experts + 1);
+  if (s.kind == OpKind::MoeUnpermute) return idx + n * es + n * row + out;
   if (s.kind == OpKind::GatherBlockQuantized)  // a row's bytes, scales and zero points
     return idx + s.indices[0] * (s.input[1] + s.width / s.blockSize * (es + 0.5)) + out;
   if (!s.IsScatter()) return idx + 2 * out;  // indices + elements read + output

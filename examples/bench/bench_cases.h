@@ -22,6 +22,8 @@ enum class OpKind {
   ScatterQuantized,      // VKDML_OPERATOR_SCATTER_QUANTIZED_ROWS, in place
   EmbeddingBag,          // VKDML_OPERATOR_EMBEDDING_BAG
   GatherBlockQuantized,  // VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED: rows, ONNX Runtime's uint8
+  MoePermute,            // VKDML_OPERATOR_MOE_PERMUTE
+  MoeUnpermute,          // VKDML_OPERATOR_MOE_UNPERMUTE
 };
 
 struct Spec {
@@ -54,6 +56,11 @@ struct Spec {
   // bits 4), float16 scales {rows, width / blockSize} (dtype: the output's), zero points
   // {rows, width / blockSize / 2}; rows gathered on axis 0 by indices {picks}.
   uint32_t blockSize = 0;
+  // MoePermute: input x {tokens, width}, indices the top-k ids {tokens, k} (distinct experts
+  // of `experts` a token); the rows out, then the offsets, permutation and inverse (INT32).
+  // MoeUnpermute: input y {tokens * k, width}, indices the inverse {tokens, k} (a permutation),
+  // updates the weights {tokens, k} of dtype; out {tokens, width}.
+  uint32_t experts = 0;
   std::string peer;
 
   std::vector<uint32_t> Output() const;
@@ -96,6 +103,9 @@ struct OpDesc {
   vkdml::VKDML_EMBEDDING_BAG_OPERATOR_DESC bag{};
   Tensor scales, zeros;  // GatherBlockQuantized
   vkdml::VKDML_GATHER_BLOCK_QUANTIZED_OPERATOR_DESC gbq{};
+  Tensor moeOffsets, moePerm, moeInv;  // MoePermute's outputs but the rows
+  vkdml::VKDML_MOE_PERMUTE_OPERATOR_DESC mp{};
+  vkdml::VKDML_MOE_UNPERMUTE_OPERATOR_DESC mu{};
   vkdml::DML_OPERATOR_DESC inner{};  // op's operator where op wraps it (Spec::outOfRange)
   vkdml::VKDML_OUT_OF_RANGE_OPERATOR_DESC outOfRange{};
   vkdml::DML_OPERATOR_DESC op{};
@@ -107,7 +117,7 @@ struct OpDesc {
 
 // Host copies of a case's inputs (random, never zeros).
 struct HostData {
-  Bytes input, indices, updates, offsets;  // offsets: EmbeddingBag
+  Bytes input, indices, updates, offsets;  // offsets: EmbeddingBag; updates: MoE weights
   Bytes scales, zeros;                     // GatherBlockQuantized
   uint64_t targets = 0;  // ScatterElements: distinct output elements that some update targets
 };

@@ -146,11 +146,14 @@ std::unique_ptr<vkdml::Buffer> Context::NewBuffer(const uint8_t* data, UINT64 si
 
 std::unique_ptr<vkdml::BindingTable> Context::Bind(
     const vkdml::CompiledOperator& compiled, const std::vector<vkdml::DML_BUFFER_BINDING>& inputs,
-    const vkdml::DML_BUFFER_BINDING& output) {
+    const vkdml::DML_BUFFER_BINDING& output, const std::vector<vkdml::DML_BUFFER_BINDING>& more) {
   std::unique_ptr<vkdml::BindingTable> table;
   Check(dev_->CreateBindingTable(compiled, &table), "CreateBindingTable");
   Check(table->BindInputs(static_cast<vkdml::UINT>(inputs.size()), inputs.data()), "BindInputs");
-  Check(table->BindOutputs(1, &output), "BindOutputs");
+  std::vector<vkdml::DML_BUFFER_BINDING> outputs = {output};
+  outputs.insert(outputs.end(), more.begin(), more.end());
+  Check(table->BindOutputs(static_cast<vkdml::UINT>(outputs.size()), outputs.data()),
+        "BindOutputs");
   return table;
 }
 
@@ -336,6 +339,7 @@ void Context::CheckCopy(const CopyJob& job) {
 struct Context::Slot {
   // updates: or a bag's offsets, or a block-quantized gather's scales (and zeros its zero points)
   std::unique_ptr<vkdml::Buffer> input, indices, updates, zeros, output;
+  std::vector<std::unique_ptr<vkdml::Buffer>> more;  // a MoE permute's outputs past the rows
   std::unique_ptr<vkdml::BindingTable> table;
 };
 
@@ -346,10 +350,11 @@ Context::Slot Context::MakeSlot(const Spec& s, const HostData& h,
   sl.input = NewBuffer(h.input.data(), op.InputSize(0));
   sl.indices = NewBuffer(h.indices.data(), op.InputSize(1));
   std::vector<vkdml::DML_BUFFER_BINDING> in = {sl.input->Binding(), sl.indices->Binding()};
-  if (s.IsScatter() || s.kind == OpKind::EmbeddingBag || s.kind == OpKind::GatherBlockQuantized) {
-    const Bytes& third = s.IsScatter()                    ? h.updates
-                         : s.kind == OpKind::EmbeddingBag ? h.offsets
-                                                          : h.scales;
+  if (s.IsScatter() || s.kind == OpKind::EmbeddingBag || s.kind == OpKind::GatherBlockQuantized ||
+      s.kind == OpKind::MoeUnpermute) {
+    const Bytes& third = s.IsScatter() || s.kind == OpKind::MoeUnpermute ? h.updates
+                         : s.kind == OpKind::EmbeddingBag                ? h.offsets
+                                                                         : h.scales;
     sl.updates = NewBuffer(third.data(), op.InputSize(2));
     in.push_back(sl.updates->Binding());
   }
@@ -358,7 +363,12 @@ Context::Slot Context::MakeSlot(const Spec& s, const HostData& h,
     in.push_back(sl.zeros->Binding());
   }
   if (!s.inPlace) sl.output = NewBuffer(op.OutputSize(0));
-  sl.table = Bind(compiled, in, (s.inPlace ? sl.input : sl.output)->Binding());
+  std::vector<vkdml::DML_BUFFER_BINDING> more;
+  for (vkdml::UINT o = 1; o < op.OutputCount(); ++o) {
+    sl.more.push_back(NewBuffer(op.OutputSize(o)));
+    more.push_back(sl.more.back()->Binding());
+  }
+  sl.table = Bind(compiled, in, (s.inPlace ? sl.input : sl.output)->Binding(), more);
   return sl;
 }
 
@@ -400,6 +410,7 @@ CaseResult Context::RunCase(const Spec& s) {
   HostData h;
   UINT64 updSize = op.InputCount() > 2 ? op.InputSize(2) : 0, outSize = op.OutputSize(0);
   if (op.InputCount() > 3) updSize += op.InputSize(3);
+  for (vkdml::UINT o = 1; o < op.OutputCount(); ++o) updSize += op.OutputSize(o);
   double ws =
       static_cast<double>(op.InputSize(0) + op.InputSize(1) + updSize + (s.inPlace ? 0 : outSize));
   Step(s.name, "generating " + HumanBytes(ws) + " of random data");

@@ -123,9 +123,10 @@ class Context {
   // A device-local buffer, uninitialised or holding `size` bytes of data.
   std::unique_ptr<vkdml::Buffer> NewBuffer(vkdml::UINT64 size);
   std::unique_ptr<vkdml::Buffer> NewBuffer(const uint8_t* data, vkdml::UINT64 size);
-  std::unique_ptr<vkdml::BindingTable> Bind(const vkdml::CompiledOperator& compiled,
-                                            const std::vector<vkdml::DML_BUFFER_BINDING>& inputs,
-                                            const vkdml::DML_BUFFER_BINDING& output);
+  std::unique_ptr<vkdml::BindingTable> Bind(
+      const vkdml::CompiledOperator& compiled, const std::vector<vkdml::DML_BUFFER_BINDING>& inputs,
+      const vkdml::DML_BUFFER_BINDING& output,
+      const std::vector<vkdml::DML_BUFFER_BINDING>& more = {});
   Slot MakeSlot(const Spec& s, const HostData& h, const vkdml::CompiledOperator& compiled);
   int Rotation(double workingSetBytes) const;
 

@@ -75,8 +75,56 @@ uint32_t Bits(float f) {
 
 }  // namespace
 
+namespace {
+
+// MoE permute and unpermute (dml.h: VKDML_MOE_PERMUTE_OPERATOR_DESC, _UNPERMUTE_), on the
+// bench's data (no dropped ids; float16 rows): sampled float16 output values.
+uint64_t VerifyMoe(const Spec& s, const HostData& h, const uint8_t* out, uint64_t* checked,
+                   std::string* first) {
+  const uint64_t tokens = s.indices[0], k = s.indices[1], width = s.input[1];
+  const uint64_t total = Product(s.Output()), samples = std::min<uint64_t>(20000, total);
+  std::vector<int32_t> ids(tokens * k);
+  std::memcpy(ids.data(), h.indices.data(), ids.size() * 4);
+  std::vector<uint64_t> order;  // the entries by expert, stably (a counting sort)
+  if (s.kind == OpKind::MoePermute) {
+    std::vector<uint64_t> start(s.experts + 1, 0);
+    for (int32_t e : ids) ++start[static_cast<size_t>(e) + 1];
+    for (uint32_t e = 0; e < s.experts; ++e) start[e + 1] += start[e];
+    order.resize(ids.size());
+    for (uint64_t i = 0; i < ids.size(); ++i) order[start[static_cast<size_t>(ids[i])]++] = i;
+  }
+  auto half = [](const uint8_t* p) { return static_cast<uint16_t>(p[0] | p[1] << 8); };
+  Rng rng(12345);
+  uint64_t bad = 0;
+  for (uint64_t n = 0; n < samples; ++n) {
+    const uint64_t o = samples == total ? n : rng.Below(total), r = o / width, v = o % width;
+    uint16_t want;
+    if (s.kind == OpKind::MoePermute) {
+      want = half(h.input.data() + (order[r] / k * width + v) * 2);
+    } else {  // in j order, each product and sum rounded to float32
+      volatile float acc = 0;
+      for (uint64_t j = 0; j < k; ++j) {
+        const uint64_t row = static_cast<uint64_t>(ids[r * k + j]);
+        volatile float p = HalfToFloat(half(h.updates.data() + (r * k + j) * 2)) *
+                           HalfToFloat(half(h.input.data() + (row * width + v) * 2));
+        acc = acc + p;
+      }
+      want = FloatToHalf(acc);
+    }
+    const uint16_t got = half(out + o * 2);
+    if (got != want && !bad++)
+      *first = Format("output element %" PRIu64 " is 0x%04x, expected 0x%04x", o, got, want);
+  }
+  *checked = samples;
+  return bad;
+}
+
+}  // namespace
+
 uint64_t VerifyOwn(const Spec& s, const HostData& h, const uint8_t* out, uint64_t* checked,
                    std::string* first) {
+  if (s.kind == OpKind::MoePermute || s.kind == OpKind::MoeUnpermute)
+    return VerifyMoe(s, h, out, checked, first);
   const uint64_t rows = s.input[0], rowBytes = s.input[1], total = Product(s.Output());
   const uint64_t samples = std::min<uint64_t>(20000, total);
   Rng rng(12345);

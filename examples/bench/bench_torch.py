@@ -34,7 +34,7 @@ CASE_NAMES = [
     "scatter-elements-amax-axis1-f32", "scatter-elements-amax-axis1-f32-det",
     "scatter-elements-amax-axis1-f16", "scatter-elements-amax-axis1-f16-det", "q4_0-rows",
     "q8_0-rows", "q8_0-quantize-rows", "gbq-uint4-rows", "bag-sum-f32", "bag-sum-f32-det",
-    "bag-mean-f32", "bag-mean-f32-det", "latency",
+    "bag-mean-f32", "bag-mean-f32-det", "moe-permute-f16", "moe-unpermute-f16", "latency",
     "latency-host", "elements-axis0-64rows", "elements-axis0-pitch8224", "tuples-f32-4mib",
     "rows-f32-fill", "elements-axis1-f32-fill", "scatter-elements-axis1-f32-drop",
     "scatter-add-rows-f32-drop", "scatter-elements-add-axis1-f32-drop", "scatter-mean-rows-f32",
@@ -118,6 +118,16 @@ def specs(small):
         s.append(c)
         s.append(dict(c, case=c["case"] + "-det", deterministic=True,
                       peer=c["peer"] + " (torch.use_deterministic_algorithms(True))"))
+    # MoE routing (issue 51): 8192 tokens x 4096 float16, top-8 of 64 experts (small: 1024 x 512).
+    moe_tokens, moe_width = (1024, 512) if small else (8192, 4096)
+    s.append(dict(case="moe-permute-f16", op="MoePermute", dtype="float16", index_dtype="int32",
+                  input_shape=[moe_tokens, moe_width], indices_shape=[moe_tokens, 8],
+                  updates_shape=None, axis=None, experts=64,
+                  peer="torch.argsort(ids.view(-1), stable=True), x[perm // k], bincount, "
+                       "inverse"))
+    s.append(dict(s[-1], case="moe-unpermute-f16", op="MoeUnpermute",
+                  input_shape=[moe_tokens * 8, moe_width], updates_shape=[moe_tokens, 8],
+                  peer="torch.zeros(t, w).index_add_(0, token, w.view(-1, 1) * y[inv.view(-1)])"))
     s.append(dict(case="latency", op="GatherElements", dtype="float32", index_dtype="int64",
                   input_shape=[64, 64], indices_shape=[64, 64], updates_shape=None, axis=1,
                   peer="torch.gather(x, 1, i) + synchronize"))
@@ -197,6 +207,12 @@ def min_bytes(c, targets=None):
     if c["op"] == "GatherBlockQuantized":  # rows' bytes, scales and zero points; float16 out
         return idx + n * (c["input_shape"][1] + c["width"] // c["block_size"] * (es + 0.5)) + \
             n * c["width"] * es
+    if c["op"] in ("MoePermute", "MoeUnpermute"):  # as bench_cases.cpp's MinBytes
+        tokens, k = c["indices_shape"]
+        n, row = tokens * k, c["input_shape"][1] * es
+        if c["op"] == "MoePermute":  # ids; rows read and written; INT32 offsets, perm, inverse
+            return idx + 2 * n * row + 8 * n + 4 * (c["experts"] + 1)
+        return idx + n * es + n * row + tokens * row  # inverse, weights, y read, out written
     if c["op"] == "EmbeddingBag":  # every entry's row read, offsets, each bag's output
         bags = n // c["bag_size"]
         return idx + bags * isz + (n + bags) * c["width"] * es
@@ -250,6 +266,8 @@ def _make_inputs(c, device, gen):
     if c["op"] in ("GatherQuantizedRows", "ScatterQuantizedRows", "EmbeddingBag",
                    "GatherBlockQuantized"):
         return _own_inputs(c, device, gen)
+    if c["op"] in ("MoePermute", "MoeUnpermute"):
+        return _moe_inputs(c, device, gen)
     x = _data(c["input_shape"], dt, device, gen)
     notes = {}
     if c["op"] == "GatherND" and c["indices_shape"][-1] == 1:
@@ -383,6 +401,37 @@ def _own_inputs(c, device, gen):
     i = torch.randperm(rows, generator=gen)[:n].to(device=device, dtype=it)
     u = _data(c["updates_shape"], torch.float32, device, gen)
     return (lambda: x.index_copy_(0, i, _quantize_q8_0(u))), _nbytes(x) + _nbytes(i) + _nbytes(u), {}
+
+
+def _moe_inputs(c, device, gen):
+    """MoE routing's torch route: a stable argsort of the flattened ids and a gather, the
+    offsets by bincount, the inverse by a scatter; back with index_add_ of the weighted rows."""
+    tokens, k = c["indices_shape"]
+    n, experts = tokens * k, c["experts"]
+    x = _data(c["input_shape"], torch.float16, device, gen)
+    if c["op"] == "MoePermute":  # each token's k distinct experts, as bench_cases.cpp
+        ids = torch.argsort(torch.rand((tokens, experts), generator=gen), dim=1)[:, :k]
+        ids = ids.to(device=device, dtype=torch.int32)
+
+        def permute():
+            flat = ids.view(-1)
+            perm = torch.argsort(flat, stable=True)
+            rows = x[perm // k]
+            offsets = torch.zeros(experts + 1, dtype=torch.int64, device=device)
+            offsets[1:] = torch.cumsum(torch.bincount(flat, minlength=experts), 0)
+            inv = torch.empty_like(perm)
+            inv[perm] = torch.arange(n, device=device)
+            return rows, offsets, perm, inv.view(tokens, k)
+        return permute, _nbytes(x) + _nbytes(ids), {}
+    inv = torch.randperm(n, generator=gen).to(device=device, dtype=torch.int64).view(tokens, k)
+    w = _data([tokens, k], torch.float16, device, gen)
+    token = torch.arange(tokens, device=device).repeat_interleave(k)
+
+    def unpermute():
+        src = (w.view(-1, 1).float() * x[inv.view(-1)].float())
+        out = torch.zeros((tokens, c["input_shape"][1]), dtype=torch.float32, device=device)
+        return out.index_add_(0, token, src).half()
+    return unpermute, _nbytes(x) + _nbytes(inv) + _nbytes(w), {}
 
 
 def _reduce_inputs(c, x, device, gen):

@@ -48,6 +48,8 @@ bool ParseInt(const std::string& text, int64_t* out);
 // The commands: argv[0] is the command's name, the return value the exit status.
 // `vkdml run ...`, in run.cpp: an ONNX operator on .npy arrays, mapped onto DirectML.
 int RunMain(int argc, char** argv);
+// `vkdml run moe-permute|moe-unpermute ...`, in moe.cpp (RunMain hands them over).
+int MoeMain(int argc, char** argv);
 // `vkdml demo ...`, in demo.cpp: the operator pages' examples.
 int DemoMain(int argc, char** argv);
 

@@ -23,7 +23,8 @@ const char kUsage[] =
     "  demo      run the operator pages' examples and check them against the pages\n"
     "  run       run an operator on .npy arrays: ONNX's gather, gather-nd, gather-elements,\n"
     "            scatter-elements and scatter-nd (with reductions); vkdml's dequantize-rows,\n"
-    "            quantize-rows, embedding-bag and gather-block-quantized\n"
+    "            quantize-rows, embedding-bag, gather-block-quantized, moe-permute and\n"
+    "            moe-unpermute\n"
     "  bench     measure the operators' throughput\n"
     "Exit status: 0 success, 1 device failure (or a demo mismatch), 2 bad input, 3 out of\n"
     "memory (host memory, or a Vulkan allocation).\n";
@@ -121,16 +122,20 @@ void PrintSupport(size_t index) {
                           {VKDML_OPERATOR_GATHER_QUANTIZED_ROWS, "GATHER_QUANTIZED_ROWS"},
                           {VKDML_OPERATOR_SCATTER_QUANTIZED_ROWS, "SCATTER_QUANTIZED_ROWS"},
                           {VKDML_OPERATOR_EMBEDDING_BAG, "EMBEDDING_BAG"},
-                          {VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED, "GATHER_BLOCK_QUANTIZED"}};
+                          {VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED, "GATHER_BLOCK_QUANTIZED"},
+                          {VKDML_OPERATOR_MOE_PERMUTE, "MOE_PERMUTE"},
+                          {VKDML_OPERATOR_MOE_UNPERMUTE, "MOE_UNPERMUTE"}};
   std::string bounded;
   for (const auto& op : kOperators) {
     VKDML_FEATURE_QUERY_TENSOR_SIZE sq = {op.type};
     VKDML_FEATURE_DATA_TENSOR_SIZE sd = {};
     if (device->CheckFeatureSupport(VKDML_FEATURE_TENSOR_SIZE, sizeof sq, &sq, sizeof sd, &sd) &&
         sd.MaxTensorBytes != UINT64_MAX)
-      bounded += std::string(" ") + op.name + " " + std::to_string(sd.MaxTensorBytes) + " bytes" +
-                 (op.type == VKDML_OPERATOR_EMBEDDING_BAG ? " (all but its table),"
-                                                          : " (its scales and zero points),");
+      bounded +=
+          std::string(" ") + op.name + " " + std::to_string(sd.MaxTensorBytes) + " bytes" +
+          (op.type == VKDML_OPERATOR_EMBEDDING_BAG            ? " (all but its table),"
+           : op.type == VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED ? " (its scales and zero points),"
+                                                              : " (every tensor),");
   }
   if (!bounded.empty()) bounded.pop_back();
   std::printf("     largest tensor: any size (past maxStorageBufferRange: the large path)%s%s\n",

@@ -384,6 +384,9 @@ int CheckOperator(const RunArgs& a) {
 }  // namespace
 
 int RunMain(int argc, char** argv) {
+  if (argc > 1 &&
+      (std::strcmp(argv[1], "moe-permute") == 0 || std::strcmp(argv[1], "moe-unpermute") == 0))
+    return MoeMain(argc, argv);
   RunArgs a;
   int status = ParseRunArgs(argc, argv, &a);
   if (status < 0) status = CheckOperator(a);

@@ -166,7 +166,9 @@ class PyDevice {
         {"dequantize_rows", VKDML_OPERATOR_GATHER_QUANTIZED_ROWS},
         {"quantize_rows", VKDML_OPERATOR_SCATTER_QUANTIZED_ROWS},
         {"gather_block_quantized", VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED},
-        {"embedding_bag", VKDML_OPERATOR_EMBEDDING_BAG}};
+        {"embedding_bag", VKDML_OPERATOR_EMBEDDING_BAG},
+        {"moe_permute", VKDML_OPERATOR_MOE_PERMUTE},
+        {"moe_unpermute", VKDML_OPERATOR_MOE_UNPERMUTE}};
     std::string names;
     for (const auto& f : kFunctions) {
       if (function != f.first) {
@@ -556,6 +558,75 @@ py::object RunOp(const std::string& op, const std::string& label, py::object dev
   return out;
 }
 
+// moe_permute and moe_unpermute's native part (VKDML_OPERATOR_MOE_PERMUTE, _UNPERMUTE): device
+// tensors in binding order, row-major; `outputs` made by vkdml/__init__.py, written here. The
+// descriptor's checks say what is wrong with a shape or dtype (ValueError).
+void RunMoe(const std::string& op, const std::vector<PyTensor*>& inputs,
+            const std::vector<PyTensor*>& outputs, uint32_t experts) {
+  const bool permute = op == "permute";
+  if (inputs.size() != (permute ? 2u : 3u) || outputs.size() != (permute ? 4u : 1u))
+    throw py::value_error("run_moe: " + std::to_string(inputs.size()) + " inputs and " +
+                          std::to_string(outputs.size()) + " outputs for " + op);
+  std::vector<PyTensor*> all = inputs;
+  all.insert(all.end(), outputs.begin(), outputs.end());
+  const std::shared_ptr<DeviceState> state = all[0]->State();
+  for (PyTensor* t : all)
+    if (t->State() != state) throw py::value_error("every tensor must be on one device");
+  // Row-major tensors: sizes only, rank at least 1.
+  std::vector<std::vector<UINT>> sizes(all.size());
+  std::vector<DML_BUFFER_TENSOR_DESC> buffers(all.size());
+  std::vector<DML_TENSOR_DESC> descs(all.size());
+  std::string key = "moe/" + op + "/" + std::to_string(experts);
+  for (size_t i = 0; i < all.size(); ++i) {
+    for (uint64_t d : all[i]->Shape()) {
+      if (d == 0 || d > 0xFFFFFFFFu)
+        throw py::value_error("run_moe: a dimension of " + std::to_string(d) +
+                              " (expected 1 to 2^32 - 1)");
+      sizes[i].push_back(UINT(d));
+    }
+    if (sizes[i].empty()) sizes[i].push_back(1);
+    DML_BUFFER_TENSOR_DESC& b = buffers[i];
+    b.DataType = cli::DataType(all[i]->DType());
+    b.DimensionCount = UINT(sizes[i].size());
+    b.Sizes = sizes[i].data();
+    b.TotalTensorSizeInBytes = CalcBufferTensorSize(b.DataType, b.DimensionCount, b.Sizes, nullptr);
+    descs[i] = {DML_TENSOR_TYPE_BUFFER, &b};
+    key += "|" + std::to_string(int(b.DataType));
+    for (UINT d : sizes[i]) key += ":" + std::to_string(d);
+  }
+  VKDML_MOE_PERMUTE_OPERATOR_DESC p{&descs[0], &descs[1], nullptr, nullptr,
+                                    nullptr,   nullptr,   experts};
+  VKDML_MOE_UNPERMUTE_OPERATOR_DESC u{&descs[0], &descs[1], &descs[2], nullptr};
+  if (permute) {
+    p.OutputTensor = &descs[2];
+    p.OffsetsTensor = &descs[3];
+    p.PermutationTensor = &descs[4];
+    p.InverseTensor = &descs[5];
+  } else {
+    u.OutputTensor = &descs[3];
+  }
+  const DML_OPERATOR_DESC desc = permute ? DML_OPERATOR_DESC{VKDML_OPERATOR_MOE_PERMUTE, &p}
+                                         : DML_OPERATOR_DESC{VKDML_OPERATOR_MOE_UNPERMUTE, &u};
+  std::shared_ptr<CompiledOperator> compiled = state->Compile(key, desc, 0);
+  std::unique_ptr<BindingTable> table;
+  Check(state->device->CreateBindingTable(*compiled, &table));
+  std::vector<DML_BUFFER_BINDING> in, out;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    in.push_back(inputs[i]->Buf().Binding(0, compiled->Op().InputSize(UINT(i))));
+  for (size_t i = 0; i < outputs.size(); ++i)
+    out.push_back(outputs[i]->Buf().Binding(0, compiled->Op().OutputSize(UINT(i))));
+  Check(table->BindInputs(UINT(in.size()), in.data()));
+  Check(table->BindOutputs(UINT(out.size()), out.data()));
+  Device& dev = *state->device;
+  Result r, recorded;
+  {
+    py::gil_scoped_release release;
+    r = dev.Submit([&](VkCommandBuffer cmd) { recorded = dev.RecordDispatch(cmd, *table); });
+  }
+  Check(r);
+  Check(recorded);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_vkdml, mod) {
@@ -653,4 +724,6 @@ PYBIND11_MODULE(_vkdml, mod) {
           py::arg("out_of_range"), py::arg("fill"), py::arg("include_self"), py::arg("out"),
           py::arg("format") = "q8_0", py::arg("dtype") = "float32", py::arg("bag") = BagArgs(),
           py::arg("block") = BlockArgs());
+  mod.def("run_moe", &RunMoe, py::arg("op"), py::arg("inputs"), py::arg("outputs"),
+          py::arg("experts"));
 }

@@ -85,6 +85,8 @@ enum DML_OPERATOR_TYPE : UINT {
   VKDML_OPERATOR_SCATTER_QUANTIZED_ROWS = 0x10005,  // VKDML_SCATTER_QUANTIZED_ROWS_OPERATOR_DESC
   VKDML_OPERATOR_EMBEDDING_BAG = 0x10006,           // VKDML_EMBEDDING_BAG_OPERATOR_DESC
   VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED = 0x10007,  // VKDML_GATHER_BLOCK_QUANTIZED_OPERATOR_DESC
+  VKDML_OPERATOR_MOE_PERMUTE = 0x10010,             // VKDML_MOE_PERMUTE_OPERATOR_DESC
+  VKDML_OPERATOR_MOE_UNPERMUTE = 0x10011,           // VKDML_MOE_UNPERMUTE_OPERATOR_DESC
 };
 
 struct DML_OPERATOR_DESC {
@@ -410,6 +412,61 @@ struct VKDML_EMBEDDING_BAG_OPERATOR_DESC {
   BOOL IncludeLastOffset;
   BOOL HasPaddingIndex;
   UINT PaddingIndex;  // a row, below rows (PyTorch's negative padding_idx: rows + padding_idx)
+};
+
+// vkdml's own (VKDML_OPERATOR_MOE_PERMUTE; a mixture-of-experts layer's routing): entry
+// i = t * k + j of TopkIdsTensor (token t's j-th expert) is routed to expert id, or dropped
+// when id is outside [0, ExpertCount) (an expert-parallel shard's foreign experts). The kept
+// entries, sorted by expert and, within an expert, by i (a stable counting sort: the same
+// order on every device and run), take positions [0, kept); the dropped ones follow, in i
+// order. For each position p with entry i = Permutation[p]:
+//   OutputTensor[p, :]  = InputTensor[i / k, :] (p < kept), 0 (p >= kept);
+//   PermutationTensor[p] = i (p < kept), -1 (p >= kept);
+//   InverseTensor[i / k, i % k] = p, or -1 for a dropped entry;
+//   OffsetsTensor[e] = the first position of expert e (e < ExpertCount), and kept at
+//   e = ExpertCount: expert e's rows are [Offsets[e], Offsets[e + 1]).
+// Every tensor has rank 1 to 8, of sizes 1 but the last two (the last one for
+// OffsetsTensor and PermutationTensor), n = tokens * k below 2^31:
+//   InputTensor        {tokens, width}: FLOAT32 or FLOAT16, a last stride of 1, a row's bytes
+//                      and its stride's a multiple of 4 (FLOAT16: even);
+//   TopkIdsTensor      {tokens, k}: INT32, INT64, UINT32 or UINT64, any strides;
+//   OutputTensor       {n, width}: InputTensor's DataType, as InputTensor's strides' rules;
+//   OffsetsTensor      {ExpertCount + 1}: INT32 or INT64, any stride;
+//   PermutationTensor  {n}: INT32 or INT64, any stride;
+//   InverseTensor      {tokens, k}: INT32 or INT64, any strides.
+// Bind InputTensor, TopkIdsTensor; then OutputTensor, OffsetsTensor, PermutationTensor,
+// InverseTensor (no two overlapping). Every binding offset is a multiple of 4 bytes. Needs
+// scratch of about 4 words an entry (CompileOperator says when the device has too little).
+struct VKDML_MOE_PERMUTE_OPERATOR_DESC {
+  const DML_TENSOR_DESC* InputTensor;
+  const DML_TENSOR_DESC* TopkIdsTensor;
+  const DML_TENSOR_DESC* OutputTensor;
+  const DML_TENSOR_DESC* OffsetsTensor;
+  const DML_TENSOR_DESC* PermutationTensor;
+  const DML_TENSOR_DESC* InverseTensor;
+  UINT ExpertCount;  // experts, 1 to 2^24
+};
+
+// vkdml's own (VKDML_OPERATOR_MOE_UNPERMUTE; the experts' rows back to their tokens):
+//   OutputTensor[t, :] = sum over j = 0 .. k - 1, in that order, of
+//                        WeightsTensor[t, j] * InputTensor[InverseTensor[t, j], :]
+// in float32: each value and weight as float32 (exactly), each product rounded once, then
+// added to the sum (from +0) and rounded once, denormals kept where the device can (as
+// VKDML_OPERATOR_EMBEDDING_BAG's weighted SUM); the sum rounded to OutputTensor's type
+// (FLOAT16: to nearest even). A j whose row is outside [0, rows) (MOE_PERMUTE's -1 for a
+// dropped entry) adds nothing. Every execution gives the same bits.
+// Rank 1 to 8 for every tensor, of sizes 1 but the last two:
+//   InputTensor    {rows, width}: FLOAT32 or FLOAT16, a last stride of 1, a row's bytes and its
+//                  stride's a multiple of 4;
+//   InverseTensor  {tokens, k}: INT32, INT64, UINT32 or UINT64, any strides;
+//   WeightsTensor  {tokens, k}: FLOAT32 or FLOAT16, any strides;
+//   OutputTensor   {tokens, width}: FLOAT32 or FLOAT16, as InputTensor's strides' rules.
+// Bind InputTensor, InverseTensor, WeightsTensor. Every binding offset is a multiple of 4 bytes.
+struct VKDML_MOE_UNPERMUTE_OPERATOR_DESC {
+  const DML_TENSOR_DESC* InputTensor;
+  const DML_TENSOR_DESC* InverseTensor;
+  const DML_TENSOR_DESC* WeightsTensor;
+  const DML_TENSOR_DESC* OutputTensor;
 };
 
 // Not a field of any struct: CompileOperator takes these as a UINT and refuses unknown bits, so

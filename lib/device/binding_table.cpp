@@ -21,6 +21,15 @@ Role SourceOf(Pass::Kind kind) {
       return Role::Input;
     case Pass::Kind::Bounds:
       return Role::Offsets;
+    case Pass::Kind::MoeWeights:  // a MoE unpermute's WeightsTensor (inputs[2], as Updates)
+      return Role::Updates;
+    case Pass::Kind::MoeKeys:
+    case Pass::Kind::MoePermutation:
+    case Pass::Kind::MoeInverse:
+    case Pass::Kind::MoeOffsets:
+    case Pass::Kind::MoeRows:
+    case Pass::Kind::MoeUnpermute:
+      return Role::Input;
     case Pass::Kind::Weights:
     case Pass::Kind::ZeroPoints:  // a block-quantized gather's ZeroPointTensor; Scales: ScaleTensor
       return Role::Weights;
@@ -34,16 +43,18 @@ Role InputRole(size_t i) {
   return Role(UINT(Role::Input) + UINT(i));
 }
 
+// The role of outputs[o].
+Role OutputRole(size_t o) {
+  return Role(UINT(Role::Output) + UINT(o));
+}
+bool IsOutput(Role tensor) {
+  return UINT(tensor) >= UINT(Role::Output) && UINT(tensor) < UINT(Role::Count);
+}
+
 // The binding a tensor is bound at.
 UINT BindingOf(Role tensor) {
-  switch (tensor) {
-    case Role::Indices:
-      return VKDML_BIND_INDICES;
-    case Role::Output:
-      return VKDML_BIND_OUTPUT;
-    default:
-      return VKDML_BIND_SOURCE;
-  }
+  if (tensor == Role::Indices) return VKDML_BIND_INDICES;
+  return IsOutput(tensor) ? VKDML_BIND_OUTPUT : VKDML_BIND_SOURCE;
 }
 }  // namespace
 
@@ -78,7 +89,8 @@ Result BindingTableImpl::Init() {
   const KernelSet& k = op_->kernels;
   size_t largeSets = 0;
   for (const LargeKernel& lk : LargeKernels()) largeSets += lk.kernel->large.size();
-  const uint32_t sourceSets = uint32_t(op_->op.inputs.size() - 1);  // all but IndicesTensor
+  const uint32_t sourceSets =  // all inputs but IndicesTensor, with each output
+      uint32_t((op_->op.inputs.size() - 1) * op_->op.outputs.size());
   const uint32_t sets = uint32_t(sourceSets + largeSets);
   VkDescriptorPoolSize sizes[] = {
       {VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, sets},
@@ -96,7 +108,8 @@ Result BindingTableImpl::Init() {
   ai.pSetLayouts = layouts.data();
   VKDML_VK(vk.vkAllocateDescriptorSets(device_->Handle(), &ai, all.data()));
   for (size_t i = 0, next = 0; i < op_->op.inputs.size(); ++i)
-    if (InputRole(i) != Role::Indices) sourceSets_[UINT(InputRole(i))] = all[next++];
+    for (size_t o = 0; o < op_->op.outputs.size() && InputRole(i) != Role::Indices; ++o)
+      sourceSets_[UINT(InputRole(i))][o] = all[next++];
   largeSets_.assign(all.begin() + sourceSets, all.end());
 
   // The table's own buffers: the scratch (status words first), bound whole in every set, and
@@ -186,9 +199,9 @@ Result BindingTableImpl::Bind(bool outputs, UINT count, const DML_BUFFER_BINDING
   const UINT64 align = std::max<UINT64>(device_->Limits().minStorageBufferOffsetAlignment, 4);
   const UINT64 maxRange = device_->Limits().maxStorageBufferRange;
   // Each tensor in the sets that see it: a source (every input but IndicesTensor) in its own
-  // set, IndicesTensor and OutputTensor in all (at most 3 sets, 4 inputs).
-  VkDescriptorBufferInfo infos[4];
-  VkWriteDescriptorSet writes[8];
+  // sets (one per output), IndicesTensor in all, an output in those of its own.
+  VkDescriptorBufferInfo infos[kMaxOutputs > 4 ? kMaxOutputs : 4];
+  VkWriteDescriptorSet writes[UINT(Role::Count) * kMaxOutputs];
   UINT n = 0;
   for (UINT i = 0; i < count; ++i) {
     const DML_BUFFER_BINDING& b = bindings[i];
@@ -199,21 +212,22 @@ Result BindingTableImpl::Bind(bool outputs, UINT count, const DML_BUFFER_BINDING
       return Fail(Status::Unsupported, what, "[", i, "]: ", t.field, " spans ",
                   delta + t.totalBytes, " bytes from the aligned offset ", base,
                   ", more than this device's maxStorageBufferRange ", maxRange);
-    const Role tensor = outputs ? Role::Output : InputRole(i);
+    const Role tensor = outputs ? OutputRole(i) : InputRole(i);
     infos[i] = {b.Buffer, base, std::min(delta + t.totalBytes, maxRange)};
     delta_[UINT(tensor)] = delta;
-    const bool shared = tensor == Role::Indices || tensor == Role::Output;
-    for (UINT source = 0; source < UINT(Role::Count); ++source) {
-      const VkDescriptorSet set = sourceSets_[source];
-      if (!set || (!shared && source != UINT(tensor))) continue;
-      writes[n] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
-      writes[n].dstSet = set;
-      writes[n].dstBinding = BindingOf(tensor);
-      writes[n].descriptorCount = 1;
-      writes[n].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-      writes[n].pBufferInfo = &infos[i];
-      ++n;
-    }
+    for (UINT source = 0; source < UINT(Role::Count); ++source)
+      for (UINT o = 0; o < kMaxOutputs; ++o) {
+        const VkDescriptorSet set = sourceSets_[source][o];
+        const bool sees = outputs ? o == i : tensor == Role::Indices || source == UINT(tensor);
+        if (!set || !sees) continue;
+        writes[n] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+        writes[n].dstSet = set;
+        writes[n].dstBinding = BindingOf(tensor);
+        writes[n].descriptorCount = 1;
+        writes[n].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+        writes[n].pBufferInfo = &infos[i];
+        ++n;
+      }
   }
   device_->Vk().vkUpdateDescriptorSets(device_->Handle(), n, writes, 0, nullptr);
   (outputs ? outputs_ : inputs_).assign(bindings, bindings + count);
@@ -225,12 +239,14 @@ Result BindingTableImpl::Bind(bool outputs, UINT count, const DML_BUFFER_BINDING
 // ----- The large path -----
 
 const DML_BUFFER_BINDING* BindingTableImpl::Bound(Role tensor) const {
-  return tensor == Role::Output ? &outputs_[0] : &inputs_[UINT(tensor) - UINT(Role::Input)];
+  return IsOutput(tensor) ? &outputs_[UINT(tensor) - UINT(Role::Output)]
+                          : &inputs_[UINT(tensor) - UINT(Role::Input)];
 }
 
 const Tensor& BindingTableImpl::TensorAt(Role tensor) const {
   const OperatorImpl& op = op_->op;
-  return tensor == Role::Output ? op.outputs[0] : op.inputs[UINT(tensor) - UINT(Role::Input)];
+  return IsOutput(tensor) ? op.outputs[UINT(tensor) - UINT(Role::Output)]
+                          : op.inputs[UINT(tensor) - UINT(Role::Input)];
 }
 
 // What dispatch d of kernel k touches of a tensor: its direct side's chunk, IndicesTensor's, or
@@ -339,31 +355,38 @@ Result BindingTableImpl::BindOutputs(UINT count, const DML_BUFFER_BINDING* bindi
 }
 
 // An output may share memory with an input only as a scatter's in-place form: OutputTensor bound
-// exactly where InputTensor is, with the same strides.
+// exactly where InputTensor is, with the same strides. Two outputs (a MoE permute's) never do.
 Result BindingTableImpl::CheckAliasing(bool* inPlace) const {
   *inPlace = false;
   const auto& in = op_->op.inputs;
-  const Tensor& out = op_->op.outputs[0];
-  const DML_BUFFER_BINDING& o = outputs_[0];
-  for (size_t i = 0; i < inputs_.size(); ++i) {
-    const DML_BUFFER_BINDING& b = inputs_[i];
-    if (b.Buffer != o.Buffer) continue;
-    bool disjoint =
-        b.Offset + in[i].totalBytes <= o.Offset || o.Offset + out.totalBytes <= b.Offset;
-    if (disjoint) continue;
-    bool same = i == 0 && op_->op.InPlaceAllowed() && b.Offset == o.Offset &&
-                std::equal(out.strides, out.strides + out.dims, in[0].strides);
-    if (same) {
-      *inPlace = true;
-      continue;
+  const auto& outs = op_->op.outputs;
+  for (size_t j = 0; j < outputs_.size(); ++j) {
+    const Tensor& out = outs[j];
+    const DML_BUFFER_BINDING& o = outputs_[j];
+    for (size_t i = 0; i < outputs_.size() + inputs_.size(); ++i) {
+      const bool isOutput = i < outputs_.size();
+      if (isOutput && i >= j) continue;  // each pair of outputs once
+      const size_t at = isOutput ? i : i - outputs_.size();
+      const DML_BUFFER_BINDING& b = isOutput ? outputs_[at] : inputs_[at];
+      const Tensor& t = isOutput ? outs[at] : in[at];
+      if (b.Buffer != o.Buffer) continue;
+      bool disjoint = b.Offset + t.totalBytes <= o.Offset || o.Offset + out.totalBytes <= b.Offset;
+      if (disjoint) continue;
+      bool same = !isOutput && at == 0 && j == 0 && op_->op.InPlaceAllowed() &&
+                  b.Offset == o.Offset &&
+                  std::equal(out.strides, out.strides + out.dims, in[0].strides);
+      if (same) {
+        *inPlace = true;
+        continue;
+      }
+      return Fail(Status::InvalidArgument, "RecordDispatch: outputs[", j, "] (", out.field,
+                  ", bytes [", o.Offset, ", ", o.Offset + out.totalBytes, ")) overlaps ",
+                  isOutput ? "outputs[" : "inputs[", at, "] (", t.field, ", bytes [", b.Offset,
+                  ", ", b.Offset + t.totalBytes, ")) in the same VkBuffer",
+                  op_->op.InPlaceAllowed() && !isOutput && at == 0
+                      ? Str("; an in-place ", op_->op.name, " needs the same offset and strides")
+                      : "");
     }
-    return Fail(Status::InvalidArgument, "RecordDispatch: outputs[0] (", out.field, ", bytes [",
-                o.Offset, ", ", o.Offset + out.totalBytes, ")) overlaps inputs[", i, "] (",
-                in[i].field, ", bytes [", b.Offset, ", ", b.Offset + in[i].totalBytes,
-                ")) in the same VkBuffer",
-                op_->op.InPlaceAllowed() && i == 0
-                    ? Str("; an in-place ", op_->op.name, " needs the same offset and strides")
-                    : "");
   }
   return {};
 }
@@ -430,17 +453,20 @@ Result BindingTableImpl::Record(VkCommandBuffer cmd) {
   size_t largeSet = 0;  // the first descriptor set of the next large kernel
   VkDescriptorSet bound = VK_NULL_HANDLE;
   for (const Step& step : kernels.steps) {
-    const Role src = SourceOf(step.kind);
+    const Role dst = OutputRole(step.output);
+    // A step that reads no source of its own (a MoE permute's sort) binds InputTensor's set.
+    const Role src = sourceSets_[UINT(SourceOf(step.kind))][step.output] || kernels.large
+                         ? SourceOf(step.kind)
+                         : Role::Input;
     // Wide kernels where both sides (and for some, IndicesTensor) start on their alignment
     // within their descriptors (on the large path, whose windows start on 16 bytes, within
     // their buffers).
     const UINT align = step.wide.align ? step.wide.align : step.wide.unit;
     const bool wide =
         step.hasWide &&
-        (kernels.large
-             ? Bound(src)->Offset % align == 0 && outputs_[0].Offset % align == 0
-             : delta_[UINT(src)] % align == 0 && delta_[UINT(Role::Output)] % align == 0 &&
-                   delta_[UINT(Role::Indices)] % step.wide.indexAlign == 0);
+        (kernels.large ? Bound(src)->Offset % align == 0 && Bound(dst)->Offset % align == 0
+                       : delta_[UINT(src)] % align == 0 && delta_[UINT(dst)] % align == 0 &&
+                             delta_[UINT(Role::Indices)] % step.wide.indexAlign == 0);
     const size_t setOfChosen = largeSet + (wide ? step.plain.large.size() : 0);
     largeSet += step.plain.large.size() + (step.hasWide ? step.wide.large.size() : 0);
     if (step.skipInPlace && inPlace) continue;
@@ -457,14 +483,14 @@ Result BindingTableImpl::Record(VkCommandBuffer cmd) {
       bound = VK_NULL_HANDLE;  // DispatchLarge bound its own sets
       continue;
     }
-    Dispatch(cmd, wide ? step.wide : step.plain, src, &bound);
+    Dispatch(cmd, wide ? step.wide : step.plain, src, dst, &bound);
   }
   if (kernels.checked) {
     Barrier(cmd, compute, readWrite, compute, readWrite);
     if (kernels.large)
       DispatchLarge(cmd, kernels.report, largeSet);
     else
-      Dispatch(cmd, kernels.report, Role::Input, &bound);
+      Dispatch(cmd, kernels.report, Role::Input, Role::Output, &bound);
     // The status words to the host's copy, which IndexStatus reads (after this table's copy
     // before, if one was recorded earlier).
     Barrier(cmd, compute | transfer, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
@@ -478,10 +504,10 @@ Result BindingTableImpl::Record(VkCommandBuffer cmd) {
 }
 
 // One dispatch, with the descriptor set whose source it reads (bound unless *bound is it).
-void BindingTableImpl::Dispatch(VkCommandBuffer cmd, const Kernel& k, Role source,
+void BindingTableImpl::Dispatch(VkCommandBuffer cmd, const Kernel& k, Role source, Role output,
                                 VkDescriptorSet* bound) const {
   const auto& vk = device_->Vk();
-  const VkDescriptorSet set = sourceSets_[UINT(source)];
+  const VkDescriptorSet set = sourceSets_[UINT(source)][UINT(output) - UINT(Role::Output)];
   if (set != *bound)
     vk.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, device_->PipelineLayout(), 0, 1,
                                &set, 0, nullptr);
@@ -494,7 +520,7 @@ void BindingTableImpl::Dispatch(VkCommandBuffer cmd, const Kernel& k, Role sourc
     const shader::Push push{k.slot,
                             UINT(delta_[UINT(source)] / k.unit),
                             UINT(delta_[UINT(Role::Indices)] / op_->op.Indices().elemSize),
-                            UINT(delta_[UINT(Role::Output)] / k.unit),
+                            UINT(delta_[UINT(output)] / k.unit),
                             k.begin,
                             k.end,
                             k.from,

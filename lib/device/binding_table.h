@@ -32,7 +32,8 @@ class BindingTableImpl final : public BindingTable {
   void Barrier(VkCommandBuffer cmd, VkPipelineStageFlags src, VkAccessFlags srcAccess,
                VkPipelineStageFlags dst, VkAccessFlags dstAccess) const;
   void ClearScratch(VkCommandBuffer cmd, bool inPlace) const;
-  void Dispatch(VkCommandBuffer cmd, const Kernel& k, Role source, VkDescriptorSet* bound) const;
+  void Dispatch(VkCommandBuffer cmd, const Kernel& k, Role source, Role output,
+                VkDescriptorSet* bound) const;
   // The large path (kernels.h: LargeDispatch): each kernel with its source.
   struct LargeKernel {
     const Kernel* kernel;
@@ -52,8 +53,9 @@ class BindingTableImpl final : public BindingTable {
   VkDescriptorPool pool_ = VK_NULL_HANDLE;
   // A descriptor set per input a pass reads as its source (every one but IndicesTensor: a
   // gather's InputTensor; a scatter's InputTensor and UpdatesTensor; an embedding bag's
-  // InputTensor, OffsetsTensor and PerSampleWeightsTensor), indexed by Role.
-  VkDescriptorSet sourceSets_[UINT(Role::Count)] = {};
+  // InputTensor, OffsetsTensor and PerSampleWeightsTensor), indexed by Role, with each output
+  // (a MoE permute's four) at VKDML_BIND_OUTPUT, indexed by its number.
+  VkDescriptorSet sourceSets_[UINT(Role::Count)][kMaxOutputs] = {};
   std::vector<VkDescriptorSet> largeSets_;  // one per large dispatch, in LargeKernels() order
   std::unique_ptr<BufferImpl> scratch_;     // KernelSet::scratchWords, device local
   std::unique_ptr<BufferImpl> status_;      // checked mode: the status words, read by the host

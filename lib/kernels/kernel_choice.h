@@ -10,6 +10,7 @@
 //   kernel_quantized.cpp  quantized rows (glsl/dequantize_rows.comp, quantize_rows.comp)
 //   kernel_bag.cpp      embedding bags (glsl/embedding_bag.comp)
 //   kernel_blocks.cpp   block-quantized gathers (glsl/dequantize_blocks.comp)
+//   kernel_moe.cpp      MoE permute and unpermute (glsl/moe.comp, glsl/radix_sort.comp)
 //   kernel_large.cpp    the large path: dispatches through windows of the binding range
 // Each also lists every module name it can ask for (its ListModules), which the build checks
 // against the modules it makes (kernels.h: MissingModules).
@@ -136,6 +137,11 @@ bool AtomicModule(UINT elemSize, UINT indexSize, UINT kind, UINT reduce, const C
                   std::string* module);
 void ListReduceModules(const ModuleSink& sink);
 
+// glsl/radix_sort.comp's steps: a stable sort of `units` keys with their values by `digits`
+// bytes of the key, from the first half of the scratch's keys and values (the result in the
+// second half when digits is odd); the counts region grows to what they need.
+void Sort(Choice& c, UINT units, UINT digits);
+
 // kernel_ties.cpp: a deterministic float MAX or MIN through atomics and then the ties' passes,
 // where that applies (false: the caller chooses another family).
 bool ChooseTies(Choice& c, const Plan& plan, Result* result);
@@ -158,6 +164,10 @@ void ListBagModules(const ModuleSink& sink);
 // (VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED).
 Result ChooseBlocks(Choice& c, const Pass& pass);
 void ListBlocksModules(const ModuleSink& sink);
+
+// kernel_moe.cpp: a MoE permute's or unpermute's pass (VKDML_OPERATOR_MOE_PERMUTE, _UNPERMUTE).
+Result ChooseMoe(Choice& c, const Pass& pass);
+void ListMoeModules(const ModuleSink& sink);
 
 // kernel_large.cpp: what the large path cannot run (refused before any family is asked, or by
 // a family: CheckWithinRange);

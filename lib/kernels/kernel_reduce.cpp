@@ -40,6 +40,8 @@ UINT64 CountLevels(UINT64 units, std::vector<UINT64>* offset, std::vector<UINT64
   return offset->back() + size->back();
 }
 
+}  // namespace
+
 // glsl/radix_sort.comp's steps for `digits` passes over `units` keys, from the first half of
 // the keys and values; the counts region grows to what they need.
 void Sort(Choice& c, UINT units, UINT digits) {
@@ -81,6 +83,8 @@ void Sort(Choice& c, UINT units, UINT digits) {
     add(3, blocks, pass);
   }
 }
+
+namespace {
 
 // The ordered fold's dispatches over sorted positions [0, units) of kernel k (its slot and
 // specialization set): where loops are bounded, at most maxLoop positions each, each dispatch

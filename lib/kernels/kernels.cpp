@@ -82,7 +82,8 @@ Result PlaceScratch(const OperatorImpl& op, const Capabilities& caps, KernelSet&
   const UINT64 at = LayScratch(set);
   if (at * 4 <= caps.scratchRange) return {};
   const std::string what =
-      set.sortWords ? Str("a deterministic execution sorts ", set.sortWords / 2, " update units")
+      op.moe          ? Str("it sorts ", op.entries, " entries by expert")
+      : set.sortWords ? Str("a deterministic execution sorts ", set.sortWords / 2, " update units")
       : set.tieMarkWords
           ? Str("a deterministic execution keeps a tie position per OutputTensor element")
       : set.tallyWords && op.format
@@ -204,8 +205,10 @@ Kernel Choice::Elementwise(std::string module, const Plan& plan, UINT slot, UINT
 UINT64 MaxTensorBytes(DML_OPERATOR_TYPE type, const Capabilities& caps) {
   // Not on the large path: a block-quantized gather's scales and zero points (in the scratch
   // too, whole), an embedding bag's tensors but its table (kernel_bag.cpp, kernel_blocks.cpp).
+  // A MoE permute or unpermute: every tensor (kernel_moe.cpp).
   const bool oneDescriptor =
-      type == VKDML_OPERATOR_EMBEDDING_BAG || type == VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED;
+      type == VKDML_OPERATOR_EMBEDDING_BAG || type == VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED ||
+      type == VKDML_OPERATOR_MOE_PERMUTE || type == VKDML_OPERATOR_MOE_UNPERMUTE;
   return oneDescriptor ? caps.maxRange - caps.rangeAlign : UINT64(-1);
 }
 
@@ -225,6 +228,10 @@ Result ChooseKernels(const OperatorImpl& op, UINT flags, const Capabilities& cap
     }
     if (op.blockType) {
       VKDML_TRY(ChooseBlocks(c, pass));
+      continue;
+    }
+    if (op.moe) {
+      VKDML_TRY(ChooseMoe(c, pass));
       continue;
     }
     if (pass.kind == Pass::Kind::Scatter && op.excludeSelf) VKDML_TRY(ChooseReset(c, pass));
@@ -271,7 +278,7 @@ std::vector<std::string> ElemTokens(std::initializer_list<UINT> sizes) {
 void ListModules(const std::function<void(const std::string&)>& sink) {
   for (auto list :
        {ListCopyModules, ListRunsModules, ListLinesModules, ListReduceModules, ListTiesModules,
-        ListMeanModules, ListQuantizedModules, ListBagModules, ListBlocksModules})
+        ListMeanModules, ListQuantizedModules, ListBagModules, ListBlocksModules, ListMoeModules})
     list(sink);
 }
 

@@ -38,7 +38,21 @@ struct LargeDispatch {
 // embedding bag's OffsetsTensor is Updates' (Offsets) and its PerSampleWeightsTensor Weights. A
 // pass's source (InputTensor, UpdatesTensor, or an embedding bag's OffsetsTensor or
 // PerSampleWeightsTensor) is bound at VKDML_BIND_SOURCE (binding_table.cpp).
-enum class Role : UINT { None, Input, Indices, Updates, Weights, Output, Count, Offsets = Updates };
+// outputs[o] is Role(Output + o) (a MoE permute's four).
+enum class Role : UINT {
+  None,
+  Input,
+  Indices,
+  Updates,
+  Weights,
+  Output,
+  Output1,
+  Output2,
+  Output3,
+  Count,
+  Offsets = Updates
+};
+constexpr UINT kMaxOutputs = 4;
 
 // One dispatch.
 struct Kernel {
@@ -82,6 +96,7 @@ struct Kernel {
 // One dispatch of an operator's work, after a barrier from the one before.
 struct Step {
   Pass::Kind kind = Pass::Kind::Gather;
+  UINT output = 0;           // the output bound at VKDML_BIND_OUTPUT (Pass::output)
   bool skipInPlace = false;  // Pass::skipInPlace
   Kernel plain;
   // The same pass moving uvec4s, where the plan widens (Plan::Widen), or on CPU devices a

@@ -6,15 +6,15 @@
 
 namespace vkdml::detail {
 
-#define VKDML_OPERATOR_LIST                                                                 \
-  "DML_OPERATOR_GATHER (67), DML_OPERATOR_SCATTER_ELEMENTS (94), "                          \
-  "DML_OPERATOR_GATHER_ELEMENTS (107), "                                                    \
-  "DML_OPERATOR_GATHER_ND (108), DML_OPERATOR_SCATTER_ND (109), DML_OPERATOR_GATHER_ND1 "   \
-  "(140), VKDML_OPERATOR_SCATTER_ND_REDUCE (65537), "                                       \
-  "VKDML_OPERATOR_SCATTER_ELEMENTS_REDUCE (65538), VKDML_OPERATOR_OUT_OF_RANGE (65539), "   \
-  "VKDML_OPERATOR_GATHER_QUANTIZED_ROWS (65540), VKDML_OPERATOR_SCATTER_QUANTIZED_ROWS "    \
-  "(65541), VKDML_OPERATOR_EMBEDDING_BAG (65542) or VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED " \
-  "(65543)"
+#define VKDML_OPERATOR_LIST                                                               \
+  "DML_OPERATOR_GATHER (67), DML_OPERATOR_SCATTER_ELEMENTS (94), "                        \
+  "DML_OPERATOR_GATHER_ELEMENTS (107), "                                                  \
+  "DML_OPERATOR_GATHER_ND (108), DML_OPERATOR_SCATTER_ND (109), DML_OPERATOR_GATHER_ND1 " \
+  "(140), VKDML_OPERATOR_SCATTER_ND_REDUCE (65537), "                                     \
+  "VKDML_OPERATOR_SCATTER_ELEMENTS_REDUCE (65538), VKDML_OPERATOR_OUT_OF_RANGE (65539), " \
+  "VKDML_OPERATOR_GATHER_QUANTIZED_ROWS (65540), VKDML_OPERATOR_SCATTER_QUANTIZED_ROWS "  \
+  "(65541), VKDML_OPERATOR_EMBEDDING_BAG (65542), VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED " \
+  "(65543), VKDML_OPERATOR_MOE_PERMUTE (65552) or VKDML_OPERATOR_MOE_UNPERMUTE (65553)"
 
 Result ValidateOperatorTensors(const DML_TENSOR_DESC* input, const DML_TENSOR_DESC* indices,
                                bool hasUpdates, const DML_TENSOR_DESC* updates,
@@ -101,6 +101,10 @@ Result ApplyOutOfRange(const VKDML_OUT_OF_RANGE_OPERATOR_DESC& d, OperatorImpl* 
   if (d.Mode > VKDML_OUT_OF_RANGE_MODE_ERROR)
     return Fail(Status::InvalidArgument, "Mode is ", UINT(d.Mode),
                 ", expected VKDML_OUT_OF_RANGE_MODE_CLAMP (0), _FILL (1), _DROP (2) or _ERROR (3)");
+  if (op->moe)
+    return Fail(Status::InvalidArgument,
+                "VKDML_OPERATOR_OUT_OF_RANGE does not wrap it: it defines its out-of-range ids "
+                "(dropped entries, -1 rows)");
   if (d.Mode == VKDML_OUT_OF_RANGE_MODE_FILL && op->IsScatter())
     return Fail(Status::InvalidArgument,
                 "Mode is VKDML_OUT_OF_RANGE_MODE_FILL, which is for gathers: a scatter skips its "
@@ -143,6 +147,8 @@ bool KnownOperatorType(DML_OPERATOR_TYPE type) {
     case VKDML_OPERATOR_SCATTER_QUANTIZED_ROWS:
     case VKDML_OPERATOR_EMBEDDING_BAG:
     case VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED:
+    case VKDML_OPERATOR_MOE_PERMUTE:
+    case VKDML_OPERATOR_MOE_UNPERMUTE:
       return true;
     default:
       return false;
@@ -230,6 +236,14 @@ Result BuildOperator(const DML_OPERATOR_DESC& desc, OperatorImpl* op) {
       op->name = "GATHER_BLOCK_QUANTIZED";
       r = BuildGatherBlockQuantized(
           *static_cast<const VKDML_GATHER_BLOCK_QUANTIZED_OPERATOR_DESC*>(desc.Desc), op);
+      break;
+    case VKDML_OPERATOR_MOE_PERMUTE:
+      op->name = "MOE_PERMUTE";
+      r = BuildMoePermute(*static_cast<const VKDML_MOE_PERMUTE_OPERATOR_DESC*>(desc.Desc), op);
+      break;
+    case VKDML_OPERATOR_MOE_UNPERMUTE:
+      op->name = "MOE_UNPERMUTE";
+      r = BuildMoeUnpermute(*static_cast<const VKDML_MOE_UNPERMUTE_OPERATOR_DESC*>(desc.Desc), op);
       break;
     case VKDML_OPERATOR_OUT_OF_RANGE: {
       const auto& d = *static_cast<const VKDML_OUT_OF_RANGE_OPERATOR_DESC*>(desc.Desc);

@@ -37,6 +37,9 @@ struct Pass {
   // ZeroPointTensor (indexed: its value's number, 4-bit values counted in nibbles), storing each
   // block's zero point; Blocks is DML_OPERATOR_GATHER's pass over InputTensor's values (indexed:
   // a value's row-major number).
+  // MoeKeys to MoeRows: a MoE permute (glsl/moe.comp; kernel choice adds the sort between
+  // MoeKeys and the others), MoeWeights and MoeUnpermute a MoE unpermute; `output` says which of
+  // the operator's outputs each writes (bound at VKDML_BIND_OUTPUT).
   enum class Kind {
     Gather,
     Scatter,
@@ -54,12 +57,20 @@ struct Pass {
     Bag,
     Scales,
     ZeroPoints,
-    Blocks
+    Blocks,
+    MoeKeys,
+    MoePermutation,
+    MoeInverse,
+    MoeOffsets,
+    MoeRows,
+    MoeWeights,
+    MoeUnpermute
   } kind = Kind::Gather;
   Plan plan;                 // as lowered: kernel choice transforms it
   bool skipInPlace = false;  // a scatter's copy: nothing to do when OutputTensor is InputTensor
   bool maskSkip = false;     // skip elements whose mask bit (at their `indices` offset) is set
   bool lines = false;        // a scatter shaped for Plan::Lines (ScatterElements)
+  UINT output = 0;           // the output it writes (a MoE permute's four)
 };
 
 class OperatorImpl final : public Operator {
@@ -112,6 +123,10 @@ class OperatorImpl final : public Operator {
   VKDML_BLOCK_QUANTIZED_TYPE blockType = VKDML_BLOCK_QUANTIZED_TYPE(0);
   shader::uvec4 blockParams = {};
   UINT64 blocks = 0;
+  // VKDML_OPERATOR_MOE_PERMUTE and _UNPERMUTE: ExpertCount (permute), k and the tokens; `width`
+  // holds a row's values.
+  bool moe = false;
+  UINT experts = 0, topk = 0, tokens = 0;
   // FILL or DROP: an element whose index tuple is out of range is filled or skipped.
   bool Drops() const {
     return outOfRange == VKDML_OUT_OF_RANGE_MODE_FILL || outOfRange == VKDML_OUT_OF_RANGE_MODE_DROP;
@@ -182,6 +197,9 @@ Result BuildGatherBlockQuantized(const VKDML_GATHER_BLOCK_QUANTIZED_OPERATOR_DES
 // ZeroPointTensor.
 bool FourBit(VKDML_BLOCK_QUANTIZED_TYPE type);
 UINT BlockZeroPoint(VKDML_BLOCK_QUANTIZED_TYPE type);
+
+Result BuildMoePermute(const VKDML_MOE_PERMUTE_OPERATOR_DESC& desc, OperatorImpl* op);
+Result BuildMoeUnpermute(const VKDML_MOE_UNPERMUTE_OPERATOR_DESC& desc, OperatorImpl* op);
 
 // Dispatches on desc.Type, adds the "GATHER_ND: " prefix to messages.
 Result BuildOperator(const DML_OPERATOR_DESC& desc, OperatorImpl* op);

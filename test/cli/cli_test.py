@@ -169,7 +169,8 @@ def group_help():
     # The top-level help names every operator `vkdml run` takes.
     p = vkdml("--help")
     for op in ("gather", "gather-nd", "gather-elements", "scatter-elements", "scatter-nd",
-               "dequantize-rows", "quantize-rows", "embedding-bag", "gather-block-quantized"):
+               "dequantize-rows", "quantize-rows", "embedding-bag", "gather-block-quantized",
+               "moe-permute", "moe-unpermute"):
         check(op in p.stdout.replace("\n", " ").replace("  ", " "), f"vkdml --help names {op}")
     p = vkdml()
     check(p.returncode == 2 and "no command" in p.stderr, "vkdml with no command")
@@ -194,8 +195,10 @@ def group_help():
     ranges = re.findall(r"maxStorageBufferRange: (\d+) bytes", mine)
     largest = re.findall(r"largest tensor: any size \(past maxStorageBufferRange: the large "
                          r"path\); but EMBEDDING_BAG (\d+) bytes \(all but its table\), "
-                         r"GATHER_BLOCK_QUANTIZED (\d+) bytes \(its scales and zero points\)$", mine, re.M)
-    check(len(ranges) == 1 and len(largest) == 1 and largest[0][0] == largest[0][1] and
+                         r"GATHER_BLOCK_QUANTIZED (\d+) bytes \(its scales and zero points\), "
+                         r"MOE_PERMUTE (\d+) bytes \(every tensor\), "
+                         r"MOE_UNPERMUTE (\d+) bytes \(every tensor\)$", mine, re.M)
+    check(len(ranges) == 1 and len(largest) == 1 and len(set(largest[0])) == 1 and
           0 < int(ranges[0]) - int(largest[0][0]) and int(ranges[0]) - int(largest[0][0]) >= 16,
           f"vkdml devices: the largest tensor of each operator: {mine}")
 
@@ -1451,10 +1454,81 @@ def group_bag():
     expect_error("gather --mode", p, 2, "--mode does not apply to gather (only to embedding-bag)")
 
 
+def group_moe():
+    """`vkdml run moe-permute` and `moe-unpermute` against the NumPy reference (a stable argsort
+    of the ids, dropped ones last; each token's weighted rows in j order in float32 steps), and
+    their refusals."""
+    rng = np.random.default_rng(51)
+    tokens, k, experts = 37, 3, 5
+    x = rng.standard_normal((tokens, 6)).astype(np.float16)
+    ids = rng.integers(-1, experts + 1, (tokens, k)).astype(np.int32)  # -1 and 5: dropped
+    flat = ids.reshape(-1).astype(np.int64)
+    key = np.where((flat >= 0) & (flat < experts), flat, experts)
+    order = np.argsort(key, kind="stable")
+    kept = int((key < experts).sum())
+    want_offsets = np.searchsorted(key[order], np.arange(experts + 1))
+    want_perm = np.where(np.arange(flat.size) < kept, order, -1)
+    want_rows = np.zeros((flat.size, 6), np.float16)
+    want_rows[:kept] = x[order[:kept] // k]
+    want_inv = np.full(flat.size, -1, np.int64)
+    want_inv[order[:kept]] = np.arange(kept)
+    want_inv = want_inv.reshape(tokens, k)
+    outs = [path(f"moe{i}.npy") for i in range(4)]
+    p = vkdml("run", "moe-permute", "--input", save("x.npy", x), "--indices",
+              save("ids.npy", ids), "--experts", str(experts), "--output", outs[0],
+              "--offsets-output", outs[1], "--permutation-output", outs[2],
+              "--inverse-output", outs[3], "--quiet")
+    check(p.returncode == 0 and p.stdout == "" and p.stderr == "",
+          f"moe-permute: exit {p.returncode}, {p.stdout!r} {p.stderr!r}")
+    if p.returncode == 0:
+        got = [np.load(o) for o in outs]
+        for name, g, w in zip(("rows", "offsets", "permutation", "inverse"), got,
+                              (want_rows, want_offsets, want_perm, want_inv)):
+            check(same(g, w.astype(g.dtype)) and (name == "rows" or g.dtype == np.int64),
+                  f"moe-permute {name}: got {g!r}, expected {w!r}")
+    # Each token's rows back, weighted, in float32 steps.
+    y = rng.standard_normal((flat.size, 6)).astype(np.float32)
+    w = rng.random((tokens, k)).astype(np.float32)
+    want = np.zeros((tokens, 6), np.float32)
+    for j in range(k):
+        r = want_inv[:, j]
+        ok = r >= 0
+        want = np.where(ok[:, None], (want + (w[:, j:j + 1] * y[np.where(ok, r, 0)])
+                                      .astype(np.float32)).astype(np.float32), want)
+    out = path("moe_out.npy")
+    p = vkdml("run", "moe-unpermute", "--input", save("y.npy", y), "--indices",
+              save("inv.npy", want_inv), "--weights", save("w.npy", w), "--output", out,
+              "--dtype", "float16")
+    check(p.returncode == 0 and "vkdml run: moe-unpermute" in p.stdout,
+          f"moe-unpermute: exit {p.returncode}, {p.stdout!r} {p.stderr!r}")
+    if p.returncode == 0:
+        got = np.load(out)
+        check(same(got, want.astype(np.float16)), f"moe-unpermute: got {got!r}, expected {want!r}")
+    p = vkdml("run", "moe-permute", "--help")
+    check(p.returncode == 0 and "usage: vkdml run moe-permute" in p.stdout, "moe-permute --help")
+    for args, text in ((["--experts", "0"], "--experts is '0', expected an integer from 1"),
+                       ([], "moe-permute needs --experts N"),
+                       (["--experts", "5", "--weights", "w.npy"],
+                        "unknown option --weights for moe-permute"),
+                       (["--experts", "5", "--index-dtype", "uint8"],
+                        "--index-dtype is 'uint8', expected int64 or int32")):
+        p = vkdml("run", "moe-permute", "--input", path("x.npy"), "--indices", path("ids.npy"),
+                  "--output", outs[0], *args)
+        expect_error(f"moe-permute {args}", p, 2, text)
+    p = vkdml("run", "moe-permute", "--input", save("x3.npy", np.zeros((tokens, 3), np.float16)),
+              "--indices", path("ids.npy"), "--experts", "5", "--output", outs[0])
+    expect_error("moe-permute odd float16 width", p, 2,
+                 "MOE_PERMUTE: InputTensor.Sizes[1] is 3, expected an even number of FLOAT16")
+    p = vkdml("run", "moe-unpermute", "--input", path("y.npy"), "--indices", path("inv.npy"),
+              "--output", out)
+    expect_error("moe-unpermute without weights", p, 2, "moe-unpermute needs --weights")
+
+
 GROUPS = {"help": group_help, "roundtrip": group_roundtrip, "shapes": group_shapes,
           "errors": group_errors, "indices": group_indices, "output": group_output,
           "bench": group_bench, "reduce": group_reduce, "limits": group_limits,
-          "out_of_range": group_out_of_range, "quantized": group_quantized, "bag": group_bag}
+          "out_of_range": group_out_of_range, "quantized": group_quantized, "bag": group_bag,
+          "moe": group_moe}
 
 if __name__ == "__main__":
     GROUPS[sys.argv[2]]()

@@ -55,6 +55,7 @@ struct Stats {
   uint64_t inputs = 0, refused = 0, ran = 0, checkedOutOfRange = 0, folds = 0, orderDecides = 0;
   uint64_t nanResults = 0;  // float sums and products whose NaN result's bits went unchecked
   uint64_t quantizedRows = 0, quantizingScatters = 0, bags = 0, blockGathers = 0;  // of `ran`
+  uint64_t moe = 0;  // of `ran`: MoE permutes and unpermutes
   ~Stats();
 };
 extern Stats gStats;
@@ -80,5 +81,7 @@ int RunQuantizedRows(Decoder& d);
 int RunEmbeddingBag(Decoder& d);
 // fuzz_blocks.cpp: an input whose first byte is 0xC8 to 0xCF (one in thirty-two).
 int RunBlockQuantized(Decoder& d);
+// fuzz_moe.cpp: an input whose first byte is 0xC4 to 0xC7 (one in sixty-four).
+int RunMoe(Decoder& d);
 
 }  // namespace fz

@@ -7,8 +7,8 @@ vkdml_fuzz_operator's decoders, one per operator type and mode (plain, checked, 
 raw; the quantized-row gather's plain, checked, FILL, ERROR and raw; the quantizing scatter's
 plain, checked, DROP, ERROR and raw; the embedding bag's plain, checked, deterministic, FILL,
 DROP, ERROR and raw on each table; the block-quantized gather's plain, checked, FILL, ERROR
-and raw on each value type), each followed by fixed pseudo-random bytes (sizes, strides,
-data, indices); then the inputs the fuzzer found (found_*), kept as found.
+and raw on each value type; the MoE permute's and unpermute's plain and raw), each followed
+by fixed pseudo-random bytes (sizes, strides, data, indices); then the inputs the fuzzer found (found_*), kept as found.
 """
 import base64
 import io
@@ -109,3 +109,13 @@ found = base64.b64decode(
     "ABBikJCQkJCQkJCQkJCQkJCQkJCQAAAAAAAA2FuOABBiAAAAAAAArewx3MfYtByqDYQvBXWtluIwwGqJ"
     "MaFd+s5121t8JuHqc2d4nZcl4UzgkJAL")
 put(op_dir, "found_f16_mul_nan.bin", found)
+# The MoE permute and unpermute (a first byte from 0xC4 to 0xC7; mode bit 0 the unpermute,
+# 0x80 raw), then the id, row and output types, shapes, strides, rows, ids and weights. Its own
+# generator, so the seeds above stay as they were.
+moe = random.Random(51)
+for k, (mode, name) in enumerate(((0, "permute"), (1, "unpermute"), (0x80, "permute_raw"),
+                                  (0x81, "unpermute_raw"))):
+    for variant in range(4):
+        tail = bytes(moe.randrange(256) for _ in range(320))
+        put(op_dir, f"moe_{name}_{variant}.bin",
+            bytes([0xC4 + k, mode, variant, variant // 2]) + tail)

@@ -24,10 +24,12 @@ from ._vkdml import Device as _NativeDevice
 from ._vkdml import BagArgs as _BagArgs
 from ._vkdml import BlockArgs as _BlockArgs
 from ._vkdml import run as _run
+from ._vkdml import run_moe as _run_moe
 
 __all__ = ["Device", "Tensor", "Error", "UnsupportedError", "gather", "gather_elements",
            "gather_nd", "scatter_elements", "scatter_nd", "dequantize_rows", "quantize_rows",
-           "gather_block_quantized", "embedding_bag", "default_device"]
+           "gather_block_quantized", "embedding_bag", "moe_permute", "moe_unpermute",
+           "default_device"]
 
 _REDUCTIONS = ("none", "add", "mul", "max", "min", "mean")
 # dml.h's VKDML_OUT_OF_RANGE_MODE: what an out-of-range index does.
@@ -42,7 +44,8 @@ class Device(_NativeDevice):
     name, driver, limits (a dict), features (the optional Vulkan features vkdml enabled),
     supports(dtype), supports_reduction(dtype, reduction) and max_tensor_bytes(function) (the
     largest tensor a function of this module takes here, None for any size; embedding_bag's
-    bounds all but its table, gather_block_quantized's its scales and zero points)
+    bounds all but its table, gather_block_quantized's its scales and zero points,
+    moe_permute's and moe_unpermute's all)
     (Device::CheckFeatureSupport), tensor(array) (an array copied to the device),
     empty(dtype, shape)."""
 
@@ -493,3 +496,102 @@ def embedding_bag(table, indices, offsets=None, mode="sum", per_sample_weights=N
                 bool(deterministic), check, code, fill, True, None,
                 format if blocks else "q8_0", out_dtype.name,
                 _BagArgs(offsets, weights, mode, bool(include_last_offset), padding_idx))
+
+
+# MoE routing (VKDML_OPERATOR_MOE_PERMUTE and _UNPERMUTE).
+
+def _moe_tensors(args, device):
+    """The arguments (name, value) as device tensors on one device, and whether any was one."""
+    dev = next((v.device for _, v in args if isinstance(v, Tensor)), None)
+    on_device = dev is not None
+    if dev is None:
+        dev = _device(device)
+    tensors = []
+    for name, v in args:
+        if isinstance(v, Tensor):
+            tensors.append(v)
+            continue
+        a = _host(v, name)
+        if a.dtype.kind in "iu" and a.itemsize < 4:  # the library's ids are 32/64-bit
+            a = a.astype(np.int32)
+        tensors.append(_NativeDevice.tensor(dev, np.ascontiguousarray(a)))
+    return tensors, on_device, dev
+
+
+def _moe_check(t, name, ndim, kinds, what):
+    if t.ndim != ndim:
+        raise ValueError(f"{name}: shape {t.shape}, expected {ndim} dimensions ({what})")
+    if t.dtype.kind not in kinds or t.dtype.kind == "b":
+        raise TypeError(f"{name}: dtype is {t.dtype}, expected "
+                        + ("float32 or float16" if kinds == "f" else "an integer type"))
+
+
+def _moe_outputs(out, dev, specs):
+    """out: None (new tensors), or tensors of the specs' (dtype, shape), one each."""
+    if out is None:
+        return [dev.empty(shape, dtype) for dtype, shape in specs]
+    outs = list(out) if isinstance(out, (tuple, list)) else [out]
+    if len(outs) != len(specs) or not all(isinstance(o, Tensor) for o in outs):
+        raise TypeError(f"out: expected {len(specs)} vkdml.Tensor" + ("s" if len(specs) > 1
+                                                                       else ""))
+    for o, (dtype, shape) in zip(outs, specs):
+        if o.shape != tuple(shape) or o.dtype != np.dtype(dtype):
+            raise ValueError(f"out: shape {o.shape} {o.dtype}, expected {tuple(shape)} "
+                             f"{np.dtype(dtype)}")
+    return outs
+
+
+def moe_permute(x, topk_ids, experts, *, index_dtype=np.int64, device=None, out=None):
+    """A mixture-of-experts layer's routing (vkdml's VKDML_OPERATOR_MOE_PERMUTE): token t's
+    j-th expert topk_ids[t, j] is entry i = t * k + j of topk_ids.reshape(-1); ids outside
+    [0, experts) are dropped (an expert-parallel shard's foreign experts). The entries sorted by
+    expert, stably (numpy.argsort(key, kind="stable"), a dropped entry's key past every
+    expert: the same order on every device), give position p entry perm[p]. Returns
+    (rows, offsets, perm, inv):
+      rows     (tokens * k, width), x's dtype: x[perm[p] // k], zeros past offsets[-1];
+      offsets  (experts + 1,): expert e's rows are rows[offsets[e]:offsets[e + 1]];
+               offsets[-1] is the kept entries' count;
+      perm     (tokens * k,): the entry at each position, -1 past offsets[-1];
+      inv      (tokens, k): entry t * k + j's position, -1 where dropped.
+    x: (tokens, width) float32 or float16 (float16: an even width); topk_ids: (tokens, k)
+    integers. index_dtype: int64 (default) or int32, of offsets, perm and inv. Host arrays in:
+    NumPy arrays out; any device tensor in: device tensors out (out: a tuple of four tensors
+    to write)."""
+    experts = _int(experts, "experts")
+    if experts < 1:
+        raise ValueError(f"experts is {experts}, expected at least 1")
+    idt = np.dtype(_dtype_name(index_dtype))
+    if idt not in (np.dtype(np.int32), np.dtype(np.int64)):
+        raise TypeError(f"index_dtype is {idt}, expected int32 or int64")
+    (xt, ids), on_device, dev = _moe_tensors((("x", x), ("topk_ids", topk_ids)), device)
+    _moe_check(xt, "x", 2, "f", "tokens, width")
+    _moe_check(ids, "topk_ids", 2, "iu", "tokens, k")
+    if ids.shape[0] != xt.shape[0]:
+        raise ValueError(f"topk_ids: shape {ids.shape}, expected {xt.shape[0]} tokens (x's)")
+    tokens, k = ids.shape
+    outs = _moe_outputs(out, dev, [(xt.dtype, (tokens * k, xt.shape[1])),
+                                   (idt, (experts + 1,)), (idt, (tokens * k,)),
+                                   (idt, (tokens, k))])
+    _run_moe("permute", [xt, ids], outs, experts)
+    if on_device:
+        return tuple(outs)
+    return tuple(o.numpy() for o in outs)
+
+
+def moe_unpermute(y, inv, weights, *, dtype=None, device=None, out=None):
+    """The experts' rows back to their tokens (vkdml's VKDML_OPERATOR_MOE_UNPERMUTE):
+    out[t] = sum over j in order of weights[t, j] * y[inv[t, j]], in float32 (each product
+    and each sum rounded once, from +0: the same bits on every device), rounded to dtype
+    (default: y's); a row outside [0, len(y)) (moe_permute's -1) adds nothing.
+    y: (rows, width) float32 or float16; inv: (tokens, k) integers; weights: (tokens, k)
+    float32 or float16. Host arrays in: a NumPy array out; any device tensor in: a device
+    tensor out (out: a tensor to write)."""
+    (yt, it, wt), on_device, dev = _moe_tensors(
+        (("y", y), ("inv", inv), ("weights", weights)), device)
+    _moe_check(yt, "y", 2, "f", "rows, width")
+    _moe_check(it, "inv", 2, "iu", "tokens, k")
+    _moe_check(wt, "weights", 2, "f", "tokens, k")
+    odt = yt.dtype if dtype is None else np.dtype(_dtype_name(dtype))
+    outs = _moe_outputs(out, dev, [(odt, (it.shape[0], yt.shape[1]))])
+    _run_moe("unpermute", [yt, it, wt], outs, 0)
+    return outs[0] if on_device else outs[0].numpy()

@@ -1,0 +1,171 @@
+#version 450
+// MoE permute and unpermute (VKDML_OPERATOR_MOE_PERMUTE, _UNPERMUTE; lib/operators/moe.cpp,
+// lib/kernels/kernel_moe.cpp). Every tensor is read and written in 32-bit words (bases in words:
+// Kernel::unit 4; ROWS with V4 in uvec4s, unit 16), so no device needs 8/16-bit storage. A
+// stage's values are its plan's (params, direct); the sorted keys and values of a permute start
+// at plans[p].sortedBase in the scratch's keys and values (glsl/radix_sort.comp sorted them).
+// KEYS: entry i = t * k + j of TopkIdsTensor: its key (the expert, or E = params.x where the id
+//   is outside [0, E): dropped, sorted last) and its number, into the sort's first half.
+// ROWS: a row's threads per position p (params.w of them, a workgroup's for long rows), along
+//   the row: OutputTensor's row p is InputTensor's row (entry / k), or zeros where the entry is
+//   dropped.
+// OFFSETS: expert e's first position (its key's lower bound in the sorted keys, by bisection).
+// PERMUTATION: position p's entry, or -1 where dropped. INVERSE: entry i's position, or -1.
+// WEIGHTS: WeightsTensor's entry i into the scratch as float32.
+// UNPERMUTE: a row's threads per token t (as ROWS), a group of 4 values a thread: the weighted
+//   rows of its k entries summed in j order in float32 (glsl/arith.glsl's floatArith: each
+//   product and sum rounded once, denormals kept by _dp and _w), rows outside [0, rows) skipped.
+// INDEX64: 64-bit ids (KEYS) or rows (UNPERMUTE); VALUE_BITS: UNPERMUTE's InputTensor type.
+#extension GL_GOOGLE_include_directive : require
+#define ELEM 4  // arith.glsl on float32 bits
+#include "common.glsl"
+#include "arith.glsl"
+
+layout(local_size_x_id = VKDML_SPEC_GROUP_SIZE) in;
+// PERMUTATION, INVERSE, OFFSETS: the output's element size (4 or 8 bytes); WEIGHTS: the
+// weights'; UNPERMUTE: OutputTensor's (4: float32, 2: float16).
+layout(constant_id = VKDML_SPEC_OUTPUT_SIZE) const uint kOutputSize = 4;
+
+#if V4
+#define WORD uvec4
+#else
+#define WORD uint
+#endif
+layout(std430, set = 0, binding = VKDML_BIND_SOURCE) restrict readonly buffer Source {
+  WORD sourceWords[];
+};
+layout(std430, set = 0, binding = VKDML_BIND_INDICES) restrict readonly buffer Ids {
+  uint idWords[];
+};
+layout(std430, set = 0, binding = VKDML_BIND_OUTPUT) restrict writeonly buffer Output {
+  WORD outputWords[];
+};
+
+#define kStep (gl_NumWorkGroups.x * gl_WorkGroupSize.x)
+
+// The id or row at element e of the ids binding (pc.indexBase in its elements), below `limit`,
+// else `limit` (negative, past it, or past 2^32).
+uint readId(uint e, uint limit) {
+  const uint at = pc.indexBase + e;
+#if INDEX64
+  const uint lo = idWords[2u * at], hi = idWords[2u * at + 1u];
+  return hi == 0u && lo < limit ? lo : limit;
+#else
+  const uint lo = idWords[at];
+  return lo < limit ? lo : limit;  // a negative INT32 is past any limit as a uint
+#endif
+}
+
+#if !V4
+// A value at element e of an index output (kOutputSize bytes; -1 sign-extended for 8 bytes).
+void storeIndex(uint e, uint value, bool none) {
+  const uint v = none ? 0xFFFFFFFFu : value;
+  if (kOutputSize == 8u) {
+    outputWords[pc.dstBase + 2u * e] = v;
+    outputWords[pc.dstBase + 2u * e + 1u] = none ? 0xFFFFFFFFu : 0u;
+  } else {
+    outputWords[pc.dstBase + e] = v;
+  }
+}
+#endif
+
+// ROWS and UNPERMUTE: a row's `lanes` threads (a power of 2, at most the workgroup's), so a
+// workgroup takes gl_WorkGroupSize.x / lanes rows at once: this thread's first row and step.
+uint firstRow(uint lanes) {
+  return gl_WorkGroupID.x * (gl_WorkGroupSize.x / lanes) + gl_LocalInvocationID.x / lanes;
+}
+uint rowStep(uint lanes) {
+  return gl_NumWorkGroups.x * (gl_WorkGroupSize.x / lanes);
+}
+
+void main() {
+  const uint p = pc.plan, count = plans[p].count, base = plans[p].sortedBase;
+  const uvec4 params = plans[p].params;
+#if KEYS
+  for (uint i = gl_GlobalInvocationID.x; i < count; i += kStep) {
+    const uint t = i / params.y, j = i - t * params.y;
+    SORT_KEY(i) = readId(t * params.z + j * params.w, params.x);
+    SORT_VALUE(i) = i;
+  }
+#elif ROWS
+  const uint width = params.z, inStride = VKDML_AT(plans[p].direct, 0),
+             outStride = VKDML_AT(plans[p].direct, 1);
+  for (uint row = firstRow(params.w); row < count; row += rowStep(params.w)) {
+    const bool kept = SORT_KEY(base + row) < params.x;
+    const uint from = pc.srcBase + SORT_VALUE(base + row) / params.y * inStride;
+    const uint to = pc.dstBase + row * outStride;
+    for (uint w = gl_LocalInvocationID.x % params.w; w < width; w += params.w)
+      outputWords[to + w] = kept ? sourceWords[from + w] : WORD(0u);
+  }
+#elif OFFSETS
+  // Expert e's first position: the first sorted key >= e (keys are at most E).
+  for (uint e = gl_GlobalInvocationID.x; e < count; e += kStep) {
+    uint lo = 0u, hi = params.y;
+    while (lo < hi) {
+      const uint mid = lo + (hi - lo) / 2u;
+      if (SORT_KEY(base + mid) < e)
+        lo = mid + 1u;
+      else
+        hi = mid;
+    }
+    storeIndex(e * params.z, lo, false);
+  }
+#elif PERMUTATION
+  for (uint i = gl_GlobalInvocationID.x; i < count; i += kStep)
+    storeIndex(i * params.y, SORT_VALUE(base + i), SORT_KEY(base + i) >= params.x);
+#elif INVERSE
+  for (uint i = gl_GlobalInvocationID.x; i < count; i += kStep) {
+    const uint entry = SORT_VALUE(base + i), t = entry / params.y, j = entry - t * params.y;
+    storeIndex(t * params.z + j * params.w, i, SORT_KEY(base + i) >= params.x);
+  }
+#elif WEIGHTS
+  for (uint i = gl_GlobalInvocationID.x; i < count; i += kStep) {
+    const uint t = i / params.x, j = i - t * params.x, e = t * params.y + j * params.z;
+    uint w;
+    if (kOutputSize == 4u) {
+      w = sourceWords[pc.srcBase + e];
+    } else {
+      const uint word = sourceWords[pc.srcBase + e / 2u];
+      w = floatBitsToUint(halfToFloat((e & 1u) != 0u ? word >> 16 : word & 0xFFFFu));
+    }
+    WEIGHT(i) = w;
+  }
+#elif UNPERMUTE
+  const uint k = params.x, rows = params.y, width = params.z;
+  const uint s0 = VKDML_AT(plans[p].direct, 0), s1 = VKDML_AT(plans[p].direct, 1);
+  const uint inStride = VKDML_AT(plans[p].direct, 2), outStride = VKDML_AT(plans[p].direct, 3);
+  const uint groups = (width + 3u) / 4u;
+  for (uint t = firstRow(params.w); t < count; t += rowStep(params.w)) {
+    for (uint g = gl_LocalInvocationID.x % params.w; g < groups; g += params.w) {
+      const uint first = 4u * g, values = min(4u, width - first);
+      uvec4 acc = uvec4(0u);  // +0
+      for (uint j = 0u; j < k; ++j) {
+        const uint row = readId(t * s0 + j * s1, rows);
+        if (row == rows) continue;  // a dropped entry (-1) or a row past InputTensor
+        const uint w = WEIGHT(t * k + j), at = pc.srcBase + row * inStride;
+        uvec4 v;
+#if VALUE_BITS == 32
+        for (uint q = 0u; q < 4u; ++q) v[q] = q < values ? sourceWords[at + first + q] : 0u;
+#else
+        const uint lo = sourceWords[at + first / 2u];
+        const uint hi = values > 2u ? sourceWords[at + first / 2u + 1u] : 0u;
+        v = uvec4(floatBitsToUint(halfToFloat(lo & 0xFFFFu)),
+                  floatBitsToUint(halfToFloat(lo >> 16)),
+                  floatBitsToUint(halfToFloat(hi & 0xFFFFu)),
+                  floatBitsToUint(halfToFloat(hi >> 16)));
+#endif
+        for (uint q = 0u; q < 4u; ++q)
+          acc[q] = floatArith(acc[q], floatArith(v[q], w, false), true);
+      }
+      const uint to = pc.dstBase + t * outStride;
+      if (kOutputSize == 4u) {
+        for (uint q = 0u; q < values; ++q) outputWords[to + first + q] = acc[q];
+      } else {  // a row's values are even: whole words
+        outputWords[to + first / 2u] = floatToHalf(acc.x) | (floatToHalf(acc.y) << 16);
+        if (values > 2u)
+          outputWords[to + first / 2u + 1u] = floatToHalf(acc.z) | (floatToHalf(acc.w) << 16);
+      }
+    }
+  }
+#endif
+}

@@ -1,0 +1,183 @@
+// MoE permute and unpermute (VKDML_OPERATOR_MOE_PERMUTE, _UNPERMUTE; operators/moe.cpp):
+// glsl/moe.comp's stages, with glsl/radix_sort.comp's stable sort between a permute's keys and
+// its outputs. Each stage reads its own values from its plan (interface.h: PackedPlan, the MoE
+// fields), so one pipeline serves every shape. Every tensor is read and written in 32-bit words
+// (KernelSet::wordBindings), the permuted rows in uvec4s where both row layouts and bindings
+// are on 16 bytes (Step::wide). Not on the large path: every tensor fits one descriptor.
+#include "kernels/kernel_choice.h"
+
+namespace vkdml::detail {
+
+namespace {
+
+constexpr char kRows[] = "moe_rows", kRowsWide[] = "moe_rows_v4";
+
+std::string KeysModule(UINT indexSize) {
+  return "moe_keys" + IndexSuffix(indexSize);
+}
+std::string UnpermuteModule(UINT elemSize, UINT indexSize, const std::string& arith) {
+  return Str("moe_unpermute_f", elemSize * 8, IndexSuffix(indexSize), arith);
+}
+const char* Module(Pass::Kind kind) {
+  switch (kind) {
+    case Pass::Kind::MoeOffsets:
+      return "moe_offsets";
+    case Pass::Kind::MoePermutation:
+      return "moe_permutation";
+    case Pass::Kind::MoeInverse:
+      return "moe_inverse";
+    default:
+      return "moe_weights";
+  }
+}
+
+// The strides of a {a, b} tensor's last two dimensions, in its elements.
+void LastStrides(const Tensor& t, UINT* a, UINT* b) {
+  *a = t.strides[t.dims - 2];
+  *b = t.strides[t.dims - 1];
+}
+
+// Threads along a row of `units` (a power of 2, at most a workgroup's): the rest of a workgroup
+// takes the next rows, so short rows leave no thread idle.
+UINT Lanes(UINT64 units, UINT groupSize) {
+  UINT lanes = 1;
+  while (lanes < units && lanes < groupSize) lanes *= 2;
+  return lanes;
+}
+
+// A row's stride, in `unit`-byte units.
+UINT RowStride(const Tensor& t, UINT unit) {
+  return UINT(UINT64(t.strides[t.dims - 2]) * t.elemSize / unit);
+}
+
+}  // namespace
+
+Result ChooseMoe(Choice& c, const Pass& pass) {
+  const OperatorImpl& op = c.op;
+  if (c.large)
+    return Fail(Status::Unsupported, op.name,
+                ": a tensor is past this device's maxStorageBufferRange (", c.caps.maxRange,
+                " bytes); every tensor must fit one descriptor");
+  c.set.wordBindings = true;
+  c.set.checked = false;  // ids out of range are defined (dropped): nothing to report
+  c.base[VKDML_SPEC_CHECKED] = false;
+  UINT slot = 0;
+  VKDML_TRY(c.Slot(pass.plan, &slot));
+  shader::PackedPlan& plan = c.set.plans[slot];
+  const UINT n = op.entries, k = op.topk, experts = op.experts;
+  // Where the sorted keys and values end up: the sort alternates halves, a digit a pass.
+  UINT digits = 0;
+  for (UINT top = experts; top; top >>= 8) ++digits;
+  plan.sortedBase = digits % 2 ? n : 0;
+  Step step;
+  step.kind = pass.kind;
+  step.output = pass.output;
+  step.plain = c.Elementwise(Module(pass.kind), pass.plan, slot, 4);
+  step.plain.spec[VKDML_SPEC_UNROLL] = 1;
+  step.plain.groups = c.Groups((pass.plan.count + c.caps.groupSize - 1) / c.caps.groupSize);
+  const Tensor& ids = op.Indices();
+  switch (pass.kind) {
+    case Pass::Kind::MoeKeys: {
+      UINT s0, s1;
+      LastStrides(ids, &s0, &s1);
+      plan.params = {{experts, k, s0, s1}};
+      step.plain.module = KeysModule(c.indexSize);
+      c.set.steps.push_back(step);
+      Sort(c, n, digits);
+      c.set.sortWords = 2 * UINT64(n);
+      return {};
+    }
+    case Pass::Kind::MoeRows: {  // Lanes threads a row (a workgroup for long rows)
+      const Tensor &x = op.inputs[0], &rows = op.outputs[0];
+      const UINT rowBytes = op.width * x.elemSize, group = c.caps.groupSize;
+      UINT lanes = Lanes(rowBytes / 4, group);
+      plan.params = {{experts, k, rowBytes / 4, lanes}};
+      VKDML_AT(plan.direct, 0) = RowStride(x, 4);
+      VKDML_AT(plan.direct, 1) = RowStride(rows, 4);
+      step.plain.module = kRows;
+      step.plain.groups = c.Groups((UINT64(n) * lanes + group - 1) / group);
+      if (rowBytes % 16 == 0 && UINT64(x.strides[x.dims - 2]) * x.elemSize % 16 == 0 &&
+          UINT64(rows.strides[rows.dims - 2]) * rows.elemSize % 16 == 0) {
+        UINT wideSlot = 0;
+        VKDML_TRY(c.Slot(pass.plan, &wideSlot));
+        shader::PackedPlan& wide = c.set.plans[wideSlot];
+        wide = c.set.plans[slot];
+        lanes = Lanes(rowBytes / 16, group);
+        wide.params[2] = rowBytes / 16;
+        wide.params[3] = lanes;
+        VKDML_AT(wide.direct, 0) = RowStride(x, 16);
+        VKDML_AT(wide.direct, 1) = RowStride(rows, 16);
+        step.hasWide = true;
+        step.wide = step.plain;
+        step.wide.module = kRowsWide;
+        step.wide.slot = wideSlot;
+        step.wide.unit = step.wide.align = 16;
+        step.wide.groups = c.Groups((UINT64(n) * lanes + group - 1) / group);
+      }
+      break;
+    }
+    case Pass::Kind::MoeOffsets:
+      plan.params = {{experts, n, op.outputs[1].strides[op.outputs[1].dims - 1], 0}};
+      step.plain.spec[VKDML_SPEC_OUTPUT_SIZE] = op.outputs[1].elemSize;
+      break;
+    case Pass::Kind::MoePermutation:
+      plan.params = {{experts, op.outputs[2].strides[op.outputs[2].dims - 1], 0, 0}};
+      step.plain.spec[VKDML_SPEC_OUTPUT_SIZE] = op.outputs[2].elemSize;
+      break;
+    case Pass::Kind::MoeInverse: {
+      UINT s0, s1;
+      LastStrides(op.outputs[3], &s0, &s1);
+      plan.params = {{experts, k, s0, s1}};
+      step.plain.spec[VKDML_SPEC_OUTPUT_SIZE] = op.outputs[3].elemSize;
+      break;
+    }
+    case Pass::Kind::MoeWeights: {
+      const Tensor& w = op.inputs[2];
+      UINT s0, s1;
+      LastStrides(w, &s0, &s1);
+      plan.params = {{k, s0, s1, 0}};
+      step.plain.spec[VKDML_SPEC_OUTPUT_SIZE] = w.elemSize;  // the weights'
+      c.set.weightWords = n;
+      break;
+    }
+    case Pass::Kind::MoeUnpermute: {  // Lanes threads a token, a group of 4 values a thread
+      const Tensor &y = op.inputs[0], &out = op.outputs[0];
+      UINT s0, s1;
+      LastStrides(ids, &s0, &s1);
+      const UINT group = c.caps.groupSize, lanes = Lanes((op.width + 3) / 4, group);
+      plan.params = {{k, y.sizes[y.dims - 2], op.width, lanes}};
+      VKDML_AT(plan.direct, 0) = s0;
+      VKDML_AT(plan.direct, 1) = s1;
+      VKDML_AT(plan.direct, 2) = RowStride(y, 4);
+      VKDML_AT(plan.direct, 3) = RowStride(out, 4);
+      step.plain.module =
+          UnpermuteModule(y.elemSize, c.indexSize,
+                          FloatSuffix(VKDML_REDUCE_FUNCTION_ADD, VKDML_KIND_FLOAT, 4, c.caps));
+      step.plain.spec[VKDML_SPEC_OUTPUT_SIZE] = out.elemSize;
+      step.plain.groups = c.Groups((UINT64(op.tokens) * lanes + group - 1) / group);
+      break;
+    }
+    default:
+      return Fail(Status::Internal, "internal: ", op.name, " has a pass of another operator");
+  }
+  c.set.steps.push_back(step);
+  return {};
+}
+
+void ListMoeModules(const ModuleSink& sink) {
+  for (UINT index : {4u, 8u}) {
+    sink(KeysModule(index));
+    for (UINT elem : {4u, 2u})
+      ForEachCapabilities([&](const Capabilities& caps) {
+        sink(UnpermuteModule(elem, index,
+                             FloatSuffix(VKDML_REDUCE_FUNCTION_ADD, VKDML_KIND_FLOAT, 4, caps)));
+      });
+  }
+  for (auto kind : {Pass::Kind::MoeOffsets, Pass::Kind::MoePermutation, Pass::Kind::MoeInverse,
+                    Pass::Kind::MoeWeights})
+    sink(Module(kind));
+  sink(kRows);
+  sink(kRowsWide);
+}
+
+}  // namespace vkdml::detail
