@@ -10,6 +10,7 @@
 //   kernel_quantized.cpp  quantized rows (glsl/dequantize_rows.comp, quantize_rows.comp)
 //   kernel_bag.cpp      embedding bags (glsl/embedding_bag.comp)
 //   kernel_blocks.cpp   block-quantized gathers (glsl/dequantize_blocks.comp)
+//   kernel_paged.cpp    paged KV caches' writes and gathers (glsl/paged.comp)
 //   kernel_large.cpp    the large path: dispatches through windows of the binding range
 // Each also lists every module name it can ask for (its ListModules), which the build checks
 // against the modules it makes (kernels.h: MissingModules).
@@ -154,6 +155,11 @@ void ListBagModules(const ModuleSink& sink);
 // (VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED).
 Result ChooseBlocks(Choice& c, const Pass& pass);
 void ListBlocksModules(const ModuleSink& sink);
+
+// kernel_paged.cpp: a paged cache's pass (VKDML_OPERATOR_PAGED_CACHE_WRITE and _GATHER), the
+// write's copy of the cache included.
+Result ChoosePaged(Choice& c, const Pass& pass);
+void ListPagedModules(const ModuleSink& sink);
 
 // kernel_large.cpp: what the large path cannot run (refused before any family is asked, or by
 // a family: CheckWithinRange);

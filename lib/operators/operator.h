@@ -37,6 +37,8 @@ struct Pass {
   // ZeroPointTensor (indexed: its value's number, 4-bit values counted in nibbles), storing each
   // block's zero point; Blocks is DML_OPERATOR_GATHER's pass over InputTensor's values (indexed:
   // a value's row-major number).
+  // PagedClaim, PagedWrite, PagedStarts, PagedOffsets and PagedGather: the paged cache's write
+  // and gather (glsl/paged.comp; operators/paged_cache.cpp says what their plans hold).
   enum class Kind {
     Gather,
     Scatter,
@@ -54,7 +56,12 @@ struct Pass {
     Bag,
     Scales,
     ZeroPoints,
-    Blocks
+    Blocks,
+    PagedClaim,
+    PagedWrite,
+    PagedStarts,
+    PagedOffsets,
+    PagedGather
   } kind = Kind::Gather;
   Plan plan;                 // as lowered: kernel choice transforms it
   bool skipInPlace = false;  // a scatter's copy: nothing to do when OutputTensor is InputTensor
@@ -112,6 +119,8 @@ class OperatorImpl final : public Operator {
   VKDML_BLOCK_QUANTIZED_TYPE blockType = VKDML_BLOCK_QUANTIZED_TYPE(0);
   shader::uvec4 blockParams = {};
   UINT64 blocks = 0;
+  // VKDML_OPERATOR_PAGED_CACHE_WRITE and _GATHER (format: the cache's blocks, 0 for values).
+  bool paged = false;
   // FILL or DROP: an element whose index tuple is out of range is filled or skipped.
   bool Drops() const {
     return outOfRange == VKDML_OUT_OF_RANGE_MODE_FILL || outOfRange == VKDML_OUT_OF_RANGE_MODE_DROP;
@@ -182,6 +191,10 @@ Result BuildGatherBlockQuantized(const VKDML_GATHER_BLOCK_QUANTIZED_OPERATOR_DES
 // ZeroPointTensor.
 bool FourBit(VKDML_BLOCK_QUANTIZED_TYPE type);
 UINT BlockZeroPoint(VKDML_BLOCK_QUANTIZED_TYPE type);
+
+// VKDML_OPERATOR_PAGED_CACHE_WRITE and VKDML_OPERATOR_PAGED_GATHER (paged_cache.cpp).
+Result BuildPagedCacheWrite(const VKDML_PAGED_CACHE_WRITE_OPERATOR_DESC& desc, OperatorImpl* op);
+Result BuildPagedGather(const VKDML_PAGED_GATHER_OPERATOR_DESC& desc, OperatorImpl* op);
 
 // Dispatches on desc.Type, adds the "GATHER_ND: " prefix to messages.
 Result BuildOperator(const DML_OPERATOR_DESC& desc, OperatorImpl* op);
