@@ -50,5 +50,8 @@ bool ParseInt(const std::string& text, int64_t* out);
 int RunMain(int argc, char** argv);
 // `vkdml demo ...`, in demo.cpp: the operator pages' examples.
 int DemoMain(int argc, char** argv);
+// `vkdml paged-cache-write ...` and `vkdml paged-gather ...`, in paged.cpp: the paged KV cache.
+int PagedWriteMain(int argc, char** argv);
+int PagedGatherMain(int argc, char** argv);
 
 }  // namespace cli
