@@ -19,6 +19,7 @@ std::vector<uint32_t> Spec::Output() const {
     return {indices[0], width};
   if (kind == OpKind::EmbeddingBag) return {static_cast<uint32_t>(Bags()), width};
   if (kind == OpKind::GatherElements) return indices;
+  if (kind == OpKind::PagedGather) return {indices[0] * seqLen, input[2], input[3]};
   if (IsScatter()) return input;
   std::vector<uint32_t> out(indices.begin(), indices.end() - 1);
   out.insert(out.end(), input.begin() + indices.back(), input.end());
@@ -48,6 +49,10 @@ const char* Spec::OpName() const {
       return "EmbeddingBag";
     case OpKind::GatherBlockQuantized:
       return "GatherBlockQuantized";
+    case OpKind::PagedWrite:
+      return "PagedCacheWrite";
+    case OpKind::PagedGather:
+      return "PagedGather";
   }
   return "?";
 }
@@ -280,6 +285,23 @@ std::vector<Spec> MakeSpecs(bool small) {
     r->peer += " (torch.use_deterministic_algorithms(True))";
     add(*r);
   }
+  // The paged KV cache (issue 51): a decode step's write of 256 tokens x 8 heads x 128 float16
+  // values into a 4096-block x 16-token cache, in place (unique slots), and the gather of 64
+  // sequences of 2048 tokens through a block table (vLLM's int32) that permutes the blocks.
+  const uint32_t cacheBlocks = small ? 256 : 4096, wtokens = small ? 64 : 256;
+  Spec pcw = MakeSpec("paged-cache-write-f16", OpKind::PagedWrite, f16, i64,
+                      {cacheBlocks, 16, 8, 128}, {wtokens});
+  pcw.updates = {wtokens, 8, 128};
+  pcw.inPlace = true;
+  pcw.peer = "k_cache.view(-1, 8, 128).index_copy_(0, slot_mapping, k)";
+  add(pcw);
+  const uint32_t seqs = small ? 8 : 64, seqLen = small ? 256 : 2048;
+  Spec pg =
+      MakeSpec("paged-gather-f16", OpKind::PagedGather, f16, vkdml::DML_TENSOR_DATA_TYPE_INT32,
+               {seqs * seqLen / 16, 16, 8, 128}, {seqs, seqLen / 16});
+  pg.seqLen = seqLen;
+  pg.peer = "k_cache.index_select(0, block_table.flatten()).view(-1, 8, 128)";
+  add(pg);
   Spec lat = MakeSpec("latency", OpKind::GatherElements, f32, i64, {64, 64}, {64, 64});
   lat.axis = 1;
   lat.latency = true;
@@ -314,16 +336,20 @@ std::vector<Spec> MakeSpecs(bool small) {
 OpDesc::OpDesc(const Spec& s) {
   std::vector<uint32_t> out = s.Output();
   size_t d = std::max({s.input.size(), s.indices.size(), out.size(), s.updates.size()});
-  auto set = [d](Tensor& t, vkdml::DML_TENSOR_DATA_TYPE type, const std::vector<uint32_t>& a) {
-    t.sizes.assign(d - a.size(), 1u);
+  // The paged cache's tensors keep their own ranks (dml.h fixes them); the others right-align.
+  const bool ownRanks = s.kind == OpKind::PagedWrite || s.kind == OpKind::PagedGather;
+  auto set = [d, ownRanks](Tensor& t, vkdml::DML_TENSOR_DATA_TYPE type,
+                           const std::vector<uint32_t>& a) {
+    t.sizes.assign(ownRanks ? 0 : d - a.size(), 1u);
     t.sizes.insert(t.sizes.end(), a.begin(), a.end());
+    const UINT dims = static_cast<UINT>(t.sizes.size());
     t.buffer.DataType = type;
     t.buffer.Flags = vkdml::DML_TENSOR_FLAG_NONE;
-    t.buffer.DimensionCount = static_cast<UINT>(d);
+    t.buffer.DimensionCount = dims;
     t.buffer.Sizes = t.sizes.data();
     t.buffer.Strides = nullptr;
     t.buffer.TotalTensorSizeInBytes =
-        vkdml::CalcBufferTensorSize(type, static_cast<UINT>(d), t.sizes.data(), nullptr);
+        vkdml::CalcBufferTensorSize(type, dims, t.sizes.data(), nullptr);
     t.buffer.GuaranteedBaseOffsetAlignment = 0;
     t.desc = {vkdml::DML_TENSOR_TYPE_BUFFER, &t.buffer};
   };
@@ -369,6 +395,27 @@ OpDesc::OpDesc(const Spec& s) {
              s.blockSize,
              nullptr};
       op = {vkdml::VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED, &gbq};
+      break;
+    case OpKind::PagedWrite:
+      set(updates, s.dtype, s.updates);
+      pcw = {&input.desc,
+             &indices.desc,
+             &updates.desc,
+             &output.desc,
+             vkdml::VKDML_PAGED_CACHE_LAYOUT_NHD,
+             vkdml::VKDML_QUANTIZED_FORMAT(0)};
+      op = {vkdml::VKDML_OPERATOR_PAGED_CACHE_WRITE, &pcw};
+      break;
+    case OpKind::PagedGather:
+      set(offsets, s.itype, {s.indices[0] + 1});
+      pg = {&input.desc,
+            &indices.desc,
+            &offsets.desc,
+            nullptr,
+            &output.desc,
+            vkdml::VKDML_PAGED_CACHE_LAYOUT_NHD,
+            vkdml::VKDML_QUANTIZED_FORMAT(0)};
+      op = {vkdml::VKDML_OPERATOR_PAGED_GATHER, &pg};
       break;
     case OpKind::GatherND:
       gnd = {&input.desc, &indices.desc, &output.desc, static_cast<UINT>(s.input.size()),
@@ -604,6 +651,14 @@ void MakeHostData(const Spec& s, const OpDesc& d, HostData* h, uint64_t seed) {
     h->offsets.Allocate(d.offsets.buffer.TotalTensorSizeInBytes);
     for (uint64_t b = 0; b < s.Bags(); ++b)
       StoreIndex(h->offsets.data() + b * is, is, static_cast<int64_t>(b * s.bagSize));
+  } else if (s.kind == OpKind::PagedWrite) {  // unique slots
+    FillUniqueIndices(h->indices, s.itype, s.input[0] * s.input[1], seed * 3 + 2);
+  } else if (s.kind == OpKind::PagedGather) {  // the blocks permuted; every sequence seqLen long
+    FillUniqueIndices(h->indices, s.itype, s.input[0], seed * 3 + 2);
+    const size_t is = vkdml::DataTypeSize(s.itype);
+    h->offsets.Allocate(d.offsets.buffer.TotalTensorSizeInBytes);
+    for (uint64_t b = 0; b <= s.indices[0]; ++b)
+      StoreIndex(h->offsets.data() + b * is, is, static_cast<int64_t>(b * s.seqLen));
   } else if (s.uniqueRows) {
     FillUniqueIndices(h->indices, s.itype, s.input[0], seed * 3 + 2);
   } else if (s.kind == OpKind::GatherElements || s.kind == OpKind::ScatterElements) {
@@ -797,6 +852,8 @@ struct Reference {
       case OpKind::ScatterQuantized:
       case OpKind::EmbeddingBag:
       case OpKind::GatherBlockQuantized:
+      case OpKind::PagedWrite:
+      case OpKind::PagedGather:
         break;
     }
     return nullptr;
@@ -830,7 +887,8 @@ std::vector<uint64_t> SamplePositions(const Spec& s, const Reference& ref) {
 uint64_t Verify(const Spec& s, const HostData& h, const uint8_t* out, uint64_t* checked,
                 std::string* first) {
   if (s.kind == OpKind::GatherQuantized || s.kind == OpKind::ScatterQuantized ||
-      s.kind == OpKind::EmbeddingBag || s.kind == OpKind::GatherBlockQuantized)
+      s.kind == OpKind::EmbeddingBag || s.kind == OpKind::GatherBlockQuantized ||
+      s.kind == OpKind::PagedWrite || s.kind == OpKind::PagedGather)
     return VerifyOwn(s, h, out, checked, first);
   Reference ref(s, h);
   size_t es = vkdml::DataTypeSize(s.dtype);
@@ -893,6 +951,10 @@ double MinBytes(const Spec& s, const HostData& h) {
     return idx + static_cast<double>(Product(s.updates)) * es + s.indices[0] * tableRow;
   if (s.kind == OpKind::EmbeddingBag)
     return idx + static_cast<double>(s.Bags()) * is + s.indices[0] * tableRow + out;
+  // The paged cache: the slots, the tokens' rows read and written; the block table, the starts
+  // and each gathered row read and written.
+  if (s.kind == OpKind::PagedWrite) return idx + 2 * static_cast<double>(Product(s.updates)) * es;
+  if (s.kind == OpKind::PagedGather) return idx + (s.indices[0] + 1) * is + 2 * out;
   if (s.kind == OpKind::GatherBlockQuantized)  // a row's bytes, scales and zero points
     return idx + s.indices[0] * (s.input[1] + s.width / s.blockSize * (es + 0.5)) + out;
   if (!s.IsScatter()) return idx + 2 * out;  // indices + elements read + output

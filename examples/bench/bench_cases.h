@@ -22,6 +22,8 @@ enum class OpKind {
   ScatterQuantized,      // VKDML_OPERATOR_SCATTER_QUANTIZED_ROWS, in place
   EmbeddingBag,          // VKDML_OPERATOR_EMBEDDING_BAG
   GatherBlockQuantized,  // VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED: rows, ONNX Runtime's uint8
+  PagedWrite,            // VKDML_OPERATOR_PAGED_CACHE_WRITE, NHD, in place
+  PagedGather,           // VKDML_OPERATOR_PAGED_GATHER, NHD
 };
 
 struct Spec {
@@ -54,12 +56,17 @@ struct Spec {
   // bits 4), float16 scales {rows, width / blockSize} (dtype: the output's), zero points
   // {rows, width / blockSize / 2}; rows gathered on axis 0 by indices {picks}.
   uint32_t blockSize = 0;
+  // PagedWrite: input the cache {blocks, block_size, heads, head_size} of dtype, indices the slot
+  // mapping {tokens} (unique slots), updates {tokens, heads, head_size}. PagedGather: input the
+  // cache, indices the block table {sequences, max_blocks} (a permutation of the blocks), every
+  // sequence seqLen tokens (its cumulative lengths: HostData::offsets).
+  uint32_t seqLen = 0;
   std::string peer;
 
   std::vector<uint32_t> Output() const;
   bool IsScatter() const {
     return kind == OpKind::ScatterND || kind == OpKind::ScatterElements ||
-           kind == OpKind::ScatterQuantized;
+           kind == OpKind::ScatterQuantized || kind == OpKind::PagedWrite;
   }
   // The UINT8 table's type for quantized gathers and scatters, else dtype.
   vkdml::DML_TENSOR_DATA_TYPE InputType() const;
@@ -96,6 +103,8 @@ struct OpDesc {
   vkdml::VKDML_EMBEDDING_BAG_OPERATOR_DESC bag{};
   Tensor scales, zeros;  // GatherBlockQuantized
   vkdml::VKDML_GATHER_BLOCK_QUANTIZED_OPERATOR_DESC gbq{};
+  vkdml::VKDML_PAGED_CACHE_WRITE_OPERATOR_DESC pcw{};  // PagedWrite
+  vkdml::VKDML_PAGED_GATHER_OPERATOR_DESC pg{};        // PagedGather (offsets: its starts)
   vkdml::DML_OPERATOR_DESC inner{};  // op's operator where op wraps it (Spec::outOfRange)
   vkdml::VKDML_OUT_OF_RANGE_OPERATOR_DESC outOfRange{};
   vkdml::DML_OPERATOR_DESC op{};
@@ -107,7 +116,7 @@ struct OpDesc {
 
 // Host copies of a case's inputs (random, never zeros).
 struct HostData {
-  Bytes input, indices, updates, offsets;  // offsets: EmbeddingBag
+  Bytes input, indices, updates, offsets;  // offsets: EmbeddingBag; PagedGather's starts
   Bytes scales, zeros;                     // GatherBlockQuantized
   uint64_t targets = 0;  // ScatterElements: distinct output elements that some update targets
 };

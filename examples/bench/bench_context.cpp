@@ -346,10 +346,12 @@ Context::Slot Context::MakeSlot(const Spec& s, const HostData& h,
   sl.input = NewBuffer(h.input.data(), op.InputSize(0));
   sl.indices = NewBuffer(h.indices.data(), op.InputSize(1));
   std::vector<vkdml::DML_BUFFER_BINDING> in = {sl.input->Binding(), sl.indices->Binding()};
-  if (s.IsScatter() || s.kind == OpKind::EmbeddingBag || s.kind == OpKind::GatherBlockQuantized) {
-    const Bytes& third = s.IsScatter()                    ? h.updates
-                         : s.kind == OpKind::EmbeddingBag ? h.offsets
-                                                          : h.scales;
+  if (s.IsScatter() || s.kind == OpKind::EmbeddingBag || s.kind == OpKind::GatherBlockQuantized ||
+      s.kind == OpKind::PagedGather) {
+    const Bytes& third = s.IsScatter() ? h.updates
+                         : s.kind == OpKind::EmbeddingBag || s.kind == OpKind::PagedGather
+                             ? h.offsets
+                             : h.scales;
     sl.updates = NewBuffer(third.data(), op.InputSize(2));
     in.push_back(sl.updates->Binding());
   }
