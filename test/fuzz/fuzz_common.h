@@ -80,5 +80,7 @@ int RunQuantizedRows(Decoder& d);
 int RunEmbeddingBag(Decoder& d);
 // fuzz_blocks.cpp: an input whose first byte is 0xC8 to 0xCF (one in thirty-two).
 int RunBlockQuantized(Decoder& d);
+// fuzz_paged.cpp: an input whose first byte is 0xC0 to 0xC7 (one in thirty-two).
+int RunPaged(Decoder& d);
 
 }  // namespace fz

@@ -10,7 +10,8 @@
 // report is a crash. An input whose first byte is 0xE0 or more (one in eight) is vkdml's
 // quantized-row gather or quantizing scatter instead (fuzz_quantized.cpp), one from 0xD0 to 0xDF
 // its embedding bag (fuzz_bag.cpp), one from 0xC8 to 0xCF its block-quantized gather
-// (fuzz_blocks.cpp), by the same rules.
+// (fuzz_blocks.cpp), one from 0xC0 to 0xC7 its paged KV cache write or gather (fuzz_paged.cpp),
+// by the same rules.
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -226,6 +227,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size > 0 && data[0] >= 0xE0) return RunQuantizedRows(d);
   if (size > 0 && data[0] >= 0xD0) return RunEmbeddingBag(d);
   if (size > 0 && data[0] >= 0xC8) return RunBlockQuantized(d);
+  if (size > 0 && data[0] >= 0xC0) return RunPaged(d);
   Case c = Decode(d);
   vt::OpSpec& spec = c.spec;
   std::unique_ptr<CompiledOperator> compiled;
