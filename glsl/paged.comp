@@ -5,13 +5,15 @@
 // in bytes; token slot s is block s / block_size, row s % block_size. Stages:
 // CLAIM    an invocation per token: the slot's claim word (the scratch's tally) becomes the
 //          greatest token naming it, plus 1; a slot past the cache is recorded (checked mode);
-// WRITE    an invocation per group of 4 values (FORMAT 0) or block of 32 (FORMAT 8: Q8_0, 4:
-//          Q4_0; glsl/quantize_block.glsl) of a token's head, stored where its token holds the
-//          claim; a negative slot, or one past the cache, is skipped;
+// WRITE    an invocation per group of kUnit values (FORMAT 0: 16 bytes, or 8 of float16 ones) or
+//          block of 32 (FORMAT 8: Q8_0, 4: Q4_0; glsl/quantize_block.glsl) of a token's head,
+//          stored where its token holds the claim; a negative slot, or one past the cache, is
+//          skipped;
 // STARTS   an invocation per entry of SequenceStartsTensor (params.y 0) into the scratch's
 //          bounds, clamped into [0, params.x], or of TokenOffsetsTensor (params.y 1) into its
 //          weights (a negative or 2^31 or more: 2^31, past every sequence's blocks);
-// GATHER   an invocation per group of 4 output values: its sequence by bisection of the
+// GATHER   an invocation per group of kUnit output values (4, or 8 float16 ones: 16 or 8
+//          bytes): its sequence by bisection of the
 //          bounds (params.y sequences), its position plus the sequence's token offset
 //          (params.x bit 1), its block from BlockTableTensor (components 2: max_blocks and a
 //          sequence's entries' stride, 3: the sequences and their rows' stride), the values
@@ -43,6 +45,8 @@
 
 layout(local_size_x_id = VKDML_SPEC_GROUP_SIZE) in;  // Capabilities::groupSize
 layout(constant_id = VKDML_SPEC_OUTPUT_SIZE) const uint kValueSize = 4;
+// WRITE and GATHER: the values an invocation moves (4, 8 float16 ones, or a quantized block's 32).
+const uint kGroupWords = kValueSize * kUnit / 4u;  // FORMAT 0's group in words: 4 or 2
 
 layout(std430, set = 0, binding = VKDML_BIND_SOURCE) restrict readonly buffer Source {
   uint tableWords[];  // the write's updates, the gather's cache, STARTS' list
@@ -78,9 +82,9 @@ bool indexBelow(uvec2 v, uint n) {
   return !negativeIndex(v) && v.y == 0u && v.x < n;
 }
 
-// 4 words from word w of the source, or 2 (kValueSize 2: 4 float16 values).
+// A group from word w of the source: 4 words (16 bytes) or 2 (kGroupWords).
 uvec4 sourceGroup(uint w) {
-  if (kValueSize == 4u)
+  if (kGroupWords == 4u)
     return (w & 3u) == 0u
                ? sourceQuads[w >> 2]
                : uvec4(tableWords[w], tableWords[w + 1u], tableWords[w + 2u], tableWords[w + 3u]);
@@ -88,16 +92,16 @@ uvec4 sourceGroup(uint w) {
                0u, 0u);
 }
 
-// The same to the output at word w: 16 bytes (size 4) or 8 (size 2).
-void storeGroup(uint w, uvec4 bits, uint size) {
-  if (size == 4u && (w & 3u) == 0u) {
+// The same to the output at word w: `words` words, 4 or 2.
+void storeGroup(uint w, uvec4 bits, uint words) {
+  if (words == 4u && (w & 3u) == 0u) {
     outputQuads[w >> 2] = bits;
-  } else if (size == 2u && (w & 1u) == 0u) {
+  } else if (words == 2u && (w & 1u) == 0u) {
     outputPairs[w >> 1] = bits.xy;
   } else {
     outputWords[w] = bits.x;
     outputWords[w + 1u] = bits.y;
-    if (size == 4u) {
+    if (words == 4u) {
       outputWords[w + 2u] = bits.z;
       outputWords[w + 3u] = bits.w;
     }
@@ -144,7 +148,7 @@ void main() {
                         c.z * VKDML_AT(plans[p].direct, 2);
 #if FORMAT == 0
       const uint w = (pc.srcBase >> 2) + (kValueSize == 4u ? from : from >> 1);
-      storeGroup(target >> 2, sourceGroup(w), kValueSize);
+      storeGroup(target >> 2, sourceGroup(w), kGroupWords);
 #else
       blockFrom = from;
       quantizeBlock(target);
@@ -193,17 +197,24 @@ void main() {
         bits = fillBytes;  // VKDML_OUT_OF_RANGE_MODE_FILL: the value's bytes repeat
       } else {
 #if FORMAT == 0
-        bits = sourceGroup((from >> 2) + c.z * kValueSize);
+        bits = sourceGroup((from >> 2) + c.z * kGroupWords);
 #else
-        bits = dequantizeQuad(from, c.z);
-        if (kValueSize == 2u)
+        const uint quad = c.z * (kUnit / 4u);  // (kUnit 8: float16 out, two quads)
+        bits = dequantizeQuad(from, quad);
+        if (kValueSize == 2u) {
           bits.xy = uvec2(floatToHalf(bits.x) | (floatToHalf(bits.y) << 16),
                           floatToHalf(bits.z) | (floatToHalf(bits.w) << 16));
+          if (kUnit == 8u) {
+            const uvec4 next = dequantizeQuad(from, quad + 1u);
+            bits.zw = uvec2(floatToHalf(next.x) | (floatToHalf(next.y) << 16),
+                            floatToHalf(next.z) | (floatToHalf(next.w) << 16));
+          }
+        }
 #endif
       }
       const uint at = c.x * VKDML_AT(plans[p].direct, 0) + c.y * VKDML_AT(plans[p].direct, 1) +
-                      4u * c.z;
-      storeGroup((pc.dstBase >> 2) + (kValueSize == 4u ? at : at >> 1), bits, kValueSize);
+                      kUnit * c.z;
+      storeGroup((pc.dstBase >> 2) + (kValueSize == 4u ? at : at >> 1), bits, kGroupWords);
     }
 #endif
     if (count - i <= step) break;

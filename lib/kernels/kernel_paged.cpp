@@ -55,6 +55,10 @@ Result ChoosePaged(Choice& c, const Pass& pass) {
   k = c.Elementwise(PagedModule(pass.kind, op.format, c.indexSize), pass.plan, slot, 1);
   const bool write = op.IsScatter();
   k.spec[VKDML_SPEC_OUTPUT_SIZE] = write ? op.inputs[2].elemSize : op.outputs[0].elemSize;
+  // The values an invocation of PagedWrite or PagedGather moves (paged.comp: kUnit), its
+  // innermost direct stride: 4, 8 (FLOAT16) or a quantized block's 32.
+  if (pass.kind == Pass::Kind::PagedWrite || pass.kind == Pass::Kind::PagedGather)
+    k.spec[VKDML_SPEC_UNIT] = pass.plan.direct[2];
   shader::uvec4& params = c.set.plans[slot].params;
   switch (pass.kind) {
     case Pass::Kind::PagedClaim:

@@ -129,6 +129,11 @@ Result CheckList(const Tensor& t, UINT n, const std::string& what, const Tensor&
   return CheckSizes(t, 1, &n, &what);
 }
 
+// Values an invocation moves: 16 bytes of them (8 FLOAT16 where head_size allows, else 4).
+UINT GroupValues(UINT elemSize, UINT headSize) {
+  return elemSize == 2 && headSize % 8 == 0 ? 8 : 4;
+}
+
 void AddGeometry(Plan& plan, const Cache& c) {
   plan.AddComponent(c.blocks, c.blockStride);
   plan.AddComponent(c.blockSize, c.rowStride);
@@ -164,10 +169,11 @@ Result BuildPagedCacheWrite(const VKDML_PAGED_CACHE_WRITE_OPERATOR_DESC& desc, O
   claim.kind = Pass::Kind::PagedClaim;
   claim.plan.AddDim(tokens, 0, 0, slots.strides[0], 1);
   AddGeometry(claim.plan, o);
-  // The rows: a group of 4 values (Format 0) or a block of 32 an invocation; direct offsets in
+  // The rows: a group of 16 bytes of values (4 FLOAT32 or 8 FLOAT16; 4 FLOAT16 where head_size
+  // is not a multiple of 8) or a quantized block of 32 an invocation; direct offsets in
   // UpdatesTensor's elements, indexed ones in the cache's bytes.
-  const UINT group = desc.Format ? 32 : 4;
-  const UINT groupBytes = desc.Format ? QuantizedBlockBytes(desc.Format) : 4 * output.elemSize;
+  const UINT group = desc.Format ? 32 : GroupValues(output.elemSize, c.headSize);
+  const UINT groupBytes = desc.Format ? QuantizedBlockBytes(desc.Format) : group * output.elemSize;
   Pass write;
   write.kind = Pass::Kind::PagedWrite;
   write.plan.AddDim(tokens, updates.strides[0], 0, slots.strides[0], 1);
@@ -226,13 +232,15 @@ Result BuildPagedGather(const VKDML_PAGED_GATHER_OPERATOR_DESC& desc, OperatorIm
   Pass offset;  // their token offsets
   offset.kind = Pass::Kind::PagedOffsets;
   if (hasOffsets) offset.plan.AddDim(sequences, 0, 0, offsets.strides[0], 0);
-  // The rows: a group of 4 output values an invocation (direct offsets in OutputTensor's
-  // elements, indexed in the cache's bytes: the head's row; the kernel places the group).
+  // The rows: a group of 16 bytes of output values an invocation, as the write's (direct offsets
+  // in OutputTensor's elements, indexed in the cache's bytes: the head's row; the kernel places
+  // the group).
   Pass gather;
   gather.kind = Pass::Kind::PagedGather;
   gather.plan.AddDim(total, output.strides[0], 0, 0, 0);
   gather.plan.AddDim(c.heads, output.strides[1], c.headStride, 0, 0);
-  gather.plan.AddDim(c.headSize / 4, 4, 0, 0, 0);
+  const UINT group = GroupValues(output.elemSize, c.headSize);
+  gather.plan.AddDim(c.headSize / group, group, 0, 0, 0);
   AddGeometry(gather.plan, c);
   gather.plan.AddComponent(maxBlocks, table.strides[1]);  // a sequence's entries
   gather.plan.AddComponent(sequences, table.strides[0]);  // the sequences' rows
