@@ -847,3 +847,32 @@ TEST_CASE_METHOD(Fixture, "Paged cache: validation", "[paged][validation]") {
     CHECK(r.status == Status::InvalidArgument);
   }
 }
+
+// No large path yet: a cache past the binding range is refused, naming it (here a narrowed
+// range, VKDML_MAX_BINDING_RANGE), and VKDML_FEATURE_TENSOR_SIZE says so.
+TEST_CASE_METHOD(Fixture, "Paged cache: a cache past the binding range is refused", "[paged]") {
+  const UINT64 align = CapabilitiesOf(Dev()).rangeAlign;
+  const std::string range = std::to_string(align + 4096);
+  ScopedSwitch narrow("VKDML_MAX_BINDING_RANGE", range.c_str());
+  WriteCase c;
+  c.cache.blocks = 4;
+  c.cache.heads = 2;
+  c.cache.headSize = 64;  // 8192 bytes of float32
+  c.slots = {1, 2};
+  WriteBuilt b;
+  BuildWrite(c, &b);
+  vkdml::detail::OperatorImpl op;
+  REQUIRE(vkdml::detail::BuildOperator(b.op, &op).ok());
+  vkdml::detail::KernelSet set;
+  const Result r = vkdml::detail::ChooseKernels(op, 0, CapabilitiesOf(Dev()), &set);
+  CHECK(r.status == Status::Unsupported);
+  CHECK(r.message ==
+        "PAGED_CACHE_WRITE: InputTensor takes 8192 bytes, past this device's "
+        "maxStorageBufferRange (" +
+            range + " bytes) less its offset alignment (" + std::to_string(align) +
+            "): a paged cache's tensors each fit one descriptor");
+  VKDML_FEATURE_QUERY_TENSOR_SIZE q = {VKDML_OPERATOR_PAGED_GATHER};
+  VKDML_FEATURE_DATA_TENSOR_SIZE d = {};
+  REQUIRE(Dev().CheckFeatureSupport(VKDML_FEATURE_TENSOR_SIZE, sizeof q, &q, sizeof d, &d).ok());
+  CHECK(d.MaxTensorBytes == 4096);  // the narrowed range less its alignment
+}
