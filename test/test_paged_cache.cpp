@@ -321,7 +321,9 @@ Bytes ExpectedGather(const GatherCase& c, const Bytes& cache, const GatherBuilt&
       c.tableStrides.empty() ? std::vector<UINT>{c.maxBlocks, 1} : c.tableStrides;
   for (UINT b2 = 0; b2 < c.Sequences(); ++b2) {
     for (int64_t t = c.starts[b2]; t < c.starts[b2 + 1]; ++t) {
-      const UINT64 position = UINT64(t - c.starts[b2]) + (c.offsets.empty() ? 0 : c.offsets[b2]);
+      const int64_t offset = c.offsets.empty() ? 0 : c.offsets[b2];
+      const UINT64 position = UINT64(t - c.starts[b2]) +
+                              (offset < 0 || offset >= (int64_t(1) << 31) ? 1u << 31 : offset);
       const UINT64 entry = position / c.cache.blockSize, row = position % c.cache.blockSize;
       const UINT j = UINT(std::min<UINT64>(entry, c.maxBlocks - 1));
       const int64_t v = c.table[UINT64(b2) * c.maxBlocks + j];
@@ -875,4 +877,22 @@ TEST_CASE_METHOD(Fixture, "Paged cache: a cache past the binding range is refuse
   VKDML_FEATURE_DATA_TENSOR_SIZE d = {};
   REQUIRE(Dev().CheckFeatureSupport(VKDML_FEATURE_TENSOR_SIZE, sizeof q, &q, sizeof d, &d).ok());
   CHECK(d.MaxTensorBytes == 4096);  // the narrowed range less its alignment
+}
+
+// A token offset below 0 (or from 2^31) puts its sequence's tokens out of range: FILL's value.
+TEST_CASE_METHOD(Fixture, "Paged cache: a negative token offset is out of range", "[paged]") {
+  Rng rng(BaseSeed() ^ 0x0FF5E7);
+  GatherCase g;
+  g.cache.blocks = 3;
+  g.cache.headSize = 8;
+  g.maxBlocks = 2;
+  g.table = {0, 1, 2, 1};
+  g.starts = {0, 3, 5};
+  g.offsets = {-1, 1};
+  for (auto type : {DML_TENSOR_DATA_TYPE_INT32, DML_TENSOR_DATA_TYPE_INT64}) {
+    g.tableType = type;
+    const Result r = RunGather(rng, g, VKDML_OUT_OF_RANGE_MODE_FILL);  // (the fill: sequence 0)
+    INFO(Str(r));
+    CHECK(r.ok());
+  }
 }

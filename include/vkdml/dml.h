@@ -478,7 +478,8 @@ struct VKDML_PAGED_CACHE_WRITE_OPERATOR_DESC {
 //                          (IndicesTensor: bound and reported as one);
 //   SequenceStartsTensor   {sequences + 1}: the cumulative lengths (vLLM's cu_seq_lens, starting
 //                          at 0), BlockTableTensor's DataType, any stride;
-//   TokenOffsetsTensor     null, or {sequences}, BlockTableTensor's DataType, any stride;
+//   TokenOffsetsTensor     null, or {sequences}, BlockTableTensor's DataType, any stride; an
+//                          offset below 0 or from 2^31 puts its sequence's tokens out of range;
 //   OutputTensor           {total_tokens, heads, head_size}: the cache's DataType (Format 0), or
 //                          FLOAT32 or FLOAT16 (quantized); a last stride of 1, FLOAT16 even
 //                          strides.
@@ -512,7 +513,7 @@ enum DML_EXECUTION_FLAGS {
   // reductions), except for reductions of 4- and 8-byte integers, which give the same bits in
   // any order and run as by default, and float32 and float64 MAX and MIN, which run as by default
   // and then settle ties (+0 and -0, NaN payloads) in two more passes. Accepted and without
-  // effect for gathers and embedding bags, which are deterministic.
+  // effect for gathers, embedding bags and the paged cache's operators, which are deterministic.
   VKDML_EXECUTION_FLAG_DETERMINISTIC = 0x200,
 };
 
