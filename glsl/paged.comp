@@ -12,13 +12,14 @@
 // STARTS   an invocation per entry of SequenceStartsTensor (params.y 0) into the scratch's
 //          bounds, clamped into [0, params.x], or of TokenOffsetsTensor (params.y 1) into its
 //          weights (a negative or 2^31 or more: 2^31, past every sequence's blocks);
-// GATHER   an invocation per group of kUnit output values (4, or 8 float16 ones: 16 or 8
-//          bytes): its sequence by bisection of the
-//          bounds (params.y sequences), its position plus the sequence's token offset
-//          (params.x bit 1), its block from BlockTableTensor (components 2: max_blocks and a
-//          sequence's entries' stride, 3: the sequences and their rows' stride), the values
-//          copied or dequantized (glsl/quantized.glsl). A block out of range is clamped or
-//          (kDrop: VKDML_OUT_OF_RANGE_MODE_FILL) the fill value, and recorded (checked mode).
+// ROWS     an invocation per output token: its sequence by bisection of the bounds (params.y
+//          sequences), its position plus the sequence's token offset (params.x bit 1), its block
+//          from BlockTableTensor (components 2: max_blocks and a sequence's entries' stride, 3:
+//          the sequences and their rows' stride), its cache row into the scratch (TOKEN_ROW). A
+//          block out of range is clamped or (kDrop: VKDML_OUT_OF_RANGE_MODE_FILL) marked for the
+//          fill value, and recorded (checked mode);
+// GATHER   an invocation per group of kUnit output values (4, or 8 float16 ones: 16 bytes),
+//          from its token's row: copied or dequantized (glsl/quantized.glsl).
 // Tensors are read and written in 32-bit words, as uvec4 and uvec2 where aligned (no 8/16-bit
 // storage needed); bases are bytes (Kernel::unit 1). kValueSize: the values' element size (the
 // write's UpdatesTensor, the gather's OutputTensor). INDEX64 selects 64-bit index loads.
@@ -38,6 +39,9 @@
 #endif
 #ifndef STARTS
 #define STARTS 0
+#endif
+#ifndef ROWS
+#define ROWS 0
 #endif
 #ifndef FORMAT
 #define FORMAT 0
@@ -66,6 +70,12 @@ layout(std430, set = 0, binding = VKDML_BIND_OUTPUT) buffer OutputPairs {
 layout(std430, set = 0, binding = VKDML_BIND_OUTPUT) buffer OutputQuads {
   uvec4 outputQuads[];
 };
+
+// The gather's token rows (ROWS, the scratch's rows region): each output token's row in the
+// cache (its first byte from the binding's base, before the head's offset), or one of these.
+#define TOKEN_ROW(t) scratch[scratchAt.rows + (t)]
+const uint kUnwritten = 0xFFFFFFFEu;  // outside every sequence: not written
+const uint kFilled = 0xFFFFFFFFu;     // out of range with kDrop: FILL's value
 
 // Loop element i of a plan of rank 3 ((tokens, heads, groups)) as coordinates.
 uvec3 coordinates(uint p, uint i) {
@@ -165,23 +175,23 @@ void main() {
     } else {
       WEIGHT(i) = negative || hi != 0u || lo >= 0x80000000u ? 0x80000000u : lo;
     }
-#else  // GATHER
-    const uvec3 c = coordinates(p, i);
+#elif ROWS
     const uint sequences = plans[p].params.y;
     uint n = 0u, len = sequences + 1u;  // the bounds at or before the token
     while (len > 0u) {
       const uint mid = len >> 1;
-      if (BOUND(n + mid) <= c.x) {
+      if (BOUND(n + mid) <= i) {
         n += mid + 1u;
         len -= mid + 1u;
       } else {
         len = mid;
       }
     }
+    uint source = kUnwritten;
     if (n > 0u && n <= sequences) {
       const uint b = n - 1u;
       const uint offset = (plans[p].params.x & 1u) != 0u ? WEIGHT(b) : 0u;
-      const uint position = c.x - BOUND(b) + offset;
+      const uint position = i - BOUND(b) + offset;
       const uint entry = position / blockSize, row = position - entry * blockSize;
       const uint maxBlocks = VKDML_AT(plans[p].tupleSize, 2);
       const uint j = min(entry, maxBlocks - 1u);
@@ -190,10 +200,16 @@ void main() {
       const bool inRange = entry < maxBlocks && indexBelow(v, blocks);
       if (kChecked && !inRange) atomicMin(STATUS(VKDML_STATUS_POSITION), b * maxBlocks + j);
       const uint block = negativeIndex(v) ? 0u : indexBelow(v, blocks) ? v.x : blocks - 1u;
-      const uint from = pc.srcBase + block * blockStride + row * rowStride +
-                        c.y * VKDML_AT(plans[p].indexed, 1);
+      source = kDrop && !inRange ? kFilled : block * blockStride + row * rowStride;
+    }
+    TOKEN_ROW(i) = source;
+#else  // GATHER
+    const uvec3 c = coordinates(p, i);
+    const uint source = TOKEN_ROW(c.x);
+    if (source != kUnwritten) {
+      const uint from = pc.srcBase + source + c.y * VKDML_AT(plans[p].indexed, 1);
       uvec4 bits;
-      if (kDrop && !inRange) {
+      if (source == kFilled) {
         bits = fillBytes;  // VKDML_OUT_OF_RANGE_MODE_FILL: the value's bytes repeat
       } else {
 #if FORMAT == 0

@@ -18,6 +18,7 @@ Role SourceOf(Pass::Kind kind) {
     case Pass::Kind::Dequantize:
     case Pass::Kind::Bag:
     case Pass::Kind::Blocks:
+    case Pass::Kind::PagedRows:
     case Pass::Kind::PagedGather:
       return Role::Input;
     case Pass::Kind::Bounds:

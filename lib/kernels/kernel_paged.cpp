@@ -25,6 +25,8 @@ std::string PagedModule(Pass::Kind kind, VKDML_QUANTIZED_FORMAT format, UINT ind
     case Pass::Kind::PagedStarts:
     case Pass::Kind::PagedOffsets:
       return "paged_starts" + IndexSuffix(indexSize);
+    case Pass::Kind::PagedRows:
+      return "paged_rows" + IndexSuffix(indexSize);
     case Pass::Kind::PagedWrite:
       return Str("paged_write_", CacheToken(format), IndexSuffix(indexSize));
     default:
@@ -72,11 +74,9 @@ Result ChoosePaged(Choice& c, const Pass& pass) {
       params = {{0, 1, 0, 0}};
       c.set.weightWords = pass.plan.count;
       break;
-    case Pass::Kind::PagedGather:
-      // x: TokenOffsetsTensor given (1), FILL (2); y: the sequences.
-      params = {{(op.inputs.size() > 3 ? 1u : 0u) |
-                     (op.outOfRange == VKDML_OUT_OF_RANGE_MODE_FILL ? 2u : 0u),
-                 pass.plan.tupleSize[3], 0, 0}};
+    case Pass::Kind::PagedRows:  // x: TokenOffsetsTensor given (1); y: the sequences
+      params = {{op.inputs.size() > 3 ? 1u : 0u, pass.plan.tupleSize[3], 0, 0}};
+      c.set.rowWords = pass.plan.count;  // a token's row
       break;
     default:
       break;
@@ -90,6 +90,7 @@ void ListPagedModules(const ModuleSink& sink) {
   for (UINT index : {4u, 8u}) {
     sink(PagedModule(Pass::Kind::PagedClaim, VKDML_QUANTIZED_FORMAT(0), index));
     sink(PagedModule(Pass::Kind::PagedStarts, VKDML_QUANTIZED_FORMAT(0), index));
+    sink(PagedModule(Pass::Kind::PagedRows, VKDML_QUANTIZED_FORMAT(0), index));
     for (auto format :
          {VKDML_QUANTIZED_FORMAT(0), VKDML_QUANTIZED_FORMAT_Q8_0, VKDML_QUANTIZED_FORMAT_Q4_0})
       for (Pass::Kind kind : {Pass::Kind::PagedWrite, Pass::Kind::PagedGather})

@@ -82,7 +82,7 @@ Result PlaceScratch(const OperatorImpl& op, const Capabilities& caps, KernelSet&
                              set.tallyWords, " targets")
       : op.bag         ? BagScratch(set)
       : op.blockType   ? Str("it keeps the scale and zero point of each of ", op.blocks, " blocks")
-      : op.paged       ? Str("it keeps a word per token slot or sequence")
+      : op.paged       ? Str("it keeps a word per token slot, sequence or gathered token")
                        : Str("its mask of the slices it overwrites");
   return Fail(Status::Unsupported, op.name, ": ", what, ", which needs ", at * 4,
               " bytes of scratch, more than this device's maxStorageBufferRange ",

@@ -37,7 +37,8 @@ struct Pass {
   // ZeroPointTensor (indexed: its value's number, 4-bit values counted in nibbles), storing each
   // block's zero point; Blocks is DML_OPERATOR_GATHER's pass over InputTensor's values (indexed:
   // a value's row-major number).
-  // PagedClaim, PagedWrite, PagedStarts, PagedOffsets and PagedGather: the paged cache's write
+  // PagedClaim, PagedWrite, PagedStarts, PagedOffsets, PagedRows and PagedGather: the paged
+  // cache's write
   // and gather (glsl/paged.comp; operators/paged_cache.cpp says what their plans hold).
   enum class Kind {
     Gather,
@@ -61,6 +62,7 @@ struct Pass {
     PagedWrite,
     PagedStarts,
     PagedOffsets,
+    PagedRows,
     PagedGather
   } kind = Kind::Gather;
   Plan plan;                 // as lowered: kernel choice transforms it

@@ -3,14 +3,15 @@
 //
 // Both walk a cache's rows: a token slot's row of one head, head_size values (Format 0) or
 // head_size / 32 blocks. Their plans (operator.h: Pass::Kind::PagedClaim, PagedWrite,
-// PagedStarts, PagedOffsets, PagedGather) carry the cache's geometry as index components the
-// kernel applies itself (glsl/paged.comp): component 0 is (blocks, a block's stride in bytes),
+// PagedStarts, PagedOffsets, PagedRows, PagedGather) carry the cache's geometry as index components
+// the kernel applies itself (glsl/paged.comp): component 0 is (blocks, a block's stride in bytes),
 // component 1 (block_size, a token row's stride in bytes); the layout is only those strides and
 // the heads' one (NHD and HND differ in nothing else). The write: the cache's copy (skipped in
 // place), a claim per token (the scratch's tally: the last token naming a slot), then the rows.
 // The gather: the sequences' starts and token offsets into the scratch (Vulkan guarantees four
-// storage buffers a stage: the cache, BlockTableTensor, the output and the scratch), then the
-// rows, each bisecting the starts for its sequence.
+// storage buffers a stage: the cache, BlockTableTensor, the output and the scratch), then each
+// output token's cache row (bisecting the starts for its sequence, reading its block), then the
+// values from those rows.
 #include "operators/error.h"
 #include "operators/operator.h"
 
@@ -232,9 +233,17 @@ Result BuildPagedGather(const VKDML_PAGED_GATHER_OPERATOR_DESC& desc, OperatorIm
   Pass offset;  // their token offsets
   offset.kind = Pass::Kind::PagedOffsets;
   if (hasOffsets) offset.plan.AddDim(sequences, 0, 0, offsets.strides[0], 0);
-  // The rows: a group of 16 bytes of output values an invocation, as the write's (direct offsets
-  // in OutputTensor's elements, indexed in the cache's bytes: the head's row; the kernel places
-  // the group).
+  // Each output token's row in the cache, into the scratch (the sequences' bisection and the
+  // block table's read, once a token).
+  Pass rows;
+  rows.kind = Pass::Kind::PagedRows;
+  rows.plan.AddDim(total, 0, 0, 0, 0);
+  AddGeometry(rows.plan, c);
+  rows.plan.AddComponent(maxBlocks, table.strides[1]);  // a sequence's entries
+  rows.plan.AddComponent(sequences, table.strides[0]);  // the sequences' rows
+  // The values: a group of 16 bytes of output values an invocation, as the write's (direct
+  // offsets in OutputTensor's elements, indexed in the cache's bytes: the head's row; the kernel
+  // places the group from its token's row).
   Pass gather;
   gather.kind = Pass::Kind::PagedGather;
   gather.plan.AddDim(total, output.strides[0], 0, 0, 0);
@@ -242,13 +251,12 @@ Result BuildPagedGather(const VKDML_PAGED_GATHER_OPERATOR_DESC& desc, OperatorIm
   const UINT group = GroupValues(output.elemSize, c.headSize);
   gather.plan.AddDim(c.headSize / group, group, 0, 0, 0);
   AddGeometry(gather.plan, c);
-  gather.plan.AddComponent(maxBlocks, table.strides[1]);  // a sequence's entries
-  gather.plan.AddComponent(sequences, table.strides[0]);  // the sequences' rows
   op->inputs = {input, table, starts};
   if (hasOffsets) op->inputs.push_back(offsets);
   op->outputs = {output};
   op->passes = {bound};
   if (hasOffsets) op->passes.push_back(offset);
+  op->passes.push_back(rows);
   op->passes.push_back(gather);
   op->componentSizes = {c.blocks};
   op->format = desc.Format;
