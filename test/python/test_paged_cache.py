@@ -171,3 +171,25 @@ def test_torch_route(device):
         table.reshape(-1))).view(-1, heads, head_size)
     got = vkdml.paged_gather(cache, table, [16] * 4)
     assert same_bits(got, rows.numpy())
+
+
+def test_gather_out_and_total_tokens(device):
+    """out= (a device tensor written in place), and total_tokens past the last sequence: those
+    rows keep their bytes (zeros in a new host array, the tensor's own on the device)."""
+    rng = np.random.default_rng(11)
+    cache = rng.standard_normal((4, 4, 2, 8)).astype(np.float32)
+    table = np.array([[1, 3], [0, 2]], np.int32)
+    got = vkdml.paged_gather(cache, table, [3, 5], total_tokens=10)
+    want = ref_gather(cache, table, [3, 5], None, "NHD", None, np.float32, 4)
+    assert got.shape == (10, 2, 8) and same_bits(got[:8], want) and not got[8:].any()
+    out = device.tensor(np.full((10, 2, 8), 7, np.float32))
+    res = vkdml.paged_gather(device.tensor(cache), device.tensor(table),
+                             cu_seq_lens=device.tensor(np.array([0, 3, 8], np.int32)),
+                             total_tokens=10, out=out)
+    assert res is out
+    got = out.numpy()
+    assert same_bits(got[:8], want) and (got[8:] == 7).all()
+    with pytest.raises(ValueError, match="out: shape"):
+        vkdml.paged_gather(device.tensor(cache), device.tensor(table),
+                           cu_seq_lens=device.tensor(np.array([0, 3, 8], np.int32)),
+                           out=device.empty((9, 2, 8)))
