@@ -33,51 +33,7 @@ layout(std430, set = 0, binding = VKDML_BIND_SOURCE) restrict readonly buffer Up
   uvec4 updateQuads[];  // the same, four at a time (a block's values on 16 bytes: 8 loads)
 };
 
-// A block's bytes streamed into the output, from byte o on (beginBlock): byte after byte into
-// the word being filled, each word stored once whole; the first and the last, which may share
-// their other bytes with a neighbouring block, changed in the block's bytes alone, atomically.
-// No array: a block's words indexed by a loop counter would go to local memory.
-uint blockWord, blockAt, blockBits, blockMask;
-
-void beginBlock(uint o) {
-  blockWord = o >> 2;
-  blockAt = o & 3u;
-  blockBits = 0u;
-  blockMask = 0xFFFFFFFFu << (8u * blockAt);
-}
-
-void storeWord(uint mask) {
-  if (mask == 0xFFFFFFFFu) {
-    outputWords[blockWord] = blockBits;
-  } else {
-    atomicAnd(outputWords[blockWord], ~mask);
-    atomicOr(outputWords[blockWord], blockBits & mask);
-  }
-}
-
-void putByte(uint b) {
-  blockBits |= (b & 0xFFu) << (8u * blockAt);
-  if (++blockAt < 4u) return;
-  storeWord(blockMask);
-  ++blockWord;
-  blockAt = 0u;
-  blockBits = 0u;
-  blockMask = 0xFFFFFFFFu;
-}
-
-void endBlock() {
-  if (blockAt != 0u) storeWord(blockMask & ((1u << (8u * blockAt)) - 1u));
-}
-
-// roundf(v) for |v| below 2^31, from its bits (halves away from zero).
-int roundAway(uint v) {
-  const uint a = v & 0x7FFFFFFFu;
-  if (a < 0x3F000000u) return 0;  // below 0.5
-  const uint e = (a >> 23) - 127u + 1u;  // 0 for 0.5 to 1
-  const uint m = (a & 0x7FFFFFu) | 0x800000u;
-  const int r = int((m + (1u << (23u - e))) >> (24u - e));
-  return (v & 0x80000000u) != 0u ? -r : r;
-}
+#include "quantize_block.glsl"
 #endif
 
 void main() {

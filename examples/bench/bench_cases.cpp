@@ -21,6 +21,7 @@ std::vector<uint32_t> Spec::Output() const {
   if (kind == OpKind::MoePermute) return {indices[0] * indices[1], input[1]};
   if (kind == OpKind::MoeUnpermute) return {indices[0], input[1]};
   if (kind == OpKind::GatherElements) return indices;
+  if (kind == OpKind::PagedGather) return {indices[0] * seqLen, input[2], input[3]};
   if (IsScatter()) return input;
   std::vector<uint32_t> out(indices.begin(), indices.end() - 1);
   out.insert(out.end(), input.begin() + indices.back(), input.end());
@@ -54,6 +55,10 @@ const char* Spec::OpName() const {
       return "MoePermute";
     case OpKind::MoeUnpermute:
       return "MoeUnpermute";
+    case OpKind::PagedWrite:
+      return "PagedCacheWrite";
+    case OpKind::PagedGather:
+      return "PagedGather";
   }
   return "?";
 }
@@ -300,6 +305,23 @@ std::vector<Spec> MakeSpecs(bool small) {
   moeU.experts = 64;
   moeU.peer = "torch.zeros(t, w).index_add_(0, token, w.view(-1, 1) * y[inv.view(-1)])";
   add(moeU);
+  // The paged KV cache (issue 51): a decode step's write of 256 tokens x 8 heads x 128 float16
+  // values into a 4096-block x 16-token cache, in place (unique slots), and the gather of 64
+  // sequences of 2048 tokens through a block table (vLLM's int32) that permutes the blocks.
+  const uint32_t cacheBlocks = small ? 256 : 4096, wtokens = small ? 64 : 256;
+  Spec pcw = MakeSpec("paged-cache-write-f16", OpKind::PagedWrite, f16, i64,
+                      {cacheBlocks, 16, 8, 128}, {wtokens});
+  pcw.updates = {wtokens, 8, 128};
+  pcw.inPlace = true;
+  pcw.peer = "k_cache.view(-1, 8, 128).index_copy_(0, slot_mapping, k)";
+  add(pcw);
+  const uint32_t seqs = small ? 8 : 64, seqLen = small ? 256 : 2048;
+  Spec pg =
+      MakeSpec("paged-gather-f16", OpKind::PagedGather, f16, vkdml::DML_TENSOR_DATA_TYPE_INT32,
+               {seqs * seqLen / 16, 16, 8, 128}, {seqs, seqLen / 16});
+  pg.seqLen = seqLen;
+  pg.peer = "k_cache.index_select(0, block_table.flatten()).view(-1, 8, 128)";
+  add(pg);
   Spec lat = MakeSpec("latency", OpKind::GatherElements, f32, i64, {64, 64}, {64, 64});
   lat.axis = 1;
   lat.latency = true;
@@ -334,16 +356,20 @@ std::vector<Spec> MakeSpecs(bool small) {
 OpDesc::OpDesc(const Spec& s) {
   std::vector<uint32_t> out = s.Output();
   size_t d = std::max({s.input.size(), s.indices.size(), out.size(), s.updates.size()});
-  auto set = [d](Tensor& t, vkdml::DML_TENSOR_DATA_TYPE type, const std::vector<uint32_t>& a) {
-    t.sizes.assign(d - a.size(), 1u);
+  // The paged cache's tensors keep their own ranks (dml.h fixes them); the others right-align.
+  const bool ownRanks = s.kind == OpKind::PagedWrite || s.kind == OpKind::PagedGather;
+  auto set = [d, ownRanks](Tensor& t, vkdml::DML_TENSOR_DATA_TYPE type,
+                           const std::vector<uint32_t>& a) {
+    t.sizes.assign(ownRanks ? 0 : d - a.size(), 1u);
     t.sizes.insert(t.sizes.end(), a.begin(), a.end());
+    const UINT dims = static_cast<UINT>(t.sizes.size());
     t.buffer.DataType = type;
     t.buffer.Flags = vkdml::DML_TENSOR_FLAG_NONE;
-    t.buffer.DimensionCount = static_cast<UINT>(d);
+    t.buffer.DimensionCount = dims;
     t.buffer.Sizes = t.sizes.data();
     t.buffer.Strides = nullptr;
     t.buffer.TotalTensorSizeInBytes =
-        vkdml::CalcBufferTensorSize(type, static_cast<UINT>(d), t.sizes.data(), nullptr);
+        vkdml::CalcBufferTensorSize(type, dims, t.sizes.data(), nullptr);
     t.buffer.GuaranteedBaseOffsetAlignment = 0;
     t.desc = {vkdml::DML_TENSOR_TYPE_BUFFER, &t.buffer};
   };
@@ -404,6 +430,27 @@ OpDesc::OpDesc(const Spec& s) {
       set(updates, s.dtype, s.updates);
       mu = {&input.desc, &indices.desc, &updates.desc, &output.desc};
       op = {vkdml::VKDML_OPERATOR_MOE_UNPERMUTE, &mu};
+      break;
+    case OpKind::PagedWrite:
+      set(updates, s.dtype, s.updates);
+      pcw = {&input.desc,
+             &indices.desc,
+             &updates.desc,
+             &output.desc,
+             vkdml::VKDML_PAGED_CACHE_LAYOUT_NHD,
+             vkdml::VKDML_QUANTIZED_FORMAT(0)};
+      op = {vkdml::VKDML_OPERATOR_PAGED_CACHE_WRITE, &pcw};
+      break;
+    case OpKind::PagedGather:
+      set(offsets, s.itype, {s.indices[0] + 1});
+      pg = {&input.desc,
+            &indices.desc,
+            &offsets.desc,
+            nullptr,
+            &output.desc,
+            vkdml::VKDML_PAGED_CACHE_LAYOUT_NHD,
+            vkdml::VKDML_QUANTIZED_FORMAT(0)};
+      op = {vkdml::VKDML_OPERATOR_PAGED_GATHER, &pg};
       break;
     case OpKind::GatherND:
       gnd = {&input.desc, &indices.desc, &output.desc, static_cast<UINT>(s.input.size()),
@@ -660,6 +707,14 @@ void MakeHostData(const Spec& s, const OpDesc& d, HostData* h, uint64_t seed) {
       FillData(h->updates, es, seed * 3 + 3);
     }
     std::memcpy(h->indices.data(), ids.data(), ids.size() * 4);
+  } else if (s.kind == OpKind::PagedWrite) {  // unique slots
+    FillUniqueIndices(h->indices, s.itype, s.input[0] * s.input[1], seed * 3 + 2);
+  } else if (s.kind == OpKind::PagedGather) {  // the blocks permuted; every sequence seqLen long
+    FillUniqueIndices(h->indices, s.itype, s.input[0], seed * 3 + 2);
+    const size_t is = vkdml::DataTypeSize(s.itype);
+    h->offsets.Allocate(d.offsets.buffer.TotalTensorSizeInBytes);
+    for (uint64_t b = 0; b <= s.indices[0]; ++b)
+      StoreIndex(h->offsets.data() + b * is, is, static_cast<int64_t>(b * s.seqLen));
   } else if (s.uniqueRows) {
     FillUniqueIndices(h->indices, s.itype, s.input[0], seed * 3 + 2);
   } else if (s.kind == OpKind::GatherElements || s.kind == OpKind::ScatterElements) {
@@ -855,6 +910,8 @@ struct Reference {
       case OpKind::GatherBlockQuantized:
       case OpKind::MoePermute:
       case OpKind::MoeUnpermute:
+      case OpKind::PagedWrite:
+      case OpKind::PagedGather:
         break;
     }
     return nullptr;
@@ -889,7 +946,8 @@ uint64_t Verify(const Spec& s, const HostData& h, const uint8_t* out, uint64_t* 
                 std::string* first) {
   if (s.kind == OpKind::GatherQuantized || s.kind == OpKind::ScatterQuantized ||
       s.kind == OpKind::EmbeddingBag || s.kind == OpKind::GatherBlockQuantized ||
-      s.kind == OpKind::MoePermute || s.kind == OpKind::MoeUnpermute)
+      s.kind == OpKind::MoePermute || s.kind == OpKind::MoeUnpermute ||
+      s.kind == OpKind::PagedWrite || s.kind == OpKind::PagedGather)
     return VerifyOwn(s, h, out, checked, first);
   Reference ref(s, h);
   size_t es = vkdml::DataTypeSize(s.dtype);
@@ -957,6 +1015,10 @@ double MinBytes(const Spec& s, const HostData& h) {
   const double n = static_cast<double>(Product(s.indices)), row = s.input[1] * es;
   if (s.kind == OpKind::MoePermute) return idx + 2 * n * row + 8 * n + 4.0 * (s.experts + 1);
   if (s.kind == OpKind::MoeUnpermute) return idx + n * es + n * row + out;
+  // The paged cache: the slots, the tokens' rows read and written; the block table, the starts
+  // and each gathered row read and written.
+  if (s.kind == OpKind::PagedWrite) return idx + 2 * static_cast<double>(Product(s.updates)) * es;
+  if (s.kind == OpKind::PagedGather) return idx + (s.indices[0] + 1) * is + 2 * out;
   if (s.kind == OpKind::GatherBlockQuantized)  // a row's bytes, scales and zero points
     return idx + s.indices[0] * (s.input[1] + s.width / s.blockSize * (es + 0.5)) + out;
   if (!s.IsScatter()) return idx + 2 * out;  // indices + elements read + output

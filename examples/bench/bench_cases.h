@@ -24,6 +24,8 @@ enum class OpKind {
   GatherBlockQuantized,  // VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED: rows, ONNX Runtime's uint8
   MoePermute,            // VKDML_OPERATOR_MOE_PERMUTE
   MoeUnpermute,          // VKDML_OPERATOR_MOE_UNPERMUTE
+  PagedWrite,            // VKDML_OPERATOR_PAGED_CACHE_WRITE, NHD, in place
+  PagedGather,           // VKDML_OPERATOR_PAGED_GATHER, NHD
 };
 
 struct Spec {
@@ -61,12 +63,17 @@ struct Spec {
   // MoeUnpermute: input y {tokens * k, width}, indices the inverse {tokens, k} (a permutation),
   // updates the weights {tokens, k} of dtype; out {tokens, width}.
   uint32_t experts = 0;
+  // PagedWrite: input the cache {blocks, block_size, heads, head_size} of dtype, indices the slot
+  // mapping {tokens} (unique slots), updates {tokens, heads, head_size}. PagedGather: input the
+  // cache, indices the block table {sequences, max_blocks} (a permutation of the blocks), every
+  // sequence seqLen tokens (its cumulative lengths: HostData::offsets).
+  uint32_t seqLen = 0;
   std::string peer;
 
   std::vector<uint32_t> Output() const;
   bool IsScatter() const {
     return kind == OpKind::ScatterND || kind == OpKind::ScatterElements ||
-           kind == OpKind::ScatterQuantized;
+           kind == OpKind::ScatterQuantized || kind == OpKind::PagedWrite;
   }
   // The UINT8 table's type for quantized gathers and scatters, else dtype.
   vkdml::DML_TENSOR_DATA_TYPE InputType() const;
@@ -106,6 +113,8 @@ struct OpDesc {
   Tensor moeOffsets, moePerm, moeInv;  // MoePermute's outputs but the rows
   vkdml::VKDML_MOE_PERMUTE_OPERATOR_DESC mp{};
   vkdml::VKDML_MOE_UNPERMUTE_OPERATOR_DESC mu{};
+  vkdml::VKDML_PAGED_CACHE_WRITE_OPERATOR_DESC pcw{};  // PagedWrite
+  vkdml::VKDML_PAGED_GATHER_OPERATOR_DESC pg{};        // PagedGather (offsets: its starts)
   vkdml::DML_OPERATOR_DESC inner{};  // op's operator where op wraps it (Spec::outOfRange)
   vkdml::VKDML_OUT_OF_RANGE_OPERATOR_DESC outOfRange{};
   vkdml::DML_OPERATOR_DESC op{};
@@ -117,7 +126,8 @@ struct OpDesc {
 
 // Host copies of a case's inputs (random, never zeros).
 struct HostData {
-  Bytes input, indices, updates, offsets;  // offsets: EmbeddingBag; updates: MoE weights
+  // offsets: EmbeddingBag's, PagedGather's starts; updates: MoE weights
+  Bytes input, indices, updates, offsets;
   Bytes scales, zeros;                     // GatherBlockQuantized
   uint64_t targets = 0;  // ScatterElements: distinct output elements that some update targets
 };

@@ -351,10 +351,11 @@ Context::Slot Context::MakeSlot(const Spec& s, const HostData& h,
   sl.indices = NewBuffer(h.indices.data(), op.InputSize(1));
   std::vector<vkdml::DML_BUFFER_BINDING> in = {sl.input->Binding(), sl.indices->Binding()};
   if (s.IsScatter() || s.kind == OpKind::EmbeddingBag || s.kind == OpKind::GatherBlockQuantized ||
-      s.kind == OpKind::MoeUnpermute) {
+      s.kind == OpKind::MoeUnpermute || s.kind == OpKind::PagedGather) {
     const Bytes& third = s.IsScatter() || s.kind == OpKind::MoeUnpermute ? h.updates
-                         : s.kind == OpKind::EmbeddingBag                ? h.offsets
-                                                                         : h.scales;
+                         : s.kind == OpKind::EmbeddingBag || s.kind == OpKind::PagedGather
+                             ? h.offsets
+                             : h.scales;
     sl.updates = NewBuffer(third.data(), op.InputSize(2));
     in.push_back(sl.updates->Binding());
   }

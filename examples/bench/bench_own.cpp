@@ -134,11 +134,36 @@ uint64_t VerifyOwn(const Spec& s, const HostData& h, const uint8_t* out, uint64_
     for (uint64_t i = 0; i < s.indices[0]; ++i)
       owner[LoadIndex(h.indices.data(), s.itype, i, rows)] = static_cast<int64_t>(i);
   }
+  std::vector<int64_t> token;  // PagedWrite: slot -> the token written there
+  if (s.kind == OpKind::PagedWrite) {
+    token.assign(uint64_t(s.input[0]) * s.input[1], -1);
+    for (uint64_t t = 0; t < s.indices[0]; ++t)
+      token[LoadIndex(h.indices.data(), s.itype, t, token.size())] = static_cast<int64_t>(t);
+  }
+  const uint64_t es = vkdml::DataTypeSize(s.dtype);
   uint64_t bad = 0;
   for (uint64_t n = 0; n < samples; ++n) {
     uint64_t o = samples == total ? n : rng.Below(total);
     uint32_t want = 0, got = 0;
-    if (s.kind == OpKind::GatherQuantized) {
+    if (s.kind == OpKind::PagedWrite || s.kind == OpKind::PagedGather) {  // bits, as es bytes
+      const uint64_t row = uint64_t(s.input[2]) * s.input[3];             // a token's heads
+      const uint8_t* from = nullptr;
+      if (s.kind == OpKind::PagedWrite) {
+        if (n % 2)  // an element of a written slot
+          o = LoadIndex(h.indices.data(), s.itype, rng.Below(s.indices[0]), token.size()) * row +
+              rng.Below(row);
+        const int64_t t = token[o / row];
+        from = t >= 0 ? h.updates.data() + (static_cast<uint64_t>(t) * row + o % row) * es
+                      : h.input.data() + o * es;
+      } else {
+        const uint64_t tok = o / row, b = tok / s.seqLen, i = tok % s.seqLen;
+        const uint64_t block =
+            LoadIndex(h.indices.data(), s.itype, b * s.indices[1] + i / s.input[1], s.input[0]);
+        from = h.input.data() + ((block * s.input[1] + i % s.input[1]) * row + o % row) * es;
+      }
+      std::memcpy(&want, from, es);
+      std::memcpy(&got, out + o * es, es);
+    } else if (s.kind == OpKind::GatherQuantized) {
       const uint64_t r = LoadIndex(h.indices.data(), s.itype, o / s.width, rows), e = o % s.width;
       want =
           Bits(BlockValue(s.format, h.input.data() + r * rowBytes + e / 32 * BlockBytes(s.format),

@@ -40,7 +40,7 @@ CASE_NAMES = [
     "scatter-add-rows-f32-drop", "scatter-elements-add-axis1-f32-drop", "scatter-mean-rows-f32",
     "scatter-mean-rows-f32-det", "scatter-elements-mean-axis1-f32",
     "scatter-elements-mean-axis1-f32-det", "scatter-elements-add-axis1-f64",
-    "scatter-elements-add-axis1-f64-det",
+    "scatter-elements-add-axis1-f64-det", "paged-cache-write-f16", "paged-gather-f16",
 ]
 
 
@@ -128,6 +128,20 @@ def specs(small):
     s.append(dict(s[-1], case="moe-unpermute-f16", op="MoeUnpermute",
                   input_shape=[moe_tokens * 8, moe_width], updates_shape=[moe_tokens, 8],
                   peer="torch.zeros(t, w).index_add_(0, token, w.view(-1, 1) * y[inv.view(-1)])"))
+    # The paged KV cache (bench_cases.cpp, issue 51): 256 tokens x 8 heads x 128 float16 written
+    # into a 4096-block x 16 cache in place (unique slots); 64 sequences of 2048 tokens gathered
+    # through an int32 block table that permutes the blocks.
+    blocks, wtokens = (256, 64) if small else (4096, 256)
+    s.append(dict(case="paged-cache-write-f16", op="PagedCacheWrite", dtype="float16",
+                  index_dtype="int64", input_shape=[blocks, 16, 8, 128],
+                  indices_shape=[wtokens], updates_shape=[wtokens, 8, 128], axis=None,
+                  in_place=True, peer="k_cache.view(-1, 8, 128).index_copy_(0, slot_mapping, k)"))
+    seqs, seq_len = (8, 256) if small else (64, 2048)
+    s.append(dict(case="paged-gather-f16", op="PagedGather", dtype="float16",
+                  index_dtype="int32", input_shape=[seqs * seq_len // 16, 16, 8, 128],
+                  indices_shape=[seqs, seq_len // 16], updates_shape=None, axis=None,
+                  seq_len=seq_len,
+                  peer="k_cache.index_select(0, block_table.flatten()).view(-1, 8, 128)"))
     s.append(dict(case="latency", op="GatherElements", dtype="float32", index_dtype="int64",
                   input_shape=[64, 64], indices_shape=[64, 64], updates_shape=None, axis=1,
                   peer="torch.gather(x, 1, i) + synchronize"))
@@ -213,6 +227,10 @@ def min_bytes(c, targets=None):
         if c["op"] == "MoePermute":  # ids; rows read and written; INT32 offsets, perm, inverse
             return idx + 2 * n * row + 8 * n + 4 * (c["experts"] + 1)
         return idx + n * es + n * row + tokens * row  # inverse, weights, y read, out written
+    if c["op"] == "PagedCacheWrite":  # the slots, the tokens' rows read and written
+        return idx + 2 * math.prod(c["updates_shape"]) * es
+    if c["op"] == "PagedGather":  # the block table, the starts, each row read and written
+        return idx + (n + 1) * isz + 2 * n * c["seq_len"] * math.prod(c["input_shape"][2:]) * es
     if c["op"] == "EmbeddingBag":  # every entry's row read, offsets, each bag's output
         bags = n // c["bag_size"]
         return idx + bags * isz + (n + bags) * c["width"] * es
@@ -264,7 +282,7 @@ def _make_inputs(c, device, gen):
         i = i.to(dtype=it)
         return (lambda: torch.gather(x.to(device), c["axis"], i.to(device)).cpu()), 0, {}
     if c["op"] in ("GatherQuantizedRows", "ScatterQuantizedRows", "EmbeddingBag",
-                   "GatherBlockQuantized"):
+                   "GatherBlockQuantized", "PagedCacheWrite", "PagedGather"):
         return _own_inputs(c, device, gen)
     if c["op"] in ("MoePermute", "MoeUnpermute"):
         return _moe_inputs(c, device, gen)
@@ -382,6 +400,20 @@ def _own_inputs(c, device, gen):
         if c.get("deterministic"):
             fn = _deterministic(fn)
         return fn, _nbytes(x) + _nbytes(i) + _nbytes(offsets), {}
+    if c["op"] == "PagedCacheWrite":  # vLLM's torch route: index_copy_ into the token rows
+        cache = _data(c["input_shape"], torch.float16, device, gen)
+        slots = c["input_shape"][0] * c["input_shape"][1]
+        i = torch.randperm(slots, generator=gen)[:n].to(device=device, dtype=it)
+        k = _data(c["updates_shape"], torch.float16, device, gen)
+        rows = cache.view(slots, *c["input_shape"][2:])
+        return (lambda: rows.index_copy_(0, i, k)), _nbytes(cache) + _nbytes(i) + _nbytes(k), {}
+    if c["op"] == "PagedGather":  # every sequence whole blocks: an index_select of the blocks
+        cache = _data(c["input_shape"], torch.float16, device, gen)
+        table = torch.randperm(c["input_shape"][0], generator=gen).to(device=device, dtype=it)
+        flat = table.view(-1)
+        heads = c["input_shape"][2:]
+        return (lambda: cache.index_select(0, flat).view(-1, *heads)), \
+            _nbytes(cache) + _nbytes(table), {}
     if c["op"] == "GatherBlockQuantized":
         rows, blocks = c["input_shape"][0], c["width"] // c["block_size"]
         x = torch.randint(0, 256, c["input_shape"], generator=gen, dtype=torch.uint8).to(device)

@@ -52,5 +52,8 @@ int RunMain(int argc, char** argv);
 int MoeMain(int argc, char** argv);
 // `vkdml demo ...`, in demo.cpp: the operator pages' examples.
 int DemoMain(int argc, char** argv);
+// `vkdml paged-cache-write ...` and `vkdml paged-gather ...`, in paged.cpp: the paged KV cache.
+int PagedWriteMain(int argc, char** argv);
+int PagedGatherMain(int argc, char** argv);
 
 }  // namespace cli

@@ -26,6 +26,9 @@ const char kUsage[] =
     "            quantize-rows, embedding-bag, gather-block-quantized, moe-permute and\n"
     "            moe-unpermute\n"
     "  bench     measure the operators' throughput\n"
+    "  paged-cache-write, paged-gather\n"
+    "            vLLM's paged KV cache write and gather on .npy arrays (float32, float16,\n"
+    "            Q8_0 and Q4_0 caches)\n"
     "Exit status: 0 success, 1 device failure (or a demo mismatch), 2 bad input, 3 out of\n"
     "memory (host memory, or a Vulkan allocation).\n";
 
@@ -209,16 +212,20 @@ int main(int argc, char** argv) {
     std::fputs(kUsage, stdout);
     return 0;
   }
-  int (*handler)(int, char**) = command == "devices" ? DevicesMain
-                                : command == "demo"  ? cli::DemoMain
-                                : command == "run"   ? cli::RunMain
-                                : command == "bench" ? BenchCommand
-                                                     : nullptr;
+  int (*handler)(int, char**) = command == "devices"             ? DevicesMain
+                                : command == "demo"              ? cli::DemoMain
+                                : command == "run"               ? cli::RunMain
+                                : command == "bench"             ? BenchCommand
+                                : command == "paged-cache-write" ? cli::PagedWriteMain
+                                : command == "paged-gather"      ? cli::PagedGatherMain
+                                                                 : nullptr;
   if (!handler) {
     if (command.empty())
       std::fprintf(stderr, "vkdml: no command given\n%s", kUsage);
     else
-      std::fprintf(stderr, "vkdml: unknown command '%s', expected devices, demo, run or bench\n",
+      std::fprintf(stderr,
+                   "vkdml: unknown command '%s', expected devices, demo, run, bench, "
+                   "paged-cache-write or paged-gather\n",
                    command.c_str());
     return cli::kExitBadInput;
   }

@@ -168,7 +168,9 @@ class PyDevice {
         {"gather_block_quantized", VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED},
         {"embedding_bag", VKDML_OPERATOR_EMBEDDING_BAG},
         {"moe_permute", VKDML_OPERATOR_MOE_PERMUTE},
-        {"moe_unpermute", VKDML_OPERATOR_MOE_UNPERMUTE}};
+        {"moe_unpermute", VKDML_OPERATOR_MOE_UNPERMUTE},
+        {"paged_cache_write", VKDML_OPERATOR_PAGED_CACHE_WRITE},
+        {"paged_gather", VKDML_OPERATOR_PAGED_GATHER}};
     std::string names;
     for (const auto& f : kFunctions) {
       if (function != f.first) {
@@ -627,6 +629,166 @@ void RunMoe(const std::string& op, const std::vector<PyTensor*>& inputs,
   Check(recorded);
 }
 
+// The paged KV cache (VKDML_OPERATOR_PAGED_CACHE_WRITE and _GATHER; vkdml/__init__.py's
+// paged_cache_write and paged_gather checked the arguments' kinds and made host arrays C-ordered).
+// A tensor's descriptor: row-major `shape` of `dtype`.
+struct PagedTensor {
+  std::vector<UINT> sizes;
+  DML_BUFFER_TENSOR_DESC buf{};
+  DML_TENSOR_DESC desc{};
+  PagedTensor(npy::DType dtype, const cli::Shape& shape) {
+    for (uint64_t d : shape) {
+      if (d == 0 || d > 0xFFFFFFFFu)
+        throw py::value_error("a paged cache's arrays have sizes from 1 to 4294967295, got " +
+                              npy::ShapeString(shape));
+      sizes.push_back(UINT(d));
+    }
+    buf.DataType = cli::DataType(dtype);
+    buf.DimensionCount = UINT(sizes.size());
+    buf.Sizes = sizes.data();
+    buf.TotalTensorSizeInBytes =
+        CalcBufferTensorSize(buf.DataType, buf.DimensionCount, buf.Sizes, nullptr);
+    desc = {DML_TENSOR_TYPE_BUFFER, &buf};
+  }
+  PagedTensor(const PagedTensor&) = delete;
+};
+
+// Runs the write (op "write": args cache, slot_mapping, values; the cache written in place) or
+// the gather (op "gather": args cache, block_table, starts[, offsets]; a new output of `dtype`
+// and shape (total, heads, head_size), or `out`). All host arrays or all device tensors (the
+// Python side uploads the rest).
+py::object RunPaged(const std::string& op, py::object device, const std::vector<py::object>& items,
+                    int layout, int format, const std::string& dtype, int outOfRange,
+                    const py::bytes& fill, uint64_t total, py::object out) {
+  const bool write = op == "write";
+  static const char* const kWriteNames[] = {"cache", "slot_mapping", "values"};
+  static const char* const kGatherNames[] = {"cache", "block_table", "seq_starts", "token_offsets"};
+  std::vector<Arg> args;
+  for (size_t i = 0; i < items.size(); ++i)
+    args.push_back(ToArg(items[i], write ? kWriteNames[i] : kGatherNames[i]));
+  std::shared_ptr<DeviceState> state;
+  for (Arg& a : args)
+    if (a.tensor) {
+      state = a.tensor->State();
+      device = a.tensor->DeviceObject();
+    }
+  const bool onDevice = state != nullptr;
+  if (!state) state = device.cast<PyDevice&>().State();
+  std::vector<std::unique_ptr<PagedTensor>> tensors;
+  for (Arg& a : args) tensors.push_back(std::make_unique<PagedTensor>(a.ref.dtype, a.ref.shape));
+  const cli::Shape& cacheShape = args[0].ref.shape;
+  const bool nhd = layout == VKDML_PAGED_CACHE_LAYOUT_NHD;
+  cli::Shape outShape;
+  npy::DType outType = args[0].ref.dtype;
+  if (!write) {
+    if (cacheShape.size() != 4) throw py::value_error("cache: expected 4 dimensions");
+    const uint64_t bytes = cacheShape[3];
+    const uint64_t headSize =
+        format ? bytes / (format == VKDML_QUANTIZED_FORMAT_Q8_0 ? 34 : 18) * 32 : bytes;
+    outShape = {total, cacheShape[nhd ? 2 : 1], headSize};
+    outType = ParseDType(dtype, "dtype");
+  }
+  std::unique_ptr<PagedTensor> output =
+      std::make_unique<PagedTensor>(outType, write ? cacheShape : outShape);
+  DML_OPERATOR_DESC desc{};
+  VKDML_PAGED_CACHE_WRITE_OPERATOR_DESC w{};
+  VKDML_PAGED_GATHER_OPERATOR_DESC g{};
+  if (write) {
+    w = {&tensors[0]->desc,
+         &tensors[1]->desc,
+         &tensors[2]->desc,
+         &output->desc,
+         VKDML_PAGED_CACHE_LAYOUT(layout),
+         VKDML_QUANTIZED_FORMAT(format)};
+    desc = {VKDML_OPERATOR_PAGED_CACHE_WRITE, &w};
+  } else {
+    g = {&tensors[0]->desc,
+         &tensors[1]->desc,
+         &tensors[2]->desc,
+         tensors.size() > 3 ? &tensors[3]->desc : nullptr,
+         &output->desc,
+         VKDML_PAGED_CACHE_LAYOUT(layout),
+         VKDML_QUANTIZED_FORMAT(format)};
+    desc = {VKDML_OPERATOR_PAGED_GATHER, &g};
+  }
+  // ERROR is the operators' own default; the others wrap them.
+  VKDML_OUT_OF_RANGE_OPERATOR_DESC wrap{&desc, VKDML_OUT_OF_RANGE_MODE(outOfRange), {}};
+  const std::string fillBytes = fill;
+  std::memcpy(wrap.FillValue.Bytes, fillBytes.data(), std::min<size_t>(fillBytes.size(), 8));
+  const DML_OPERATOR_DESC outer{VKDML_OPERATOR_OUT_OF_RANGE, &wrap};
+  const bool wrapped = outOfRange != VKDML_OUT_OF_RANGE_MODE_ERROR;
+  std::string key = "paged/" + op + "/" + std::to_string(layout) + "/" + std::to_string(format) +
+                    "/" + std::to_string(outOfRange) + ":" + std::to_string(wrap.FillValue.UInt64) +
+                    "/" + std::to_string(total) + "/" + std::to_string(int(outType));
+  for (const Arg& a : args) {
+    key += "|" + std::to_string(int(a.ref.dtype));
+    for (uint64_t d : a.ref.shape) key += ":" + std::to_string(d);
+  }
+  std::shared_ptr<CompiledOperator> compiled = state->Compile(key, wrapped ? outer : desc, 0);
+  const auto index = [&](const Result& r) {
+    if (r.status == Status::IndexOutOfRange) throw py::index_error(r.message);
+    Throw(r);
+  };
+  Result r;
+  if (!onDevice) {
+    std::vector<const void*> inputs;
+    for (Arg& a : args) inputs.push_back(a.ref.data);
+    if (write) {  // in place: the cache's own memory (read before it is written)
+      void* cache = args[0].host.mutable_data();
+      {
+        py::gil_scoped_release release;
+        r = state->device->Run(*compiled, inputs, {cache});
+      }
+      if (!r) index(r);
+      return items[0];
+    }
+    py::array result = out.is_none()
+                           ? ViewAs(Uninitialised(compiled->Op().OutputSize(0)), outType, outShape)
+                           : out.cast<py::array>();
+    {
+      py::gil_scoped_release release;
+      r = state->device->Run(*compiled, inputs, {result.mutable_data()});
+    }
+    if (!r) index(r);
+    return result;
+  }
+  for (Arg& a : args)
+    if (!a.tensor) throw py::type_error(a.ref.name + ": expected a vkdml.Tensor beside one");
+  std::unique_ptr<PyTensor> made;
+  PyTensor* result = write ? args[0].tensor : nullptr;
+  if (!write && !out.is_none()) {
+    result = out.cast<PyTensor*>();
+    if (result->DType() != outType || result->Shape() != outShape)
+      throw py::value_error("out: shape " + npy::ShapeString(result->Shape()) + " " +
+                            npy::DTypeName(result->DType()) + ", expected " +
+                            npy::ShapeString(outShape) + " " + npy::DTypeName(outType));
+  }
+  if (!result) {
+    made = std::make_unique<PyTensor>(device, state, outType, outShape);
+    result = made.get();
+  }
+  std::unique_ptr<BindingTable> table;
+  Check(state->device->CreateBindingTable(*compiled, &table));
+  std::vector<DML_BUFFER_BINDING> bindings;
+  for (size_t i = 0; i < args.size(); ++i)
+    bindings.push_back(args[i].tensor->Buf().Binding(0, compiled->Op().InputSize(UINT(i))));
+  Check(table->BindInputs(UINT(bindings.size()), bindings.data()));
+  DML_BUFFER_BINDING binding = result->Buf().Binding(0, compiled->Op().OutputSize(0));
+  Check(table->BindOutputs(1, &binding));
+  Device& dev = *state->device;
+  BindingTable* t = table.get();
+  Result recorded;
+  {
+    py::gil_scoped_release release;
+    r = dev.Submit([&](VkCommandBuffer cmd) { recorded = dev.RecordDispatch(cmd, *t); });
+  }
+  Check(r);
+  Check(recorded);
+  r = t->IndexStatus();
+  if (!r) index(r);
+  if (made) return py::cast(std::move(made));
+  return write ? items[0] : out;
+}
 }  // namespace
 
 PYBIND11_MODULE(_vkdml, mod) {
@@ -726,4 +888,7 @@ PYBIND11_MODULE(_vkdml, mod) {
           py::arg("block") = BlockArgs());
   mod.def("run_moe", &RunMoe, py::arg("op"), py::arg("inputs"), py::arg("outputs"),
           py::arg("experts"));
+  mod.def("paged", &RunPaged, py::arg("op"), py::arg("device"), py::arg("items"), py::arg("layout"),
+          py::arg("format"), py::arg("dtype"), py::arg("out_of_range"), py::arg("fill"),
+          py::arg("total"), py::arg("out"));
 }

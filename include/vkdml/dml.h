@@ -85,8 +85,11 @@ enum DML_OPERATOR_TYPE : UINT {
   VKDML_OPERATOR_SCATTER_QUANTIZED_ROWS = 0x10005,  // VKDML_SCATTER_QUANTIZED_ROWS_OPERATOR_DESC
   VKDML_OPERATOR_EMBEDDING_BAG = 0x10006,           // VKDML_EMBEDDING_BAG_OPERATOR_DESC
   VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED = 0x10007,  // VKDML_GATHER_BLOCK_QUANTIZED_OPERATOR_DESC
-  VKDML_OPERATOR_MOE_PERMUTE = 0x10010,             // VKDML_MOE_PERMUTE_OPERATOR_DESC
-  VKDML_OPERATOR_MOE_UNPERMUTE = 0x10011,           // VKDML_MOE_UNPERMUTE_OPERATOR_DESC
+  // vkdml's own: a paged KV cache (vLLM's reshape_and_cache_flash and gather_cache).
+  VKDML_OPERATOR_PAGED_CACHE_WRITE = 0x10008,  // VKDML_PAGED_CACHE_WRITE_OPERATOR_DESC
+  VKDML_OPERATOR_PAGED_GATHER = 0x10009,       // VKDML_PAGED_GATHER_OPERATOR_DESC
+  VKDML_OPERATOR_MOE_PERMUTE = 0x10010,        // VKDML_MOE_PERMUTE_OPERATOR_DESC
+  VKDML_OPERATOR_MOE_UNPERMUTE = 0x10011,      // VKDML_MOE_UNPERMUTE_OPERATOR_DESC
 };
 
 struct DML_OPERATOR_DESC {
@@ -469,6 +472,86 @@ struct VKDML_MOE_UNPERMUTE_OPERATOR_DESC {
   const DML_TENSOR_DESC* OutputTensor;
 };
 
+// vkdml's own: how a paged KV cache orders a block's tokens and heads. A cache of `blocks`
+// blocks of block_size tokens each holds token slot s (s < blocks * block_size) in block
+// s / block_size, row s % block_size of that block.
+enum VKDML_PAGED_CACHE_LAYOUT : UINT {
+  VKDML_PAGED_CACHE_LAYOUT_NHD = 0,  // {blocks, block_size, heads, head_size} (vLLM's flash)
+  VKDML_PAGED_CACHE_LAYOUT_HND = 1,  // {blocks, heads, block_size, head_size}
+};
+
+// A paged cache (the paged operators' InputTensor and OutputTensor), rank 4 in Layout's order:
+//   Format 0: FLOAT32 or FLOAT16 values, head_size a multiple of 4, a last stride of 1 and
+//             (FLOAT16) even strides;
+//   Format Q8_0 or Q4_0: UINT8 whose last size is head_size / 32 * the block's bytes (34 or
+//             18; dml.h: VKDML_QUANTIZED_FORMAT), each head's row of head_size values being
+//             whole blocks along head_size; a last stride of 1, any others.
+
+// vkdml's own (VKDML_OPERATOR_PAGED_CACHE_WRITE; vLLM's reshape_and_cache_flash, one cache:
+// run it for the keys and for the values): output = input; then for each token t, in order,
+// with s = SlotMappingTensor[t]:
+//   s < 0 (signed types): the token is skipped (padding);
+//   s >= blocks * block_size: out of range: by default (ERROR) skipped and reported, as a
+//     checked execution reports (BindingTable::IndexStatus, Device::Run: IndexOutOfRange);
+//     VKDML_OPERATOR_OUT_OF_RANGE wraps it for DROP (skipped silently). It is never clamped:
+//     CLAMP and FILL are refused;
+//   else the cache's row of token slot s, head h (Layout) becomes UpdatesTensor[t, h, :],
+//     quantized (Q8_0, Q4_0) block by block as VKDML_SCATTER_QUANTIZED_ROWS' rule, bit for bit
+//     with ggml's CPU quantizer (FLOAT16 updates converted to float32 first, exactly).
+// Where tokens name one slot, the last of them wins, in every execution (so
+// VKDML_EXECUTION_FLAG_DETERMINISTIC changes nothing).
+//   InputTensor        the cache (above);
+//   SlotMappingTensor  {tokens}, INT32, INT64, UINT32 or UINT64, any stride (IndicesTensor:
+//                      it is bound and reported as one);
+//   UpdatesTensor      {tokens, heads, head_size}: the cache's DataType (Format 0), or FLOAT32
+//                      or FLOAT16 (quantized); a last stride of 1, FLOAT16 even strides;
+//   OutputTensor       InputTensor's sizes and type, a last stride of 1; may be bound where
+//                      InputTensor is (in place: only the written rows change).
+// Every binding offset is a multiple of 4 bytes (the kernels read and write 32-bit words, on any
+// device: no 8/16-bit storage needed). Tensors fit one descriptor (no large path).
+struct VKDML_PAGED_CACHE_WRITE_OPERATOR_DESC {
+  const DML_TENSOR_DESC* InputTensor;
+  const DML_TENSOR_DESC* SlotMappingTensor;
+  const DML_TENSOR_DESC* UpdatesTensor;
+  const DML_TENSOR_DESC* OutputTensor;
+  VKDML_PAGED_CACHE_LAYOUT Layout;
+  VKDML_QUANTIZED_FORMAT Format;  // 0: the cache holds values
+};
+
+// vkdml's own (VKDML_OPERATOR_PAGED_GATHER; vLLM's gather_cache): each sequence's tokens from a
+// paged cache, one after another. Output row t (t < total_tokens) belongs to sequence b, the
+// last with SequenceStartsTensor[b] <= t (starts clamped into [0, total_tokens]); with
+// i = t - starts[b] and p = i + TokenOffsetsTensor[b] (0 without it: prefix reuse), it is the
+// cache's row of block BlockTableTensor[b, p / block_size], row p % block_size, for every head:
+// values copied (Format 0) or dequantized as VKDML_GATHER_QUANTIZED_ROWS' (d * q in float32,
+// one rounding; to FLOAT16 to nearest even). Rows before starts[0] or from
+// starts[sequences] on are not written. A block out of [0, blocks), or p / block_size past
+// max_blocks, is out of range: by default (ERROR) reported and clamped (into [0, blocks) and the
+// row's last entry; a position past the row is reported at that entry);
+// VKDML_OPERATOR_OUT_OF_RANGE wraps it for CLAMP or FILL (the token's values are FillValue).
+// Starts must not decrease (else the rows are unspecified; no access out of bounds).
+//   InputTensor            the cache (above: VKDML_PAGED_CACHE_LAYOUT);
+//   BlockTableTensor       {sequences, max_blocks}, INT32, INT64, UINT32 or UINT64, any strides
+//                          (IndicesTensor: bound and reported as one);
+//   SequenceStartsTensor   {sequences + 1}: the cumulative lengths (vLLM's cu_seq_lens, starting
+//                          at 0), BlockTableTensor's DataType, any stride;
+//   TokenOffsetsTensor     null, or {sequences}, BlockTableTensor's DataType, any stride; an
+//                          offset below 0 or from 2^31 puts its sequence's tokens out of range;
+//   OutputTensor           {total_tokens, heads, head_size}: the cache's DataType (Format 0), or
+//                          FLOAT32 or FLOAT16 (quantized); a last stride of 1, FLOAT16 even
+//                          strides.
+// Bind InputTensor, BlockTableTensor, SequenceStartsTensor and, when given, TokenOffsetsTensor.
+// Every binding offset is a multiple of 4 bytes; tensors fit one descriptor (no large path).
+struct VKDML_PAGED_GATHER_OPERATOR_DESC {
+  const DML_TENSOR_DESC* InputTensor;
+  const DML_TENSOR_DESC* BlockTableTensor;
+  const DML_TENSOR_DESC* SequenceStartsTensor;
+  const DML_TENSOR_DESC* TokenOffsetsTensor;  // optional
+  const DML_TENSOR_DESC* OutputTensor;
+  VKDML_PAGED_CACHE_LAYOUT Layout;
+  VKDML_QUANTIZED_FORMAT Format;  // 0: the cache holds values
+};
+
 // Not a field of any struct: CompileOperator takes these as a UINT and refuses unknown bits, so
 // this one keeps DirectML's form (and `cond ? FLAG : 0` stays free of warnings).
 enum DML_EXECUTION_FLAGS {
@@ -487,7 +570,7 @@ enum DML_EXECUTION_FLAGS {
   // reductions), except for reductions of 4- and 8-byte integers, which give the same bits in
   // any order and run as by default, and float32 and float64 MAX and MIN, which run as by default
   // and then settle ties (+0 and -0, NaN payloads) in two more passes. Accepted and without
-  // effect for gathers and embedding bags, which are deterministic.
+  // effect for gathers, embedding bags and the paged cache's operators, which are deterministic.
   VKDML_EXECUTION_FLAG_DETERMINISTIC = 0x200,
 };
 

@@ -18,8 +18,11 @@ Role SourceOf(Pass::Kind kind) {
     case Pass::Kind::Dequantize:
     case Pass::Kind::Bag:
     case Pass::Kind::Blocks:
+    case Pass::Kind::PagedRows:
+    case Pass::Kind::PagedGather:
       return Role::Input;
     case Pass::Kind::Bounds:
+    case Pass::Kind::PagedStarts:  // SequenceStartsTensor
       return Role::Offsets;
     case Pass::Kind::MoeWeights:  // a MoE unpermute's WeightsTensor (inputs[2], as Updates)
       return Role::Updates;
@@ -31,6 +34,7 @@ Role SourceOf(Pass::Kind kind) {
     case Pass::Kind::MoeUnpermute:
       return Role::Input;
     case Pass::Kind::Weights:
+    case Pass::Kind::PagedOffsets:  // TokenOffsetsTensor
     case Pass::Kind::ZeroPoints:  // a block-quantized gather's ZeroPointTensor; Scales: ScaleTensor
       return Role::Weights;
     default:
@@ -558,8 +562,10 @@ Result BindingTableImpl::IndexStatus() {
   const UINT64 raw = is64 ? (UINT64(hi) << 32 | lo) : lo;
   std::string value = isSigned ? Str(is64 ? int64_t(raw) : int64_t(int32_t(lo))) : Str(raw);
   UINT64 n = op.componentSizes[position % op.componentSizes.size()];
-  std::string range = isSigned ? Str("[-", n, ", ", n - 1, "]") : Str("[0, ", n - 1, "]");
-  return Fail(Status::IndexOutOfRange, op.name, ": IndicesTensor[", coords, "] is ", value,
+  // A paged cache's indices (slots, blocks) have no negative form.
+  std::string range =
+      isSigned && !op.paged ? Str("[-", n, ", ", n - 1, "]") : Str("[0, ", n - 1, "]");
+  return Fail(Status::IndexOutOfRange, op.name, ": ", indices.field, "[", coords, "] is ", value,
               ", outside the valid range ", range);
 }
 

@@ -43,7 +43,8 @@ struct HostRunner::Layout {
   UINT inputs = 0, count = 0;
   std::vector<UINT64> offset, size;
   // Whether the host's bytes go in: every input, and the outputs with bytes the operator does
-  // not write (gaps between strided elements, rounding), which keep the caller's values.
+  // not write (gaps between strided elements, rounding; a paged gather's rows outside every
+  // sequence), which keep the caller's values.
   std::vector<bool> upload;
   UINT64 total = 0;
   bool direct = false;    // small work: bind the host-visible arenas, no copies
@@ -57,7 +58,8 @@ struct HostRunner::Layout {
       const bool input = i < inputs;
       offset.push_back(total);
       size.push_back(input ? op.InputSize(i) : op.OutputSize(i - inputs));
-      upload.push_back(input || !FillsAllBytes(op.outputs[i - inputs]));
+      upload.push_back(input || !FillsAllBytes(op.outputs[i - inputs]) ||
+                       (op.paged && !op.IsScatter()));
       total += (size[i] + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
     }
     direct = total <= kDirectRunBytes;

@@ -11,6 +11,7 @@
 //   kernel_bag.cpp      embedding bags (glsl/embedding_bag.comp)
 //   kernel_blocks.cpp   block-quantized gathers (glsl/dequantize_blocks.comp)
 //   kernel_moe.cpp      MoE permute and unpermute (glsl/moe.comp, glsl/radix_sort.comp)
+//   kernel_paged.cpp    paged KV caches' writes and gathers (glsl/paged.comp)
 //   kernel_large.cpp    the large path: dispatches through windows of the binding range
 // Each also lists every module name it can ask for (its ListModules), which the build checks
 // against the modules it makes (kernels.h: MissingModules).
@@ -168,6 +169,10 @@ void ListBlocksModules(const ModuleSink& sink);
 // kernel_moe.cpp: a MoE permute's or unpermute's pass (VKDML_OPERATOR_MOE_PERMUTE, _UNPERMUTE).
 Result ChooseMoe(Choice& c, const Pass& pass);
 void ListMoeModules(const ModuleSink& sink);
+// kernel_paged.cpp: a paged cache's pass (VKDML_OPERATOR_PAGED_CACHE_WRITE and _GATHER), the
+// write's copy of the cache included.
+Result ChoosePaged(Choice& c, const Pass& pass);
+void ListPagedModules(const ModuleSink& sink);
 
 // kernel_large.cpp: what the large path cannot run (refused before any family is asked, or by
 // a family: CheckWithinRange);

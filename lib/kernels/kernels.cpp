@@ -92,6 +92,7 @@ Result PlaceScratch(const OperatorImpl& op, const Capabilities& caps, KernelSet&
                              set.tallyWords, " targets")
       : op.bag         ? BagScratch(set)
       : op.blockType   ? Str("it keeps the scale and zero point of each of ", op.blocks, " blocks")
+      : op.paged       ? Str("it keeps a word per token slot, sequence or gathered token")
                        : Str("its mask of the slices it overwrites");
   return Fail(Status::Unsupported, op.name, ": ", what, ", which needs ", at * 4,
               " bytes of scratch, more than this device's maxStorageBufferRange ",
@@ -208,7 +209,8 @@ UINT64 MaxTensorBytes(DML_OPERATOR_TYPE type, const Capabilities& caps) {
   // A MoE permute or unpermute: every tensor (kernel_moe.cpp).
   const bool oneDescriptor =
       type == VKDML_OPERATOR_EMBEDDING_BAG || type == VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED ||
-      type == VKDML_OPERATOR_MOE_PERMUTE || type == VKDML_OPERATOR_MOE_UNPERMUTE;
+      type == VKDML_OPERATOR_MOE_PERMUTE || type == VKDML_OPERATOR_MOE_UNPERMUTE ||
+      type == VKDML_OPERATOR_PAGED_CACHE_WRITE || type == VKDML_OPERATOR_PAGED_GATHER;
   return oneDescriptor ? caps.maxRange - caps.rangeAlign : UINT64(-1);
 }
 
@@ -217,6 +219,10 @@ Result ChooseKernels(const OperatorImpl& op, UINT flags, const Capabilities& cap
   if (c.large) VKDML_TRY(CheckLargePath(c));
   for (const Pass& pass : op.passes) {
     if (c.large && pass.kind == Pass::Kind::Mark) continue;  // its copy then copies everything
+    if (op.paged) {
+      VKDML_TRY(ChoosePaged(c, pass));
+      continue;
+    }
     if (pass.kind == Pass::Kind::Dequantize || pass.kind == Pass::Kind::Claim ||
         pass.kind == Pass::Kind::Quantize) {
       VKDML_TRY(ChooseQuantized(c, pass));
@@ -278,7 +284,8 @@ std::vector<std::string> ElemTokens(std::initializer_list<UINT> sizes) {
 void ListModules(const std::function<void(const std::string&)>& sink) {
   for (auto list :
        {ListCopyModules, ListRunsModules, ListLinesModules, ListReduceModules, ListTiesModules,
-        ListMeanModules, ListQuantizedModules, ListBagModules, ListBlocksModules, ListMoeModules})
+        ListMeanModules, ListQuantizedModules, ListBagModules, ListBlocksModules, ListMoeModules,
+        ListPagedModules})
     list(sink);
 }
 

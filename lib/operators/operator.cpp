@@ -6,15 +6,16 @@
 
 namespace vkdml::detail {
 
-#define VKDML_OPERATOR_LIST                                                               \
-  "DML_OPERATOR_GATHER (67), DML_OPERATOR_SCATTER_ELEMENTS (94), "                        \
-  "DML_OPERATOR_GATHER_ELEMENTS (107), "                                                  \
-  "DML_OPERATOR_GATHER_ND (108), DML_OPERATOR_SCATTER_ND (109), DML_OPERATOR_GATHER_ND1 " \
-  "(140), VKDML_OPERATOR_SCATTER_ND_REDUCE (65537), "                                     \
-  "VKDML_OPERATOR_SCATTER_ELEMENTS_REDUCE (65538), VKDML_OPERATOR_OUT_OF_RANGE (65539), " \
-  "VKDML_OPERATOR_GATHER_QUANTIZED_ROWS (65540), VKDML_OPERATOR_SCATTER_QUANTIZED_ROWS "  \
-  "(65541), VKDML_OPERATOR_EMBEDDING_BAG (65542), VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED " \
-  "(65543), VKDML_OPERATOR_MOE_PERMUTE (65552) or VKDML_OPERATOR_MOE_UNPERMUTE (65553)"
+#define VKDML_OPERATOR_LIST                                                                  \
+  "DML_OPERATOR_GATHER (67), DML_OPERATOR_SCATTER_ELEMENTS (94), "                           \
+  "DML_OPERATOR_GATHER_ELEMENTS (107), "                                                     \
+  "DML_OPERATOR_GATHER_ND (108), DML_OPERATOR_SCATTER_ND (109), DML_OPERATOR_GATHER_ND1 "    \
+  "(140), VKDML_OPERATOR_SCATTER_ND_REDUCE (65537), "                                        \
+  "VKDML_OPERATOR_SCATTER_ELEMENTS_REDUCE (65538), VKDML_OPERATOR_OUT_OF_RANGE (65539), "    \
+  "VKDML_OPERATOR_GATHER_QUANTIZED_ROWS (65540), VKDML_OPERATOR_SCATTER_QUANTIZED_ROWS "     \
+  "(65541), VKDML_OPERATOR_EMBEDDING_BAG (65542), VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED "    \
+  "(65543), VKDML_OPERATOR_PAGED_CACHE_WRITE (65544), VKDML_OPERATOR_PAGED_GATHER (65545), " \
+  "VKDML_OPERATOR_MOE_PERMUTE (65552) or VKDML_OPERATOR_MOE_UNPERMUTE (65553)"
 
 Result ValidateOperatorTensors(const DML_TENSOR_DESC* input, const DML_TENSOR_DESC* indices,
                                bool hasUpdates, const DML_TENSOR_DESC* updates,
@@ -114,6 +115,10 @@ Result ApplyOutOfRange(const VKDML_OUT_OF_RANGE_OPERATOR_DESC& d, OperatorImpl* 
                 "Mode is VKDML_OUT_OF_RANGE_MODE_DROP, which is for scatters and embedding bags: a "
                 "gather writes a "
                 "value for its out-of-range indices with VKDML_OUT_OF_RANGE_MODE_FILL (1)");
+  if (d.Mode == VKDML_OUT_OF_RANGE_MODE_CLAMP && op->paged && op->IsScatter())
+    return Fail(Status::InvalidArgument,
+                "Mode is VKDML_OUT_OF_RANGE_MODE_CLAMP, which a cache write refuses: a slot past "
+                "the cache is skipped, with VKDML_OUT_OF_RANGE_MODE_DROP (2) or _ERROR (3)");
   const UINT size = d.Mode == VKDML_OUT_OF_RANGE_MODE_FILL ? op->outputs[0].elemSize : 0;
   for (UINT b = size; b < 8; ++b)
     if (d.FillValue.Bytes[b] != 0)
@@ -149,6 +154,8 @@ bool KnownOperatorType(DML_OPERATOR_TYPE type) {
     case VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED:
     case VKDML_OPERATOR_MOE_PERMUTE:
     case VKDML_OPERATOR_MOE_UNPERMUTE:
+    case VKDML_OPERATOR_PAGED_CACHE_WRITE:
+    case VKDML_OPERATOR_PAGED_GATHER:
       return true;
     default:
       return false;
@@ -244,6 +251,15 @@ Result BuildOperator(const DML_OPERATOR_DESC& desc, OperatorImpl* op) {
     case VKDML_OPERATOR_MOE_UNPERMUTE:
       op->name = "MOE_UNPERMUTE";
       r = BuildMoeUnpermute(*static_cast<const VKDML_MOE_UNPERMUTE_OPERATOR_DESC*>(desc.Desc), op);
+      break;
+    case VKDML_OPERATOR_PAGED_CACHE_WRITE:
+      op->name = "PAGED_CACHE_WRITE";
+      r = BuildPagedCacheWrite(
+          *static_cast<const VKDML_PAGED_CACHE_WRITE_OPERATOR_DESC*>(desc.Desc), op);
+      break;
+    case VKDML_OPERATOR_PAGED_GATHER:
+      op->name = "PAGED_GATHER";
+      r = BuildPagedGather(*static_cast<const VKDML_PAGED_GATHER_OPERATOR_DESC*>(desc.Desc), op);
       break;
     case VKDML_OPERATOR_OUT_OF_RANGE: {
       const auto& d = *static_cast<const VKDML_OUT_OF_RANGE_OPERATOR_DESC*>(desc.Desc);

@@ -40,6 +40,9 @@ struct Pass {
   // MoeKeys to MoeRows: a MoE permute (glsl/moe.comp; kernel choice adds the sort between
   // MoeKeys and the others), MoeWeights and MoeUnpermute a MoE unpermute; `output` says which of
   // the operator's outputs each writes (bound at VKDML_BIND_OUTPUT).
+  // PagedClaim, PagedWrite, PagedStarts, PagedOffsets, PagedRows and PagedGather: the paged
+  // cache's write
+  // and gather (glsl/paged.comp; operators/paged_cache.cpp says what their plans hold).
   enum class Kind {
     Gather,
     Scatter,
@@ -64,7 +67,13 @@ struct Pass {
     MoeOffsets,
     MoeRows,
     MoeWeights,
-    MoeUnpermute
+    MoeUnpermute,
+    PagedClaim,
+    PagedWrite,
+    PagedStarts,
+    PagedOffsets,
+    PagedRows,
+    PagedGather
   } kind = Kind::Gather;
   Plan plan;                 // as lowered: kernel choice transforms it
   bool skipInPlace = false;  // a scatter's copy: nothing to do when OutputTensor is InputTensor
@@ -127,6 +136,8 @@ class OperatorImpl final : public Operator {
   // holds a row's values.
   bool moe = false;
   UINT experts = 0, topk = 0, tokens = 0;
+  // VKDML_OPERATOR_PAGED_CACHE_WRITE and _GATHER (format: the cache's blocks, 0 for values).
+  bool paged = false;
   // FILL or DROP: an element whose index tuple is out of range is filled or skipped.
   bool Drops() const {
     return outOfRange == VKDML_OUT_OF_RANGE_MODE_FILL || outOfRange == VKDML_OUT_OF_RANGE_MODE_DROP;
@@ -200,6 +211,9 @@ UINT BlockZeroPoint(VKDML_BLOCK_QUANTIZED_TYPE type);
 
 Result BuildMoePermute(const VKDML_MOE_PERMUTE_OPERATOR_DESC& desc, OperatorImpl* op);
 Result BuildMoeUnpermute(const VKDML_MOE_UNPERMUTE_OPERATOR_DESC& desc, OperatorImpl* op);
+// VKDML_OPERATOR_PAGED_CACHE_WRITE and VKDML_OPERATOR_PAGED_GATHER (paged_cache.cpp).
+Result BuildPagedCacheWrite(const VKDML_PAGED_CACHE_WRITE_OPERATOR_DESC& desc, OperatorImpl* op);
+Result BuildPagedGather(const VKDML_PAGED_GATHER_OPERATOR_DESC& desc, OperatorImpl* op);
 
 // Dispatches on desc.Type, adds the "GATHER_ND: " prefix to messages.
 Result BuildOperator(const DML_OPERATOR_DESC& desc, OperatorImpl* op);

@@ -1522,13 +1522,92 @@ def group_moe():
     p = vkdml("run", "moe-unpermute", "--input", path("y.npy"), "--indices", path("inv.npy"),
               "--output", out)
     expect_error("moe-unpermute without weights", p, 2, "moe-unpermute needs --weights")
+def group_paged():
+    """`vkdml paged-cache-write` and `vkdml paged-gather` against NumPy: a float32 NHD cache and a
+    Q8_0 HND one (ggml's quantizer), a negative and a duplicate slot, lengths and cumulative
+    lengths with token offsets; their errors (a slot past the cache, bad options)."""
+    rng = np.random.default_rng(51)
+    out = path("paged.npy")
+
+    def write(cache, slots, values, *extra):
+        if os.path.exists(out):
+            os.remove(out)
+        p = vkdml("paged-cache-write", "--cache", save("cache.npy", cache), "--slot-mapping",
+                  save("slots.npy", slots), "--values", save("values.npy", values), "-o", out,
+                  "--quiet", *extra)
+        return p, np.load(out) if p.returncode == 0 else None
+
+    def row(c, layout, slot, h):
+        b, r = divmod(int(slot), c.shape[1] if layout == "NHD" else c.shape[2])
+        return c[b, r, h] if layout == "NHD" else c[b, h, r]
+
+    for layout, fmt in (("NHD", None), ("HND", "q8_0")):
+        heads, head_size, bs = 2, 32 if fmt else 8, 4
+        if fmt:
+            cache = rng.integers(0, 256, (3, heads, bs, 34), dtype=np.uint8)
+            cache[..., 1] &= 0xBB
+        else:
+            cache = rng.standard_normal((3, bs, heads, head_size)).astype(np.float32)
+        values = rng.standard_normal((4, heads, head_size)).astype(np.float32)
+        slots = np.array([2, 9, -1, 2])
+        want = cache.copy()
+        for t, s in enumerate(slots):
+            for h in range(heads):
+                if s >= 0:
+                    row(want, layout, s, h)[...] = ref_quantize(values[t, h], fmt) if fmt \
+                        else values[t, h]
+        extra = ["--layout", layout] + (["--format", fmt] if fmt else [])
+        p, got = write(cache, slots, values, *extra)
+        expect_ok(f"paged-cache-write {layout} {fmt}", p, got, want)
+        # the gather of that cache: two sequences, the second from token offset 1
+        table = np.array([[2, 0], [1, 2]], np.int64)
+        lens, offsets = np.array([5, 6], np.int64), np.array([0, 1], np.int64)
+        rows = []
+        for b in range(2):
+            for i in range(lens[b]):
+                p_ = i + offsets[b]
+                r = [row(got if got is not None else want, layout, table[b, p_ // bs] * bs
+                         + p_ % bs, h) for h in range(heads)]
+                rows.append([ref_dequantize(x[None], fmt)[0] if fmt else x for x in r])
+        want_g = np.array(rows, np.float32)
+        for how in (["--seq-lens", save("lens.npy", lens)],
+                    ["--cu-seq-lens", save("cu.npy", np.array([0, 5, 11], np.int64))]):
+            if os.path.exists(out):
+                os.remove(out)
+            p = vkdml("paged-gather", "--cache", save("cache2.npy", want), "--block-table",
+                      save("table.npy", table), "--token-offsets", save("off.npy", offsets),
+                      "-o", out, "--quiet", *how, *extra)
+            expect_ok(f"paged-gather {layout} {fmt} {how[0]}", p,
+                      np.load(out) if p.returncode == 0 else None, want_g)
+    cache = np.zeros((2, 4, 1, 4), np.float32)
+    p, _ = write(cache, np.array([1, 8]), np.ones((2, 1, 4), np.float32))
+    expect_error("paged-cache-write slot past the cache", p, 2,
+                 "SlotMappingTensor[1] is 8, outside the valid range [0, 7]")
+    p, got = write(cache, np.array([1, 8]), np.ones((2, 1, 4), np.float32), "--out-of-range",
+                   "drop")
+    want = cache.copy()
+    want[0, 1] = 1
+    expect_ok("paged-cache-write drop", p, got, want)
+    p, _ = write(cache, np.array([1]), np.ones((1, 1, 4), np.float32), "--layout", "XYZ")
+    expect_error("paged-cache-write --layout", p, 2, "--layout is 'XYZ', expected NHD or HND")
+    p, _ = write(cache, np.array([1]), np.ones((1, 1, 4), np.float32), "--out-of-range", "clamp")
+    expect_error("paged-cache-write clamp", p, 2, "a cache write never clamps")
+    p, _ = write(cache, np.array([1]), np.ones((1, 1, 8), np.float32))
+    expect_error("paged-cache-write shapes", p, 2, "UpdatesTensor.Sizes[2] is 8, expected 4")
+    p = vkdml("paged-gather", "--cache", save("c.npy", cache), "--block-table",
+              save("t.npy", np.array([[0, 3]], np.int32)), "--seq-lens",
+              save("l.npy", np.array([6], np.int32)), "-o", out)
+    expect_error("paged-gather block past the cache", p, 2,
+                 "BlockTableTensor[0,1] is 3, outside the valid range [0, 1]")
+    p = vkdml("paged-gather", "--help")
+    check(p.returncode == 0 and "usage: vkdml paged-gather" in p.stdout, "paged-gather --help")
 
 
 GROUPS = {"help": group_help, "roundtrip": group_roundtrip, "shapes": group_shapes,
           "errors": group_errors, "indices": group_indices, "output": group_output,
           "bench": group_bench, "reduce": group_reduce, "limits": group_limits,
           "out_of_range": group_out_of_range, "quantized": group_quantized, "bag": group_bag,
-          "moe": group_moe}
+          "moe": group_moe, "paged": group_paged}
 
 if __name__ == "__main__":
     GROUPS[sys.argv[2]]()

@@ -83,5 +83,7 @@ int RunEmbeddingBag(Decoder& d);
 int RunBlockQuantized(Decoder& d);
 // fuzz_moe.cpp: an input whose first byte is 0xC4 to 0xC7 (one in sixty-four).
 int RunMoe(Decoder& d);
+// fuzz_paged.cpp: an input whose first byte is 0xC0 to 0xC3 (one in sixty-four).
+int RunPaged(Decoder& d);
 
 }  // namespace fz

@@ -119,3 +119,13 @@ for k, (mode, name) in enumerate(((0, "permute"), (1, "unpermute"), (0x80, "perm
         tail = bytes(moe.randrange(256) for _ in range(320))
         put(op_dir, f"moe_{name}_{variant}.bin",
             bytes([0xC4 + k, mode, variant, variant // 2]) + tail)
+# The paged KV cache (a first byte from 0xC0 to 0xC3): the gather and (0x40) the write, each
+# mode (4 and 8: the wrapped modes, 12 one each must refuse), each cache (FLOAT32, FLOAT16, Q8_0,
+# Q4_0, Q8_0 from FLOAT16), then the layout, shapes, indices, strides and the values.
+for k, (mode, name) in enumerate(((0, "plain"), (1, "checked"), (4, "wrap1"), (8, "wrap2"),
+                                  (12, "wrap3"), (0x80, "raw"))):
+    for op, opname in ((0, "gather"), (0x40, "write")):
+        for kind in range(5):
+            tail = bytes(random.randrange(256) for _ in range(400))
+            put(op_dir, f"paged_{opname}_{name}_{kind}.bin",
+                bytes([0xC0 + k % 4, mode | op, kind, k % 2]) + tail)

@@ -25,11 +25,12 @@ from ._vkdml import BagArgs as _BagArgs
 from ._vkdml import BlockArgs as _BlockArgs
 from ._vkdml import run as _run
 from ._vkdml import run_moe as _run_moe
+from ._vkdml import paged as _paged
 
 __all__ = ["Device", "Tensor", "Error", "UnsupportedError", "gather", "gather_elements",
            "gather_nd", "scatter_elements", "scatter_nd", "dequantize_rows", "quantize_rows",
-           "gather_block_quantized", "embedding_bag", "moe_permute", "moe_unpermute",
-           "default_device"]
+           "gather_block_quantized", "embedding_bag", "paged_cache_write", "paged_gather",
+           "moe_permute", "moe_unpermute", "default_device"]
 
 _REDUCTIONS = ("none", "add", "mul", "max", "min", "mean")
 # dml.h's VKDML_OUT_OF_RANGE_MODE: what an out-of-range index does.
@@ -595,3 +596,152 @@ def moe_unpermute(y, inv, weights, *, dtype=None, device=None, out=None):
     outs = _moe_outputs(out, dev, [(odt, (it.shape[0], yt.shape[1]))])
     _run_moe("unpermute", [yt, it, wt], outs, 0)
     return outs[0] if on_device else outs[0].numpy()
+# The paged KV cache (vLLM's reshape_and_cache_flash and gather_cache; vkdml's
+# VKDML_OPERATOR_PAGED_CACHE_WRITE and VKDML_OPERATOR_PAGED_GATHER).
+_LAYOUTS = {"NHD": 0, "HND": 1}
+_PAGED_FORMATS = {None: 0, "q8_0": 1, "q4_0": 2}
+
+
+def _paged_options(layout, format):
+    if layout not in _LAYOUTS:
+        raise ValueError(f"layout is {layout!r}, expected 'NHD' or 'HND'")
+    if format not in _PAGED_FORMATS:
+        raise ValueError(f"format is {format!r}, expected None, 'q8_0' or 'q4_0'")
+    return _LAYOUTS[layout], _PAGED_FORMATS[format]
+
+
+def _paged_args(items, names):
+    """Host arrays C-ordered (index arrays of 8/16-bit widened to int32), or, where any is a
+    device tensor, every one on its device."""
+    args = []
+    for obj, name in zip(items, names):
+        a = _arg(obj, name)
+        if isinstance(a, np.ndarray):
+            if name in ("slot_mapping", "block_table", "seq_starts", "token_offsets"):
+                if a.dtype.kind not in "iu":
+                    raise TypeError(f"{name}: dtype is {a.dtype}, expected an integer type")
+                if a.itemsize < 4:
+                    a = a.astype(np.int32)
+            a = np.ascontiguousarray(a)
+        args.append(a)
+    tensors = [a for a in args if isinstance(a, Tensor)]
+    if tensors:
+        dev = tensors[0].device
+        args = [a if isinstance(a, Tensor) else dev.tensor(a) for a in args]
+    return args
+
+
+def paged_cache_write(key, value, key_cache, value_cache, slot_mapping, layout="NHD",
+                      format=None, *, out_of_range="error", device=None):
+    """vLLM's reshape_and_cache_flash: token t's key[t] and value[t] ((tokens, heads,
+    head_size)) into key_cache and value_cache, in place, at slot slot_mapping[t] (block
+    slot // block_size, row slot % block_size). Caches: (blocks, block_size, heads, head_size)
+    (layout "NHD") or (blocks, heads, block_size, head_size) ("HND"), of key's dtype (float32
+    or float16); or with format "q8_0" / "q4_0", uint8 with head_size / 32 ggml blocks in the
+    last dimension (34 or 18 bytes each), quantized bit for bit as ggml's CPU quantizer. A
+    negative slot skips its token (padding); where tokens share a slot the last one wins
+    (every run). A slot past the cache raises IndexError (out_of_range "error", the rows of
+    the others written) or is skipped ("drop"). NumPy arrays are written in place, device
+    tensors on their device. Either of key/value may be None (that cache is then not written).
+    Returns (key_cache, value_cache)."""
+    lay, fmt = _paged_options(layout, format)
+    if out_of_range not in ("error", "drop"):
+        raise ValueError(f"out_of_range is {out_of_range!r}, expected 'error' or 'drop' (a cache "
+                         f"write never clamps)")
+    mode = _OUT_OF_RANGE[out_of_range]
+    for values, cache, name in ((key, key_cache, "key"), (value, value_cache, "value")):
+        if values is None:
+            continue
+        if isinstance(cache, np.ndarray) and not cache.flags.c_contiguous:
+            raise ValueError(f"{name}_cache: a NumPy cache must be C-contiguous (written in place)")
+        if not isinstance(cache, (np.ndarray, Tensor)):
+            raise TypeError(f"{name}_cache: expected a NumPy array or a vkdml.Tensor (written in "
+                            f"place)")
+        c, slots, v = _paged_args((cache, slot_mapping, values),
+                                  ("cache", "slot_mapping", "values"))
+        if isinstance(cache, np.ndarray) and c is not cache:  # uploaded beside device tensors
+            raise TypeError(f"{name}_cache is a NumPy array but {name} or slot_mapping is a "
+                            f"device tensor: give the cache as a vkdml.Tensor")
+        _paged("write", _device(device), [c, slots, v], lay, fmt, "float32", mode, b"", 0,
+               None)
+    return key_cache, value_cache
+
+
+def paged_gather(cache, block_table, seq_lens=None, format=None, dtype=None, *, layout="NHD",
+                 cu_seq_lens=None, token_offsets=None, total_tokens=None, out=None,
+                 out_of_range="error", fill_value=None, device=None):
+    """vLLM's gather_cache: each sequence's tokens from a paged cache (as paged_cache_write
+    takes it), one after another: ((total_tokens, heads, head_size)). Sequence b's token i is
+    the cache's row of block block_table[b, p // block_size], row p % block_size, where
+    p = i + token_offsets[b] (0 without them: prefix reuse). seq_lens: each sequence's length;
+    or cu_seq_lens, the cumulative lengths (len(sequences) + 1 of them from 0, vLLM's), which
+    device tensors need (seq_lens of a device tensor are summed on the host). Quantized caches
+    (format "q8_0"/"q4_0") are dequantized to dtype float32 (default) or float16; float caches
+    keep their dtype. total_tokens: the output's rows (default: the last cumulative length;
+    rows past it are left as they were: zeros in a new array). A block out of range raises
+    IndexError (out_of_range "error"), is clamped ("clamp") or gives fill_value ("fill")."""
+    lay, fmt = _paged_options(layout, format)
+    if (seq_lens is None) == (cu_seq_lens is None):
+        raise ValueError("give one of seq_lens and cu_seq_lens")
+    if out_of_range not in ("error", "clamp", "fill"):
+        raise ValueError(f"out_of_range is {out_of_range!r}, expected 'error', 'clamp' or "
+                         f"'fill'")
+    c = _arg(cache, "cache")
+    table = _arg(block_table, "block_table")
+    table_dtype = table.dtype if isinstance(table, np.ndarray) else np.dtype(table.dtype)
+    if cu_seq_lens is None:
+        lens = seq_lens.numpy() if isinstance(seq_lens, Tensor) else np.asarray(seq_lens)
+        starts = np.concatenate([[0], np.cumsum(lens.astype(np.int64))]).astype(table_dtype)
+    else:
+        starts = cu_seq_lens
+        if isinstance(starts, (list, tuple)):
+            starts = np.asarray(starts, dtype=table_dtype)
+    if isinstance(token_offsets, (list, tuple)):
+        token_offsets = np.asarray(token_offsets, dtype=table_dtype)
+    if total_tokens is None:
+        last = starts.numpy()[-1] if isinstance(starts, Tensor) else np.asarray(starts)[-1]
+        total_tokens = max(int(last), 0)
+    total_tokens = _int(total_tokens, "total_tokens")
+    if total_tokens < 1:
+        raise ValueError(f"total_tokens is {total_tokens}: no tokens to gather")
+    if fmt:
+        out_dtype = np.dtype(_dtype_name(np.float32 if dtype is None else dtype))
+        if out_dtype not in (np.dtype(np.float32), np.dtype(np.float16)):
+            raise TypeError(f"dtype is {out_dtype}, expected float32 or float16")
+    else:
+        out_dtype = c.dtype if isinstance(c, np.ndarray) else np.dtype(c.dtype)
+        if dtype is not None and np.dtype(_dtype_name(dtype)) != out_dtype:
+            raise TypeError(f"dtype is {np.dtype(dtype)}, but a float cache keeps its dtype "
+                            f"({out_dtype})")
+    if fill_value is not None and out_of_range != "fill":
+        raise ValueError("fill_value is given, but out_of_range is not 'fill'")
+    fill = _fill_bytes(0 if fill_value is None else fill_value, out_dtype) \
+        if out_of_range == "fill" else b""
+    items = [c, table, starts] + ([] if token_offsets is None else [token_offsets])
+    names = ["cache", "block_table", "seq_starts", "token_offsets"][:len(items)]
+    args = _paged_args(items, names)
+    on_device = isinstance(args[0], Tensor)
+    if on_device:
+        if out is not None and not isinstance(out, Tensor):
+            raise TypeError("out: expected a vkdml.Tensor for device tensor arguments")
+        target = out
+    else:
+        host_out = out
+        target = np.zeros((total_tokens,) + _paged_row_shape(args[0], lay, fmt), out_dtype)
+    result = _paged("gather", _device(device), args, lay, fmt, out_dtype.name,
+                    _OUT_OF_RANGE[out_of_range], fill, total_tokens, target)
+    if not on_device and host_out is not None:
+        if host_out.shape != result.shape:
+            raise ValueError(f"out: shape is {host_out.shape}, expected {result.shape}")
+        np.copyto(host_out, result, casting="no")
+        return host_out
+    return result
+
+
+def _paged_row_shape(cache, layout, fmt):
+    shape = cache.shape
+    if len(shape) != 4:
+        raise ValueError(f"cache: shape is {tuple(shape)}, expected 4 dimensions")
+    heads = shape[2] if layout == 0 else shape[1]
+    head_size = shape[3] // (34 if fmt == 1 else 18) * 32 if fmt else shape[3]
+    return (heads, head_size)

@@ -1,0 +1,239 @@
+#version 450
+// A paged KV cache (VKDML_OPERATOR_PAGED_CACHE_WRITE and _GATHER; lib/operators/paged_cache.cpp
+// says what each plan holds). Index components 0 and 1 of a plan are the cache's geometry, which
+// the kernel applies itself: (blocks, a block's stride) and (block_size, a token row's stride),
+// in bytes; token slot s is block s / block_size, row s % block_size. Stages:
+// CLAIM    an invocation per token: the slot's claim word (the scratch's tally) becomes the
+//          greatest token naming it, plus 1; a slot past the cache is recorded (checked mode);
+// WRITE    an invocation per group of kUnit values (FORMAT 0: 16 bytes, or 8 of float16 ones) or
+//          block of 32 (FORMAT 8: Q8_0, 4: Q4_0; glsl/quantize_block.glsl) of a token's head,
+//          stored where its token holds the claim; a negative slot, or one past the cache, is
+//          skipped;
+// STARTS   an invocation per entry of SequenceStartsTensor (params.y 0) into the scratch's
+//          bounds, clamped into [0, params.x], or of TokenOffsetsTensor (params.y 1) into its
+//          weights (a negative or 2^31 or more: 2^31, past every sequence's blocks);
+// ROWS     an invocation per output token: its sequence by bisection of the bounds (params.y
+//          sequences), its position plus the sequence's token offset (params.x bit 1), its block
+//          from BlockTableTensor (components 2: max_blocks and a sequence's entries' stride, 3:
+//          the sequences and their rows' stride), its cache row into the scratch (TOKEN_ROW). A
+//          block out of range is clamped or (kDrop: VKDML_OUT_OF_RANGE_MODE_FILL) marked for the
+//          fill value, and recorded (checked mode);
+// GATHER   an invocation per group of kUnit output values (4, or 8 float16 ones: 16 bytes),
+//          from its token's row: copied or dequantized (glsl/quantized.glsl).
+// Tensors are read and written in 32-bit words, as uvec4 and uvec2 where aligned (no 8/16-bit
+// storage needed); bases are bytes (Kernel::unit 1). kValueSize: the values' element size (the
+// write's UpdatesTensor, the gather's OutputTensor). INDEX64 selects 64-bit index loads.
+#extension GL_GOOGLE_include_directive : require
+#define ELEM 4  // divide.glsl: float32
+#include "common.glsl"
+#include "divide.glsl"
+#include "float32.glsl"
+#include "half.glsl"
+#include "index.glsl"
+
+#ifndef CLAIM
+#define CLAIM 0
+#endif
+#ifndef WRITE
+#define WRITE 0
+#endif
+#ifndef STARTS
+#define STARTS 0
+#endif
+#ifndef ROWS
+#define ROWS 0
+#endif
+#ifndef FORMAT
+#define FORMAT 0
+#endif
+
+layout(local_size_x_id = VKDML_SPEC_GROUP_SIZE) in;  // Capabilities::groupSize
+layout(constant_id = VKDML_SPEC_OUTPUT_SIZE) const uint kValueSize = 4;
+// WRITE and GATHER: the values an invocation moves (4, 8 float16 ones, or a quantized block's 32).
+const uint kGroupWords = kValueSize * kUnit / 4u;  // FORMAT 0's group in words: 4 or 2
+
+layout(std430, set = 0, binding = VKDML_BIND_SOURCE) restrict readonly buffer Source {
+  uint tableWords[];  // the write's updates, the gather's cache, STARTS' list
+};
+layout(std430, set = 0, binding = VKDML_BIND_SOURCE) restrict readonly buffer SourcePairs {
+  uvec2 sourcePairs[];
+};
+layout(std430, set = 0, binding = VKDML_BIND_SOURCE) restrict readonly buffer SourceQuads {
+  uvec4 sourceQuads[];
+};
+layout(std430, set = 0, binding = VKDML_BIND_OUTPUT) buffer Output {
+  uint outputWords[];
+};
+layout(std430, set = 0, binding = VKDML_BIND_OUTPUT) buffer OutputPairs {
+  uvec2 outputPairs[];
+};
+layout(std430, set = 0, binding = VKDML_BIND_OUTPUT) buffer OutputQuads {
+  uvec4 outputQuads[];
+};
+
+// The gather's token rows (ROWS, the scratch's rows region): each output token's row in the
+// cache (its first byte from the binding's base, before the head's offset), or one of these.
+#define TOKEN_ROW(t) scratch[scratchAt.rows + (t)]
+const uint kUnwritten = 0xFFFFFFFEu;  // outside every sequence: not written
+const uint kFilled = 0xFFFFFFFFu;     // out of range with kDrop: FILL's value
+
+// Loop element i of a plan of rank 3 ((tokens, heads, groups)) as coordinates.
+uvec3 coordinates(uint p, uint i) {
+  const uint th = divideBySize(p, 2u, i);
+  const uint t = divideBySize(p, 1u, th);
+  return uvec3(t, th - t * VKDML_AT(plans[p].sizes, 1), i - th * VKDML_AT(plans[p].sizes, 2));
+}
+
+// A slot (or block) index: whether it is negative, and whether it is in [0, n).
+bool negativeIndex(uvec2 v) {
+  return kSignedIndex && int(v.y) < 0;
+}
+bool indexBelow(uvec2 v, uint n) {
+  return !negativeIndex(v) && v.y == 0u && v.x < n;
+}
+
+// A group from word w of the source: 4 words (16 bytes) or 2 (kGroupWords).
+uvec4 sourceGroup(uint w) {
+  if (kGroupWords == 4u)
+    return (w & 3u) == 0u
+               ? sourceQuads[w >> 2]
+               : uvec4(tableWords[w], tableWords[w + 1u], tableWords[w + 2u], tableWords[w + 3u]);
+  return uvec4((w & 1u) == 0u ? sourcePairs[w >> 1] : uvec2(tableWords[w], tableWords[w + 1u]),
+               0u, 0u);
+}
+
+// The same to the output at word w: `words` words, 4 or 2.
+void storeGroup(uint w, uvec4 bits, uint words) {
+  if (words == 4u && (w & 3u) == 0u) {
+    outputQuads[w >> 2] = bits;
+  } else if (words == 2u && (w & 1u) == 0u) {
+    outputPairs[w >> 1] = bits.xy;
+  } else {
+    outputWords[w] = bits.x;
+    outputWords[w + 1u] = bits.y;
+    if (words == 4u) {
+      outputWords[w + 2u] = bits.z;
+      outputWords[w + 3u] = bits.w;
+    }
+  }
+}
+
+#if WRITE && FORMAT != 0
+// Value e of UpdatesTensor (from its binding) as float32 bits: FLOAT16 converted exactly.
+uint updateBits(uint e) {
+  if (kValueSize == 4u) return tableWords[(pc.srcBase >> 2) + e];
+  const uint h16 = (tableWords[(pc.srcBase >> 2) + (e >> 1)] >> ((e & 1u) * 16u)) & 0xFFFFu;
+  return floatBitsToUint(halfToFloat(h16));
+}
+uint blockFrom;  // the block's first value
+#define VKDML_BLOCK_VALUE(j) updateBits(blockFrom + (j))
+#include "quantize_block.glsl"
+#endif
+#if !WRITE && FORMAT != 0
+#include "quantized.glsl"
+#endif
+
+void main() {
+  const uint p = pc.plan;
+  const uint count = loopCount(p);
+  const uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+  const uint blocks = VKDML_AT(plans[p].tupleSize, 0), blockSize = VKDML_AT(plans[p].tupleSize, 1);
+  const uint blockStride = VKDML_AT(plans[p].tupleStride, 0);
+  const uint rowStride = VKDML_AT(plans[p].tupleStride, 1);
+  for (uint i = gl_GlobalInvocationID.x; i < count;) {
+#if CLAIM
+    const uvec2 s = readIndex(i * VKDML_AT(plans[p].indices, 0));
+    if (indexBelow(s, blocks * blockSize))
+      atomicMax(TALLY(s.x), i + 1u);
+    else if (kChecked && !negativeIndex(s))
+      atomicMin(STATUS(VKDML_STATUS_POSITION), i);
+#elif WRITE
+    const uvec3 c = coordinates(p, i);
+    const uvec2 s = readIndex(c.x * VKDML_AT(plans[p].indices, 0));
+    if (indexBelow(s, blocks * blockSize) && TALLY(s.x) == c.x + 1u) {
+      const uint block = s.x / blockSize, row = s.x - block * blockSize;
+      const uint target = pc.dstBase + block * blockStride + row * rowStride +
+                          c.y * VKDML_AT(plans[p].indexed, 1) + c.z * VKDML_AT(plans[p].indexed, 2);
+      const uint from = c.x * VKDML_AT(plans[p].direct, 0) + c.y * VKDML_AT(plans[p].direct, 1) +
+                        c.z * VKDML_AT(plans[p].direct, 2);
+#if FORMAT == 0
+      const uint w = (pc.srcBase >> 2) + (kValueSize == 4u ? from : from >> 1);
+      storeGroup(target >> 2, sourceGroup(w), kGroupWords);
+#else
+      blockFrom = from;
+      quantizeBlock(target);
+#endif
+    }
+#elif STARTS
+    const uint e = (pc.srcBase >> 2) + i * VKDML_AT(plans[p].indices, 0) * (INDEX64 != 0 ? 2u : 1u);
+    const uint lo = tableWords[e];
+    const uint hi = INDEX64 != 0 ? tableWords[e + 1u] : kSignedIndex && int(lo) < 0 ? ~0u : 0u;
+    const bool negative = kSignedIndex && int(hi) < 0;
+    if (plans[p].params.y == 0u) {
+      const uint total = plans[p].params.x;
+      BOUND(i) = negative ? 0u : hi != 0u ? total : min(lo, total);
+    } else {
+      WEIGHT(i) = negative || hi != 0u || lo >= 0x80000000u ? 0x80000000u : lo;
+    }
+#elif ROWS
+    const uint sequences = plans[p].params.y;
+    uint n = 0u, len = sequences + 1u;  // the bounds at or before the token
+    while (len > 0u) {
+      const uint mid = len >> 1;
+      if (BOUND(n + mid) <= i) {
+        n += mid + 1u;
+        len -= mid + 1u;
+      } else {
+        len = mid;
+      }
+    }
+    uint source = kUnwritten;
+    if (n > 0u && n <= sequences) {
+      const uint b = n - 1u;
+      const uint offset = (plans[p].params.x & 1u) != 0u ? WEIGHT(b) : 0u;
+      const uint position = i - BOUND(b) + offset;
+      const uint entry = position / blockSize, row = position - entry * blockSize;
+      const uint maxBlocks = VKDML_AT(plans[p].tupleSize, 2);
+      const uint j = min(entry, maxBlocks - 1u);
+      const uvec2 v = readIndex(b * VKDML_AT(plans[p].tupleStride, 3) +
+                                j * VKDML_AT(plans[p].tupleStride, 2));
+      const bool inRange = entry < maxBlocks && indexBelow(v, blocks);
+      if (kChecked && !inRange) atomicMin(STATUS(VKDML_STATUS_POSITION), b * maxBlocks + j);
+      const uint block = negativeIndex(v) ? 0u : indexBelow(v, blocks) ? v.x : blocks - 1u;
+      source = kDrop && !inRange ? kFilled : block * blockStride + row * rowStride;
+    }
+    TOKEN_ROW(i) = source;
+#else  // GATHER
+    const uvec3 c = coordinates(p, i);
+    const uint source = TOKEN_ROW(c.x);
+    if (source != kUnwritten) {
+      const uint from = pc.srcBase + source + c.y * VKDML_AT(plans[p].indexed, 1);
+      uvec4 bits;
+      if (source == kFilled) {
+        bits = fillBytes;  // VKDML_OUT_OF_RANGE_MODE_FILL: the value's bytes repeat
+      } else {
+#if FORMAT == 0
+        bits = sourceGroup((from >> 2) + c.z * kGroupWords);
+#else
+        const uint quad = c.z * (kUnit / 4u);  // (kUnit 8: float16 out, two quads)
+        bits = dequantizeQuad(from, quad);
+        if (kValueSize == 2u) {
+          bits.xy = uvec2(floatToHalf(bits.x) | (floatToHalf(bits.y) << 16),
+                          floatToHalf(bits.z) | (floatToHalf(bits.w) << 16));
+          if (kUnit == 8u) {
+            const uvec4 next = dequantizeQuad(from, quad + 1u);
+            bits.zw = uvec2(floatToHalf(next.x) | (floatToHalf(next.y) << 16),
+                            floatToHalf(next.z) | (floatToHalf(next.w) << 16));
+          }
+        }
+#endif
+      }
+      const uint at = c.x * VKDML_AT(plans[p].direct, 0) + c.y * VKDML_AT(plans[p].direct, 1) +
+                      kUnit * c.z;
+      storeGroup((pc.dstBase >> 2) + (kValueSize == 4u ? at : at >> 1), bits, kGroupWords);
+    }
+#endif
+    if (count - i <= step) break;
+    i += step;
+  }
+}
