@@ -82,6 +82,7 @@ Result PlaceScratch(const OperatorImpl& op, const Capabilities& caps, KernelSet&
                              set.tallyWords, " targets")
       : op.bag         ? BagScratch(set)
       : op.blockType   ? Str("it keeps the scale and zero point of each of ", op.blocks, " blocks")
+      : op.segment     ? Str("it carries ", set.partialWords, " words of partial folds")
                        : Str("its mask of the slices it overwrites");
   return Fail(Status::Unsupported, op.name, ": ", what, ", which needs ", at * 4,
               " bytes of scratch, more than this device's maxStorageBufferRange ",
@@ -195,8 +196,9 @@ Kernel Choice::Elementwise(std::string module, const Plan& plan, UINT slot, UINT
 UINT64 MaxTensorBytes(DML_OPERATOR_TYPE type, const Capabilities& caps) {
   // Not on the large path: a block-quantized gather's scales and zero points (in the scratch
   // too, whole), an embedding bag's tensors but its table (kernel_bag.cpp, kernel_blocks.cpp).
-  const bool oneDescriptor =
-      type == VKDML_OPERATOR_EMBEDDING_BAG || type == VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED;
+  const bool oneDescriptor = type == VKDML_OPERATOR_EMBEDDING_BAG ||
+                             type == VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED ||
+                             type == VKDML_OPERATOR_SEGMENT_REDUCE;
   return oneDescriptor ? caps.maxRange - caps.rangeAlign : UINT64(-1);
 }
 
@@ -216,6 +218,10 @@ Result ChooseKernels(const OperatorImpl& op, UINT flags, const Capabilities& cap
     }
     if (op.blockType) {
       VKDML_TRY(ChooseBlocks(c, pass));
+      continue;
+    }
+    if (op.segment) {
+      VKDML_TRY(ChooseSegment(c, pass));
       continue;
     }
     if (pass.kind == Pass::Kind::Scatter && op.excludeSelf) VKDML_TRY(ChooseReset(c, pass));
@@ -259,9 +265,9 @@ std::vector<std::string> ElemTokens(std::initializer_list<UINT> sizes) {
 }
 
 void ListModules(const std::function<void(const std::string&)>& sink) {
-  for (auto list :
-       {ListCopyModules, ListRunsModules, ListLinesModules, ListReduceModules, ListTiesModules,
-        ListMeanModules, ListQuantizedModules, ListBagModules, ListBlocksModules})
+  for (auto list : {ListCopyModules, ListRunsModules, ListLinesModules, ListReduceModules,
+                    ListTiesModules, ListMeanModules, ListQuantizedModules, ListBagModules,
+                    ListBlocksModules, ListSegmentModules})
     list(sink);
 }
 

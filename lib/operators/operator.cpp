@@ -6,15 +6,15 @@
 
 namespace vkdml::detail {
 
-#define VKDML_OPERATOR_LIST                                                                 \
-  "DML_OPERATOR_GATHER (67), DML_OPERATOR_SCATTER_ELEMENTS (94), "                          \
-  "DML_OPERATOR_GATHER_ELEMENTS (107), "                                                    \
-  "DML_OPERATOR_GATHER_ND (108), DML_OPERATOR_SCATTER_ND (109), DML_OPERATOR_GATHER_ND1 "   \
-  "(140), VKDML_OPERATOR_SCATTER_ND_REDUCE (65537), "                                       \
-  "VKDML_OPERATOR_SCATTER_ELEMENTS_REDUCE (65538), VKDML_OPERATOR_OUT_OF_RANGE (65539), "   \
-  "VKDML_OPERATOR_GATHER_QUANTIZED_ROWS (65540), VKDML_OPERATOR_SCATTER_QUANTIZED_ROWS "    \
-  "(65541), VKDML_OPERATOR_EMBEDDING_BAG (65542) or VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED " \
-  "(65543)"
+#define VKDML_OPERATOR_LIST                                                               \
+  "DML_OPERATOR_GATHER (67), DML_OPERATOR_SCATTER_ELEMENTS (94), "                        \
+  "DML_OPERATOR_GATHER_ELEMENTS (107), "                                                  \
+  "DML_OPERATOR_GATHER_ND (108), DML_OPERATOR_SCATTER_ND (109), DML_OPERATOR_GATHER_ND1 " \
+  "(140), VKDML_OPERATOR_SCATTER_ND_REDUCE (65537), "                                     \
+  "VKDML_OPERATOR_SCATTER_ELEMENTS_REDUCE (65538), VKDML_OPERATOR_OUT_OF_RANGE (65539), " \
+  "VKDML_OPERATOR_GATHER_QUANTIZED_ROWS (65540), VKDML_OPERATOR_SCATTER_QUANTIZED_ROWS "  \
+  "(65541), VKDML_OPERATOR_EMBEDDING_BAG (65542), VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED " \
+  "(65543) or VKDML_OPERATOR_SEGMENT_REDUCE (65560)"
 
 Result ValidateOperatorTensors(const DML_TENSOR_DESC* input, const DML_TENSOR_DESC* indices,
                                bool hasUpdates, const DML_TENSOR_DESC* updates,
@@ -101,6 +101,10 @@ Result ApplyOutOfRange(const VKDML_OUT_OF_RANGE_OPERATOR_DESC& d, OperatorImpl* 
   if (d.Mode > VKDML_OUT_OF_RANGE_MODE_ERROR)
     return Fail(Status::InvalidArgument, "Mode is ", UINT(d.Mode),
                 ", expected VKDML_OUT_OF_RANGE_MODE_CLAMP (0), _FILL (1), _DROP (2) or _ERROR (3)");
+  if (op->segment)
+    return Fail(Status::InvalidArgument,
+                "Operator is VKDML_OPERATOR_SEGMENT_REDUCE, which has no out-of-range index: "
+                "its offsets are clamped into the rows (checked mode reports bad ones)");
   if (d.Mode == VKDML_OUT_OF_RANGE_MODE_FILL && op->IsScatter())
     return Fail(Status::InvalidArgument,
                 "Mode is VKDML_OUT_OF_RANGE_MODE_FILL, which is for gathers: a scatter skips its "
@@ -143,6 +147,7 @@ bool KnownOperatorType(DML_OPERATOR_TYPE type) {
     case VKDML_OPERATOR_SCATTER_QUANTIZED_ROWS:
     case VKDML_OPERATOR_EMBEDDING_BAG:
     case VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED:
+    case VKDML_OPERATOR_SEGMENT_REDUCE:
       return true;
     default:
       return false;
@@ -230,6 +235,11 @@ Result BuildOperator(const DML_OPERATOR_DESC& desc, OperatorImpl* op) {
       op->name = "GATHER_BLOCK_QUANTIZED";
       r = BuildGatherBlockQuantized(
           *static_cast<const VKDML_GATHER_BLOCK_QUANTIZED_OPERATOR_DESC*>(desc.Desc), op);
+      break;
+    case VKDML_OPERATOR_SEGMENT_REDUCE:
+      op->name = "SEGMENT_REDUCE";
+      r = BuildSegmentReduce(*static_cast<const VKDML_SEGMENT_REDUCE_OPERATOR_DESC*>(desc.Desc),
+                             op);
       break;
     case VKDML_OPERATOR_OUT_OF_RANGE: {
       const auto& d = *static_cast<const VKDML_OUT_OF_RANGE_OPERATOR_DESC*>(desc.Desc);

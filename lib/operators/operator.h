@@ -37,6 +37,8 @@ struct Pass {
   // ZeroPointTensor (indexed: its value's number, 4-bit values counted in nibbles), storing each
   // block's zero point; Blocks is DML_OPERATOR_GATHER's pass over InputTensor's values (indexed:
   // a value's row-major number).
+  // Segment and SegmentCheck: a segment reduction (glsl/segment_reduce.comp; operators/
+  // segment_reduce.cpp says what their plans walk).
   enum class Kind {
     Gather,
     Scatter,
@@ -54,7 +56,9 @@ struct Pass {
     Bag,
     Scales,
     ZeroPoints,
-    Blocks
+    Blocks,
+    Segment,
+    SegmentCheck
   } kind = Kind::Gather;
   Plan plan;                 // as lowered: kernel choice transforms it
   bool skipInPlace = false;  // a scatter's copy: nothing to do when OutputTensor is InputTensor
@@ -112,6 +116,12 @@ class OperatorImpl final : public Operator {
   VKDML_BLOCK_QUANTIZED_TYPE blockType = VKDML_BLOCK_QUANTIZED_TYPE(0);
   shader::uvec4 blockParams = {};
   UINT64 blocks = 0;
+  // VKDML_OPERATOR_SEGMENT_REDUCE: its function, and its passes' PackedPlan::params (the fold's,
+  // then the check's: glsl/segment_reduce.comp); `fill` holds an empty segment's value and the
+  // fold's start.
+  bool segment = false;
+  VKDML_SEGMENT_REDUCE_FUNCTION segmentReduce = VKDML_SEGMENT_REDUCE_FUNCTION_SUM;
+  shader::uvec4 segmentParams[2] = {};
   // FILL or DROP: an element whose index tuple is out of range is filled or skipped.
   bool Drops() const {
     return outOfRange == VKDML_OUT_OF_RANGE_MODE_FILL || outOfRange == VKDML_OUT_OF_RANGE_MODE_DROP;
@@ -171,6 +181,8 @@ Result BuildScatterQuantizedRows(const VKDML_SCATTER_QUANTIZED_ROWS_OPERATOR_DES
                                  OperatorImpl* op);
 
 Result BuildEmbeddingBag(const VKDML_EMBEDDING_BAG_OPERATOR_DESC& desc, OperatorImpl* op);
+
+Result BuildSegmentReduce(const VKDML_SEGMENT_REDUCE_OPERATOR_DESC& desc, OperatorImpl* op);
 
 // DML_OPERATOR_GATHER's checks of Axis, IndexDimensions and OutputTensor's sizes, and its pass,
 // over validated tensors (VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED's input: its values).

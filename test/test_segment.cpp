@@ -1,0 +1,814 @@
+// VKDML_OPERATOR_SEGMENT_REDUCE: segments of every data type summed, averaged, multiplied,
+// minimized and maximized (with their rows), bit for bit against a sequential reference written
+// here (dml.h's definition, read literally: row order, each step in the type, FLOAT16 in float),
+// on random ranks, axes, batch dimensions, strides, index types, offsets (empty, single-row,
+// out of order, out of range) and sorted ids; by hand; huge segments (where loops are bounded,
+// several dispatches a segment); checked mode's reports; every validation rule.
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <type_traits>
+
+#include "kernels/kernels.h"
+#include "quantized_ref.h"
+#include "test_util.h"
+
+using namespace vt;
+
+namespace {
+
+struct SegCase {
+  DML_TENSOR_DATA_TYPE type = DML_TENSOR_DATA_TYPE_FLOAT32;
+  DML_TENSOR_DATA_TYPE indexType = DML_TENSOR_DATA_TYPE_INT64;
+  DML_TENSOR_DATA_TYPE argType = DML_TENSOR_DATA_TYPE_INT64;
+  VKDML_SEGMENT_REDUCE_FUNCTION f = VKDML_SEGMENT_REDUCE_FUNCTION_SUM;
+  VKDML_SEGMENT_EMPTY empty = VKDML_SEGMENT_EMPTY_SCATTER;
+  uint64_t initial = 0;  // InitialValue's bits
+  bool sorted = false;
+  UINT axis = 0, segments = 0;
+  std::vector<UINT> sizes;                              // InputTensor's
+  std::vector<UINT> inStrides, idxStrides, outStrides;  // empty: packed
+  std::vector<int64_t> indices;                         // IndicesTensor, row-major
+  std::vector<uint64_t> values;                         // InputTensor's bits, row-major
+
+  bool Arg() const { return f >= VKDML_SEGMENT_REDUCE_FUNCTION_ARGMIN; }
+  DML_TENSOR_DATA_TYPE OutType() const { return Arg() ? argType : type; }
+  std::vector<UINT> IdxSizes() const {
+    std::vector<UINT> s(sizes.size(), 1);
+    for (UINT d = 0; d < axis; ++d) s[d] = sizes[d];
+    s[axis] = sorted ? sizes[axis] : segments + 1;
+    return s;
+  }
+  std::vector<UINT> OutSizes() const {
+    std::vector<UINT> s = sizes;
+    s[axis] = segments;
+    return s;
+  }
+};
+
+// Row-major strides of sizes, each dimension's stride times pad[d] (pad empty: packed).
+std::vector<UINT> Strides(const std::vector<UINT>& sizes, const std::vector<UINT>& pad) {
+  if (pad.empty()) return {};
+  std::vector<UINT> s(sizes.size());
+  UINT64 n = 1;
+  for (size_t d = sizes.size(); d-- > 0;) {
+    s[d] = UINT(n * pad[d]);
+    n = n * pad[d] * sizes[d];
+  }
+  return s;
+}
+
+// Element offset of row-major element i of sizes under strides (empty: packed).
+UINT64 OffsetOf(const std::vector<UINT>& sizes, const std::vector<UINT>& strides, UINT64 i) {
+  if (strides.empty()) return i;
+  UINT64 at = 0;
+  for (size_t d = sizes.size(); d-- > 0;) {
+    at += (i % sizes[d]) * strides[d];
+    i /= sizes[d];
+  }
+  return at;
+}
+
+UINT64 Count(const std::vector<UINT>& sizes) {
+  UINT64 n = 1;
+  for (UINT s : sizes) n *= s;
+  return n;
+}
+
+bool IsFloat(DML_TENSOR_DATA_TYPE t) {
+  return t == DML_TENSOR_DATA_TYPE_FLOAT16 || t == DML_TENSOR_DATA_TYPE_FLOAT32 ||
+         t == DML_TENSOR_DATA_TYPE_FLOAT64;
+}
+
+bool IsSignedType(DML_TENSOR_DATA_TYPE t) {
+  return t == DML_TENSOR_DATA_TYPE_INT8 || t == DML_TENSOR_DATA_TYPE_INT16 ||
+         t == DML_TENSOR_DATA_TYPE_INT32 || t == DML_TENSOR_DATA_TYPE_INT64;
+}
+
+// ---- the sequential reference, one type at a time: T the storage, A the fold's type ----
+
+template <typename T>
+T FromBits(uint64_t b) {
+  T v;
+  std::memcpy(&v, &b, sizeof(T));
+  return v;
+}
+template <typename T>
+uint64_t ToBits(T v) {
+  uint64_t b = 0;
+  std::memcpy(&b, &v, sizeof(T));
+  return b;
+}
+
+template <typename T>
+struct Traits {  // integers and float32, float64: folded in their own type
+  using A = T;
+  static A Load(uint64_t b) { return FromBits<T>(b); }
+  static uint64_t Store(A a) { return ToBits<T>(a); }
+};
+template <>
+struct Traits<uint16_t> {  // standing for FLOAT16: folded in float
+  using A = float;
+  static A Load(uint64_t b) { return HalfValue(uint16_t(b)); }
+  static uint64_t Store(A a) { return std::isnan(a) ? 0x7E00 : NearestHalf(a); }
+};
+
+template <typename A>
+A Add(A a, A b) {
+  if constexpr (std::is_integral_v<A>) {
+    using U = std::make_unsigned_t<A>;
+    return A(U(U(a) + U(b)));
+  } else {
+    volatile A r = a + b;  // one rounding, as the device's
+    return r;
+  }
+}
+template <typename A>
+A Mul(A a, A b) {
+  if constexpr (std::is_integral_v<A>) {
+    using U = std::make_unsigned_t<A>;
+    using W = std::conditional_t<(sizeof(U) < sizeof(unsigned)), unsigned, U>;
+    return A(U(W(U(a)) * W(U(b))));
+  } else {
+    volatile A r = a * b;
+    return r;
+  }
+}
+// NumPy's maximum (max) or minimum, the accumulated one kept on ties: whether b replaces a.
+template <typename A>
+bool Replaces(A a, A b, bool max) {
+  if constexpr (std::is_floating_point_v<A>) {
+    if (std::isnan(a)) return false;
+    if (std::isnan(b)) return true;
+  }
+  return max ? b > a : b < a;
+}
+template <typename A>
+A Mean(A sum, UINT64 n) {
+  if constexpr (std::is_floating_point_v<A>) {
+    volatile A r = sum / A(n);  // n exact: below 2^24
+    return r;
+  } else if constexpr (std::is_signed_v<A>) {
+    const int64_t s = int64_t(sum), q = s / int64_t(n);
+    return A(q * int64_t(n) != s && s < 0 ? q - 1 : q);  // toward negative infinity
+  } else {
+    return A(uint64_t(sum) / n);
+  }
+}
+
+// The bits of the torch policy's empty value, and of InitialValue, as A.
+template <typename T>
+typename Traits<T>::A EmptyTorch(VKDML_SEGMENT_REDUCE_FUNCTION f) {
+  using A = typename Traits<T>::A;
+  constexpr bool fl = std::is_floating_point_v<A>;
+  switch (f) {
+    case VKDML_SEGMENT_REDUCE_FUNCTION_MEAN:
+      if constexpr (fl) return std::numeric_limits<A>::quiet_NaN();
+      return A(0);
+    case VKDML_SEGMENT_REDUCE_FUNCTION_MAX:
+      if constexpr (fl) return -std::numeric_limits<A>::infinity();
+      return std::numeric_limits<A>::lowest();
+    case VKDML_SEGMENT_REDUCE_FUNCTION_MIN:
+      if constexpr (fl) return std::numeric_limits<A>::infinity();
+      return std::numeric_limits<A>::max();
+    case VKDML_SEGMENT_REDUCE_FUNCTION_PROD:
+      return A(1);
+    default:
+      return A(0);
+  }
+}
+
+// The segment [start, end) of rows of each output element: IndicesTensor read as dml.h says.
+void SegmentRows(const SegCase& c, UINT64 batch, UINT s, UINT* start, UINT* end) {
+  const UINT rows = c.sizes[c.axis];
+  if (c.sorted) {
+    const int64_t* ids = &c.indices[batch * rows];
+    UINT r = 0;
+    while (r < rows && ids[r] < int64_t(s)) ++r;  // sorted: a linear scan finds the same
+    *start = r;
+    while (r < rows && ids[r] == int64_t(s)) ++r;
+    *end = r;
+    return;
+  }
+  auto clampOffset = [&](int64_t o) {
+    if (IsSignedType(c.indexType) && o < 0) return UINT(0);
+    return UINT(std::min<uint64_t>(uint64_t(o), rows));
+  };
+  const int64_t* o = &c.indices[batch * (c.segments + 1)];
+  *start = clampOffset(o[s]);
+  *end = std::max(clampOffset(o[s + 1]), *start);
+}
+
+// The reference's output bits, one per OutputTensor element (row-major).
+template <typename T>
+std::vector<uint64_t> ReferenceOf(const SegCase& c) {
+  using Tr = Traits<T>;
+  using A = typename Tr::A;
+  const std::vector<UINT> out = c.OutSizes();
+  UINT64 batches = 1, inner = 1;
+  for (UINT d = 0; d < c.axis; ++d) batches *= c.sizes[d];
+  for (UINT d = c.axis + 1; d < c.sizes.size(); ++d) inner *= c.sizes[d];
+  const UINT rows = c.sizes[c.axis];
+  const bool pick = c.f == VKDML_SEGMENT_REDUCE_FUNCTION_MIN ||
+                    c.f == VKDML_SEGMENT_REDUCE_FUNCTION_MAX || c.Arg();
+  const bool max =
+      c.f == VKDML_SEGMENT_REDUCE_FUNCTION_MAX || c.f == VKDML_SEGMENT_REDUCE_FUNCTION_ARGMAX;
+  const bool prod = c.f == VKDML_SEGMENT_REDUCE_FUNCTION_PROD;
+  const bool initial = c.empty == VKDML_SEGMENT_EMPTY_INITIAL;
+  std::vector<uint64_t> result(Count(out));
+  for (UINT64 b = 0; b < batches; ++b)
+    for (UINT s = 0; s < c.segments; ++s) {
+      UINT start, end;
+      SegmentRows(c, b, s, &start, &end);
+      for (UINT64 i = 0; i < inner; ++i) {
+        A acc = initial ? Tr::Load(c.initial) : prod ? A(1) : A(0);
+        UINT64 where = rows;
+        for (UINT r = start; r < end; ++r) {
+          const A v = Tr::Load(c.values[(b * rows + r) * inner + i]);
+          if (pick) {
+            if ((r == start && !initial) || Replaces(acc, v, max)) {
+              acc = v;
+              where = r;
+            }
+          } else {
+            acc = prod ? Mul(acc, v) : Add(acc, v);
+          }
+        }
+        uint64_t bits;
+        if (c.Arg()) {
+          bits = where;
+        } else if (end == start && !initial) {
+          bits = Tr::Store(c.empty == VKDML_SEGMENT_EMPTY_TORCH ? EmptyTorch<T>(c.f)
+                           : prod                               ? A(1)
+                                                                : A(0));
+        } else {
+          if (c.f == VKDML_SEGMENT_REDUCE_FUNCTION_MEAN && end > start) {
+            if constexpr (std::is_integral_v<A>)
+              acc = Mean(acc, end - start);
+            else
+              acc = Mean(acc, end - start);
+          }
+          bits = Tr::Store(acc);
+        }
+        result[(b * c.segments + s) * inner + i] = bits;
+      }
+    }
+  return result;
+}
+
+std::vector<uint64_t> Reference(const SegCase& c) {
+  switch (c.type) {
+    case DML_TENSOR_DATA_TYPE_FLOAT32:
+      return ReferenceOf<float>(c);
+    case DML_TENSOR_DATA_TYPE_FLOAT16:
+      return ReferenceOf<uint16_t>(c);
+    case DML_TENSOR_DATA_TYPE_FLOAT64:
+      return ReferenceOf<double>(c);
+    case DML_TENSOR_DATA_TYPE_INT8:
+      return ReferenceOf<int8_t>(c);
+    case DML_TENSOR_DATA_TYPE_UINT8:
+      return ReferenceOf<uint8_t>(c);
+    case DML_TENSOR_DATA_TYPE_INT16:
+      return ReferenceOf<int16_t>(c);
+    case DML_TENSOR_DATA_TYPE_INT32:
+      return ReferenceOf<int32_t>(c);
+    case DML_TENSOR_DATA_TYPE_UINT32:
+      return ReferenceOf<uint32_t>(c);
+    case DML_TENSOR_DATA_TYPE_INT64:
+      return ReferenceOf<int64_t>(c);
+    case DML_TENSOR_DATA_TYPE_UINT64:
+      return ReferenceOf<uint64_t>(c);
+    default:  // UINT16 (char16_t: uint16_t's Traits stand for FLOAT16)
+      return ReferenceOf<char16_t>(c);
+  }
+}
+
+// ---- the device side ----
+
+struct SegBuilt {
+  TensorDesc input, indices, output;
+  VKDML_SEGMENT_REDUCE_OPERATOR_DESC desc{};
+  DML_OPERATOR_DESC op{};
+};
+
+void Build(const SegCase& c, SegBuilt* b) {
+  b->input = TensorDesc(c.type, c.sizes, c.inStrides);
+  b->indices = TensorDesc(c.indexType, c.IdxSizes(), c.idxStrides);
+  b->output = TensorDesc(c.OutType(), c.OutSizes(), c.outStrides);
+  b->desc.InputTensor = b->input.Desc();
+  b->desc.IndicesTensor = b->indices.Desc();
+  b->desc.OutputTensor = b->output.Desc();
+  b->desc.Axis = c.axis;
+  b->desc.ReduceFunction = c.f;
+  b->desc.SortedIndices = c.sorted;
+  b->desc.EmptyValue = c.empty;
+  std::memcpy(b->desc.InitialValue.Bytes, &c.initial, 8);
+  b->op = {VKDML_OPERATOR_SEGMENT_REDUCE, &b->desc};
+}
+
+Result Compile(const DML_OPERATOR_DESC& desc, UINT flags, std::unique_ptr<CompiledOperator>* out) {
+  std::unique_ptr<Operator> op;
+  VKDML_TRY(Dev().CreateOperator(desc, &op));
+  return Dev().CompileOperator(*op, flags, out);
+}
+
+// Runs c and checks every OutputTensor byte: its elements against the reference (a NaN against
+// any NaN), the bytes between them untouched.
+void RunCase(const SegCase& c, UINT flags = DML_EXECUTION_FLAG_NONE) {
+  SegBuilt b;
+  Build(c, &b);
+  INFO("input " << b.input.ToString() << ", indices " << b.indices.ToString() << ", output "
+                << b.output.ToString() << ", axis " << c.axis << ", function " << UINT(c.f)
+                << ", empty " << UINT(c.empty) << ", sorted " << c.sorted);
+  const UINT es = ref::ElementSize(c.type), is = ref::ElementSize(c.indexType),
+             os = ref::ElementSize(c.OutType());
+  Bytes in(b.input.Total(), 0x3C);
+  for (UINT64 i = 0; i < c.values.size(); ++i)
+    std::memcpy(&in[OffsetOf(c.sizes, c.inStrides, i) * es], &c.values[i], es);
+  Bytes idx(b.indices.Total(), 0x77);
+  const std::vector<UINT> idxSizes = c.IdxSizes();
+  for (UINT64 i = 0; i < c.indices.size(); ++i)
+    ref::WriteIndex(c.indexType, &idx[OffsetOf(idxSizes, c.idxStrides, i) * is], c.indices[i]);
+  std::unique_ptr<CompiledOperator> compiled;
+  Result r = Compile(b.op, flags, &compiled);
+  INFO(Str(r));
+  REQUIRE(r.ok());
+  Bytes out = Poisoned(b.output.Total());
+  r = Dev().Run(*compiled, {in.data(), idx.data()}, {out.data()});
+  INFO(Str(r));
+  REQUIRE(r.ok());
+  const std::vector<uint64_t> want = Reference(c);
+  const std::vector<UINT> outSizes = c.OutSizes();
+  std::vector<bool> mine(out.size(), false);
+  int bad = 0;
+  for (UINT64 i = 0; i < want.size(); ++i) {
+    const UINT64 at = OffsetOf(outSizes, c.outStrides, i) * os;
+    uint64_t got = 0;
+    std::memcpy(&got, &out[at], os);
+    for (UINT k = 0; k < os; ++k) mine[at + k] = true;
+    bool same = got == want[i];
+    if (!same && !c.Arg() && IsFloat(c.type)) {
+      const bool gotNan =
+          c.type == DML_TENSOR_DATA_TYPE_FLOAT16   ? std::isnan(HalfValue(uint16_t(got)))
+          : c.type == DML_TENSOR_DATA_TYPE_FLOAT32 ? std::isnan(FromBits<float>(got))
+                                                   : std::isnan(FromBits<double>(got));
+      const bool wantNan =
+          c.type == DML_TENSOR_DATA_TYPE_FLOAT16   ? std::isnan(HalfValue(uint16_t(want[i])))
+          : c.type == DML_TENSOR_DATA_TYPE_FLOAT32 ? std::isnan(FromBits<float>(want[i]))
+                                                   : std::isnan(FromBits<double>(want[i]));
+      same = gotNan && wantNan;
+    }
+    if (!same && bad++ < 5)
+      FAIL_CHECK("output element " << i << " is 0x" << std::hex << got << ", expected 0x" << want[i]
+                                   << std::dec);
+  }
+  CHECK(bad == 0);
+  for (UINT64 k = 0; k < out.size(); ++k)
+    if (!mine[k] && out[k] != kPoison) {
+      FAIL_CHECK("byte " << k << " between OutputTensor's elements changed");
+      break;
+    }
+}
+
+// A value of the type: small integers and multiples of powers of 2, any significand at moderate
+// exponents (sums round), zeros of both signs, and rarely NaN and infinities; integers over
+// their whole range now and then (sums and products wrap).
+uint64_t RandomBits(Rng& rng, DML_TENSOR_DATA_TYPE t, bool denormals, bool specials = true) {
+  const double p = double(rng.U(0, 999)) / 1000;
+  const double sign = rng.P(0.5) ? -1 : 1;
+  if (IsFloat(t)) {
+    double v;
+    if (p < 0.4)
+      v = sign * double(rng.U(0, 40)) * std::ldexp(1.0, int(rng.U(0, 6)) - 3);
+    else if (p < 0.85)
+      v = sign *
+          std::ldexp(1.0 + double(rng.U(0, (1ull << 52) - 1)) * 0x1p-52, int(rng.U(0, 12)) - 6);
+    else if (p < 0.93)
+      v = sign * 0.0;
+    else if (denormals && p < 0.97 && t == DML_TENSOR_DATA_TYPE_FLOAT32)
+      v = sign * std::ldexp(double(rng.U(1, 1 << 20)), -149);
+    else if (specials && p > 0.995)
+      v = NAN;
+    else if (specials && p > 0.99)
+      v = sign * INFINITY;
+    else
+      v = sign * double(rng.U(1, 9));
+    if (t == DML_TENSOR_DATA_TYPE_FLOAT64) return ToBits(v);
+    if (t == DML_TENSOR_DATA_TYPE_FLOAT32) return ToBits(float(v));
+    return std::isnan(v) ? 0x7E00 : NearestHalf(float(v));
+  }
+  const UINT bits = 8 * ref::ElementSize(t);
+  const uint64_t mask = bits == 64 ? ~0ull : (1ull << bits) - 1;
+  if (p < 0.2) return rng.U(0, ~0ull) & mask;
+  const int64_t v = IsSignedType(t) ? int64_t(rng.U(0, 20)) - 10 : int64_t(rng.U(0, 20));
+  return uint64_t(v) & mask;
+}
+
+bool KeepsDenormals32() {
+  const DeviceInfo& info = Dev().Info();
+  return info.enabled.shaderDenormPreserveFloat32 || info.enabled.shaderFloat64;
+}
+
+const VKDML_SEGMENT_REDUCE_FUNCTION kFunctions[] = {
+    VKDML_SEGMENT_REDUCE_FUNCTION_SUM,   VKDML_SEGMENT_REDUCE_FUNCTION_MEAN,
+    VKDML_SEGMENT_REDUCE_FUNCTION_MIN,   VKDML_SEGMENT_REDUCE_FUNCTION_MAX,
+    VKDML_SEGMENT_REDUCE_FUNCTION_PROD,  VKDML_SEGMENT_REDUCE_FUNCTION_ARGMIN,
+    VKDML_SEGMENT_REDUCE_FUNCTION_ARGMAX};
+
+// Fills c.indices: offsets for `segments` segments (mostly sorted; empty and single-row ones
+// common; sometimes out of order, past the rows or negative) or sorted ids (some past the
+// segments' range: ids of no segment), per batch.
+void RandomIndices(Rng& rng, SegCase& c, UINT64 batches, bool wild) {
+  const UINT rows = c.sizes[c.axis];
+  c.indices.clear();
+  for (UINT64 b = 0; b < batches; ++b) {
+    if (c.sorted) {
+      std::vector<int64_t> ids(rows);
+      for (auto& x : ids) x = int64_t(rng.U(0, c.segments + (wild ? 1 : 0)));
+      std::sort(ids.begin(), ids.end());
+      c.indices.insert(c.indices.end(), ids.begin(), ids.end());
+      continue;
+    }
+    std::vector<int64_t> o(c.segments + 1);
+    for (auto& x : o) x = int64_t(rng.U(0, rows));
+    std::sort(o.begin(), o.end());
+    if (rng.P(0.6)) o[0] = 0;
+    if (rng.P(0.5)) o.back() = rows;
+    if (wild && rng.P(0.2)) o[rng.U(0, c.segments)] = int64_t(rng.U(0, rows));  // out of order
+    if (wild && rng.P(0.15)) o[rng.U(0, c.segments)] = int64_t(rows + rng.U(1, 5));
+    if (wild && IsSignedType(c.indexType) && rng.P(0.15))
+      o[rng.U(0, c.segments)] = -int64_t(rng.U(1, 3));
+    c.indices.insert(c.indices.end(), o.begin(), o.end());
+  }
+}
+
+SegCase RandomCase(Rng& rng, uint64_t n, bool denormals) {
+  SegCase c;
+  c.type = DataTypes()[n % DataTypes().size()];
+  c.f = kFunctions[(n / DataTypes().size()) % 7];
+  c.indexType = IndexTypes()[rng.U(0, 3)];
+  c.argType = IndexTypes()[rng.U(0, 3)];
+  c.sorted = rng.P(0.4);
+  const UINT rank = rng.Ui(1, 4);
+  c.axis = rng.Ui(0, rank - 1);
+  c.sizes.resize(rank);
+  for (UINT d = 0; d < rank; ++d) c.sizes[d] = d == c.axis ? rng.Ui(0, 40) : rng.Ui(1, 4);
+  if (c.sizes[c.axis] == 0) c.sizes[c.axis] = 1;
+  c.segments = rng.Ui(1, 12);
+  if (!c.Arg()) {
+    const UINT e = rng.Ui(0, 5);
+    c.empty = e < 2   ? VKDML_SEGMENT_EMPTY_SCATTER
+              : e < 4 ? VKDML_SEGMENT_EMPTY_TORCH
+                      : VKDML_SEGMENT_EMPTY_INITIAL;
+    if (c.empty == VKDML_SEGMENT_EMPTY_INITIAL) c.initial = RandomBits(rng, c.type, false);
+  } else if (rng.P(0.5)) {
+    c.empty = VKDML_SEGMENT_EMPTY_TORCH;
+  }
+  auto pads = [&](UINT dims) {
+    std::vector<UINT> p(dims);
+    for (auto& x : p) x = rng.P(0.3) ? rng.Ui(2, 3) : 1;
+    return p;
+  };
+  if (rng.P(0.4)) c.inStrides = Strides(c.sizes, pads(rank));
+  if (rng.P(0.4)) c.idxStrides = Strides(c.IdxSizes(), pads(rank));
+  if (rng.P(0.4)) c.outStrides = Strides(c.OutSizes(), pads(rank));
+  UINT64 batches = 1;
+  for (UINT d = 0; d < c.axis; ++d) batches *= c.sizes[d];
+  RandomIndices(rng, c, batches, true);
+  c.values.resize(Count(c.sizes));
+  for (auto& v : c.values) v = RandomBits(rng, c.type, denormals);
+  return c;
+}
+
+}  // namespace
+
+// float32 by hand: rows {1, 2}, {-4, 0.5}, {7, -8}, {10, 11}, {3, 3}; offsets {0, 2, 2, 5}: a
+// segment of two rows, an empty one, one of three. Every result is exact.
+TEST_CASE_METHOD(Fixture, "Segment reductions: by hand", "[segment]") {
+  SegCase c;
+  c.sizes = {5, 2};
+  c.segments = 3;
+  c.indices = {0, 2, 2, 5};
+  const float v[10] = {1, 2, -4, 0.5f, 7, -8, 10, 11, 3, 3};
+  for (float x : v) c.values.push_back(ToBits(x));
+  struct Want {
+    VKDML_SEGMENT_REDUCE_FUNCTION f;
+    VKDML_SEGMENT_EMPTY empty;
+    float out[3][2];
+  };
+  const float inf = INFINITY;
+  const Want wants[] = {
+      {VKDML_SEGMENT_REDUCE_FUNCTION_SUM,
+       VKDML_SEGMENT_EMPTY_SCATTER,
+       {{-3, 2.5f}, {0, 0}, {20, 6}}},
+      {VKDML_SEGMENT_REDUCE_FUNCTION_MEAN,
+       VKDML_SEGMENT_EMPTY_SCATTER,
+       {{-1.5f, 1.25f}, {0, 0}, {20 / 3.0f, 2}}},
+      {VKDML_SEGMENT_REDUCE_FUNCTION_MAX,
+       VKDML_SEGMENT_EMPTY_TORCH,
+       {{1, 2}, {-inf, -inf}, {10, 11}}},
+      {VKDML_SEGMENT_REDUCE_FUNCTION_MIN,
+       VKDML_SEGMENT_EMPTY_TORCH,
+       {{-4, 0.5f}, {inf, inf}, {3, -8}}},
+      {VKDML_SEGMENT_REDUCE_FUNCTION_PROD,
+       VKDML_SEGMENT_EMPTY_SCATTER,
+       {{-4, 1}, {1, 1}, {210, -264}}},
+      {VKDML_SEGMENT_REDUCE_FUNCTION_SUM,
+       VKDML_SEGMENT_EMPTY_INITIAL,
+       {{7, 12.5f}, {10, 10}, {30, 16}}},
+  };
+  for (const Want& w : wants) {
+    c.f = w.f;
+    c.empty = w.empty;
+    const float ten = 10;
+    c.initial = w.empty == VKDML_SEGMENT_EMPTY_INITIAL ? ToBits(ten) : 0;
+    SegBuilt b;
+    Build(c, &b);
+    std::unique_ptr<CompiledOperator> compiled;
+    REQUIRE(Compile(b.op, DML_EXECUTION_FLAG_NONE, &compiled).ok());
+    float out[3][2];
+    const int64_t* idx = c.indices.data();
+    REQUIRE(Dev().Run(*compiled, {v, idx}, {out}).ok());
+    for (UINT s = 0; s < 3; ++s)
+      for (UINT k = 0; k < 2; ++k) {
+        INFO("function " << UINT(w.f) << ", segment " << s << ", column " << k);
+        CHECK(out[s][k] == w.out[s][k]);
+      }
+  }
+  // ARGMAX and ARGMIN: the rows (an empty segment: the axis size, 5).
+  for (auto f : {VKDML_SEGMENT_REDUCE_FUNCTION_ARGMAX, VKDML_SEGMENT_REDUCE_FUNCTION_ARGMIN}) {
+    c.f = f;
+    c.empty = VKDML_SEGMENT_EMPTY_SCATTER;
+    SegBuilt b;
+    Build(c, &b);
+    std::unique_ptr<CompiledOperator> compiled;
+    REQUIRE(Compile(b.op, DML_EXECUTION_FLAG_NONE, &compiled).ok());
+    int64_t out[3][2];
+    REQUIRE(Dev().Run(*compiled, {v, c.indices.data()}, {out}).ok());
+    const int64_t want[2][3][2] = {{{0, 0}, {5, 5}, {3, 3}}, {{1, 1}, {5, 5}, {4, 2}}};
+    for (UINT s = 0; s < 3; ++s)
+      for (UINT k = 0; k < 2; ++k) {
+        INFO("function " << UINT(f) << ", segment " << s << ", column " << k);
+        CHECK(out[s][k] == want[f == VKDML_SEGMENT_REDUCE_FUNCTION_ARGMIN][s][k]);
+      }
+  }
+}
+
+// Random cases over every data type, function, empty value, index kind and layout, bit for bit.
+TEST_CASE_METHOD(Fixture, "Segment reductions: random cases vs reference", "[segment]") {
+  const bool denormals = KeepsDenormals32();
+  if (!denormals) WARN(Dev().Info().name << " may flush float32 denormals: none in this sweep");
+  TypeSweep sweep;
+  for (uint64_t n = 0; n < 7 * 11 * 3; ++n) {
+    Rng rng(BaseSeed() ^ (0x5E6 + n * 0x9E3779B97F4A7C15ull));
+    const SegCase c = RandomCase(rng, n, denormals);
+    if (!SweepRuns(n)) continue;
+    if (!sweep.Runs(c.type)) continue;
+    INFO("case " << n << " (VKDML_TEST_CASE=" << n << " replays it)");
+    RunCase(c, n % 3 == 1 ? VKDML_EXECUTION_FLAG_DETERMINISTIC : DML_EXECUTION_FLAG_NONE);
+  }
+}
+
+// Huge segments: 100,000 rows into 3 segments (one of nearly all of them) of 3 columns, each
+// function on float32, float16 and int64, offsets and sorted ids. Where loops are bounded
+// (lavapipe) a segment takes many dispatches, its fold carried between them.
+TEST_CASE_METHOD(Fixture, "Segment reductions: huge segments", "[segment]") {
+  const bool denormals = KeepsDenormals32();
+  int n = 0;
+  for (auto type :
+       {DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_FLOAT16, DML_TENSOR_DATA_TYPE_INT64})
+    for (auto f : kFunctions)
+      for (bool sorted : {false, true}) {
+        if (!DeviceSupports(type)) continue;
+        Rng rng(BaseSeed() ^ (0xB16 + 977 * n++));
+        SegCase c;
+        c.type = type;
+        c.f = f;
+        c.sorted = sorted;
+        c.sizes = {100000, 3};
+        c.segments = 3;
+        c.indices = sorted ? std::vector<int64_t>() : std::vector<int64_t>{0, 5, 99990, 100000};
+        if (sorted) {
+          c.indices.assign(100000, 1);
+          for (UINT r = 0; r < 7; ++r) c.indices[r] = 0;
+          for (UINT r = 99995; r < 100000; ++r) c.indices[r] = 2;
+        }
+        c.values.resize(300000);
+        for (auto& v : c.values) v = RandomBits(rng, type, denormals, false);
+        if (f == VKDML_SEGMENT_REDUCE_FUNCTION_PROD)  // mostly +-1, so products stay finite
+          for (auto& v : c.values)
+            v = type == DML_TENSOR_DATA_TYPE_INT64 ? (rng.P(0.5) ? 1 : ~0ull)
+                : type == DML_TENSOR_DATA_TYPE_FLOAT16
+                    ? (rng.P(0.5) ? 0x3C00 : 0xBC00)
+                    : ToBits(rng.P(0.999) ? (rng.P(0.5) ? 1.0f : -1.0f) : 1.0009765625f);
+        INFO("type " << UINT(type) << ", function " << UINT(f) << ", sorted " << sorted);
+        RunCase(c);
+      }
+  // Where loops are bounded, these took more than one fold dispatch.
+  SegCase c;
+  c.sizes = {100000, 3};
+  c.segments = 1;
+  c.indices = {0, 100000};
+  SegBuilt b;
+  Build(c, &b);
+  const vkdml::detail::KernelSet set = Chosen(b.op);
+  size_t folds = 0;
+  for (const auto& step : set.steps) folds += step.plain.module.rfind("segment_w", 0) == 0;
+  if (CapabilitiesOf(Dev()).maxLoop != UINT64(-1))
+    CHECK(folds > 1);
+  else
+    CHECK(folds == 1);
+}
+
+// Checked mode reports the first bad offset or id; unchecked, the same IndicesTensor gives the
+// clamped results (the random cases check their values) and touches nothing outside the tensors.
+TEST_CASE_METHOD(Fixture, "Segment reductions: checked mode reports bad indices", "[segment]") {
+  struct Bad {
+    bool sorted;
+    std::vector<int64_t> indices;
+    const char* message;
+  };
+  const Bad bads[] = {
+      {false, {0, 3, 2, 6}, "IndicesTensor[2,0] is 2, expected offsets in [0, 6]"},    // decreasing
+      {false, {0, 3, 7, 7}, "IndicesTensor[2,0] is 7, expected offsets in [0, 6]"},    // past rows
+      {false, {-1, 3, 4, 6}, "IndicesTensor[0,0] is -1, expected offsets in [0, 6]"},  // negative
+      {true, {0, 0, 2, 1, 2, 2}, "IndicesTensor[3,0] is 1, expected segment ids in [0, 2]"},
+      {true, {0, 0, 1, 1, 2, 3}, "IndicesTensor[5,0] is 3, expected segment ids in [0, 2]"},
+      {false, {0, 3, 3, 6}, nullptr},  // fine
+      {true, {0, 0, 1, 1, 1, 2}, nullptr},
+  };
+  for (const Bad& bad : bads) {
+    SegCase c;
+    c.sizes = {6, 2};
+    c.segments = 3;
+    c.sorted = bad.sorted;
+    c.indices = bad.indices;
+    float values[12];
+    for (UINT i = 0; i < 12; ++i) c.values.push_back(ToBits(values[i] = float(i)));
+    SegBuilt b;
+    Build(c, &b);
+    std::string text;
+    for (int64_t x : bad.indices) text += std::to_string(x) + " ";
+    INFO("indices " << text);
+    std::unique_ptr<CompiledOperator> compiled;
+    REQUIRE(Compile(b.op, VKDML_EXECUTION_FLAG_CHECK_INDICES, &compiled).ok());
+    float out[3][2];
+    const Result r = Dev().Run(*compiled, {values, c.indices.data()}, {out});
+    if (!bad.message) {
+      CHECK(r.ok());
+      continue;
+    }
+    CHECK(r.status == Status::IndexOutOfRange);
+    CHECK_THAT(r.message, Catch::Contains(bad.message));
+    CHECK_THAT(r.message, Catch::Contains("SEGMENT_REDUCE"));
+  }
+}
+
+// Every validation rule, each message naming the field and what was expected.
+TEST_CASE_METHOD(Fixture, "Segment reductions: validation", "[segment][validation]") {
+  struct Rule {
+    const char* what;
+    std::function<void(SegCase&)> change;
+    std::function<void(SegBuilt&)> after;
+    const char* message;
+  };
+  const auto none = [](SegBuilt&) {};
+  const auto keep = [](SegCase&) {};
+  const Rule rules[] = {
+      {"unknown function", keep,
+       [](SegBuilt& b) { b.desc.ReduceFunction = VKDML_SEGMENT_REDUCE_FUNCTION(7); },
+       "ReduceFunction is 7, expected VKDML_SEGMENT_REDUCE_FUNCTION_SUM (0)"},
+      {"SortedIndices 2", keep, [](SegBuilt& b) { b.desc.SortedIndices = 2; },
+       "SortedIndices is 2, expected 0 (offsets) or 1"},
+      {"unknown empty value", keep, [](SegBuilt& b) { b.desc.EmptyValue = VKDML_SEGMENT_EMPTY(3); },
+       "EmptyValue is 3, expected VKDML_SEGMENT_EMPTY_SCATTER (0)"},
+      {"ARGMAX with INITIAL", [](SegCase& c) { c.f = VKDML_SEGMENT_REDUCE_FUNCTION_ARGMAX; },
+       [](SegBuilt& b) { b.desc.EmptyValue = VKDML_SEGMENT_EMPTY_INITIAL; },
+       "EmptyValue is VKDML_SEGMENT_EMPTY_INITIAL with ReduceFunction ARGMAX"},
+      {"axis past the rank", keep, [](SegBuilt& b) { b.desc.Axis = 2; },
+       "Axis is 2, expected below 2 (InputTensor.DimensionCount)"},
+      {"float indices", [](SegCase& c) { c.indexType = DML_TENSOR_DATA_TYPE_FLOAT32; }, none,
+       "IndicesTensor.DataType is FLOAT32, expected INT32"},
+      {"ARGMIN into float",
+       [](SegCase& c) {
+         c.f = VKDML_SEGMENT_REDUCE_FUNCTION_ARGMIN;
+         c.argType = DML_TENSOR_DATA_TYPE_FLOAT32;
+       },
+       none, "OutputTensor.DataType is FLOAT32, expected INT32, INT64, UINT32 or UINT64"},
+      {"output of another type",
+       [](SegCase& c) {
+         c.f = VKDML_SEGMENT_REDUCE_FUNCTION_SUM;
+         c.argType = DML_TENSOR_DATA_TYPE_INT32;
+       },
+       [](SegBuilt& b) {
+         b.output = TensorDesc(DML_TENSOR_DATA_TYPE_INT32, {3, 2});
+         b.desc.OutputTensor = b.output.Desc();
+       },
+       "OutputTensor.DataType"},
+      {"offsets of the wrong length", keep,
+       [](SegBuilt& b) {
+         b.indices = TensorDesc(DML_TENSOR_DATA_TYPE_INT64, {5, 1});
+         b.desc.IndicesTensor = b.indices.Desc();
+       },
+       "OutputTensor.Sizes[0] is 3, expected 4 (the segments: IndicesTensor.Sizes[Axis] less 1)"},
+      {"ids of the wrong length",
+       [](SegCase& c) {
+         c.sorted = true;
+         c.indices.assign(5, 0);
+       },
+       [](SegBuilt& b) {
+         b.indices = TensorDesc(DML_TENSOR_DATA_TYPE_INT64, {4, 1});
+         b.desc.IndicesTensor = b.indices.Desc();
+       },
+       "IndicesTensor.Sizes[0] is 4, expected 5 (InputTensor.Sizes[Axis]"},
+      {"indices past Axis", keep,
+       [](SegBuilt& b) {
+         b.indices = TensorDesc(DML_TENSOR_DATA_TYPE_INT64, {4, 2});
+         b.desc.IndicesTensor = b.indices.Desc();
+       },
+       "IndicesTensor.Sizes[1] is 2, expected 1 (a dimension after Axis)"},
+      {"a batch size",
+       [](SegCase& c) {
+         c.axis = 1;
+         c.sizes = {5, 2};
+         c.segments = 1;
+       },
+       [](SegBuilt& b) {
+         b.indices = TensorDesc(DML_TENSOR_DATA_TYPE_INT64, {4, 2});
+         b.desc.IndicesTensor = b.indices.Desc();
+       },
+       "IndicesTensor.Sizes[0] is 4, expected 5 (InputTensor.Sizes[0]: a batch dimension"},
+      {"output columns", keep,
+       [](SegBuilt& b) {
+         b.output = TensorDesc(DML_TENSOR_DATA_TYPE_FLOAT32, {3, 3});
+         b.desc.OutputTensor = b.output.Desc();
+       },
+       "OutputTensor.Sizes[1] is 3, expected 2 (InputTensor.Sizes[1])"},
+      {"overlapping output", keep,
+       [](SegBuilt& b) {
+         b.output = TensorDesc(DML_TENSOR_DATA_TYPE_FLOAT32, {3, 2}, {1, 1});
+         b.desc.OutputTensor = b.output.Desc();
+       },
+       "OutputTensor"},
+      {"rank mismatch", keep,
+       [](SegBuilt& b) {
+         b.indices = TensorDesc(DML_TENSOR_DATA_TYPE_INT64, {4});
+         b.desc.IndicesTensor = b.indices.Desc();
+       },
+       "IndicesTensor.DimensionCount is 1"},
+      {"initial's spare bytes",
+       [](SegCase& c) {
+         c.empty = VKDML_SEGMENT_EMPTY_INITIAL;
+         c.initial = 1ull << 40;
+       },
+       none, "InitialValue.Bytes[5] is 1, expected 0: InputTensor's DataType, FLOAT32, is 4 bytes"},
+  };
+  for (const Rule& rule : rules) {
+    SegCase c;
+    c.sizes = {5, 2};
+    c.segments = 3;
+    c.indices = {0, 2, 2, 5};
+    rule.change(c);
+    SegBuilt b;
+    Build(c, &b);
+    rule.after(b);
+    INFO(rule.what);
+    std::unique_ptr<Operator> op;
+    const Result r = Dev().CreateOperator(b.op, &op);
+    CHECK(r.status == Status::InvalidArgument);
+    CHECK_THAT(r.message, Catch::StartsWith("SEGMENT_REDUCE: "));
+    CHECK_THAT(r.message, Catch::Contains(rule.message));
+  }
+  // The operator wrapped in VKDML_OPERATOR_OUT_OF_RANGE.
+  SegCase c;
+  c.sizes = {5, 2};
+  c.segments = 3;
+  c.indices = {0, 2, 2, 5};
+  SegBuilt b;
+  Build(c, &b);
+  VKDML_OUT_OF_RANGE_OPERATOR_DESC wrap{&b.op, VKDML_OUT_OF_RANGE_MODE_CLAMP, {}};
+  const DML_OPERATOR_DESC outer{VKDML_OPERATOR_OUT_OF_RANGE, &wrap};
+  std::unique_ptr<Operator> op;
+  const Result r = Dev().CreateOperator(outer, &op);
+  CHECK(r.status == Status::InvalidArgument);
+  CHECK_THAT(r.message, Catch::Contains("has no out-of-range index"));
+}
+
+// The deterministic flag takes the same kernels: every fold is in row order already.
+TEST_CASE_METHOD(Fixture, "Segment reductions: the deterministic flag changes nothing",
+                 "[segment][kernels]") {
+  for (auto f : kFunctions) {
+    SegCase c;
+    c.f = f;
+    c.sizes = {5, 2};
+    c.segments = 3;
+    c.indices = {0, 2, 2, 5};
+    SegBuilt b;
+    Build(c, &b);
+    const vkdml::detail::KernelSet plain = Chosen(b.op),
+                                   det = Chosen(b.op, VKDML_EXECUTION_FLAG_DETERMINISTIC);
+    REQUIRE(plain.steps.size() == det.steps.size());
+    for (size_t i = 0; i < plain.steps.size(); ++i)
+      CHECK(plain.steps[i].plain.module == det.steps[i].plain.module);
+  }
+}
