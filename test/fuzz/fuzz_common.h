@@ -78,6 +78,8 @@ void CheckOutput(const vt::Bytes& got, const vt::Bytes& expected, const std::str
 int RunQuantizedRows(Decoder& d);
 // fuzz_bag.cpp: an input whose first byte is 0xD0 to 0xDF (one in sixteen).
 int RunEmbeddingBag(Decoder& d);
+// fuzz_segment.cpp: an input whose first byte is 0xC0 to 0xC7 (one in 32).
+int RunSegment(Decoder& d);
 // fuzz_blocks.cpp: an input whose first byte is 0xC8 to 0xCF (one in thirty-two).
 int RunBlockQuantized(Decoder& d);
 

@@ -226,6 +226,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size > 0 && data[0] >= 0xE0) return RunQuantizedRows(d);
   if (size > 0 && data[0] >= 0xD0) return RunEmbeddingBag(d);
   if (size > 0 && data[0] >= 0xC8) return RunBlockQuantized(d);
+  if (size > 0 && data[0] >= 0xC0) return RunSegment(d);
   Case c = Decode(d);
   vt::OpSpec& spec = c.spec;
   std::unique_ptr<CompiledOperator> compiled;

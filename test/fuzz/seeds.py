@@ -109,3 +109,12 @@ found = base64.b64decode(
     "ABBikJCQkJCQkJCQkJCQkJCQkJCQAAAAAAAA2FuOABBiAAAAAAAArewx3MfYtByqDYQvBXWtluIwwGqJ"
     "MaFd+s5121t8JuHqc2d4nZcl4UzgkJAL")
 put(op_dir, "found_f16_mul_nan.bin", found)
+# The segment reduction (a first byte from 0xC0 to 0xC7): each mode, then the data, index and
+# arg types, the function, empty value, index kind, shapes, indices and values; one seed per
+# function.
+for k, (mode, name) in enumerate(((0, "plain"), (1, "checked"), (2, "deterministic"),
+                                  (0x80, "raw"))):
+    for f in range(7):
+        tail = bytes(random.randrange(256) for _ in range(160))
+        put(op_dir, f"segment_{name}_{f}.bin",
+            bytes([0xC0 + k, mode, (3 * f + k) % 11, k % 4, f % 4, f, k % 3]) + tail)
