@@ -124,6 +124,9 @@ void storeValue(uint b, VALUE v) {
 }
 #endif
 
+// Rows whose loads one invocation has in flight at once.
+const uint kBatch = 8u;
+
 // The first row r in [0, rows) of the batch whose ids start at IndicesTensor element `first`
 // (stride `stride`) with an id not below s: rows where every id is below s.
 uint lowerBound(uint first, uint stride, uint rows, uint s) {
@@ -177,21 +180,27 @@ void main() {
 #endif
       where = PARTIAL(w + 2u);
     }
-    const uint to = min(length, pc.to);
+    const uint to = min(length, pc.to), last = start + to;
     uint b = pc.srcBase + at.y + (start + pc.from) * rowStride;
-    for (uint r = start + pc.from; r < start + to; ++r, b += rowStride) {
-      const VALUE v = loadValue(b);
-      if (pick) {
-        if (r == start && !initial) {
-          acc = v;
-          where = r;
+    // kBatch rows' loads in flight together, then folded in row order.
+    for (uint r = start + pc.from; r < last; r += kBatch, b += kBatch * rowStride) {
+      VALUE v[kBatch];
+      for (uint j = 0u; j < kBatch; ++j)
+        if (r + j < last) v[j] = loadValue(b + j * rowStride);
+      for (uint j = 0u; j < kBatch; ++j) {
+        if (r + j >= last) break;
+        if (pick) {
+          if (r + j == start && !initial) {
+            acc = v[j];
+            where = r + j;
+          } else {
+            const VALUE next = reduceBits(acc, v[j]);
+            if (next != acc) where = r + j;
+            acc = next;
+          }
         } else {
-          const VALUE next = reduceBits(acc, v);
-          if (next != acc) where = r;
-          acc = next;
+          acc = reduceBits(acc, v[j]);
         }
-      } else {
-        acc = reduceBits(acc, v);
       }
     }
     if (to < length) {  // a later dispatch goes on

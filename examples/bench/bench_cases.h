@@ -22,6 +22,7 @@ enum class OpKind {
   ScatterQuantized,      // VKDML_OPERATOR_SCATTER_QUANTIZED_ROWS, in place
   EmbeddingBag,          // VKDML_OPERATOR_EMBEDDING_BAG
   GatherBlockQuantized,  // VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED: rows, ONNX Runtime's uint8
+  Segment,               // VKDML_OPERATOR_SEGMENT_REDUCE: rows of {rows, width} into segments
 };
 
 struct Spec {
@@ -54,6 +55,12 @@ struct Spec {
   // bits 4), float16 scales {rows, width / blockSize} (dtype: the output's), zero points
   // {rows, width / blockSize / 2}; rows gathered on axis 0 by indices {picks}.
   uint32_t blockSize = 0;
+  // Segment: input {rows, width}, `segments` segments of SegmentLengths' rows each (powerLaw or
+  // not), given as offsets (indices {segments + 1}) or with sortedIds a segment id per row
+  // (indices {rows}).
+  vkdml::VKDML_SEGMENT_REDUCE_FUNCTION segmentReduce = vkdml::VKDML_SEGMENT_REDUCE_FUNCTION_SUM;
+  uint32_t segments = 0;
+  bool sortedIds = false, powerLaw = false;
   std::string peer;
 
   std::vector<uint32_t> Output() const;
@@ -96,6 +103,7 @@ struct OpDesc {
   vkdml::VKDML_EMBEDDING_BAG_OPERATOR_DESC bag{};
   Tensor scales, zeros;  // GatherBlockQuantized
   vkdml::VKDML_GATHER_BLOCK_QUANTIZED_OPERATOR_DESC gbq{};
+  vkdml::VKDML_SEGMENT_REDUCE_OPERATOR_DESC seg{};
   vkdml::DML_OPERATOR_DESC inner{};  // op's operator where op wraps it (Spec::outOfRange)
   vkdml::VKDML_OUT_OF_RANGE_OPERATOR_DESC outOfRange{};
   vkdml::DML_OPERATOR_DESC op{};
@@ -135,6 +143,11 @@ uint32_t BlockBytes(vkdml::VKDML_QUANTIZED_FORMAT f);
 // Index `pos` of an index tensor of type t as vkdml reads it for a dimension of n: clamped into
 // [-n, n-1] (signed) or [0, n-1], negatives + n.
 uint64_t LoadIndex(const uint8_t* base, vkdml::DML_TENSOR_DATA_TYPE t, uint64_t pos, uint64_t n);
+
+// A Segment case's segment lengths (bench_torch.py makes the same): uniform, pairs of a
+// hashed length in [1, 31] and 32 less it (16 on average); or powerLaw, 4 segments of
+// segments * 2 rows spread among the others, which are pairs of [1, 15] and 16 less it.
+std::vector<uint32_t> SegmentLengths(uint32_t segments, bool powerLaw);
 
 // Minimum bytes a case must move (examples/bench/BENCH.md).
 double MinBytes(const Spec& s, const HostData& h);

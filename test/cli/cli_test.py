@@ -1027,6 +1027,7 @@ def group_bench():
               "elements-axis1-i32idx", "elements-axis1-f16", "scatter-rows-f32",
               "scatter-rows-inplace", "scatter-elements-axis1-f32", "q4_0-rows", "q8_0-rows",
               "q8_0-quantize-rows", "gbq-uint4-rows", "bag-sum-f32", "bag-mean-f32-det",
+              "segment-csr-sum-f32", "segment-coo-max-f32", "segment-csr-max-f32-powerlaw",
               "latency-run",
               "latency-replay"):
         if c.split("-")[0] in chosen or c in chosen:
@@ -1048,6 +1049,12 @@ def group_bench():
         if r.get("op") == "GatherBlockQuantized":
             check(r.get("block_size") == 32 and r.get("width") == 4096,
                   f"bench {r['case']}: block_size {r.get('block_size')}, width {r.get('width')}")
+        if r.get("op") == "SegmentReduce":
+            parts = r["case"].split("-")
+            check(r.get("reduce") == parts[2] and r.get("segments") == 1024
+                  and r.get("sorted_ids") == (parts[1] == "coo")
+                  and r.get("lengths") == ("powerlaw" if parts[-1] == "powerlaw" else "uniform"),
+                  f"bench {r['case']}: {r}")
         if r.get("op") == "EmbeddingBag":
             check(r.get("mode") == r["case"].split("-")[1] and r.get("bag_size") == 20,
                   f"bench {r['case']}: mode {r.get('mode')}, bag_size {r.get('bag_size')}")
