@@ -216,3 +216,16 @@ def test_gnn_message_passing(device):
     h = vkdml.segment_csr(messages, indptr, reduce="mean").numpy()  # (50, 16)
     want, _ = ref_segment(x[neighbours], *csr_bounds(indptr, len(neighbours)), 0, "mean")
     same(h, want)
+
+
+def test_readme_segment_example(device):
+    """README.md's segment example runs as printed and gives the values its comment says."""
+    import os
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                           "README.md")) as f:
+        readme = f.read()
+    section = readme[readme.index("\n## Segment reductions\n"):]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    scope = {}
+    exec(compile(code, "README.md", "exec"), scope)
+    same(scope["h"].numpy(), np.array([[6, 7, 8], [0, 0, 0], [3, 4, 5], [0, 1, 2]], np.float32))
