@@ -3,7 +3,7 @@
 // Pass::Kind::Segment and SegmentCheck). Every tensor is read and written in 32-bit words (bases
 // in bytes: Kernel::unit 1), so no device needs 8- or 16-bit storage.
 // Segment: an invocation per OutputTensor element (adjacent ones adjacent columns, so a row's
-//   loads coalesce), folding its segment's rows in row order, the sequential reference's, so
+//   loads coalesce; VEC: 4 neighbouring columns of 4-byte values, in 16-byte loads and stores), folding its segment's rows in row order, the sequential reference's, so
 //   every device gives the same bits: glsl/arith.glsl's reduceBits in the element's type,
 //   ELEM 4 for values of 1, 2 and 4 bytes (integers sign- or zero-extended, FLOAT16 as float32)
 //   and ELEM 8 for 8-byte ones. Plan: direct OutputTensor's byte, indexed InputTensor's byte of
@@ -60,12 +60,35 @@ void main() {
 #include "arith.glsl"
 #include "divide.glsl"
 
+#ifndef VEC
+#define VEC 0
+#endif
+#if VEC  // 4 columns of 4-byte values an invocation, in 16-byte loads and stores
+#define LANES 4u
+layout(std430, set = 0, binding = VKDML_BIND_SOURCE) restrict readonly buffer Source {
+  uvec4 sourceVecs[];
+};
+layout(std430, set = 0, binding = VKDML_BIND_OUTPUT) restrict buffer Output { uvec4 outputVecs[]; };
+#else
+#define LANES 1u
 layout(std430, set = 0, binding = VKDML_BIND_SOURCE) restrict readonly buffer Source {
   uint sourceWords[];
 };
 layout(std430, set = 0, binding = VKDML_BIND_OUTPUT) restrict buffer Output { uint outputWords[]; };
+#endif
 
-#if ELEM == 8
+#if VEC
+#define VALUE uint
+VALUE startValue() {
+  return fillBytes.z;
+}
+VALUE emptyValue() {
+  return fillBytes.x;
+}
+VALUE divideMean(VALUE v, uint n) {
+  return meanOf(uvec2(v, 0u), n).x;
+}
+#elif ELEM == 8
 #define VALUE uvec2
 VALUE loadValue(uint b) {
   return uvec2(sourceWords[b >> 2], sourceWords[(b >> 2) + 1u]);
@@ -148,6 +171,17 @@ uint clampOffset(uint e, uint rows) {
   return v.y != 0u ? rows : min(v.x, rows);
 }
 
+// Lane k's value of the row whose first byte is b (VEC: column k of the 4).
+#if VEC
+#define LOAD_LANES(v, b) \
+  {                      \
+    const uvec4 q_ = sourceVecs[(b) >> 4]; \
+    for (uint k_ = 0u; k_ < 4u; ++k_) v[k_] = q_[k_]; \
+  }
+#else
+#define LOAD_LANES(v, b) v[0] = loadValue(b)
+#endif
+
 void main() {
   const uint p = pc.plan;
   const uvec4 g = plans[p].params;  // uniform: the same branches in every invocation
@@ -169,62 +203,79 @@ void main() {
     const uint length = end - start;
     if (pc.from == 0u && pc.to != 0xFFFFFFFFu) atomicMax(DISPATCH(VKDML_BAG_LONGEST), length);
     if (pc.from > 0u && pc.from >= length) continue;  // an earlier dispatch finished it
-    VALUE acc = startValue();
-    uint where = rows;  // the row of MIN's or MAX's value
+    VALUE acc[LANES];
+    uint where[LANES];  // the row of MIN's or MAX's value
+    for (uint k = 0u; k < LANES; ++k) {
+      acc[k] = startValue();
+      where[k] = rows;
+    }
     if (pc.from > 0u) {
-      const uint w = i * VKDML_SEGMENT_PARTIAL_WORDS;
+      for (uint k = 0u; k < LANES; ++k) {
+        const uint w = (i * LANES + k) * VKDML_SEGMENT_PARTIAL_WORDS;
 #if ELEM == 8
-      acc = uvec2(PARTIAL(w), PARTIAL(w + 1u));
+        acc[k] = uvec2(PARTIAL(w), PARTIAL(w + 1u));
 #else
-      acc = PARTIAL(w);
+        acc[k] = PARTIAL(w);
 #endif
-      where = PARTIAL(w + 2u);
+        where[k] = PARTIAL(w + 2u);
+      }
     }
     const uint to = min(length, pc.to), last = start + to;
     uint b = pc.srcBase + at.y + (start + pc.from) * rowStride;
     // kBatch rows' loads in flight together, then folded in row order.
     for (uint r = start + pc.from; r < last; r += kBatch, b += kBatch * rowStride) {
-      VALUE v[kBatch];
+      VALUE v[kBatch][LANES];
       for (uint j = 0u; j < kBatch; ++j)
-        if (r + j < last) v[j] = loadValue(b + j * rowStride);
+        if (r + j < last) LOAD_LANES(v[j], b + j * rowStride);
       for (uint j = 0u; j < kBatch; ++j) {
         if (r + j >= last) break;
-        if (pick) {
-          if (r + j == start && !initial) {
-            acc = v[j];
-            where = r + j;
+        for (uint k = 0u; k < LANES; ++k) {
+          if (pick) {
+            if (r + j == start && !initial) {
+              acc[k] = v[j][k];
+              where[k] = r + j;
+            } else {
+              const VALUE next = reduceBits(acc[k], v[j][k]);
+              if (next != acc[k]) where[k] = r + j;
+              acc[k] = next;
+            }
           } else {
-            const VALUE next = reduceBits(acc, v[j]);
-            if (next != acc) where = r + j;
-            acc = next;
+            acc[k] = reduceBits(acc[k], v[j][k]);
           }
-        } else {
-          acc = reduceBits(acc, v[j]);
         }
       }
     }
     if (to < length) {  // a later dispatch goes on
-      const uint w = i * VKDML_SEGMENT_PARTIAL_WORDS;
+      for (uint k = 0u; k < LANES; ++k) {
+        const uint w = (i * LANES + k) * VKDML_SEGMENT_PARTIAL_WORDS;
 #if ELEM == 8
-      PARTIAL(w) = acc.x;
-      PARTIAL(w + 1u) = acc.y;
+        PARTIAL(w) = acc[k].x;
+        PARTIAL(w + 1u) = acc[k].y;
 #else
-      PARTIAL(w) = acc;
+        PARTIAL(w) = acc[k];
 #endif
-      PARTIAL(w + 2u) = where;
+        PARTIAL(w + 2u) = where[k];
+      }
       continue;
     }
     const uint o = pc.dstBase + at.x;
+#if VEC  // (never ARGMIN or ARGMAX)
+    for (uint k = 0u; k < LANES; ++k)
+      acc[k] = length == 0u ? emptyValue() : mean ? divideMean(acc[k], length) : acc[k];
+    outputVecs[o >> 4] = uvec4(acc[0], acc[1], acc[2], acc[3]);
+#else
     if (arg) {
-      outputWords[o >> 2] = where;  // rows for an empty segment
+      outputWords[o >> 2] = where[0];  // rows for an empty segment
       if ((flags & VKDML_SEGMENT_ARG64) != 0u) outputWords[(o >> 2) + 1u] = 0u;
       continue;
     }
+    VALUE result = acc[0];
     if (length == 0u)
-      acc = emptyValue();
+      result = emptyValue();
     else if (mean)
-      acc = divideMean(acc, length);
-    storeValue(o, acc);
+      result = divideMean(result, length);
+    storeValue(o, result);
+#endif
   }
 }
 #endif

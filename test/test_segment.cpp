@@ -485,3 +485,39 @@ TEST_CASE_METHOD(Fixture, "Segment reductions: the deterministic flag changes no
       CHECK(plain.steps[i].plain.module == det.steps[i].plain.module);
   }
 }
+
+// 4-byte values whose columns come in whole fours take the fold 4 columns an invocation (16-byte
+// loads and stores, where the bindings start on 16 bytes): each function but ARGMIN and ARGMAX,
+// with batch dimensions, offsets and ids, and segments long enough for several dispatches where
+// loops are bounded. Padded columns (a row stride not of 16 bytes) keep the one-column fold.
+TEST_CASE_METHOD(Fixture, "Segment reductions: four columns at a time", "[segment]") {
+  int n = 0;
+  for (auto type : {DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_INT32})
+    for (auto f : kFunctions)
+      for (bool sorted : {false, true}) {
+        Rng rng(BaseSeed() ^ (0x4C0 + 131 * n++));
+        SegCase c;
+        c.type = type;
+        c.f = f;
+        c.sorted = sorted;
+        c.axis = 1;
+        c.sizes = {2, 3000, 8};
+        c.segments = 5;
+        RandomIndices(rng, c, 2, false);
+        c.values.resize(Count(c.sizes));
+        for (auto& v : c.values) v = RandomBits(rng, type, KeepsDenormals32(), false);
+        SegBuilt b;
+        Build(c, &b);
+        const vkdml::detail::KernelSet set = Chosen(b.op);
+        bool wide = false;
+        for (const auto& step : set.steps)
+          wide = wide || (step.hasWide && step.wide.module.rfind("segment_w4v", 0) == 0);
+        INFO("type " << UINT(type) << ", function " << UINT(f) << ", sorted " << sorted);
+        CHECK(wide == !c.Arg());
+        RunCase(c);
+        c.inStrides = Strides(c.sizes, {1, 1, 2});  // rows of 64 bytes, columns 8 bytes apart
+        Build(c, &b);
+        for (const auto& step : Chosen(b.op).steps) CHECK_FALSE(step.hasWide);
+        RunCase(c);
+      }
+}

@@ -45,18 +45,23 @@ Result ChooseBagDispatches(Choice& c, const Pass& pass, const Step& fold, UINT64
 // dispatch.
 void AddBagFolds(Choice& c, Step fold, const Step& dispatches, UINT64 begin, UINT64 end,
                  UINT64 part) {
-  fold.plain.begin = UINT(begin);
+  // (A segment reduction's fold may have a wide kernel: each part's fields on both.)
+  auto set = [&fold](auto field, UINT value) {
+    fold.plain.*field = value;
+    fold.wide.*field = value;
+  };
+  set(&Kernel::begin, UINT(begin));
   if (end - begin <= part) {
     c.set.steps.push_back(fold);
     return;
   }
-  fold.plain.to = UINT(part);
+  set(&Kernel::to, UINT(part));
   c.set.steps.push_back(fold);
   c.set.steps.push_back(dispatches);
   for (UINT64 k = 1; k * part < end - begin; ++k) {
-    fold.plain.from = UINT(k * part);
-    fold.plain.to = UINT((k + 1) * part);
-    fold.plain.indirect = UINT(k + 1);
+    set(&Kernel::from, UINT(k * part));
+    set(&Kernel::to, UINT((k + 1) * part));
+    set(&Kernel::indirect, UINT(k + 1));
     c.set.steps.push_back(fold);
   }
 }

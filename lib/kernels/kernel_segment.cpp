@@ -37,11 +37,33 @@ UINT SegmentReduce(VKDML_SEGMENT_REDUCE_FUNCTION f) {
   }
 }
 
-// "segment_w4_i32_dp": FLOAT16 folds in float32, so its arithmetic is float32's.
+// "segment_w4_i32_dp": FLOAT16 folds in float32, so its arithmetic is float32's; "segment_w4v"
+// (vec) folds 4 neighbouring columns of 4-byte values an invocation.
 std::string SegmentModule(UINT elemSize, UINT kind, UINT reduce, UINT indexSize,
-                          const Capabilities& caps) {
+                          const Capabilities& caps, bool vec = false) {
   const UINT width = elemSize == 8 ? 8 : 4;
-  return Str("segment_w", width, IndexSuffix(indexSize), FloatSuffix(reduce, kind, width, caps));
+  return Str("segment_w", width, vec ? "v" : "", IndexSuffix(indexSize),
+             FloatSuffix(reduce, kind, width, caps));
+}
+
+// The fold 4 columns an invocation, in 16-byte loads and stores (glsl/segment_reduce.comp, VEC):
+// 4-byte values but ARGMIN's and ARGMAX's rows, the innermost dimension columns of both sides,
+// contiguous, a multiple of 4 of them, and every other stride (the rows' too) whole 16 bytes.
+// The binding table takes it where both bindings start on 16 bytes (Kernel::align).
+bool WidenSegment(const OperatorImpl& op, const Plan& plan, Plan* out) {
+  const UINT d = plan.rank - 1;
+  if (op.inputs[0].elemSize != 4 || op.segmentReduce >= VKDML_SEGMENT_REDUCE_FUNCTION_ARGMIN ||
+      plan.position[d] != 0 || plan.sizes[d] % 4 != 0 || plan.direct[d] != 4 ||
+      plan.indexed[d] != 4 || op.segmentParams[0][1] % 16 != 0)
+    return false;
+  Plan wide;
+  for (UINT k = 0; k < plan.rank; ++k) {
+    if (k < d && (plan.direct[k] % 16 != 0 || plan.indexed[k] % 16 != 0)) return false;
+    wide.AddDim(k == d ? plan.sizes[k] / 4 : plan.sizes[k], k == d ? 16 : plan.direct[k],
+                k == d ? 16 : plan.indexed[k], plan.indices[k], plan.position[k]);
+  }
+  *out = wide;
+  return true;
 }
 
 }  // namespace
@@ -88,6 +110,19 @@ Result ChooseSegment(Choice& c, const Pass& pass) {
                           ? UINT64(0xFFFFFFFFu)
                           : std::max<UINT64>(kSegmentPartFloor, c.caps.maxLoop / perInvocation / 4);
   step.plain.end = step.plain.to = 0xFFFFFFFFu;
+  Plan widePlan;
+  if (WidenSegment(op, pass.plan, &widePlan)) {
+    UINT wideSlot = 0;
+    VKDML_TRY(c.Slot(widePlan, &wideSlot));
+    c.set.plans[wideSlot].params = op.segmentParams[0];
+    step.hasWide = true;
+    step.wide = step.plain;
+    step.wide.module = SegmentModule(input.elemSize, kind, reduce, c.indexSize, c.caps, true);
+    step.wide.spec[VKDML_SPEC_RANK] = widePlan.rank;
+    step.wide.slot = wideSlot;
+    step.wide.align = 16;
+    step.wide.groups = c.Groups((widePlan.count + group - 1) / group);
+  }
   const UINT64 rows = op.segmentParams[0][0];
   Step dispatches;
   VKDML_TRY(ChooseBagDispatches(c, pass, step, rows, part, &dispatches));
@@ -103,6 +138,7 @@ void ListSegmentModules(const ModuleSink& sink) {
         for (UINT reduce : kReduceFunctions)
           ForEachCapabilities([&](const Capabilities& caps) {
             sink(SegmentModule(size, kind, reduce, index, caps));
+            if (size == 4) sink(SegmentModule(size, kind, reduce, index, caps, true));
           });
   }
 }
