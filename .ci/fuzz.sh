@@ -38,9 +38,9 @@ if [ -z "$inputs" ] || [ -z "$ran" ] || [ $((ran * 2)) -lt "$inputs" ]; then
 fi
 # ... and at least one of them each of vkdml's own: a quantized-row gather and a quantizing scatter
 # (an input whose first byte is 0xE0+; the scatter's second byte has bit 0x40), an embedding bag
-# (0xD0 to 0xDF) and a block-quantized gather (0xC8 to 0xCF).
+# (0xD0 to 0xDF), a block-quantized gather (0xC8 to 0xCF) and a segment reduction (0xC0 to 0xC7).
 for own in "quantized-row gathers" "quantizing scatters" "embedding bags" \
-  "block-quantized gathers"; do
+  "block-quantized gathers" "segment reductions"; do
   n=$(echo "$stats" | sed -n "s/.* \([0-9]*\) $own[ ,].*/\1/p")
   if [ -z "$n" ] || [ "$n" -eq 0 ]; then
     echo "fuzz_operator: no $own run and compared: $stats" >&2

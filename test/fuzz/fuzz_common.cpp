@@ -88,13 +88,14 @@ Stats::~Stats() {
                "(%llu of them checked runs that met an out-of-range index); %llu colliding "
                "float sums and products checked, %llu left where the order decides, %llu "
                "NaN results (any NaN bits); %llu quantized-row gathers, %llu quantizing scatters, "
-               "%llu embedding bags and %llu "
-               "block-quantized gathers run and compared\n",
+               "%llu embedding bags, %llu "
+               "block-quantized gathers and %llu segment reductions run and compared\n",
                (unsigned long long)inputs, (unsigned long long)refused, (unsigned long long)ran,
                (unsigned long long)checkedOutOfRange, (unsigned long long)folds,
                (unsigned long long)orderDecides, (unsigned long long)nanResults,
                (unsigned long long)quantizedRows, (unsigned long long)quantizingScatters,
-               (unsigned long long)bags, (unsigned long long)blockGathers);
+               (unsigned long long)bags, (unsigned long long)blockGathers,
+               (unsigned long long)segments);
 }
 Stats gStats;
 

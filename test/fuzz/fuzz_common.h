@@ -55,6 +55,7 @@ struct Stats {
   uint64_t inputs = 0, refused = 0, ran = 0, checkedOutOfRange = 0, folds = 0, orderDecides = 0;
   uint64_t nanResults = 0;  // float sums and products whose NaN result's bits went unchecked
   uint64_t quantizedRows = 0, quantizingScatters = 0, bags = 0, blockGathers = 0;  // of `ran`
+  uint64_t segments = 0;  // of `ran`: segment reductions
   ~Stats();
 };
 extern Stats gStats;

@@ -101,6 +101,7 @@ int RunSegment(Decoder& d) {
   const Result r = Dev().Run(*compiled, {in.data(), idx.data()}, {got.data()});
   const bool checked = flags & VKDML_EXECUTION_FLAG_CHECK_INDICES;
   ++gStats.ran;
+  ++gStats.segments;
   if (raw) {
     CheckRawRun(r, "segment reduction");
     return 0;
