@@ -521,3 +521,68 @@ TEST_CASE_METHOD(Fixture, "Segment reductions: four columns at a time", "[segmen
         RunCase(c);
       }
 }
+
+// The recording path with every binding at an offset in one buffer: 16 bytes (the fold 4 columns
+// an invocation) and 4 (one column), each checked against the reference, nothing outside the
+// output changed, and IndexStatus reporting a bad offset in checked mode.
+TEST_CASE_METHOD(Fixture, "Segment reductions: bindings at offsets, recorded", "[segment]") {
+  Rng rng(BaseSeed() ^ 0x0FF5E7);
+  SegCase c;
+  c.sizes = {40, 8};
+  c.segments = 6;
+  c.f = VKDML_SEGMENT_REDUCE_FUNCTION_MEAN;
+  RandomIndices(rng, c, 1, false);
+  c.values.resize(Count(c.sizes));
+  for (auto& v : c.values) v = RandomBits(rng, c.type, false, false);
+  for (UINT64 base : {UINT64(16), UINT64(4)})
+    for (bool bad : {false, true}) {
+      SegCase k = c;
+      if (bad) k.indices[3] = 41;  // past the rows: clamped, or reported
+      SegBuilt b;
+      Build(k, &b);
+      const Bytes in = SegmentInput(k, b), idx = SegmentIndices(k, b);
+      const UINT64 outBytes = b.output.Total();
+      // (IndicesTensor's offset a multiple of its INT64 elements: 8 past 16 with base 4)
+      const UINT64 at[2] = {base, (base + 64 + in.size()) / 16 * 16 + (base % 16 ? 8 : 0)};
+      const UINT64 outAt = (at[1] + idx.size() + 64) / 16 * 16 + base;
+      const UINT64 total = outAt + outBytes + 64;
+      std::unique_ptr<Buffer> buf;
+      REQUIRE(Dev().CreateBuffer(total, Buffer::Memory::DeviceLocal, &buf).ok());
+      Bytes image(total, 0x5A);
+      std::memcpy(&image[at[0]], in.data(), in.size());
+      std::memcpy(&image[at[1]], idx.data(), idx.size());
+      REQUIRE(buf->Write(0, image.data(), total).ok());
+      std::unique_ptr<CompiledOperator> compiled;
+      REQUIRE(Compile(b.op, bad ? VKDML_EXECUTION_FLAG_CHECK_INDICES : 0, &compiled).ok());
+      std::unique_ptr<BindingTable> table;
+      REQUIRE(Dev().CreateBindingTable(*compiled, &table).ok());
+      const DML_BUFFER_BINDING inputs[2] = {buf->Binding(at[0], in.size()),
+                                            buf->Binding(at[1], idx.size())};
+      const DML_BUFFER_BINDING output = buf->Binding(outAt, outBytes);
+      const Result bound = table->BindInputs(2, inputs);
+      INFO(Str(bound));
+      REQUIRE(bound.ok());
+      REQUIRE(table->BindOutputs(1, &output).ok());
+      Result recorded;
+      REQUIRE(
+          Dev()
+              .Submit([&](VkCommandBuffer cmd) { recorded = Dev().RecordDispatch(cmd, *table); })
+              .ok());
+      REQUIRE(recorded.ok());
+      const Result status = table->IndexStatus();
+      INFO("offset " << base << (bad ? ", an offset past the rows, checked" : ""));
+      if (bad) {
+        CHECK(status.status == Status::IndexOutOfRange);
+        CHECK_THAT(status.message, Catch::Contains("IndicesTensor[3,0] is 41"));
+      } else {
+        CHECK(status.ok());
+      }
+      Bytes after(total);
+      REQUIRE(buf->Read(0, after.data(), total).ok());
+      const Bytes out(after.begin() + outAt, after.begin() + outAt + outBytes);
+      CHECK(DiffSegment(k, out, Bytes(image.begin() + outAt, image.begin() + outAt + outBytes)) ==
+            "");
+      for (UINT64 i = 0; i < total; ++i)
+        if (i < outAt || i >= outAt + outBytes) REQUIRE(after[i] == image[i]);
+    }
+}
