@@ -3,8 +3,9 @@
 // Pass::Kind::Segment and SegmentCheck). Every tensor is read and written in 32-bit words (bases
 // in bytes: Kernel::unit 1), so no device needs 8- or 16-bit storage.
 // Segment: an invocation per OutputTensor element (adjacent ones adjacent columns, so a row's
-//   loads coalesce; VEC: 4 neighbouring columns of 4-byte values, in 16-byte loads and stores), folding its segment's rows in row order, the sequential reference's, so
-//   every device gives the same bits: glsl/arith.glsl's reduceBits in the element's type,
+//   loads coalesce; VEC: 4 neighbouring columns of 4-byte values, in 16-byte loads and stores),
+//   folding its segment's rows in row order, the sequential reference's, so every device gives
+//   the same bits: glsl/arith.glsl's reduceBits in the element's type,
 //   ELEM 4 for values of 1, 2 and 4 bytes (integers sign- or zero-extended, FLOAT16 as float32)
 //   and ELEM 8 for 8-byte ones. Plan: direct OutputTensor's byte, indexed InputTensor's byte of
 //   row 0, indices the segment's first offset (or the batch's first id), position the segment;

@@ -140,9 +140,11 @@ def specs(small):
     for coo, power_law in ((False, False), (False, True), (True, False)):
         n = sum(segment_lengths(segs, power_law))
         for red in ("sum", "max"):
-            name = f"segment-{'coo' if coo else 'csr'}-{red}-f32" + ("-powerlaw" if power_law else "")
-            peer = (f'torch.zeros(S, 128).scatter_reduce_(0, i, x, "{"sum" if red == "sum" else "amax"}", '
-                    'include_self=False)') if coo else f'torch.segment_reduce(x, "{red}", offsets=o)'
+            name = (f"segment-{'coo' if coo else 'csr'}-{red}-f32" +
+                    ("-powerlaw" if power_law else ""))
+            amax = "sum" if red == "sum" else "amax"
+            peer = (f'torch.zeros(S, 128).scatter_reduce_(0, i, x, "{amax}", include_self=False)'
+                    if coo else f'torch.segment_reduce(x, "{red}", offsets=o)')
             s.append(dict(case=name, op="SegmentReduce", dtype="float32", index_dtype="int64",
                           input_shape=[n, 128], indices_shape=[n if coo else segs + 1, 1],
                           updates_shape=None, axis=None, width=128, reduce=red, segments=segs,
