@@ -20,6 +20,7 @@ std::vector<uint32_t> Spec::Output() const {
   if (kind == OpKind::EmbeddingBag) return {static_cast<uint32_t>(Bags()), width};
   if (kind == OpKind::MoePermute) return {indices[0] * indices[1], input[1]};
   if (kind == OpKind::MoeUnpermute) return {indices[0], input[1]};
+  if (kind == OpKind::Segment) return {segments, width};
   if (kind == OpKind::GatherElements) return indices;
   if (kind == OpKind::PagedGather) return {indices[0] * seqLen, input[2], input[3]};
   if (IsScatter()) return input;
@@ -59,6 +60,8 @@ const char* Spec::OpName() const {
       return "PagedCacheWrite";
     case OpKind::PagedGather:
       return "PagedGather";
+    case OpKind::Segment:
+      return "SegmentReduce";
   }
   return "?";
 }
@@ -322,6 +325,35 @@ std::vector<Spec> MakeSpecs(bool small) {
   pg.seqLen = seqLen;
   pg.peer = "k_cache.index_select(0, block_table.flatten()).view(-1, 8, 128)";
   add(pg);
+  // Segment reductions (GNN message passing): 1M rows x 128 float32 into 65,536 segments of 1
+  // to 31 rows (16 on average), sum and max, as offsets (CSR) and as sorted ids (COO); and the
+  // CSR sum and max with power-law lengths (4 segments of 131,072 rows): no serial tail.
+  const uint32_t segs = small ? 1024 : 65536;
+  for (bool coo : {false, true})
+    for (bool powerLaw : {false, true}) {
+      if (coo && powerLaw) continue;
+      for (auto f :
+           {vkdml::VKDML_SEGMENT_REDUCE_FUNCTION_SUM, vkdml::VKDML_SEGMENT_REDUCE_FUNCTION_MAX}) {
+        const bool sum = f == vkdml::VKDML_SEGMENT_REDUCE_FUNCTION_SUM;
+        uint32_t n = 0;
+        for (uint32_t l : SegmentLengths(segs, powerLaw)) n += l;
+        const std::string name = std::string(coo ? "segment-coo-" : "segment-csr-") +
+                                 (sum ? "sum" : "max") + "-f32" + (powerLaw ? "-powerlaw" : "");
+        Spec g = MakeSpec("", OpKind::Segment, f32, i64, {n, 128}, {coo ? n : segs + 1, 1});
+        g.name = name;
+        g.width = 128;
+        g.segments = segs;
+        g.segmentReduce = f;
+        g.sortedIds = coo;
+        g.powerLaw = powerLaw;
+        g.peer = coo ? Format(
+                           "torch.zeros(S, 128).scatter_reduce_(0, i, x, \"%s\", "
+                           "include_self=False)",
+                           sum ? "sum" : "amax")
+                     : Format("torch.segment_reduce(x, \"%s\", offsets=o)", sum ? "sum" : "max");
+        add(g);
+      }
+    }
   Spec lat = MakeSpec("latency", OpKind::GatherElements, f32, i64, {64, 64}, {64, 64});
   lat.axis = 1;
   lat.latency = true;
@@ -451,6 +483,17 @@ OpDesc::OpDesc(const Spec& s) {
             vkdml::VKDML_PAGED_CACHE_LAYOUT_NHD,
             vkdml::VKDML_QUANTIZED_FORMAT(0)};
       op = {vkdml::VKDML_OPERATOR_PAGED_GATHER, &pg};
+      break;
+    case OpKind::Segment:
+      seg = {&input.desc,
+             &indices.desc,
+             &output.desc,
+             static_cast<UINT>(d - 2),
+             s.segmentReduce,
+             s.sortedIds,
+             vkdml::VKDML_SEGMENT_EMPTY_SCATTER,
+             {}};
+      op = {vkdml::VKDML_OPERATOR_SEGMENT_REDUCE, &seg};
       break;
     case OpKind::GatherND:
       gnd = {&input.desc, &indices.desc, &output.desc, static_cast<UINT>(s.input.size()),
@@ -715,6 +758,19 @@ void MakeHostData(const Spec& s, const OpDesc& d, HostData* h, uint64_t seed) {
     h->offsets.Allocate(d.offsets.buffer.TotalTensorSizeInBytes);
     for (uint64_t b = 0; b <= s.indices[0]; ++b)
       StoreIndex(h->offsets.data() + b * is, is, static_cast<int64_t>(b * s.seqLen));
+  } else if (s.kind == OpKind::Segment) {  // offsets (also kept for the check) or sorted ids
+    const std::vector<uint32_t> lengths = SegmentLengths(s.segments, s.powerLaw);
+    h->offsets.Allocate((lengths.size() + 1) * 8);
+    int64_t at = 0;
+    StoreIndex(h->offsets.data(), 8, 0);
+    for (size_t k = 0; k < lengths.size(); ++k) {
+      if (s.sortedIds)
+        for (uint32_t r = 0; r < lengths[k]; ++r)
+          StoreIndex(h->indices.data() + (at + r) * 8, 8, static_cast<int64_t>(k));
+      at += lengths[k];
+      StoreIndex(h->offsets.data() + (k + 1) * 8, 8, at);
+    }
+    if (!s.sortedIds) std::memcpy(h->indices.data(), h->offsets.data(), h->offsets.n);
   } else if (s.uniqueRows) {
     FillUniqueIndices(h->indices, s.itype, s.input[0], seed * 3 + 2);
   } else if (s.kind == OpKind::GatherElements || s.kind == OpKind::ScatterElements) {
@@ -912,6 +968,7 @@ struct Reference {
       case OpKind::MoeUnpermute:
       case OpKind::PagedWrite:
       case OpKind::PagedGather:
+      case OpKind::Segment:
         break;
     }
     return nullptr;
@@ -947,7 +1004,7 @@ uint64_t Verify(const Spec& s, const HostData& h, const uint8_t* out, uint64_t* 
   if (s.kind == OpKind::GatherQuantized || s.kind == OpKind::ScatterQuantized ||
       s.kind == OpKind::EmbeddingBag || s.kind == OpKind::GatherBlockQuantized ||
       s.kind == OpKind::MoePermute || s.kind == OpKind::MoeUnpermute ||
-      s.kind == OpKind::PagedWrite || s.kind == OpKind::PagedGather)
+      s.kind == OpKind::PagedWrite || s.kind == OpKind::PagedGather || s.kind == OpKind::Segment)
     return VerifyOwn(s, h, out, checked, first);
   Reference ref(s, h);
   size_t es = vkdml::DataTypeSize(s.dtype);
@@ -997,6 +1054,18 @@ uint64_t Verify(const Spec& s, const HostData& h, const uint8_t* out, uint64_t* 
   return bad;
 }
 
+std::vector<uint32_t> SegmentLengths(uint32_t segments, bool powerLaw) {
+  std::vector<uint32_t> l(segments);
+  const uint32_t span = powerLaw ? 15 : 31, pair = span + 1;
+  for (uint32_t k = 0; k < segments; ++k) {
+    const uint32_t h = (k / 2 * 2654435761u) >> 7;
+    l[k] = k % 2 == 0 ? 1 + h % span : pair - l[k - 1];
+  }
+  if (powerLaw)
+    for (uint32_t k = 1; k < segments; k += segments / 4) l[k] = segments * 2;
+  return l;
+}
+
 // BENCH.md, "Bytes counted".
 double MinBytes(const Spec& s, const HostData& h) {
   double es = vkdml::DataTypeSize(s.dtype), is = vkdml::DataTypeSize(s.itype);
@@ -1019,6 +1088,8 @@ double MinBytes(const Spec& s, const HostData& h) {
   // and each gathered row read and written.
   if (s.kind == OpKind::PagedWrite) return idx + 2 * static_cast<double>(Product(s.updates)) * es;
   if (s.kind == OpKind::PagedGather) return idx + (s.indices[0] + 1) * is + 2 * out;
+  if (s.kind == OpKind::Segment)  // every row read, the indices, each segment's output
+    return idx + static_cast<double>(s.input[0]) * s.width * es + out;
   if (s.kind == OpKind::GatherBlockQuantized)  // a row's bytes, scales and zero points
     return idx + s.indices[0] * (s.input[1] + s.width / s.blockSize * (es + 0.5)) + out;
   if (!s.IsScatter()) return idx + 2 * out;  // indices + elements read + output

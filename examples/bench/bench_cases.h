@@ -26,6 +26,7 @@ enum class OpKind {
   MoeUnpermute,          // VKDML_OPERATOR_MOE_UNPERMUTE
   PagedWrite,            // VKDML_OPERATOR_PAGED_CACHE_WRITE, NHD, in place
   PagedGather,           // VKDML_OPERATOR_PAGED_GATHER, NHD
+  Segment,               // VKDML_OPERATOR_SEGMENT_REDUCE: rows of {rows, width} into segments
 };
 
 struct Spec {
@@ -68,6 +69,12 @@ struct Spec {
   // cache, indices the block table {sequences, max_blocks} (a permutation of the blocks), every
   // sequence seqLen tokens (its cumulative lengths: HostData::offsets).
   uint32_t seqLen = 0;
+  // Segment: input {rows, width}, `segments` segments of SegmentLengths' rows each (powerLaw or
+  // not), given as offsets (indices {segments + 1}) or with sortedIds a segment id per row
+  // (indices {rows}).
+  vkdml::VKDML_SEGMENT_REDUCE_FUNCTION segmentReduce = vkdml::VKDML_SEGMENT_REDUCE_FUNCTION_SUM;
+  uint32_t segments = 0;
+  bool sortedIds = false, powerLaw = false;
   std::string peer;
 
   std::vector<uint32_t> Output() const;
@@ -115,6 +122,7 @@ struct OpDesc {
   vkdml::VKDML_MOE_UNPERMUTE_OPERATOR_DESC mu{};
   vkdml::VKDML_PAGED_CACHE_WRITE_OPERATOR_DESC pcw{};  // PagedWrite
   vkdml::VKDML_PAGED_GATHER_OPERATOR_DESC pg{};        // PagedGather (offsets: its starts)
+  vkdml::VKDML_SEGMENT_REDUCE_OPERATOR_DESC seg{};
   vkdml::DML_OPERATOR_DESC inner{};  // op's operator where op wraps it (Spec::outOfRange)
   vkdml::VKDML_OUT_OF_RANGE_OPERATOR_DESC outOfRange{};
   vkdml::DML_OPERATOR_DESC op{};
@@ -128,7 +136,7 @@ struct OpDesc {
 struct HostData {
   // offsets: EmbeddingBag's, PagedGather's starts; updates: MoE weights
   Bytes input, indices, updates, offsets;
-  Bytes scales, zeros;                     // GatherBlockQuantized
+  Bytes scales, zeros;   // GatherBlockQuantized
   uint64_t targets = 0;  // ScatterElements: distinct output elements that some update targets
 };
 
@@ -155,6 +163,11 @@ uint32_t BlockBytes(vkdml::VKDML_QUANTIZED_FORMAT f);
 // Index `pos` of an index tensor of type t as vkdml reads it for a dimension of n: clamped into
 // [-n, n-1] (signed) or [0, n-1], negatives + n.
 uint64_t LoadIndex(const uint8_t* base, vkdml::DML_TENSOR_DATA_TYPE t, uint64_t pos, uint64_t n);
+
+// A Segment case's segment lengths (bench_torch.py makes the same): uniform, pairs of a
+// hashed length in [1, 31] and 32 less it (16 on average); or powerLaw, 4 segments of
+// segments * 2 rows spread among the others, which are pairs of [1, 15] and 16 less it.
+std::vector<uint32_t> SegmentLengths(uint32_t segments, bool powerLaw);
 
 // Minimum bytes a case must move (examples/bench/BENCH.md).
 double MinBytes(const Spec& s, const HostData& h);

@@ -118,6 +118,13 @@ std::string JsonLine(const CaseResult& r, const vkdml::DeviceInfo& info, bool sm
     field("block_size", std::to_string(s.blockSize));
     field("width", std::to_string(s.width));
   }
+  if (s.kind == OpKind::Segment) {
+    const char* functions[] = {"sum", "mean", "min", "max", "prod", "argmin", "argmax"};
+    field("reduce", JsonString(functions[s.segmentReduce % 7]));
+    field("segments", std::to_string(s.segments));
+    field("sorted_ids", s.sortedIds ? "true" : "false");
+    field("lengths", JsonString(s.powerLaw ? "powerlaw" : "uniform"));
+  }
   if (s.kind == OpKind::EmbeddingBag) {
     const char* modes[] = {"sum", "mean", "max"};
     field("mode", JsonString(modes[s.bagMode % 3]));

@@ -196,6 +196,19 @@ uint64_t VerifyOwn(const Spec& s, const HostData& h, const uint8_t* out, uint64_
       uint16_t half;
       std::memcpy(&half, out + o * 2, 2);
       got = half;
+    } else if (s.kind == OpKind::Segment) {  // the segment's rows in order: a sum from 0, a max
+      const uint64_t k = o / s.width, c = o % s.width;
+      int64_t lo, hi;
+      std::memcpy(&lo, h.offsets.data() + k * 8, 8);
+      std::memcpy(&hi, h.offsets.data() + (k + 1) * 8, 8);
+      const bool sum = s.segmentReduce == vkdml::VKDML_SEGMENT_REDUCE_FUNCTION_SUM;
+      float acc = 0, x;
+      for (int64_t r = lo; r < hi; ++r) {
+        std::memcpy(&x, h.input.data() + (static_cast<uint64_t>(r) * s.width + c) * 4, 4);
+        acc = sum ? acc + x : r == lo || x > acc ? x : acc;
+      }
+      want = Bits(acc);
+      std::memcpy(&got, out + o * 4, 4);
     } else {  // EmbeddingBag: the bag's rows in entry order, from 0
       const uint64_t b = o / s.width, c = o % s.width;
       float sum = 0, x;

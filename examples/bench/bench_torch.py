@@ -34,7 +34,10 @@ CASE_NAMES = [
     "scatter-elements-amax-axis1-f32", "scatter-elements-amax-axis1-f32-det",
     "scatter-elements-amax-axis1-f16", "scatter-elements-amax-axis1-f16-det", "q4_0-rows",
     "q8_0-rows", "q8_0-quantize-rows", "gbq-uint4-rows", "bag-sum-f32", "bag-sum-f32-det",
-    "bag-mean-f32", "bag-mean-f32-det", "moe-permute-f16", "moe-unpermute-f16", "latency",
+    "bag-mean-f32", "bag-mean-f32-det", "moe-permute-f16", "moe-unpermute-f16",
+    "segment-csr-sum-f32", "segment-csr-max-f32",
+    "segment-csr-sum-f32-powerlaw", "segment-csr-max-f32-powerlaw", "segment-coo-sum-f32",
+    "segment-coo-max-f32", "latency",
     "latency-host", "elements-axis0-64rows", "elements-axis0-pitch8224", "tuples-f32-4mib",
     "rows-f32-fill", "elements-axis1-f32-fill", "scatter-elements-axis1-f32-drop",
     "scatter-add-rows-f32-drop", "scatter-elements-add-axis1-f32-drop", "scatter-mean-rows-f32",
@@ -42,6 +45,20 @@ CASE_NAMES = [
     "scatter-elements-mean-axis1-f32-det", "scatter-elements-add-axis1-f64",
     "scatter-elements-add-axis1-f64-det", "paged-cache-write-f16", "paged-gather-f16",
 ]
+
+
+def segment_lengths(segments, power_law):
+    """bench_cases.cpp's SegmentLengths: pairs of a hashed length in [1, 31] and 32 less it; or
+    (power_law) pairs in [1, 15], with 4 segments of segments * 2 rows among them."""
+    span = 15 if power_law else 31
+    lengths = []
+    for k in range(segments):
+        h = ((k // 2 * 2654435761) & 0xFFFFFFFF) >> 7
+        lengths.append(1 + h % span if k % 2 == 0 else span + 1 - lengths[-1])
+    if power_law:
+        for k in range(1, segments, segments // 4):
+            lengths[k] = segments * 2
+    return lengths
 
 
 def specs(small):
@@ -142,6 +159,21 @@ def specs(small):
                   indices_shape=[seqs, seq_len // 16], updates_shape=None, axis=None,
                   seq_len=seq_len,
                   peer="k_cache.index_select(0, block_table.flatten()).view(-1, 8, 128)"))
+    # Segment reductions: 1M rows x 128 float32 into 65,536 segments (segment_lengths), as
+    # offsets (torch.segment_reduce) and as sorted ids (scatter_reduce).
+    segs = 1024 if small else 65536
+    for coo, power_law in ((False, False), (False, True), (True, False)):
+        n = sum(segment_lengths(segs, power_law))
+        for red in ("sum", "max"):
+            name = (f"segment-{'coo' if coo else 'csr'}-{red}-f32" +
+                    ("-powerlaw" if power_law else ""))
+            amax = "sum" if red == "sum" else "amax"
+            peer = (f'torch.zeros(S, 128).scatter_reduce_(0, i, x, "{amax}", include_self=False)'
+                    if coo else f'torch.segment_reduce(x, "{red}", offsets=o)')
+            s.append(dict(case=name, op="SegmentReduce", dtype="float32", index_dtype="int64",
+                          input_shape=[n, 128], indices_shape=[n if coo else segs + 1, 1],
+                          updates_shape=None, axis=None, width=128, reduce=red, segments=segs,
+                          sorted_ids=coo, power_law=power_law, peer=peer))
     s.append(dict(case="latency", op="GatherElements", dtype="float32", index_dtype="int64",
                   input_shape=[64, 64], indices_shape=[64, 64], updates_shape=None, axis=1,
                   peer="torch.gather(x, 1, i) + synchronize"))
@@ -231,6 +263,8 @@ def min_bytes(c, targets=None):
         return idx + 2 * math.prod(c["updates_shape"]) * es
     if c["op"] == "PagedGather":  # the block table, the starts, each row read and written
         return idx + (n + 1) * isz + 2 * n * c["seq_len"] * math.prod(c["input_shape"][2:]) * es
+    if c["op"] == "SegmentReduce":  # every row read, the indices, each segment's output
+        return idx + (c["input_shape"][0] + c["segments"]) * c["width"] * es
     if c["op"] == "EmbeddingBag":  # every entry's row read, offsets, each bag's output
         bags = n // c["bag_size"]
         return idx + bags * isz + (n + bags) * c["width"] * es
@@ -283,6 +317,7 @@ def _make_inputs(c, device, gen):
         return (lambda: torch.gather(x.to(device), c["axis"], i.to(device)).cpu()), 0, {}
     if c["op"] in ("GatherQuantizedRows", "ScatterQuantizedRows", "EmbeddingBag",
                    "GatherBlockQuantized", "PagedCacheWrite", "PagedGather"):
+                   "GatherBlockQuantized", "SegmentReduce"):
         return _own_inputs(c, device, gen)
     if c["op"] in ("MoePermute", "MoeUnpermute"):
         return _moe_inputs(c, device, gen)
@@ -392,6 +427,19 @@ def _own_inputs(c, device, gen):
     """vkdml's own operators' peers: the quantized rows' PyTorch route, and embedding_bag."""
     it = _dtype(c["index_dtype"])
     n = c["indices_shape"][0]
+    if c["op"] == "SegmentReduce":
+        x = _data(c["input_shape"], torch.float32, device, gen)
+        lengths = torch.tensor(segment_lengths(c["segments"], c["power_law"]), dtype=it)
+        offsets = torch.cat([torch.zeros(1, dtype=it), torch.cumsum(lengths, 0)]).to(device)
+        if not c["sorted_ids"]:
+            return (lambda: torch.segment_reduce(x, c["reduce"], offsets=offsets)), \
+                _nbytes(x) + _nbytes(offsets), {}
+        ids = torch.repeat_interleave(torch.arange(c["segments"], dtype=it), lengths)
+        i = ids.to(device).unsqueeze(1).expand(-1, c["width"])
+        red = "sum" if c["reduce"] == "sum" else "amax"
+        out = torch.zeros(c["segments"], c["width"], device=device)
+        return (lambda: out.zero_().scatter_reduce_(0, i, x, red, include_self=False)), \
+            _nbytes(x) + _nbytes(ids) + _nbytes(out), {}
     if c["op"] == "EmbeddingBag":
         x = _data(c["input_shape"], torch.float32, device, gen)
         i = torch.randint(0, c["input_shape"][0], (n,), generator=gen).to(device=device, dtype=it)

@@ -206,13 +206,21 @@ bool ByteSize(const Shape& shape, uint64_t itemSize, uint64_t* bytes) {
 
 // "GATHER_ND1: IndicesTensor[0,0,3,1] is 7, ..." over D padded dims -> "<path>: indices[3,1] is
 // 7, ..." over the array's own dims ("indices[()]" for a 0-d array, NumPy's way to index it).
-std::string IndexMessage(const std::string& message, size_t D, size_t q, const std::string& path) {
+std::string IndexMessage(const std::string& message, size_t D, size_t q, const std::string& path,
+                         bool trailingOnes) {
   const std::string key = "IndicesTensor[";
   size_t at = message.find(key), close = message.find(']', at);
   if (at == std::string::npos || close == std::string::npos) return path + ": " + message;
   if (q == 0) return path + ": indices[()" + message.substr(close);
   std::string coords = message.substr(at + key.size(), close - at - key.size());
   size_t drop = D - q;
+  if (trailingOnes) {  // the indices' dimensions first, then D - q dimensions of size 1
+    size_t end = 0;
+    for (size_t i = 0; i < q && end != std::string::npos; ++i)
+      end = coords.find(',', i ? end + 1 : 0);
+    if (end != std::string::npos) coords.erase(end);
+    drop = 0;
+  }
   for (size_t i = 0; i < drop; ++i) {
     size_t comma = coords.find(',');
     if (comma == std::string::npos) return path + ": " + message;
@@ -591,6 +599,125 @@ std::string MapEmbeddingBag(const OnnxOptions& o, const ArrayRef& table, const A
                      padding};
   m->desc = {VKDML_OPERATOR_EMBEDDING_BAG, &m->embeddingBag};
   WrapOutOfRange(o, m);
+  return "";
+}
+
+bool IsSegmentOp(const std::string& op) {
+  return op == "segment-csr" || op == "segment-coo" || op == "segment-reduce";
+}
+
+std::string MapSegmentReduce(const OnnxOptions& o, const ArrayRef& src, const ArrayRef& idx,
+                             OnnxMapping* m) {
+  static const std::pair<const char*, VKDML_SEGMENT_REDUCE_FUNCTION> kFunctions[] = {
+      {"sum", VKDML_SEGMENT_REDUCE_FUNCTION_SUM},
+      {"add", VKDML_SEGMENT_REDUCE_FUNCTION_SUM},
+      {"mean", VKDML_SEGMENT_REDUCE_FUNCTION_MEAN},
+      {"min", VKDML_SEGMENT_REDUCE_FUNCTION_MIN},
+      {"max", VKDML_SEGMENT_REDUCE_FUNCTION_MAX},
+      {"prod", VKDML_SEGMENT_REDUCE_FUNCTION_PROD},
+      {"mul", VKDML_SEGMENT_REDUCE_FUNCTION_PROD},
+      {"argmin", VKDML_SEGMENT_REDUCE_FUNCTION_ARGMIN},
+      {"argmax", VKDML_SEGMENT_REDUCE_FUNCTION_ARGMAX}};
+  const auto* f = std::find_if(std::begin(kFunctions), std::end(kFunctions),
+                               [&](const auto& k) { return o.reduction == k.first; });
+  if (f == std::end(kFunctions))
+    return "reduction is '" + o.reduction +
+           "', expected sum, mean, min, max, prod, argmin or argmax";
+  const bool coo = o.op == "segment-coo", torch = o.op == "segment-reduce";
+  const bool arg = f->second >= VKDML_SEGMENT_REDUCE_FUNCTION_ARGMIN;
+  const size_t r = src.shape.size(), k = idx.shape.size();
+  if (r < 1 || r > 8) return src.name + ": rank is " + std::to_string(r) + ", expected 1 to 8";
+  if (k < 1 || k > r)
+    return idx.name + ": rank is " + std::to_string(k) + " (shape " + idx.ShapeString() +
+           "), expected 1 to " + std::to_string(r) + " (the rank of " + src.name +
+           "): its last dimension is the reduced axis";
+  std::string error = CheckIndexType(idx);
+  if (!error.empty()) return error;
+  const size_t axis = k - 1;
+  for (size_t d = 0; d < axis; ++d)
+    if (idx.shape[d] != src.shape[d])
+      return idx.name + ": shape is " + idx.ShapeString() + ", expected " + src.name +
+             "'s sizes before the reduced axis " + std::to_string(axis) + " (" + src.ShapeString() +
+             ")";
+  uint64_t segments = 0;
+  if (coo) {
+    if (idx.shape[axis] != src.shape[axis])
+      return idx.name + ": shape[" + std::to_string(axis) + "] is " +
+             std::to_string(idx.shape[axis]) + ", expected " + std::to_string(src.shape[axis]) +
+             " (a segment id per row of " + src.name + ")";
+    if (o.dimSize >= 0) {
+      segments = uint64_t(o.dimSize);
+    } else if (idx.data) {  // the largest id plus 1
+      const bool wide = npy::ItemSize(idx.dtype) == 8;
+      const bool isSigned = idx.dtype == npy::DType::Int32 || idx.dtype == npy::DType::Int64;
+      const uint64_t n = idx.ElementCount();
+      for (uint64_t i = 0; i < n; ++i) {
+        uint64_t at = 0, rest = i;
+        for (size_t d = k; d-- > 0;) {
+          at += (rest % idx.shape[d]) * idx.strides[d];
+          rest /= idx.shape[d];
+        }
+        int64_t v = 0;
+        if (wide) {
+          std::memcpy(&v, idx.data + at * 8, 8);
+        } else {
+          uint32_t w;
+          std::memcpy(&w, idx.data + at * 4, 4);
+          v = isSigned ? int64_t(int32_t(w)) : int64_t(w);
+        }
+        if (v >= 0 && uint64_t(v) + 1 > segments) segments = uint64_t(v) + 1;
+      }
+    } else {
+      return "dim_size is needed for " + idx.name + " on the device";
+    }
+  } else {
+    if (idx.shape[axis] < 1)
+      return idx.name + ": shape[" + std::to_string(axis) +
+             "] is 0, expected the segments plus 1 (offsets: each start and the last end)";
+    segments = idx.shape[axis] - 1;
+  }
+  m->outputDType = arg ? npy::DType::Int64 : src.dtype;
+  m->outputShape = src.shape;
+  m->outputShape[axis] = segments;
+  m->D = r;
+  if (!ByteSize(m->outputShape, npy::ItemSize(m->outputDType), &m->outputBytes))
+    return "the output would have shape " + npy::ShapeString(m->outputShape) +
+           ", more than 2^64 bytes";
+  if (m->outputBytes == 0) {
+    m->skipDevice = true;
+    return "";
+  }
+  if (src.ElementCount() == 0)
+    return src.name + ": has no rows (shape " + src.ShapeString() +
+           "), expected at least one along the reduced axis";
+  ArrayRef full = idx;  // IndicesTensor: the sizes after the axis 1
+  full.shape.resize(r, 1);
+  full.strides.resize(r, 1);
+  m->inputs.resize(2);
+  error = ToTensor(src, src.shape, r, &m->inputs[0]);
+  if (error.empty()) error = ToTensor(full, full.shape, r, &m->inputs[1]);
+  if (!error.empty()) return error;
+  m->output.type = DataType(m->outputDType);
+  m->output.sizes.clear();
+  for (uint64_t size : m->outputShape) {
+    UINT u;
+    if (!Fits(size, &u))
+      return "the output's shape " + npy::ShapeString(m->outputShape) +
+             " has a size past 4294967295";
+    m->output.sizes.push_back(u);
+  }
+  const VKDML_SEGMENT_EMPTY empty = !torch         ? VKDML_SEGMENT_EMPTY_SCATTER
+                                    : o.hasInitial ? VKDML_SEGMENT_EMPTY_INITIAL
+                                                   : VKDML_SEGMENT_EMPTY_TORCH;
+  m->segmentReduce = {m->inputs[0].Desc(),
+                      m->inputs[1].Desc(),
+                      m->output.Desc(),
+                      UINT(axis),
+                      f->second,
+                      coo ? 1 : 0,
+                      empty,
+                      o.initial};
+  m->desc = {VKDML_OPERATOR_SEGMENT_REDUCE, &m->segmentReduce};
   return "";
 }
 

@@ -92,6 +92,14 @@ struct OnnxOptions {
   // packed whole (1-D, or the shape with an even last size halved). Empty: the data's shape,
   // its last size counting bytes.
   Shape valuesShape;
+  // segment-csr, segment-coo and segment-reduce (VKDML_OPERATOR_SEGMENT_REDUCE): `reduction`
+  // is sum, mean, min, max, prod, argmin or argmax; segment-coo's output has dimSize segments
+  // (-1: the largest id plus 1, read from the host array); segment-reduce gives empty segments
+  // torch.segment_reduce's values, or with hasInitial starts every fold from `initial` (an
+  // element of the input's dtype).
+  int64_t dimSize = -1;
+  bool hasInitial = false;
+  vkdml::DML_SCALAR_UNION initial{};
   // How messages name things: the operator, and its axis and batch-dims options.
   std::string opLabel, axisLabel = "--axis", batchDimsLabel = "--batch-dims";
   const std::string& Label() const { return opLabel.empty() ? op : opLabel; }
@@ -120,6 +128,7 @@ struct OnnxMapping {
   vkdml::VKDML_SCATTER_QUANTIZED_ROWS_OPERATOR_DESC quantizingRows{};
   vkdml::VKDML_EMBEDDING_BAG_OPERATOR_DESC embeddingBag{};
   vkdml::VKDML_GATHER_BLOCK_QUANTIZED_OPERATOR_DESC blockQuantized{};
+  vkdml::VKDML_SEGMENT_REDUCE_OPERATOR_DESC segmentReduce{};
   std::vector<vkdml::UINT> valueSizes;           // blockQuantized.ValueSizes
   npy::DType outputDType = npy::DType::Float32;  // the output array's (the input's but for
                                                  // dequantize-rows)
@@ -145,6 +154,15 @@ std::string MapOnnxOperator(const OnnxOptions& o, const ArrayRef& in, const Arra
 std::string MapEmbeddingBag(const OnnxOptions& o, const ArrayRef& table, const ArrayRef& idx,
                             const ArrayRef& offsets, const ArrayRef* weights, OnnxMapping* m);
 
+// segment-csr, segment-coo and segment-reduce: src of any dtype and rank, and integer indices
+// of rank k (1 to src's) whose sizes before the last are src's: offsets (csr and reduce: the
+// last size the segments plus 1) or a sorted segment id per row (coo: src's size there),
+// reducing along axis k - 1 (pytorch_scatter's rule). The output is src's shape with the
+// segments along that axis (argmin and argmax: int64 rows).
+std::string MapSegmentReduce(const OnnxOptions& o, const ArrayRef& src, const ArrayRef& idx,
+                             OnnxMapping* m);
+bool IsSegmentOp(const std::string& op);
+
 // gather-block-quantized: data (uint8 bytes, C order: the values' shape, the last dimension in
 // bytes for 4-bit types, two values a byte, the first in the low nibble), indices of an index
 // dtype, scales (float32 or float16: the output's dtype; data's values' shape with
@@ -164,6 +182,9 @@ std::string CheckIndicesOnHost(const OnnxOptions& o, const ArrayRef& in, const A
 // A checked execution's message over D padded dimensions ("...: IndicesTensor[0,0,3,1] is 7,
 // ..."), said of the q-dimensional indices array `name` ("name: indices[3,1] is 7, ...";
 // "indices[()]" for a 0-d array, NumPy's way to index it).
-std::string IndexMessage(const std::string& message, size_t D, size_t q, const std::string& name);
+// trailingOnes: the indices' q dimensions come first in IndicesTensor, then D - q of size 1
+// (segment-csr, -coo and -reduce).
+std::string IndexMessage(const std::string& message, size_t D, size_t q, const std::string& name,
+                         bool trailingOnes = false);
 
 }  // namespace cli

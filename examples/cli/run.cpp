@@ -30,6 +30,7 @@ const char kRunUsage[] =
     "                 [--include-last-offset] [--padding-idx N]\n"
     "                 [--scales S.npy] [--zero-points Z.npy] [--type int4|uint4|uint8]\n"
     "                 [--bits 4|8] [--quantize-axis N] [--block-size N] [--values-shape S]\n"
+    "                 [--dim-size N] [--initial V]\n"
     "                 --output OUT.npy [--device N] [--check-indices] [--quiet]\n"
     "\n"
     "Runs one ONNX operator on .npy arrays on a Vulkan device and writes the result.\n"
@@ -61,6 +62,16 @@ const char kRunUsage[] =
     "                     weight), --include-last-offset (offsets[-1] ends the last bag),\n"
     "                     --padding-idx N (that row's entries are skipped); empty bags are 0;\n"
     "                     output shape (bags, width)\n"
+    "  segment-csr        vkdml's: pytorch_scatter's segment_csr: --input src of any dtype,\n"
+    "                     --indices the offsets (indptr; rank k, its sizes before the last\n"
+    "                     src's), --reduction sum, mean, min, max, prod, argmin or argmax\n"
+    "                     (default sum) along axis k - 1, each segment in row order; empty\n"
+    "                     segments 0 (prod 1; argmin/argmax: src's size, int64 output)\n"
+    "  segment-coo        the same from --indices a sorted segment id per row, --dim-size N\n"
+    "                     segments (default: the largest id plus 1)\n"
+    "  segment-reduce     torch.segment_reduce with --indices offsets: empty segments sum 0,\n"
+    "                     mean NaN, max -inf, min +inf, prod 1; or --initial V starts every\n"
+    "                     segment's fold from V\n"
     "  gather-block-quantized  vkdml's: ONNX Runtime's GatherBlockQuantized: --input the\n"
     "                     data as uint8 bytes (--type int4 or uint4: two values a byte, the\n"
     "                     first in the low nibble, so its last dimension counts bytes; uint8,\n"
@@ -113,7 +124,7 @@ struct RunArgs : OnnxOptions {
   int64_t device = -1;
   bool haveAxis = false, haveBatchDims = false, checkIndices = false, deterministic = false;
   bool quiet = false;
-  std::string outOfRangeName = "clamp", fillText;
+  std::string outOfRangeName = "clamp", fillText, initialText;
   bool haveFill = false, haveFormat = false, haveDType = false, haveMode = false;
   bool haveBlockOption = false;  // --type, --bits, --quantize-axis, --block-size, --values-shape
 };
@@ -218,7 +229,8 @@ int ParseRunArgs(int argc, char** argv, RunArgs* a) {
     } else {
       return Error(arg + " needs a value (see --help)");
     }
-    int64_t* number = arg == "--axis"            ? &a->axis
+    int64_t* number = arg == "--dim-size"        ? &a->dimSize
+                      : arg == "--axis"          ? &a->axis
                       : arg == "--batch-dims"    ? &a->batchDims
                       : arg == "--device"        ? &a->device
                       : arg == "--padding-idx"   ? &a->paddingIdx
@@ -275,6 +287,9 @@ int ParseRunArgs(int argc, char** argv, RunArgs* a) {
       a->excludeSelf = value == "false";
     } else if (arg == "--out-of-range") {
       a->outOfRangeName = value;
+    } else if (arg == "--initial") {
+      a->initialText = value;
+      a->hasInitial = true;
     } else if (arg == "--fill-value") {
       a->fillText = value;
       a->haveFill = true;
@@ -303,11 +318,32 @@ int CheckOperator(const RunArgs& a) {
         "gather-block-quantized (see --help)");
   if (op != "gather" && op != "gather-nd" && op != "gather-elements" && op != "scatter-nd" &&
       op != "scatter-elements" && op != "dequantize-rows" && op != "quantize-rows" &&
-      op != "embedding-bag" && op != "gather-block-quantized")
+      op != "embedding-bag" && op != "gather-block-quantized" && !IsSegmentOp(op))
     return Error("unknown operator '" + op +
                  "', expected one of gather, gather-elements, "
                  "gather-nd, scatter-elements, scatter-nd, dequantize-rows, quantize-rows, "
-                 "embedding-bag, gather-block-quantized");
+                 "embedding-bag, gather-block-quantized, segment-csr, segment-coo, "
+                 "segment-reduce");
+  if (IsSegmentOp(op)) {  // their own options only
+    if (a.dimSize >= 0 && op != "segment-coo")
+      return Error("--dim-size does not apply to " + op + " (only to segment-coo)");
+    if (a.dimSize < -1)
+      return Error("--dim-size is " + std::to_string(a.dimSize) + ", expected 0 or more");
+    if (a.hasInitial && op != "segment-reduce")
+      return Error("--initial does not apply to " + op + " (only to segment-reduce)");
+    if (a.hasInitial && (a.reduction == "argmin" || a.reduction == "argmax"))
+      return Error("--initial does not apply to --reduction " + a.reduction);
+    const char* other = a.haveAxis           ? "--axis (the last dimension of --indices is it)"
+                        : a.haveBatchDims    ? "--batch-dims"
+                        : !a.updates.empty() ? "--updates"
+                        : a.outOfRangeName != "clamp" ? "--out-of-range"
+                        : a.deterministic ? "--deterministic (every run folds in row order)"
+                                          : nullptr;
+    if (other) return Error(std::string(other) + " does not apply to " + op);
+    if (a.input.empty()) return Error("--input is required");
+    if (a.indices.empty()) return Error("--indices is required");
+    if (a.output.empty()) return Error("--output is required");
+  }
   const bool rows = op == "dequantize-rows" || op == "quantize-rows";
   const bool bag = op == "embedding-bag", blocks = op == "gather-block-quantized";
   if (!blocks) {
@@ -342,13 +378,14 @@ int CheckOperator(const RunArgs& a) {
   }
   bool scatter = op == "scatter-nd" || op == "scatter-elements" || op == "quantize-rows";
   bool elements = op == "gather-elements" || op == "scatter-elements";
-  if (a.reduction != "none") {
+  if (a.reduction != "none" && !IsSegmentOp(op)) {
     if (a.reduction != "add" && a.reduction != "mul" && a.reduction != "min" &&
         a.reduction != "max" && a.reduction != "mean")
       return Error("--reduction is '" + a.reduction +
                    "', expected none, add, mul, max, min or mean");
     if (!scatter) return Error("--reduction does not apply to " + op);
   }
+  if (IsSegmentOp(op)) return -1;  // checked above
   if (a.excludeSelf && a.reduction == "none")
     return Error(
         "--include-self false applies to a reduction (--reduction add, mul, max, min or mean)");
@@ -426,8 +463,16 @@ int RunMain(int argc, char** argv) {
     if (a.haveFill) error = ParseFillValue(a.fillText, fillType, &a.fillValue);
     if (!error.empty()) return Error(error);
   }
+  if (IsSegmentOp(a.op)) {
+    if (a.reduction == "none") a.reduction = "sum";
+    if (a.hasInitial) error = ParseFillValue(a.initialText, in.dtype, &a.initial);
+    if (!error.empty())
+      return Error("--initial" + error.substr(std::string("--fill-value").size()));
+  }
   OnnxMapping mapping;
-  if (a.op == "embedding-bag")
+  if (IsSegmentOp(a.op))
+    error = MapSegmentReduce(a, in, idx, &mapping);
+  else if (a.op == "embedding-bag")
     error = MapEmbeddingBag(a, in, idx, off, a.weights.empty() ? nullptr : &weights, &mapping);
   else if (a.op == "gather-block-quantized")
     error = MapGatherBlockQuantized(a, in, idx, scales,
@@ -446,7 +491,7 @@ int RunMain(int argc, char** argv) {
     Result r = CheckDeviceIndex(static_cast<int>(a.device));  // checked even when not used
     if (!r) return Error(r.message, ExitStatus(r));
     // (embedding-bag: no bags, or no entries, so no index that a bag reads)
-    if (a.checkIndices && a.op != "embedding-bag") {
+    if (a.checkIndices && a.op != "embedding-bag" && !IsSegmentOp(a.op)) {
       error = CheckIndicesOnHost(a, in, idx);
       if (!error.empty()) return Error(error, kExitBadInput);
     }
@@ -476,7 +521,9 @@ int RunMain(int argc, char** argv) {
     for (HostTensor& t : mapping.inputs) inputs.push_back(&t);
     r = RunPrepared(*device, *compiled, inputs, out + header.size());
     if (r.status == Status::IndexOutOfRange)
-      return Error(IndexMessage(r.message, mapping.D, idx.shape.size(), idx.name), kExitBadInput);
+      return Error(
+          IndexMessage(r.message, mapping.D, idx.shape.size(), idx.name, IsSegmentOp(a.op)),
+          kExitBadInput);
     if (!r) return Error(r.message, ExitStatus(r));
   }
   std::memcpy(out, header.data(), header.size());

@@ -170,7 +170,10 @@ class PyDevice {
         {"moe_permute", VKDML_OPERATOR_MOE_PERMUTE},
         {"moe_unpermute", VKDML_OPERATOR_MOE_UNPERMUTE},
         {"paged_cache_write", VKDML_OPERATOR_PAGED_CACHE_WRITE},
-        {"paged_gather", VKDML_OPERATOR_PAGED_GATHER}};
+        {"paged_gather", VKDML_OPERATOR_PAGED_GATHER},
+        {"segment_csr", VKDML_OPERATOR_SEGMENT_REDUCE},
+        {"segment_coo", VKDML_OPERATOR_SEGMENT_REDUCE},
+        {"segment_reduce", VKDML_OPERATOR_SEGMENT_REDUCE}};
     std::string names;
     for (const auto& f : kFunctions) {
       if (function != f.first) {
@@ -320,7 +323,8 @@ std::string Key(const cli::OnnxOptions& o, UINT flags, const std::vector<Arg*>& 
                     std::to_string(o.includeLastOffset) + "/" +
                     (o.hasPadding ? std::to_string(o.paddingIdx) : "-") + "/" + o.blockType + ":" +
                     std::to_string(o.bits) + ":" + std::to_string(o.quantizeAxis) + ":" +
-                    std::to_string(o.blockSize) + ":";
+                    std::to_string(o.blockSize) + ":" + std::to_string(o.dimSize) + ":" +
+                    std::to_string(o.hasInitial) + ":";
   for (uint64_t size : o.valuesShape) key += std::to_string(size) + ",";
   for (const Arg* a : args) {
     key += "|" + std::to_string(int(a->ref.dtype));
@@ -333,7 +337,8 @@ std::string Key(const cli::OnnxOptions& o, UINT flags, const std::vector<Arg*>& 
 // A checked execution's failure, said of the indices argument.
 [[noreturn]] void ThrowIndex(const Result& r, const cli::OnnxMapping& m, const Arg& idx) {
   if (r.status != Status::IndexOutOfRange) Throw(r);
-  throw py::index_error(cli::IndexMessage(r.message, m.D, idx.ref.shape.size(), idx.ref.name));
+  throw py::index_error(cli::IndexMessage(r.message, m.D, idx.ref.shape.size(), idx.ref.name,
+                                          m.desc.Type == VKDML_OPERATOR_SEGMENT_REDUCE));
 }
 
 // embedding_bag's own arguments (RunOp's, for op "embedding-bag").
@@ -352,6 +357,13 @@ struct BlockArgs {
   std::vector<uint64_t> valuesShape;  // empty: none given
 };
 
+// segment_csr, segment_coo and segment_reduce's own arguments (RunOp's, for the segment ops;
+// segment_reduce's initial value is `fill`'s bytes).
+struct SegArgs {
+  int64_t dimSize = -1;  // segment-coo's segments; -1: the largest id plus 1
+  bool hasInitial = false;
+};
+
 // Runs op on x, indices (and updates; embedding-bag: offsets and weights;
 // gather-block-quantized: scales and zero points). Host arrays in: a new
 // NumPy array out. Any device tensor in: the others are uploaded to its device, and the result
@@ -361,8 +373,10 @@ py::object RunOp(const std::string& op, const std::string& label, py::object dev
                  const std::string& reduction, bool deterministic, bool checkIndices,
                  int outOfRange, const py::bytes& fill, bool includeSelf, py::object out,
                  const std::string& format, const std::string& dtype, const BagArgs& bag,
-                 const BlockArgs& block) {
+                 const BlockArgs& block, const SegArgs& seg) {
   cli::OnnxOptions o;
+  o.dimSize = seg.dimSize;
+  o.hasInitial = seg.hasInitial;
   o.blockType = block.type;
   o.bits = block.bits;
   o.quantizeAxis = block.quantizeAxis;
@@ -380,6 +394,7 @@ py::object RunOp(const std::string& op, const std::string& label, py::object dev
   o.outOfRange = static_cast<VKDML_OUT_OF_RANGE_MODE>(outOfRange);
   const std::string fillBytes = fill;
   std::memcpy(o.fillValue.Bytes, fillBytes.data(), std::min<size_t>(fillBytes.size(), 8));
+  if (seg.hasInitial) o.initial = o.fillValue;
   o.op = op;
   o.opLabel = label;
   o.axis = axis;
@@ -389,7 +404,11 @@ py::object RunOp(const std::string& op, const std::string& label, py::object dev
   o.batchDimsLabel = "batch_dims";
   const bool quantized = op == "dequantize-rows" || op == "quantize-rows";
   const bool isBag = op == "embedding-bag", isBlocks = op == "gather-block-quantized";
-  Arg in = ToArg(x, quantized || isBag ? "table" : isBlocks ? "data" : "x");
+  const bool isSegment = cli::IsSegmentOp(op);
+  Arg in = ToArg(x, quantized || isBag ? "table"
+                    : isBlocks         ? "data"
+                    : isSegment        ? (op == "segment-reduce" ? "data" : "src")
+                                       : "x");
   Arg idx = ToArg(indices, "indices"), upd, off, weights, scales, zeroPoints;
   const bool zeroed = isBlocks && !block.zeroPoints.is_none();
   if (isBlocks) scales = ToArg(block.scales, "scales");
@@ -449,7 +468,8 @@ py::object RunOp(const std::string& op, const std::string& label, py::object dev
 
   cli::OnnxMapping m;
   const std::string error =
-      isBag
+      isSegment ? cli::MapSegmentReduce(o, in.ref, idx.ref, &m)
+      : isBag
           ? cli::MapEmbeddingBag(o, in.ref, idx.ref, off.ref, weighted ? &weights.ref : nullptr, &m)
       : isBlocks ? cli::MapGatherBlockQuantized(o, in.ref, idx.ref, scales.ref,
                                                 zeroed ? &zeroPoints.ref : nullptr, &m)
@@ -472,7 +492,8 @@ py::object RunOp(const std::string& op, const std::string& label, py::object dev
     py::array raw = Uninitialised(total);
     uint8_t* dst = static_cast<uint8_t*>(raw.mutable_data());
     if (m.skipDevice) {
-      if (checkIndices && !isBag) {  // (embedding-bag: no bags or no entries, nothing read)
+      if (checkIndices && !isBag && !isSegment) {  // (embedding-bag: no bags or entries, nothing
+                                                   // read; a segment op: no output)
         const std::string bad = cli::CheckIndicesOnHost(o, in.ref, idx.ref);
         if (!bad.empty()) throw py::index_error(bad);
       }
@@ -501,7 +522,7 @@ py::object RunOp(const std::string& op, const std::string& label, py::object dev
     result = made.get();
   }
   const bool inPlace = result == in.tensor;
-  if (m.skipDevice && checkIndices && !isBag) {
+  if (m.skipDevice && checkIndices && !isBag && !isSegment) {
     std::vector<uint8_t> host(idx.tensor->Bytes() + 8);
     idx.tensor->Read(host.data());
     cli::ArrayRef ref = idx.ref;
@@ -872,6 +893,11 @@ PYBIND11_MODULE(_vkdml, mod) {
            }),
            py::arg("offsets"), py::arg("weights"), py::arg("mode"), py::arg("include_last_offset"),
            py::arg("padding_idx"));
+  py::class_<SegArgs>(mod, "SegArgs")
+      .def(py::init([](int64_t dimSize, bool hasInitial) {
+             return SegArgs{dimSize, hasInitial};
+           }),
+           py::arg("dim_size"), py::arg("has_initial"));
   py::class_<BlockArgs>(mod, "BlockArgs")
       .def(py::init([](py::object scales, py::object zeroPoints, const std::string& type,
                        int64_t bits, int64_t quantizeAxis, int64_t blockSize,
@@ -885,7 +911,7 @@ PYBIND11_MODULE(_vkdml, mod) {
           py::arg("reduction"), py::arg("deterministic"), py::arg("check_indices"),
           py::arg("out_of_range"), py::arg("fill"), py::arg("include_self"), py::arg("out"),
           py::arg("format") = "q8_0", py::arg("dtype") = "float32", py::arg("bag") = BagArgs(),
-          py::arg("block") = BlockArgs());
+          py::arg("block") = BlockArgs(), py::arg("segment") = SegArgs());
   mod.def("run_moe", &RunMoe, py::arg("op"), py::arg("inputs"), py::arg("outputs"),
           py::arg("experts"));
   mod.def("paged", &RunPaged, py::arg("op"), py::arg("device"), py::arg("items"), py::arg("layout"),

@@ -90,6 +90,7 @@ enum DML_OPERATOR_TYPE : UINT {
   VKDML_OPERATOR_PAGED_GATHER = 0x10009,       // VKDML_PAGED_GATHER_OPERATOR_DESC
   VKDML_OPERATOR_MOE_PERMUTE = 0x10010,        // VKDML_MOE_PERMUTE_OPERATOR_DESC
   VKDML_OPERATOR_MOE_UNPERMUTE = 0x10011,      // VKDML_MOE_UNPERMUTE_OPERATOR_DESC
+  VKDML_OPERATOR_SEGMENT_REDUCE = 0x10018,     // VKDML_SEGMENT_REDUCE_OPERATOR_DESC
 };
 
 struct DML_OPERATOR_DESC {
@@ -550,6 +551,69 @@ struct VKDML_PAGED_GATHER_OPERATOR_DESC {
   const DML_TENSOR_DESC* OutputTensor;
   VKDML_PAGED_CACHE_LAYOUT Layout;
   VKDML_QUANTIZED_FORMAT Format;  // 0: the cache holds values
+};
+
+// vkdml's own: how VKDML_OPERATOR_SEGMENT_REDUCE reduces a segment's rows.
+enum VKDML_SEGMENT_REDUCE_FUNCTION : UINT {
+  VKDML_SEGMENT_REDUCE_FUNCTION_SUM = 0,
+  VKDML_SEGMENT_REDUCE_FUNCTION_MEAN = 1,
+  VKDML_SEGMENT_REDUCE_FUNCTION_MIN = 2,
+  VKDML_SEGMENT_REDUCE_FUNCTION_MAX = 3,
+  VKDML_SEGMENT_REDUCE_FUNCTION_PROD = 4,
+  VKDML_SEGMENT_REDUCE_FUNCTION_ARGMIN = 5,  // the row (along Axis) of MIN's value
+  VKDML_SEGMENT_REDUCE_FUNCTION_ARGMAX = 6,  // the row of MAX's value
+};
+
+// vkdml's own: what VKDML_OPERATOR_SEGMENT_REDUCE gives an empty segment.
+enum VKDML_SEGMENT_EMPTY : UINT {
+  // pytorch_scatter's segment_csr and segment_coo: 0, PROD 1; ARGMIN and ARGMAX the axis size.
+  VKDML_SEGMENT_EMPTY_SCATTER = 0,
+  // torch.segment_reduce's without `initial`: SUM 0, MEAN NaN (integers 0), MAX -inf (integers:
+  // the type's lowest), MIN +inf (the type's highest), PROD 1.
+  VKDML_SEGMENT_EMPTY_TORCH = 1,
+  // torch.segment_reduce's `initial`: every fold starts from InitialValue (MEAN: the sum does,
+  // divided by the rows alone), so an empty segment gets InitialValue.
+  VKDML_SEGMENT_EMPTY_INITIAL = 2,
+};
+
+// vkdml's own (VKDML_OPERATOR_SEGMENT_REDUCE; pytorch_scatter's segment_csr and segment_coo,
+// torch.segment_reduce): output[b..., s, i...] reduces InputTensor[b..., r, i...] over the rows r
+// (along Axis) of segment s. With offsets (SortedIndices 0), segment s of batch b... is rows
+// [offsets[b..., s], offsets[b..., s + 1]): each bound clamped into [0, rows], an end before its
+// start makes the segment empty. With SortedIndices 1, IndicesTensor holds a segment id per row,
+// non-decreasing: segment s is the rows whose id is s (found by bisection; ids of no segment,
+// and the rows of an unsorted IndicesTensor, belong to an unspecified segment or none).
+// Each segment is reduced in row order, one rounding a step in the element's type, integers
+// modulo 2^bits (FLOAT16 in float32, rounded to nearest even once at the end), denormals kept
+// where the device can (README: Segment reductions), so every device and run gives the same bits:
+//   SUM and MEAN  0, plus each row; MEAN divides by the rows, rounded once (integers: toward
+//                 negative infinity, the sum first wrapped to the type);
+//   PROD          1, times each row;
+//   MIN and MAX   the first row, then NumPy's minimum or maximum with each next (a NaN stays; of
+//                 equal values, -0 and +0 included, the earlier stays); ARGMIN and ARGMAX give
+//                 the row (0 to rows - 1, along Axis) where that value was taken.
+// An empty segment gets EmptyValue's (VKDML_SEGMENT_EMPTY); a NaN result's bits are
+// unspecified. VKDML_EXECUTION_FLAG_DETERMINISTIC changes nothing. Checked executions
+// (VKDML_EXECUTION_FLAG_CHECK_INDICES) report the first offset that is negative, past rows or
+// below the one before it, or the first id outside [0, segments) or below the one before it.
+// Rank D from 1 to 8 for every tensor; Axis below D:
+//   InputTensor   {b..., rows, i...} of any data type; any strides;
+//   IndicesTensor {b..., segments + 1, 1...} (offsets) or {b..., rows, 1...} (SortedIndices),
+//                 INT32, INT64, UINT32 or UINT64; any strides (0 to broadcast);
+//   OutputTensor  {b..., segments, i...}: InputTensor's DataType, or INT32, INT64, UINT32 or
+//                 UINT64 for ARGMIN and ARGMAX; any strides, no two elements at one address.
+// Bind InputTensor and IndicesTensor. Every binding offset is a multiple of 4 bytes (the kernels
+// read and write 32-bit words, on any device: no 8/16-bit storage needed). Every tensor fits one
+// descriptor (VKDML_FEATURE_TENSOR_SIZE).
+struct VKDML_SEGMENT_REDUCE_OPERATOR_DESC {
+  const DML_TENSOR_DESC* InputTensor;
+  const DML_TENSOR_DESC* IndicesTensor;
+  const DML_TENSOR_DESC* OutputTensor;
+  UINT Axis;
+  VKDML_SEGMENT_REDUCE_FUNCTION ReduceFunction;
+  BOOL SortedIndices;  // 0: IndicesTensor holds offsets; 1: a sorted segment id per row
+  VKDML_SEGMENT_EMPTY EmptyValue;
+  DML_SCALAR_UNION InitialValue;  // VKDML_SEGMENT_EMPTY_INITIAL: an element of InputTensor's type
 };
 
 // Not a field of any struct: CompileOperator takes these as a UINT and refuses unknown bits, so

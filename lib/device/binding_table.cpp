@@ -20,6 +20,8 @@ Role SourceOf(Pass::Kind kind) {
     case Pass::Kind::Blocks:
     case Pass::Kind::PagedRows:
     case Pass::Kind::PagedGather:
+    case Pass::Kind::Segment:
+    case Pass::Kind::SegmentCheck:  // reads IndicesTensor alone
       return Role::Input;
     case Pass::Kind::Bounds:
     case Pass::Kind::PagedStarts:  // SequenceStartsTensor
@@ -562,6 +564,13 @@ Result BindingTableImpl::IndexStatus() {
   const UINT64 raw = is64 ? (UINT64(hi) << 32 | lo) : lo;
   std::string value = isSigned ? Str(is64 ? int64_t(raw) : int64_t(int32_t(lo))) : Str(raw);
   UINT64 n = op.componentSizes[position % op.componentSizes.size()];
+  if (op.segment)
+    return Fail(Status::IndexOutOfRange, op.name, ": IndicesTensor[", coords, "] is ", value,
+                (op.segmentParams[0][2] & VKDML_SEGMENT_COO) != 0
+                    ? Str(", expected segment ids in [0, ", n - 1,
+                          "], each at least the one before it (SortedIndices)")
+                    : Str(", expected offsets in [0, ", n - 1,
+                          "] (the rows), each at least the one before it"));
   // A paged cache's indices (slots, blocks) have no negative form.
   std::string range =
       isSigned && !op.paged ? Str("[-", n, ", ", n - 1, "]") : Str("[0, ", n - 1, "]");

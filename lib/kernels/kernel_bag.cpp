@@ -15,6 +15,57 @@
 
 namespace vkdml::detail {
 
+constexpr char kDispatchesModule[] = "bag_dispatches";
+
+// Where loops are bounded (`part` entries of a bag a dispatch) and a chunk of at most `chunk`
+// entries may take more than one dispatch: the step (bag_dispatches) setting each later
+// dispatch's workgroups from the longest bag the first recorded (as many as the first's on the
+// large path), and the scratch it needs.
+Result ChooseBagDispatches(Choice& c, const Pass& pass, const Step& fold, UINT64 chunk, UINT64 part,
+                           Step* out) {
+  if (chunk <= part) return {};
+  const UINT64 later = (chunk - 1) / part;
+  Plan plan;  // the later dispatches
+  plan.AddDim(UINT(later), 0, 0, 0, 0);
+  UINT slot = 0;
+  VKDML_TRY(c.Slot(plan, &slot));
+  c.set.plans[slot].params = {{UINT(later), UINT(part), fold.plain.groups, c.large ? 1u : 0u}};
+  out->kind = Pass::Kind::Bag;
+  out->plain = c.Elementwise(kDispatchesModule, plan, slot, 1);
+  out->plain.whole = c.large;
+  c.set.dispatchWords = VKDML_BAG_COMMAND(UINT64(1) + later);  // commands 0 to later
+  c.set.partialWords = pass.plan.count * VKDML_BAG_PARTIAL_WORDS;
+  return {};
+}
+
+// The Bag pass's dispatches over the entries [begin, end) (`fold` as chosen, its `to` 2^32 - 1):
+// one, or where a bag may take more (ChooseBagDispatches), a first recording the longest bag there,
+// `dispatches`, then the later ones, indirect (part k from command k: interface.h, dispatches):
+// they run only where a bag reaches their part, so bags of a few entries among many cost one
+// dispatch.
+void AddBagFolds(Choice& c, Step fold, const Step& dispatches, UINT64 begin, UINT64 end,
+                 UINT64 part) {
+  // (A segment reduction's fold may have a wide kernel: each part's fields on both.)
+  auto set = [&fold](auto field, UINT value) {
+    fold.plain.*field = value;
+    fold.wide.*field = value;
+  };
+  set(&Kernel::begin, UINT(begin));
+  if (end - begin <= part) {
+    c.set.steps.push_back(fold);
+    return;
+  }
+  set(&Kernel::to, UINT(part));
+  c.set.steps.push_back(fold);
+  c.set.steps.push_back(dispatches);
+  for (UINT64 k = 1; k * part < end - begin; ++k) {
+    set(&Kernel::from, UINT(k * part));
+    set(&Kernel::to, UINT((k + 1) * part));
+    set(&Kernel::indirect, UINT(k + 1));
+    c.set.steps.push_back(fold);
+  }
+}
+
 namespace {
 
 // The fewest entries a dispatch folds where loops are bounded: its loop iterations beside the
@@ -51,7 +102,6 @@ std::string BagModule(Pass::Kind kind, const std::string& table, UINT indexSize,
   if (kind == Pass::Kind::Weights) return "bag_weights";
   return "embedding_bag_" + table + IndexSuffix(indexSize) + arith + (fetched ? "_fetched" : "");
 }
-constexpr char kDispatchesModule[] = "bag_dispatches";
 constexpr char kSpansModule[] = "bag_spans";
 std::string FetchModule(UINT indexSize) {
   return "bag_fetch" + IndexSuffix(indexSize) + "_large";
@@ -71,53 +121,10 @@ Result CheckLargeBag(const Choice& c) {
   return {};
 }
 
-// Where loops are bounded (`part` entries of a bag a dispatch) and a chunk of at most `chunk`
-// entries may take more than one dispatch: the step (bag_dispatches) setting each later
-// dispatch's workgroups from the longest bag the first recorded (as many as the first's on the
-// large path), and the scratch it needs.
-Result ChooseDispatches(Choice& c, const Pass& pass, const Step& fold, UINT64 chunk, UINT64 part,
-                        Step* out) {
-  if (chunk <= part) return {};
-  const UINT64 later = (chunk - 1) / part;
-  Plan plan;  // the later dispatches
-  plan.AddDim(UINT(later), 0, 0, 0, 0);
-  UINT slot = 0;
-  VKDML_TRY(c.Slot(plan, &slot));
-  c.set.plans[slot].params = {{UINT(later), UINT(part), fold.plain.groups, c.large ? 1u : 0u}};
-  out->kind = Pass::Kind::Bag;
-  out->plain = c.Elementwise(kDispatchesModule, plan, slot, 1);
-  out->plain.whole = c.large;
-  c.set.dispatchWords = VKDML_BAG_COMMAND(UINT64(1) + later);  // commands 0 to later
-  c.set.partialWords = pass.plan.count * VKDML_BAG_PARTIAL_WORDS;
-  return {};
-}
-
-// The Bag pass's dispatches over the entries [begin, end) (`fold` as chosen, its `to` 2^32 - 1):
-// one, or where a bag may take more (ChooseDispatches), a first recording the longest bag there,
-// `dispatches`, then the later ones, indirect (part k from command k: interface.h, dispatches):
-// they run only where a bag reaches their part, so bags of a few entries among many cost one
-// dispatch.
-void AddFolds(Choice& c, Step fold, const Step& dispatches, UINT64 begin, UINT64 end, UINT64 part) {
-  fold.plain.begin = UINT(begin);
-  if (end - begin <= part) {
-    c.set.steps.push_back(fold);
-    return;
-  }
-  fold.plain.to = UINT(part);
-  c.set.steps.push_back(fold);
-  c.set.steps.push_back(dispatches);
-  for (UINT64 k = 1; k * part < end - begin; ++k) {
-    fold.plain.from = UINT(k * part);
-    fold.plain.to = UINT((k + 1) * part);
-    fold.plain.indirect = UINT(k + 1);
-    c.set.steps.push_back(fold);
-  }
-}
-
 // The large path's Bag pass (`fold` as chosen off it, over `slot`'s plan): chunks of the entries,
 // each a fetch dispatched per window of the table, bag_spans finding the bags with entries in it
 // (all where the bounds are out of order), then the folds of their entries in the chunk
-// (glsl/embedding_bag.comp: FETCH, SPANS, FETCHED), `part` a dispatch (AddFolds), the first
+// (glsl/embedding_bag.comp: FETCH, SPANS, FETCHED), `part` a dispatch (AddBagFolds), the first
 // with the span's workgroups: a chunk costs its bags, not all of them.
 Result ChooseLargeBag(Choice& c, const Pass& pass, Step fold, UINT64 part) {
   const OperatorImpl& op = c.op;
@@ -165,7 +172,7 @@ Result ChooseLargeBag(Choice& c, const Pass& pass, Step fold, UINT64 part) {
   fold.plain.whole = true;
   fold.plain.indirect = 1;
   Step dispatches;
-  VKDML_TRY(ChooseDispatches(c, pass, fold, chunk, part, &dispatches));
+  VKDML_TRY(ChooseBagDispatches(c, pass, fold, chunk, part, &dispatches));
   c.set.dispatchWords = std::max<UINT64>(c.set.dispatchWords, VKDML_BAG_COMMAND(1));
   c.set.spanWords = VKDML_BAG_SPAN_WORDS;
   Plan spanPlan;  // one invocation
@@ -193,7 +200,7 @@ Result ChooseLargeBag(Choice& c, const Pass& pass, Step fold, UINT64 part) {
     spans.plain.begin = UINT(begin);
     spans.plain.end = fold.plain.end;
     c.set.steps.push_back(spans);
-    AddFolds(c, fold, dispatches, begin, end, part);
+    AddBagFolds(c, fold, dispatches, begin, end, part);
   }
   c.set.rowWords = chunk * slot;
   if (chunks > 1) c.set.partialWords = pass.plan.count * VKDML_BAG_PARTIAL_WORDS;
@@ -245,8 +252,8 @@ Result ChooseBag(Choice& c, const Pass& pass) {
   step.plain.end = step.plain.to = 0xFFFFFFFFu;
   if (c.large) return ChooseLargeBag(c, pass, step, part);
   Step dispatches;
-  VKDML_TRY(ChooseDispatches(c, pass, step, op.entries, part, &dispatches));
-  AddFolds(c, step, dispatches, 0, op.entries, part);
+  VKDML_TRY(ChooseBagDispatches(c, pass, step, op.entries, part, &dispatches));
+  AddBagFolds(c, step, dispatches, 0, op.entries, part);
   return {};
 }
 

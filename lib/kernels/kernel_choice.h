@@ -12,6 +12,7 @@
 //   kernel_blocks.cpp   block-quantized gathers (glsl/dequantize_blocks.comp)
 //   kernel_moe.cpp      MoE permute and unpermute (glsl/moe.comp, glsl/radix_sort.comp)
 //   kernel_paged.cpp    paged KV caches' writes and gathers (glsl/paged.comp)
+//   kernel_segment.cpp  segment reductions (glsl/segment_reduce.comp)
 //   kernel_large.cpp    the large path: dispatches through windows of the binding range
 // Each also lists every module name it can ask for (its ListModules), which the build checks
 // against the modules it makes (kernels.h: MissingModules).
@@ -160,6 +161,18 @@ void ListQuantizedModules(const ModuleSink& sink);
 // kernel_bag.cpp: an embedding bag's Bounds, Weights or Bag pass (VKDML_OPERATOR_EMBEDDING_BAG).
 Result ChooseBag(Choice& c, const Pass& pass);
 void ListBagModules(const ModuleSink& sink);
+// Shared with segment reductions: where loops are bounded (`part` rows of a bag or segment a
+// dispatch, of at most `chunk`), the step setting the later dispatches' workgroups from the
+// longest the first recorded; and the fold's dispatches over [begin, end), `part` each.
+Result ChooseBagDispatches(Choice& c, const Pass& pass, const Step& fold, UINT64 chunk, UINT64 part,
+                           Step* out);
+void AddBagFolds(Choice& c, Step fold, const Step& dispatches, UINT64 begin, UINT64 end,
+                 UINT64 part);
+
+// kernel_segment.cpp: a segment reduction's Segment or SegmentCheck pass
+// (VKDML_OPERATOR_SEGMENT_REDUCE).
+Result ChooseSegment(Choice& c, const Pass& pass);
+void ListSegmentModules(const ModuleSink& sink);
 
 // kernel_blocks.cpp: a block-quantized gather's Scales, ZeroPoints or Blocks pass
 // (VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED).

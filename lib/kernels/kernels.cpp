@@ -93,6 +93,7 @@ Result PlaceScratch(const OperatorImpl& op, const Capabilities& caps, KernelSet&
       : op.bag         ? BagScratch(set)
       : op.blockType   ? Str("it keeps the scale and zero point of each of ", op.blocks, " blocks")
       : op.paged       ? Str("it keeps a word per token slot, sequence or gathered token")
+      : op.segment     ? Str("it carries ", set.partialWords, " words of partial folds")
                        : Str("its mask of the slices it overwrites");
   return Fail(Status::Unsupported, op.name, ": ", what, ", which needs ", at * 4,
               " bytes of scratch, more than this device's maxStorageBufferRange ",
@@ -210,7 +211,8 @@ UINT64 MaxTensorBytes(DML_OPERATOR_TYPE type, const Capabilities& caps) {
   const bool oneDescriptor =
       type == VKDML_OPERATOR_EMBEDDING_BAG || type == VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED ||
       type == VKDML_OPERATOR_MOE_PERMUTE || type == VKDML_OPERATOR_MOE_UNPERMUTE ||
-      type == VKDML_OPERATOR_PAGED_CACHE_WRITE || type == VKDML_OPERATOR_PAGED_GATHER;
+      type == VKDML_OPERATOR_PAGED_CACHE_WRITE || type == VKDML_OPERATOR_PAGED_GATHER ||
+      type == VKDML_OPERATOR_SEGMENT_REDUCE;
   return oneDescriptor ? caps.maxRange - caps.rangeAlign : UINT64(-1);
 }
 
@@ -238,6 +240,10 @@ Result ChooseKernels(const OperatorImpl& op, UINT flags, const Capabilities& cap
     }
     if (op.moe) {
       VKDML_TRY(ChooseMoe(c, pass));
+      continue;
+    }
+    if (op.segment) {
+      VKDML_TRY(ChooseSegment(c, pass));
       continue;
     }
     if (pass.kind == Pass::Kind::Scatter && op.excludeSelf) VKDML_TRY(ChooseReset(c, pass));
@@ -282,10 +288,9 @@ std::vector<std::string> ElemTokens(std::initializer_list<UINT> sizes) {
 }
 
 void ListModules(const std::function<void(const std::string&)>& sink) {
-  for (auto list :
-       {ListCopyModules, ListRunsModules, ListLinesModules, ListReduceModules, ListTiesModules,
-        ListMeanModules, ListQuantizedModules, ListBagModules, ListBlocksModules, ListMoeModules,
-        ListPagedModules})
+  for (auto list : {ListCopyModules, ListRunsModules, ListLinesModules, ListReduceModules,
+                    ListTiesModules, ListMeanModules, ListQuantizedModules, ListBagModules,
+                    ListBlocksModules, ListMoeModules, ListPagedModules, ListSegmentModules})
     list(sink);
 }
 

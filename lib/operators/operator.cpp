@@ -15,7 +15,8 @@ namespace vkdml::detail {
   "VKDML_OPERATOR_GATHER_QUANTIZED_ROWS (65540), VKDML_OPERATOR_SCATTER_QUANTIZED_ROWS "     \
   "(65541), VKDML_OPERATOR_EMBEDDING_BAG (65542), VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED "    \
   "(65543), VKDML_OPERATOR_PAGED_CACHE_WRITE (65544), VKDML_OPERATOR_PAGED_GATHER (65545), " \
-  "VKDML_OPERATOR_MOE_PERMUTE (65552) or VKDML_OPERATOR_MOE_UNPERMUTE (65553)"
+  "VKDML_OPERATOR_MOE_PERMUTE (65552), VKDML_OPERATOR_MOE_UNPERMUTE (65553) or "             \
+  "VKDML_OPERATOR_SEGMENT_REDUCE (65560)"
 
 Result ValidateOperatorTensors(const DML_TENSOR_DESC* input, const DML_TENSOR_DESC* indices,
                                bool hasUpdates, const DML_TENSOR_DESC* updates,
@@ -106,6 +107,10 @@ Result ApplyOutOfRange(const VKDML_OUT_OF_RANGE_OPERATOR_DESC& d, OperatorImpl* 
     return Fail(Status::InvalidArgument,
                 "VKDML_OPERATOR_OUT_OF_RANGE does not wrap it: it defines its out-of-range ids "
                 "(dropped entries, -1 rows)");
+  if (op->segment)
+    return Fail(Status::InvalidArgument,
+                "Operator is VKDML_OPERATOR_SEGMENT_REDUCE, which has no out-of-range index: "
+                "its offsets are clamped into the rows (checked mode reports bad ones)");
   if (d.Mode == VKDML_OUT_OF_RANGE_MODE_FILL && op->IsScatter())
     return Fail(Status::InvalidArgument,
                 "Mode is VKDML_OUT_OF_RANGE_MODE_FILL, which is for gathers: a scatter skips its "
@@ -156,6 +161,7 @@ bool KnownOperatorType(DML_OPERATOR_TYPE type) {
     case VKDML_OPERATOR_MOE_UNPERMUTE:
     case VKDML_OPERATOR_PAGED_CACHE_WRITE:
     case VKDML_OPERATOR_PAGED_GATHER:
+    case VKDML_OPERATOR_SEGMENT_REDUCE:
       return true;
     default:
       return false;
@@ -260,6 +266,11 @@ Result BuildOperator(const DML_OPERATOR_DESC& desc, OperatorImpl* op) {
     case VKDML_OPERATOR_PAGED_GATHER:
       op->name = "PAGED_GATHER";
       r = BuildPagedGather(*static_cast<const VKDML_PAGED_GATHER_OPERATOR_DESC*>(desc.Desc), op);
+      break;
+    case VKDML_OPERATOR_SEGMENT_REDUCE:
+      op->name = "SEGMENT_REDUCE";
+      r = BuildSegmentReduce(*static_cast<const VKDML_SEGMENT_REDUCE_OPERATOR_DESC*>(desc.Desc),
+                             op);
       break;
     case VKDML_OPERATOR_OUT_OF_RANGE: {
       const auto& d = *static_cast<const VKDML_OUT_OF_RANGE_OPERATOR_DESC*>(desc.Desc);

@@ -43,6 +43,8 @@ struct Pass {
   // PagedClaim, PagedWrite, PagedStarts, PagedOffsets, PagedRows and PagedGather: the paged
   // cache's write
   // and gather (glsl/paged.comp; operators/paged_cache.cpp says what their plans hold).
+  // Segment and SegmentCheck: a segment reduction (glsl/segment_reduce.comp; operators/
+  // segment_reduce.cpp says what their plans walk).
   enum class Kind {
     Gather,
     Scatter,
@@ -73,7 +75,9 @@ struct Pass {
     PagedStarts,
     PagedOffsets,
     PagedRows,
-    PagedGather
+    PagedGather,
+    Segment,
+    SegmentCheck
   } kind = Kind::Gather;
   Plan plan;                 // as lowered: kernel choice transforms it
   bool skipInPlace = false;  // a scatter's copy: nothing to do when OutputTensor is InputTensor
@@ -138,6 +142,12 @@ class OperatorImpl final : public Operator {
   UINT experts = 0, topk = 0, tokens = 0;
   // VKDML_OPERATOR_PAGED_CACHE_WRITE and _GATHER (format: the cache's blocks, 0 for values).
   bool paged = false;
+  // VKDML_OPERATOR_SEGMENT_REDUCE: its function, and its passes' PackedPlan::params (the fold's,
+  // then the check's: glsl/segment_reduce.comp); `fill` holds an empty segment's value and the
+  // fold's start.
+  bool segment = false;
+  VKDML_SEGMENT_REDUCE_FUNCTION segmentReduce = VKDML_SEGMENT_REDUCE_FUNCTION_SUM;
+  shader::uvec4 segmentParams[2] = {};
   // FILL or DROP: an element whose index tuple is out of range is filled or skipped.
   bool Drops() const {
     return outOfRange == VKDML_OUT_OF_RANGE_MODE_FILL || outOfRange == VKDML_OUT_OF_RANGE_MODE_DROP;
@@ -197,6 +207,8 @@ Result BuildScatterQuantizedRows(const VKDML_SCATTER_QUANTIZED_ROWS_OPERATOR_DES
                                  OperatorImpl* op);
 
 Result BuildEmbeddingBag(const VKDML_EMBEDDING_BAG_OPERATOR_DESC& desc, OperatorImpl* op);
+
+Result BuildSegmentReduce(const VKDML_SEGMENT_REDUCE_OPERATOR_DESC& desc, OperatorImpl* op);
 
 // DML_OPERATOR_GATHER's checks of Axis, IndexDimensions and OutputTensor's sizes, and its pass,
 // over validated tensors (VKDML_OPERATOR_GATHER_BLOCK_QUANTIZED's input: its values).

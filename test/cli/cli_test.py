@@ -1030,6 +1030,7 @@ def group_bench():
               "elements-axis1-i32idx", "elements-axis1-f16", "scatter-rows-f32",
               "scatter-rows-inplace", "scatter-elements-axis1-f32", "q4_0-rows", "q8_0-rows",
               "q8_0-quantize-rows", "gbq-uint4-rows", "bag-sum-f32", "bag-mean-f32-det",
+              "segment-csr-sum-f32", "segment-coo-max-f32", "segment-csr-max-f32-powerlaw",
               "latency-run",
               "latency-replay"):
         if c.split("-")[0] in chosen or c in chosen:
@@ -1051,6 +1052,12 @@ def group_bench():
         if r.get("op") == "GatherBlockQuantized":
             check(r.get("block_size") == 32 and r.get("width") == 4096,
                   f"bench {r['case']}: block_size {r.get('block_size')}, width {r.get('width')}")
+        if r.get("op") == "SegmentReduce":
+            parts = r["case"].split("-")
+            check(r.get("reduce") == parts[2] and r.get("segments") == 1024
+                  and r.get("sorted_ids") == (parts[1] == "coo")
+                  and r.get("lengths") == ("powerlaw" if parts[-1] == "powerlaw" else "uniform"),
+                  f"bench {r['case']}: {r}")
         if r.get("op") == "EmbeddingBag":
             check(r.get("mode") == r["case"].split("-")[1] and r.get("bag_size") == 20,
                   f"bench {r['case']}: mode {r.get('mode')}, bag_size {r.get('bag_size')}")
@@ -1601,13 +1608,53 @@ def group_paged():
                  "BlockTableTensor[0,1] is 3, outside the valid range [0, 1]")
     p = vkdml("paged-gather", "--help")
     check(p.returncode == 0 and "usage: vkdml paged-gather" in p.stdout, "paged-gather --help")
+def group_segment():
+    """`vkdml run segment-csr`, `segment-coo` and `segment-reduce` on small integers (every
+    result exact, so NumPy's own reductions are the reference), and their refusals."""
+    src = np.arange(24, dtype=np.float32).reshape(8, 3) - 7
+    indptr = np.array([0, 3, 3, 8])
+    index = np.array([0, 0, 0, 2, 2, 2, 2, 2])
+    segments = [src[0:3], src[3:3], src[3:8]]
+    for red, fn, empty in (("sum", np.sum, 0), ("mean", np.mean, 0), ("max", np.max, 0),
+                           ("prod", np.prod, 1)):
+        want = np.stack([fn(s, axis=0) if len(s) else np.full(3, empty) for s in segments])
+        for op, idx in (("segment-csr", indptr), ("segment-coo", index)):
+            p, got = run_op(op, src, idx, extra=["--reduction", red])
+            expect_ok(f"{op} {red}", p, got, want.astype(np.float32))
+    p, got = run_op("segment-csr", src, indptr, extra=["--reduction", "argmin"])
+    expect_ok("segment-csr argmin", p, got, np.array([[0, 0, 0], [8, 8, 8], [3, 3, 3]]))
+    p, got = run_op("segment-coo", src, index, extra=["--reduction", "argmax", "--dim-size", "4"])
+    expect_ok("segment-coo argmax --dim-size", p, got,
+              np.array([[2, 2, 2], [8, 8, 8], [7, 7, 7], [8, 8, 8]]))
+    p, got = run_op("segment-reduce", src, indptr, extra=["--reduction", "max"])
+    expect_ok("segment-reduce max (torch's -inf)", p, got,
+              np.stack([src[0:3].max(0), np.full(3, -np.inf), src[3:].max(0)]).astype(np.float32))
+    p, got = run_op("segment-reduce", src, indptr, extra=["--reduction", "sum", "--initial", "2"])
+    expect_ok("segment-reduce --initial", p, got,
+              np.stack([src[0:3].sum(0) + 2, np.full(3, 2), src[3:].sum(0) + 2]).astype(np.float32))
+    p, _ = run_op("segment-csr", src, np.array([0, 5, 3, 8]), extra=["--check-indices"])
+    expect_error("segment-csr --check-indices", p, 2,
+                 "indices[2] is 3, expected offsets in [0, 8] (the rows)")
+    p, _ = run_op("segment-coo", src, np.array([0, 0, 2, 1, 2, 2, 2, 2]), extra=["--check-indices"])
+    expect_error("segment-coo --check-indices", p, 2, "indices[3] is 1, expected segment ids")
+    for op, extra, text in (
+            ("segment-csr", ["--reduction", "median"], "reduction is 'median', expected sum"),
+            ("segment-csr", ["--dim-size", "3"], "--dim-size does not apply to segment-csr"),
+            ("segment-coo", ["--initial", "1"], "--initial does not apply to segment-coo"),
+            ("segment-csr", ["--axis", "0"], "--axis (the last dimension of --indices is it)"),
+            ("segment-reduce", ["--reduction", "argmax", "--initial", "1"],
+             "--initial does not apply to --reduction argmax")):
+        p, _ = run_op(op, src, indptr, extra=extra)
+        expect_error(f"{op} refuses {extra}", p, 2, text)
+    p, _ = run_op("segment-csr", src, np.zeros((2, 4), np.int64))
+    expect_error("segment-csr batch sizes", p, 2, "'s sizes before the reduced axis 1")
 
 
 GROUPS = {"help": group_help, "roundtrip": group_roundtrip, "shapes": group_shapes,
           "errors": group_errors, "indices": group_indices, "output": group_output,
           "bench": group_bench, "reduce": group_reduce, "limits": group_limits,
           "out_of_range": group_out_of_range, "quantized": group_quantized, "bag": group_bag,
-          "moe": group_moe, "paged": group_paged}
+          "moe": group_moe, "paged": group_paged, "segment": group_segment}
 
 if __name__ == "__main__":
     GROUPS[sys.argv[2]]()

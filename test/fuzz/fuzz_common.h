@@ -55,7 +55,8 @@ struct Stats {
   uint64_t inputs = 0, refused = 0, ran = 0, checkedOutOfRange = 0, folds = 0, orderDecides = 0;
   uint64_t nanResults = 0;  // float sums and products whose NaN result's bits went unchecked
   uint64_t quantizedRows = 0, quantizingScatters = 0, bags = 0, blockGathers = 0;  // of `ran`
-  uint64_t moe = 0;  // of `ran`: MoE permutes and unpermutes
+  uint64_t moe = 0;       // of `ran`: MoE permutes and unpermutes
+  uint64_t segments = 0;  // of `ran`: segment reductions
   ~Stats();
 };
 extern Stats gStats;
@@ -79,6 +80,8 @@ void CheckOutput(const vt::Bytes& got, const vt::Bytes& expected, const std::str
 int RunQuantizedRows(Decoder& d);
 // fuzz_bag.cpp: an input whose first byte is 0xD0 to 0xDF (one in sixteen).
 int RunEmbeddingBag(Decoder& d);
+// fuzz_segment.cpp: an input whose first byte is 0xB8 to 0xBF (one in 32).
+int RunSegment(Decoder& d);
 // fuzz_blocks.cpp: an input whose first byte is 0xC8 to 0xCF (one in thirty-two).
 int RunBlockQuantized(Decoder& d);
 // fuzz_moe.cpp: an input whose first byte is 0xC4 to 0xC7 (one in sixty-four).

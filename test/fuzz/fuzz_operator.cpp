@@ -11,7 +11,8 @@
 // quantized-row gather or quantizing scatter instead (fuzz_quantized.cpp), one from 0xD0 to 0xDF
 // its embedding bag (fuzz_bag.cpp), one from 0xC8 to 0xCF its block-quantized gather
 // (fuzz_blocks.cpp), one from 0xC4 to 0xC7 its MoE permute or unpermute (fuzz_moe.cpp), one from
-// 0xC0 to 0xC3 its paged KV cache write or gather (fuzz_paged.cpp), by the same rules.
+// 0xC0 to 0xC3 its paged KV cache write or gather (fuzz_paged.cpp), one from 0xB8 to 0xBF its
+// segment reduction (fuzz_segment.cpp), by the same rules.
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -229,6 +230,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size > 0 && data[0] >= 0xC8) return RunBlockQuantized(d);
   if (size > 0 && data[0] >= 0xC4) return RunMoe(d);
   if (size > 0 && data[0] >= 0xC0) return RunPaged(d);
+  if (size > 0 && data[0] >= 0xB8) return RunSegment(d);
   Case c = Decode(d);
   vt::OpSpec& spec = c.spec;
   std::unique_ptr<CompiledOperator> compiled;

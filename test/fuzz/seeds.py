@@ -129,3 +129,12 @@ for k, (mode, name) in enumerate(((0, "plain"), (1, "checked"), (4, "wrap1"), (8
             tail = bytes(random.randrange(256) for _ in range(400))
             put(op_dir, f"paged_{opname}_{name}_{kind}.bin",
                 bytes([0xC0 + k % 4, mode | op, kind, k % 2]) + tail)
+# The segment reduction (a first byte from 0xB8 to 0xBF): each mode, then the data, index and
+# arg types, the function, empty value, index kind, shapes, indices and values; one seed per
+# function.
+for k, (mode, name) in enumerate(((0, "plain"), (1, "checked"), (2, "deterministic"),
+                                  (0x80, "raw"))):
+    for f in range(7):
+        tail = bytes(random.randrange(256) for _ in range(160))
+        put(op_dir, f"segment_{name}_{f}.bin",
+            bytes([0xB8 + k, mode, (3 * f + k) % 11, k % 4, f % 4, f, k % 3]) + tail)

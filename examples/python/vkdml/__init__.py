@@ -23,6 +23,7 @@ from ._vkdml import Error, Tensor, UnsupportedError
 from ._vkdml import Device as _NativeDevice
 from ._vkdml import BagArgs as _BagArgs
 from ._vkdml import BlockArgs as _BlockArgs
+from ._vkdml import SegArgs as _SegArgs
 from ._vkdml import run as _run
 from ._vkdml import run_moe as _run_moe
 from ._vkdml import paged as _paged
@@ -30,7 +31,8 @@ from ._vkdml import paged as _paged
 __all__ = ["Device", "Tensor", "Error", "UnsupportedError", "gather", "gather_elements",
            "gather_nd", "scatter_elements", "scatter_nd", "dequantize_rows", "quantize_rows",
            "gather_block_quantized", "embedding_bag", "paged_cache_write", "paged_gather",
-           "moe_permute", "moe_unpermute", "default_device"]
+           "moe_permute", "moe_unpermute", "segment_csr", "segment_coo", "segment_reduce",
+           "default_device"]
 
 _REDUCTIONS = ("none", "add", "mul", "max", "min", "mean")
 # dml.h's VKDML_OUT_OF_RANGE_MODE: what an out-of-range index does.
@@ -745,3 +747,88 @@ def _paged_row_shape(cache, layout, fmt):
     heads = shape[2] if layout == 0 else shape[1]
     head_size = shape[3] // (34 if fmt == 1 else 18) * 32 if fmt else shape[3]
     return (heads, head_size)
+# Segment reductions (vkdml's VKDML_OPERATOR_SEGMENT_REDUCE): each segment reduced in row
+# order, each step rounded in the element's type (float16 in float32), so every device and run
+# gives the same bits.
+_SEGMENT_REDUCTIONS = ("sum", "add", "mean", "min", "max", "prod", "mul")
+
+
+def _segment(op, label, src, indices, reduce, dim_size=-1, out=None, check=False, initial=None,
+             device=None, with_arg=True):
+    if reduce not in _SEGMENT_REDUCTIONS:
+        raise ValueError(f"reduce is {reduce!r}, expected one of {', '.join(_SEGMENT_REDUCTIONS)}")
+    s, idx = _arg(src, "src"), _indices(indices)
+    if isinstance(indices, (list, tuple)):
+        idx = np.asarray(indices, dtype=np.int64)
+    fill = b""
+    if initial is not None:
+        fill = _fill_bytes(initial, s.dtype if isinstance(s, np.ndarray) else
+                           np.dtype(s.dtype_name))
+    values = _run(op, label, _device(device), s, idx, None, 0, 0, reduce, False, bool(check), 0,
+                  fill, True, out, segment=_SegArgs(dim_size, initial is not None))
+    if reduce not in ("min", "max") or not with_arg:
+        return values
+    arg = _run(op, label, _device(device), s, idx, None, 0, 0, "arg" + reduce, False, bool(check),
+               0, b"", True, None, segment=_SegArgs(dim_size, False))
+    return values, arg
+
+
+def segment_csr(src, indptr, reduce="sum", out=None, *, check_indices=False, device=None):
+    """pytorch_scatter's segment_csr: src reduced along axis indptr.ndim - 1 over the segments
+    [indptr[..., s], indptr[..., s + 1]) (indptr's sizes before its last are src's; each bound
+    clamped into [0, rows]), reduce "sum" ("add"), "mean", "min", "max" or "prod" ("mul"), in row
+    order. Empty segments give 0 (prod: 1). "min" and "max" return (out, arg), arg (int64) the
+    row of each value (src's size along the axis for an empty segment). check_indices: a
+    decreasing, negative or too large offset raises IndexError."""
+    return _segment("segment-csr", "segment_csr", src, indptr, reduce, out=out,
+                    check=check_indices, device=device)
+
+
+def segment_coo(src, index, dim_size=None, reduce="sum", out=None, *, check_indices=False,
+                device=None):
+    """pytorch_scatter's segment_coo: as segment_csr, the segments given by index, a sorted
+    segment id per row along axis index.ndim - 1 (index's sizes are src's up to there), into
+    dim_size segments (None: index.max() + 1). Ids outside [0, dim_size) belong to no segment;
+    an unsorted index gives unspecified segments (check_indices: raises IndexError)."""
+    if dim_size is None:
+        host = index.numpy() if isinstance(index, Tensor) else np.asarray(index)
+        dim_size = int(host.max()) + 1 if host.size else 0
+    dim_size = _int(dim_size, "dim_size")
+    if dim_size < 0:
+        raise ValueError(f"dim_size is {dim_size}, expected 0 or more")
+    return _segment("segment-coo", "segment_coo", src, index, reduce, dim_size, out=out,
+                    check=check_indices, device=device)
+
+
+def segment_reduce(data, reduce, lengths=None, offsets=None, axis=0, unsafe=False, initial=None,
+                   *, device=None):
+    """torch.segment_reduce: data reduced along `axis` over segments given by lengths or offsets
+    (shape data.shape[:axis] + (segments,) or (segments + 1,)), reduce "sum", "mean", "max",
+    "min" or "prod", in row order. Empty segments give torch's values (sum 0, mean NaN, max
+    -inf, min +inf, prod 1), or with `initial` every segment's fold starts from it (mean divides
+    the sum by the rows alone). unsafe=False checks the lengths (non-negative, summing to the
+    axis' size) or the offsets (in order, within the rows: IndexError otherwise)."""
+    if (lengths is None) == (offsets is None):
+        raise ValueError("give exactly one of lengths and offsets")
+    if reduce not in ("sum", "mean", "max", "min", "prod"):
+        raise ValueError(f"reduce is {reduce!r}, expected sum, mean, max, min or prod")
+    shape = data.shape
+    axis = _int(axis, "axis")
+    if not -len(shape) <= axis < len(shape):
+        raise ValueError(f"axis is {axis}, expected -{len(shape)} to {len(shape) - 1}")
+    axis %= len(shape)
+    if lengths is not None:
+        ln = lengths.numpy() if isinstance(lengths, Tensor) else np.asarray(lengths)
+        if ln.dtype.kind not in "iu":
+            raise TypeError(f"lengths: dtype is {ln.dtype}, expected an integer type")
+        if ln.ndim != axis + 1:
+            raise ValueError(f"lengths: rank is {ln.ndim}, expected {axis + 1} (axis + 1)")
+        if not unsafe and (np.any(ln < 0) or np.any(ln.sum(axis=-1) != shape[axis])):
+            raise ValueError(f"lengths: expected non-negative lengths summing to {shape[axis]} "
+                             "(data's size along axis) in every batch")
+        zero = np.zeros(ln.shape[:-1] + (1,), np.int64)
+        offsets = np.concatenate([zero, np.cumsum(ln.astype(np.int64), axis=-1)], axis=-1)
+    elif isinstance(offsets, (list, tuple)):
+        offsets = np.asarray(offsets, dtype=np.int64)
+    return _segment("segment-reduce", "segment_reduce", data, offsets, reduce,
+                    check=not unsafe, initial=initial, device=device, with_arg=False)

@@ -1,0 +1,282 @@
+#version 450
+// Segment reductions (VKDML_OPERATOR_SEGMENT_REDUCE; lib/operators/segment_reduce.cpp:
+// Pass::Kind::Segment and SegmentCheck). Every tensor is read and written in 32-bit words (bases
+// in bytes: Kernel::unit 1), so no device needs 8- or 16-bit storage.
+// Segment: an invocation per OutputTensor element (adjacent ones adjacent columns, so a row's
+//   loads coalesce; VEC: 4 neighbouring columns of 4-byte values, in 16-byte loads and stores),
+//   folding its segment's rows in row order, the sequential reference's, so every device gives
+//   the same bits: glsl/arith.glsl's reduceBits in the element's type,
+//   ELEM 4 for values of 1, 2 and 4 bytes (integers sign- or zero-extended, FLOAT16 as float32)
+//   and ELEM 8 for 8-byte ones. Plan: direct OutputTensor's byte, indexed InputTensor's byte of
+//   row 0, indices the segment's first offset (or the batch's first id), position the segment;
+//   params (interface.h): rows, InputTensor's stride along Axis in bytes, VKDML_SEGMENT_* bits,
+//   IndicesTensor's stride along Axis. The fill value: an empty segment's (x, y), the fold's
+//   start (z, w). Where loops are bounded a dispatch folds rows [from, to) of each segment past
+//   its first, carrying the fold in the scratch (PARTIAL), the first recording the longest
+//   segment for bag_dispatches (lib/kernels/kernel_segment.cpp).
+// CHECK: checked mode's pass over IndicesTensor (row-major), recording the first offset that is
+//   negative, past params.x (the rows) or below the one before it, or (VKDML_SEGMENT_COO) the
+//   first id outside [0, params.x) or below the one before it; params.y is IndicesTensor's size
+//   along Axis.
+// Offsets are clamped into [0, rows] and ids found by bisection within the rows, so no access
+// leaves the tensors, whatever IndicesTensor holds.
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+#include "index.glsl"
+
+layout(local_size_x_id = VKDML_SPEC_GROUP_SIZE) in;
+// InputTensor's element size (OutputTensor's too, but for ARGMIN and ARGMAX).
+layout(constant_id = VKDML_SPEC_OUTPUT_SIZE) const uint kSize = 4;
+
+#define kStep (gl_NumWorkGroups.x * gl_WorkGroupSize.x)
+
+// IndicesTensor element e (sign- or zero-extended) compared with the id s: whether it is below.
+bool idBelow(uint e, uint s) {
+  const uvec2 v = readIndex(e);
+  if (kSignedIndex && int(v.y) < 0) return true;
+  return v.y == 0u && v.x < s;
+}
+
+#ifdef CHECK
+// Whether index value a is below b, as IndicesTensor's type orders them.
+bool valueBelow(uvec2 a, uvec2 b) {
+  if (a.y != b.y) return kSignedIndex ? int(a.y) < int(b.y) : a.y < b.y;
+  return a.x < b.x;
+}
+
+void main() {
+  const uint p = pc.plan;
+  const uvec4 g = plans[p].params;
+  const bool coo = (g.z & VKDML_SEGMENT_COO) != 0u;
+  for (uint i = gl_GlobalInvocationID.x; i < loopCount(p); i += kStep) {
+    const uvec4 at = loopOffsets(p, kRank, i);
+    const uvec2 v = readIndex(at.z);
+    const bool negative = kSignedIndex && int(v.y) < 0;
+    bool bad = negative || v.y != 0u || (coo ? v.x >= g.x : v.x > g.x);
+    if (i % g.y != 0u) bad = bad || valueBelow(v, readIndex(at.z - g.w));
+    if (bad) atomicMin(STATUS(VKDML_STATUS_POSITION), at.w);
+  }
+}
+#else
+#include "arith.glsl"
+#include "divide.glsl"
+
+#ifndef VEC
+#define VEC 0
+#endif
+#if VEC  // 4 columns of 4-byte values an invocation, in 16-byte loads and stores
+#define LANES 4u
+layout(std430, set = 0, binding = VKDML_BIND_SOURCE) restrict readonly buffer Source {
+  uvec4 sourceVecs[];
+};
+layout(std430, set = 0, binding = VKDML_BIND_OUTPUT) restrict buffer Output { uvec4 outputVecs[]; };
+#else
+#define LANES 1u
+layout(std430, set = 0, binding = VKDML_BIND_SOURCE) restrict readonly buffer Source {
+  uint sourceWords[];
+};
+layout(std430, set = 0, binding = VKDML_BIND_OUTPUT) restrict buffer Output { uint outputWords[]; };
+#endif
+
+#if VEC
+#define VALUE uint
+VALUE startValue() {
+  return fillBytes.z;
+}
+VALUE emptyValue() {
+  return fillBytes.x;
+}
+VALUE divideMean(VALUE v, uint n) {
+  return meanOf(uvec2(v, 0u), n).x;
+}
+#elif ELEM == 8
+#define VALUE uvec2
+VALUE loadValue(uint b) {
+  return uvec2(sourceWords[b >> 2], sourceWords[(b >> 2) + 1u]);
+}
+VALUE startValue() {
+  return fillBytes.zw;
+}
+VALUE emptyValue() {
+  return fillBytes.xy;
+}
+VALUE divideMean(VALUE v, uint n) {
+  return meanOf(v, n);
+}
+void storeValue(uint b, VALUE v) {
+  outputWords[b >> 2] = v.x;
+  outputWords[(b >> 2) + 1u] = v.y;
+}
+#else
+#define VALUE uint
+// The value at byte b as the fold takes it: widened to 32 bits, FLOAT16 as float32.
+VALUE loadValue(uint b) {
+  const uint w = sourceWords[b >> 2];
+  if (kSize == 4u) return w;
+  const int shift = int((b & 3u) * 8u), bits = int(kSize * 8u);
+  if (kKind == VKDML_KIND_FLOAT) return floatBitsToUint(halfToFloat(bitfieldExtract(w, shift, 16)));
+  if (kKind == VKDML_KIND_SIGNED) return uint(bitfieldExtract(int(w), shift, bits));
+  return bitfieldExtract(w, shift, bits);
+}
+VALUE startValue() {
+  return fillBytes.z;
+}
+VALUE emptyValue() {
+  return fillBytes.x;
+}
+// A mean: the sum wrapped to the element's type (integers of 1 and 2 bytes), divided.
+VALUE divideMean(VALUE v, uint n) {
+  if (kKind != VKDML_KIND_FLOAT && kSize < 4u)
+    v = kKind == VKDML_KIND_SIGNED ? uint(bitfieldExtract(int(v), 0, int(kSize * 8u)))
+                                   : bitfieldExtract(v, 0, int(kSize * 8u));
+  return meanOf(uvec2(v, 0u), n).x;
+}
+// Stores `bytes` (1, 2 or 4) bytes of v at byte b: a part of a word atomically, bits of its own
+// only, since neighbouring columns' invocations store the word's other bytes.
+void storeBytes(uint b, uint v, uint bytes) {
+  if (bytes == 4u) {
+    outputWords[b >> 2] = v;
+    return;
+  }
+  const uint shift = (b & 3u) * 8u, mask = ((1u << (bytes * 8u)) - 1u) << shift;
+  atomicAnd(outputWords[b >> 2], ~mask);
+  atomicOr(outputWords[b >> 2], (v << shift) & mask);
+}
+void storeValue(uint b, VALUE v) {
+  if (kKind == VKDML_KIND_FLOAT && kSize == 2u) v = floatToHalf(v);
+  storeBytes(b, v, kSize);
+}
+#endif
+
+// Rows whose loads one invocation has in flight at once.
+const uint kBatch = 8u;
+
+// The first row r in [0, rows) of the batch whose ids start at IndicesTensor element `first`
+// (stride `stride`) with an id not below s: rows where every id is below s.
+uint lowerBound(uint first, uint stride, uint rows, uint s) {
+  uint lo = 0u, hi = rows;
+  while (lo < hi) {
+    const uint mid = (lo + hi) >> 1;
+    if (idBelow(first + mid * stride, s))
+      lo = mid + 1u;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+// An offset clamped into [0, rows].
+uint clampOffset(uint e, uint rows) {
+  const uvec2 v = readIndex(e);
+  if (kSignedIndex && int(v.y) < 0) return 0u;
+  return v.y != 0u ? rows : min(v.x, rows);
+}
+
+// Lane k's value of the row whose first byte is b (VEC: column k of the 4).
+#if VEC
+#define LOAD_LANES(v, b) \
+  {                      \
+    const uvec4 q_ = sourceVecs[(b) >> 4]; \
+    for (uint k_ = 0u; k_ < 4u; ++k_) v[k_] = q_[k_]; \
+  }
+#else
+#define LOAD_LANES(v, b) v[0] = loadValue(b)
+#endif
+
+void main() {
+  const uint p = pc.plan;
+  const uvec4 g = plans[p].params;  // uniform: the same branches in every invocation
+  const uint rows = g.x, rowStride = g.y, flags = g.z, indexStride = g.w;
+  const bool coo = (flags & VKDML_SEGMENT_COO) != 0u, mean = (flags & VKDML_SEGMENT_MEAN) != 0u;
+  const bool arg = (flags & VKDML_SEGMENT_ARG) != 0u;
+  const bool initial = (flags & VKDML_SEGMENT_INITIAL) != 0u;
+  const bool pick = kReduce == VKDML_REDUCE_MAX || kReduce == VKDML_REDUCE_MIN;
+  for (uint i = gl_GlobalInvocationID.x; i < loopCount(p); i += kStep) {
+    const uvec4 at = loopOffsets(p, kRank, i);  // x: output byte, y: row 0's byte, z: index, w: s
+    uint start, end;
+    if (coo) {
+      start = lowerBound(at.z, indexStride, rows, at.w);
+      end = lowerBound(at.z, indexStride, rows, at.w + 1u);
+    } else {
+      start = clampOffset(at.z, rows);
+      end = max(clampOffset(at.z + indexStride, rows), start);
+    }
+    const uint length = end - start;
+    if (pc.from == 0u && pc.to != 0xFFFFFFFFu) atomicMax(DISPATCH(VKDML_BAG_LONGEST), length);
+    if (pc.from > 0u && pc.from >= length) continue;  // an earlier dispatch finished it
+    VALUE acc[LANES];
+    uint where[LANES];  // the row of MIN's or MAX's value
+    for (uint k = 0u; k < LANES; ++k) {
+      acc[k] = startValue();
+      where[k] = rows;
+    }
+    if (pc.from > 0u) {
+      for (uint k = 0u; k < LANES; ++k) {
+        const uint w = (i * LANES + k) * VKDML_SEGMENT_PARTIAL_WORDS;
+#if ELEM == 8
+        acc[k] = uvec2(PARTIAL(w), PARTIAL(w + 1u));
+#else
+        acc[k] = PARTIAL(w);
+#endif
+        where[k] = PARTIAL(w + 2u);
+      }
+    }
+    const uint to = min(length, pc.to), last = start + to;
+    uint b = pc.srcBase + at.y + (start + pc.from) * rowStride;
+    // kBatch rows' loads in flight together, then folded in row order.
+    for (uint r = start + pc.from; r < last; r += kBatch, b += kBatch * rowStride) {
+      VALUE v[kBatch][LANES];
+      for (uint j = 0u; j < kBatch; ++j)
+        if (r + j < last) LOAD_LANES(v[j], b + j * rowStride);
+      for (uint j = 0u; j < kBatch; ++j) {
+        if (r + j >= last) break;
+        for (uint k = 0u; k < LANES; ++k) {
+          if (pick) {
+            if (r + j == start && !initial) {
+              acc[k] = v[j][k];
+              where[k] = r + j;
+            } else {
+              const VALUE next = reduceBits(acc[k], v[j][k]);
+              if (next != acc[k]) where[k] = r + j;
+              acc[k] = next;
+            }
+          } else {
+            acc[k] = reduceBits(acc[k], v[j][k]);
+          }
+        }
+      }
+    }
+    if (to < length) {  // a later dispatch goes on
+      for (uint k = 0u; k < LANES; ++k) {
+        const uint w = (i * LANES + k) * VKDML_SEGMENT_PARTIAL_WORDS;
+#if ELEM == 8
+        PARTIAL(w) = acc[k].x;
+        PARTIAL(w + 1u) = acc[k].y;
+#else
+        PARTIAL(w) = acc[k];
+#endif
+        PARTIAL(w + 2u) = where[k];
+      }
+      continue;
+    }
+    const uint o = pc.dstBase + at.x;
+#if VEC  // (never ARGMIN or ARGMAX)
+    for (uint k = 0u; k < LANES; ++k)
+      acc[k] = length == 0u ? emptyValue() : mean ? divideMean(acc[k], length) : acc[k];
+    outputVecs[o >> 4] = uvec4(acc[0], acc[1], acc[2], acc[3]);
+#else
+    if (arg) {
+      outputWords[o >> 2] = where[0];  // rows for an empty segment
+      if ((flags & VKDML_SEGMENT_ARG64) != 0u) outputWords[(o >> 2) + 1u] = 0u;
+      continue;
+    }
+    VALUE result = acc[0];
+    if (length == 0u)
+      result = emptyValue();
+    else if (mean)
+      result = divideMean(result, length);
+    storeValue(o, result);
+#endif
+  }
+}
+#endif
