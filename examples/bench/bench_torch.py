@@ -316,8 +316,7 @@ def _make_inputs(c, device, gen):
         i = i.to(dtype=it)
         return (lambda: torch.gather(x.to(device), c["axis"], i.to(device)).cpu()), 0, {}
     if c["op"] in ("GatherQuantizedRows", "ScatterQuantizedRows", "EmbeddingBag",
-                   "GatherBlockQuantized", "PagedCacheWrite", "PagedGather"):
-                   "GatherBlockQuantized", "SegmentReduce"):
+                   "GatherBlockQuantized", "PagedCacheWrite", "PagedGather", "SegmentReduce"):
         return _own_inputs(c, device, gen)
     if c["op"] in ("MoePermute", "MoeUnpermute"):
         return _moe_inputs(c, device, gen)
