@@ -45,6 +45,9 @@ int ExitStatus(const vkdml::Result& r);
 // Parses "--device N"-style integers; false if text is not a whole decimal integer.
 bool ParseInt(const std::string& text, int64_t* out);
 
+// value as a float16's bits, rounded to nearest even (NumPy's float16(value)).
+uint16_t HalfBits(double value);
+
 // The commands: argv[0] is the command's name, the return value the exit status.
 // `vkdml run ...`, in run.cpp: an ONNX operator on .npy arrays, mapped onto DirectML.
 int RunMain(int argc, char** argv);

@@ -46,25 +46,6 @@ const char kGatherUsage[] =
     "Rows past the last sequence (--total-tokens larger than its end) are 0. A block out of\n"
     "range is an error (exit 2), or clamped, or --fill-value (default 0).\n";
 
-// value as a float16's bits, rounded to nearest even (as run.cpp's --fill-value).
-uint16_t HalfBits(double value) {
-  const uint16_t sign = std::signbit(value) ? 0x8000 : 0;
-  const double a = std::fabs(value);
-  if (std::isnan(value)) return sign | 0x7E00;
-  if (a >= 65520.0) return sign | 0x7C00;
-  if (a < 0x1p-14) return sign | uint16_t(std::nearbyint(a * 0x1p24));
-  int e = 0;
-  const double f = std::frexp(a, &e);
-  double mantissa = std::nearbyint((f * 2 - 1) * 1024);
-  int exponent = e - 1;
-  if (mantissa == 1024) {
-    mantissa = 0;
-    ++exponent;
-  }
-  if (exponent > 15) return sign | 0x7C00;
-  return sign | uint16_t((exponent + 15) << 10) | uint16_t(mantissa);
-}
-
 int Fail(const char* command, const std::string& message, int status = kExitBadInput) {
   std::fprintf(stderr, "vkdml %s: %s\n", command, message.c_str());
   return status;

@@ -129,25 +129,6 @@ struct RunArgs : OnnxOptions {
   bool haveBlockOption = false;  // --type, --bits, --quantize-axis, --block-size, --values-shape
 };
 
-// value as a float16's bits, rounded to nearest even (NumPy's float16(value)).
-uint16_t HalfBits(double value) {
-  const uint16_t sign = std::signbit(value) ? 0x8000 : 0;
-  const double a = std::fabs(value);
-  if (std::isnan(value)) return sign | 0x7E00;
-  if (a >= 65520.0) return sign | 0x7C00;  // at or past the midpoint above 65504: infinity
-  if (a < 0x1p-14) return sign | uint16_t(std::nearbyint(a * 0x1p24));  // subnormal (or 2^-14)
-  int e = 0;
-  const double f = std::frexp(a, &e);  // a = f * 2^e, f in [0.5, 1)
-  double mantissa = std::nearbyint((f * 2 - 1) * 1024);
-  int exponent = e - 1;
-  if (mantissa == 1024) {
-    mantissa = 0;
-    ++exponent;
-  }
-  if (exponent > 15) return sign | 0x7C00;
-  return sign | uint16_t((exponent + 15) << 10) | uint16_t(mantissa);
-}
-
 // --fill-value's text as an element of dtype t; "" or the error.
 std::string ParseFillValue(const std::string& text, npy::DType t, DML_SCALAR_UNION* out) {
   const std::string what = "--fill-value is '" + text + "'";
@@ -419,6 +400,24 @@ int CheckOperator(const RunArgs& a) {
 }
 
 }  // namespace
+
+uint16_t HalfBits(double value) {
+  const uint16_t sign = std::signbit(value) ? 0x8000 : 0;
+  const double a = std::fabs(value);
+  if (std::isnan(value)) return sign | 0x7E00;
+  if (a >= 65520.0) return sign | 0x7C00;  // at or past the midpoint above 65504: infinity
+  if (a < 0x1p-14) return sign | uint16_t(std::nearbyint(a * 0x1p24));  // subnormal (or 2^-14)
+  int e = 0;
+  const double f = std::frexp(a, &e);  // a = f * 2^e, f in [0.5, 1)
+  double mantissa = std::nearbyint((f * 2 - 1) * 1024);
+  int exponent = e - 1;
+  if (mantissa == 1024) {
+    mantissa = 0;
+    ++exponent;
+  }
+  if (exponent > 15) return sign | 0x7C00;
+  return sign | uint16_t((exponent + 15) << 10) | uint16_t(mantissa);
+}
 
 int RunMain(int argc, char** argv) {
   if (argc > 1 &&

@@ -17,6 +17,16 @@ namespace vkdml::detail {
 
 constexpr char kDispatchesModule[] = "bag_dispatches";
 
+UINT64 FoldPart(const Choice& c, UINT64 count, UINT64 floor, UINT64 share, Kernel* k) {
+  const UINT64 group = c.caps.groupSize;
+  k->groups = c.Groups((count + group - 1) / group);
+  const UINT64 perInvocation =
+      (count + UINT64(k->groups) * group - 1) / (UINT64(k->groups) * group);
+  k->end = k->to = 0xFFFFFFFFu;
+  if (c.caps.maxLoop == UINT64(-1)) return 0xFFFFFFFFu;
+  return std::max<UINT64>(floor, c.caps.maxLoop / perInvocation / share);
+}
+
 // Where loops are bounded (`part` entries of a bag a dispatch) and a chunk of at most `chunk`
 // entries may take more than one dispatch: the step (bag_dispatches) setting each later
 // dispatch's workgroups from the longest bag the first recorded (as many as the first's on the
@@ -242,14 +252,7 @@ Result ChooseBag(Choice& c, const Pass& pass) {
   // A group of 4 values an invocation where the device allows. Where loops are bounded
   // (Capabilities::maxLoop, summed over an invocation's loops), a dispatch folds `part` entries
   // of each bag, carrying each fold in the scratch: a bag may hold every entry.
-  const UINT64 count = pass.plan.count, group = c.caps.groupSize;
-  step.plain.groups = c.Groups((count + group - 1) / group);
-  const UINT64 perInvocation =
-      (count + UINT64(step.plain.groups) * group - 1) / (UINT64(step.plain.groups) * group);
-  const UINT64 part = c.caps.maxLoop == UINT64(-1)
-                          ? UINT64(0xFFFFFFFFu)
-                          : std::max<UINT64>(kBagChunkFloor, c.caps.maxLoop / perInvocation / 2);
-  step.plain.end = step.plain.to = 0xFFFFFFFFu;
+  const UINT64 part = FoldPart(c, pass.plan.count, kBagChunkFloor, 2, &step.plain);
   if (c.large) return ChooseLargeBag(c, pass, step, part);
   Step dispatches;
   VKDML_TRY(ChooseBagDispatches(c, pass, step, op.entries, part, &dispatches));

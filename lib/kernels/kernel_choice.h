@@ -161,6 +161,11 @@ void ListQuantizedModules(const ModuleSink& sink);
 // kernel_bag.cpp: an embedding bag's Bounds, Weights or Bag pass (VKDML_OPERATOR_EMBEDDING_BAG).
 Result ChooseBag(Choice& c, const Pass& pass);
 void ListBagModules(const ModuleSink& sink);
+// A fold of `count` output invocations (an embedding bag's or a segment's): k's workgroups, and
+// how many of each fold's entries one dispatch takes where loops are bounded
+// (Capabilities::maxLoop summed over an invocation's loops, 1/share of it for the entries; at
+// least `floor`; 2^32 - 1 where unbounded). k's end and to say "to the fold's end".
+UINT64 FoldPart(const Choice& c, UINT64 count, UINT64 floor, UINT64 share, Kernel* k);
 // Shared with segment reductions: where loops are bounded (`part` rows of a bag or segment a
 // dispatch, of at most `chunk`), the step setting the later dispatches' workgroups from the
 // longest the first recorded; and the fold's dispatches over [begin, end), `part` each.

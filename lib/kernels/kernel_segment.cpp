@@ -102,14 +102,7 @@ Result ChooseSegment(Choice& c, const Pass& pass) {
   // An output element an invocation. Where loops are bounded (Capabilities::maxLoop, summed over
   // an invocation's loops), a dispatch folds `part` rows of each segment, carrying each fold in
   // the scratch.
-  const UINT64 count = pass.plan.count, group = c.caps.groupSize;
-  step.plain.groups = c.Groups((count + group - 1) / group);
-  const UINT64 perInvocation =
-      (count + UINT64(step.plain.groups) * group - 1) / (UINT64(step.plain.groups) * group);
-  const UINT64 part = c.caps.maxLoop == UINT64(-1)
-                          ? UINT64(0xFFFFFFFFu)
-                          : std::max<UINT64>(kSegmentPartFloor, c.caps.maxLoop / perInvocation / 4);
-  step.plain.end = step.plain.to = 0xFFFFFFFFu;
+  const UINT64 part = FoldPart(c, pass.plan.count, kSegmentPartFloor, 4, &step.plain);
   Plan widePlan;
   if (WidenSegment(op, pass.plan, &widePlan)) {
     UINT wideSlot = 0;
@@ -121,6 +114,7 @@ Result ChooseSegment(Choice& c, const Pass& pass) {
     step.wide.spec[VKDML_SPEC_RANK] = widePlan.rank;
     step.wide.slot = wideSlot;
     step.wide.align = 16;
+    const UINT64 group = c.caps.groupSize;
     step.wide.groups = c.Groups((widePlan.count + group - 1) / group);
   }
   const UINT64 rows = op.segmentParams[0][0];
