@@ -97,12 +97,12 @@ struct uvec4 {
 // glsl/segment_reduce.comp (VKDML_OPERATOR_SEGMENT_REDUCE): PackedPlan::params.z's bits. The
 // fill value (after ScratchLayout in the uniform) is an empty segment's value, or with
 // VKDML_SEGMENT_INITIAL every fold's start.
-#define VKDML_SEGMENT_COO 1u      // IndicesTensor holds a sorted segment id per row (else offsets)
-#define VKDML_SEGMENT_MEAN 2u     // the sum divided by the segment's rows
-#define VKDML_SEGMENT_ARG 4u      // OutputTensor gets the row of MIN's or MAX's value
-#define VKDML_SEGMENT_ARG64 8u    // ... as an 8-byte integer (else 4)
+#define VKDML_SEGMENT_COO 1u       // IndicesTensor holds a sorted segment id per row (else offsets)
+#define VKDML_SEGMENT_MEAN 2u      // the sum divided by the segment's rows
+#define VKDML_SEGMENT_ARG 4u       // OutputTensor gets the row of MIN's or MAX's value
+#define VKDML_SEGMENT_ARG64 8u     // ... as an 8-byte integer (else 4)
 #define VKDML_SEGMENT_INITIAL 16u  // each fold starts from the fill value
-#define VKDML_SEGMENT_HALF 32u    // FLOAT16 values, folded in float32
+#define VKDML_SEGMENT_HALF 32u     // FLOAT16 values, folded in float32
 // Where loops are bounded, a fold carried from one dispatch to the next: its value (2 words), its
 // arg and its rows, a word each, per output element.
 #define VKDML_SEGMENT_PARTIAL_WORDS 4u
