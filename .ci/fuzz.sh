@@ -39,9 +39,10 @@ fi
 # ... and at least one of them each of vkdml's own: a quantized-row gather and a quantizing scatter
 # (an input whose first byte is 0xE0+; the scatter's second byte has bit 0x40), an embedding bag
 # (0xD0 to 0xDF), a block-quantized gather (0xC8 to 0xCF), a MoE permute or unpermute (0xC4 to
-# 0xC7) and a segment reduction (0xB8 to 0xBF).
+# 0xC7), a segment reduction (0xB8 to 0xBF) and a paged cache write or gather (0xC0 to 0xC3).
 for own in "quantized-row gathers" "quantizing scatters" "embedding bags" \
-  "block-quantized gathers" "MoE permutes and unpermutes" "segment reductions"; do
+  "block-quantized gathers" "MoE permutes and unpermutes" "segment reductions" \
+  "paged cache writes and gathers"; do
   n=$(echo "$stats" | sed -n "s/.* \([0-9]*\) $own[ ,].*/\1/p")
   if [ -z "$n" ] || [ "$n" -eq 0 ]; then
     echo "fuzz_operator: no $own run and compared: $stats" >&2

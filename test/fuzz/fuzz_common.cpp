@@ -89,14 +89,14 @@ Stats::~Stats() {
                "float sums and products checked, %llu left where the order decides, %llu "
                "NaN results (any NaN bits); %llu quantized-row gathers, %llu quantizing scatters, "
                "%llu embedding bags, %llu "
-               "block-quantized gathers, %llu MoE permutes and unpermutes and %llu segment "
-               "reductions run and compared\n",
+               "block-quantized gathers, %llu MoE permutes and unpermutes, %llu segment "
+               "reductions and %llu paged cache writes and gathers run and compared\n",
                (unsigned long long)inputs, (unsigned long long)refused, (unsigned long long)ran,
                (unsigned long long)checkedOutOfRange, (unsigned long long)folds,
                (unsigned long long)orderDecides, (unsigned long long)nanResults,
                (unsigned long long)quantizedRows, (unsigned long long)quantizingScatters,
                (unsigned long long)bags, (unsigned long long)blockGathers, (unsigned long long)moe,
-               (unsigned long long)segments);
+               (unsigned long long)segments, (unsigned long long)paged);
 }
 Stats gStats;
 

@@ -57,6 +57,7 @@ struct Stats {
   uint64_t quantizedRows = 0, quantizingScatters = 0, bags = 0, blockGathers = 0;  // of `ran`
   uint64_t moe = 0;       // of `ran`: MoE permutes and unpermutes
   uint64_t segments = 0;  // of `ran`: segment reductions
+  uint64_t paged = 0;     // of `ran`: paged cache writes and gathers
   ~Stats();
 };
 extern Stats gStats;

@@ -190,6 +190,7 @@ int RunPaged(Decoder& d) {
     if (raw) {
       CheckRawRun(r, "paged cache write");
       ++gStats.ran;
+      ++gStats.paged;
       return 0;
     }
     for (UINT i0 = 0; i0 < cacheSizes[0]; ++i0)  // the copy
@@ -240,6 +241,7 @@ int RunPaged(Decoder& d) {
     if (raw) {
       CheckRawRun(r, "paged gather");
       ++gStats.ran;
+      ++gStats.paged;
       return 0;
     }
     const UINT oe = ref::ElementSize(outType);
@@ -281,6 +283,7 @@ int RunPaged(Decoder& d) {
   if (outOfRange) ++gStats.checkedOutOfRange;
   CheckOutput(got, expected, write ? "paged cache write" : "paged gather");
   ++gStats.ran;
+  ++gStats.paged;
   return 0;
 }
 
