@@ -43,9 +43,13 @@
 #ifndef ROWS
 #define ROWS 0
 #endif
+#ifndef FUSED
+#define FUSED 0  // WRITE or GATHER (FORMAT 0) as one dispatch: below
+#endif
 #ifndef FORMAT
 #define FORMAT 0
 #endif
+#define VKDML_PAGED_CHUNK_ROWS 1024  // FUSED GATHER: tokens a chunk spans at most
 
 layout(local_size_x_id = VKDML_SPEC_GROUP_SIZE) in;  // Capabilities::groupSize
 layout(constant_id = VKDML_SPEC_OUTPUT_SIZE) const uint kValueSize = 4;
@@ -118,6 +122,39 @@ void storeGroup(uint w, uvec4 bits, uint words) {
   }
 }
 
+#if ROWS || (FUSED && !WRITE)
+// Output token i's cache row (ROWS says how), or kUnwritten, or kFilled.
+uint tokenRow(uint p, uint i) {
+  const uint blocks = VKDML_AT(plans[p].tupleSize, 0), blockSize = VKDML_AT(plans[p].tupleSize, 1);
+  const uint sequences = plans[p].params.y;
+  uint n = 0u, len = sequences + 1u;  // the bounds at or before the token
+  while (len > 0u) {
+    const uint mid = len >> 1;
+    if (BOUND(n + mid) <= i) {
+      n += mid + 1u;
+      len -= mid + 1u;
+    } else {
+      len = mid;
+    }
+  }
+  if (n == 0u || n > sequences) return kUnwritten;
+  const uint b = n - 1u;
+  const uint offset = (plans[p].params.x & 1u) != 0u ? WEIGHT(b) : 0u;
+  const uint position = i - BOUND(b) + offset;
+  const uint entry = position / blockSize, row = position - entry * blockSize;
+  const uint maxBlocks = VKDML_AT(plans[p].tupleSize, 2);
+  const uint j = min(entry, maxBlocks - 1u);
+  const uvec2 v =
+      readIndex(b * VKDML_AT(plans[p].tupleStride, 3) + j * VKDML_AT(plans[p].tupleStride, 2));
+  const bool inRange = entry < maxBlocks && indexBelow(v, blocks);
+  if (kChecked && !inRange) atomicMin(STATUS(VKDML_STATUS_POSITION), b * maxBlocks + j);
+  const uint block = negativeIndex(v) ? 0u : indexBelow(v, blocks) ? v.x : blocks - 1u;
+  const uint at =
+      block * VKDML_AT(plans[p].tupleStride, 0) + row * VKDML_AT(plans[p].tupleStride, 1);
+  return kDrop && !inRange ? kFilled : at;
+}
+#endif
+
 #if WRITE && FORMAT != 0
 // Value e of UpdatesTensor (from its binding) as float32 bits: FLOAT16 converted exactly.
 uint updateBits(uint e) {
@@ -133,6 +170,118 @@ uint blockFrom;  // the block's first value
 #include "quantized.glsl"
 #endif
 
+#if WRITE
+// Loop element c (token, head, group) of the write, stored at slot s (in range).
+void writeGroup(uint p, uvec3 c, uint s) {
+  const uint blockSize = VKDML_AT(plans[p].tupleSize, 1);
+  const uint block = s / blockSize, row = s - block * blockSize;
+  const uint target = pc.dstBase + block * VKDML_AT(plans[p].tupleStride, 0) +
+                      row * VKDML_AT(plans[p].tupleStride, 1) +
+                      c.y * VKDML_AT(plans[p].indexed, 1) + c.z * VKDML_AT(plans[p].indexed, 2);
+  const uint from = c.x * VKDML_AT(plans[p].direct, 0) + c.y * VKDML_AT(plans[p].direct, 1) +
+                    c.z * VKDML_AT(plans[p].direct, 2);
+#if FORMAT == 0
+  const uint w = (pc.srcBase >> 2) + (kValueSize == 4u ? from : from >> 1);
+  storeGroup(target >> 2, sourceGroup(w), kGroupWords);
+#else
+  blockFrom = from;
+  quantizeBlock(target);
+#endif
+}
+#endif
+
+#if FUSED
+// A chunk's first token: loop element e's (plans of rank 3: tokens, heads, groups).
+uint tokenOf(uint p, uint e) {
+  return divideBySize(p, 1u, divideBySize(p, 2u, e));
+}
+
+const uint kNoSlot = 0xFFFFFFFFu;  // WRITE: the token writes nothing
+#if WRITE
+shared uint chunkSlot[VKDML_GROUP_SIZE];  // the chunk's tokens' slots, or kNoSlot
+shared uint chunkLater[VKDML_GROUP_SIZE];  // nonzero: a later token names the same slot
+shared uint chunkFirst;                    // the first token whose slot is past the cache
+#else
+shared uint chunkRow[VKDML_PAGED_CHUNK_ROWS];  // the chunk's tokens' rows (tokenRow)
+#endif
+
+void main() {
+  const uint p = pc.plan;
+  const uint count = loopCount(p);
+  const uint lid = gl_LocalInvocationID.x, size = gl_WorkGroupSize.x;
+  const uint per = size * kUnroll;  // loop elements a chunk
+  const uint chunks = count / per + (count % per != 0u ? 1u : 0u);
+  for (uint chunk = gl_WorkGroupID.x; chunk < chunks; chunk += gl_NumWorkGroups.x) {
+    const uint base = chunk * per;
+    const uint first = tokenOf(p, base);
+    const uint rows = tokenOf(p, base + min(count - base, per) - 1u) - first + 1u;
+#if WRITE
+    // The chunk's tokens write iff no later token names the same slot (the last token wins):
+    // each invocation compares its share of the later tokens with the chunk's. The first chunk
+    // sees every token: it finds the first slot past the cache and writes the status words.
+    const uint tokens = VKDML_AT(plans[p].sizes, 0);
+    const uint slots = VKDML_AT(plans[p].tupleSize, 0) * VKDML_AT(plans[p].tupleSize, 1);
+    const uint indexStride = VKDML_AT(plans[p].indices, 0);
+    if (lid < rows) {
+      const uvec2 s = readIndex((first + lid) * indexStride);
+      chunkSlot[lid] = indexBelow(s, slots) ? s.x : kNoSlot;
+      chunkLater[lid] = 0u;
+    }
+    if (lid == 0u) chunkFirst = VKDML_NO_POSITION;
+    barrier();
+    for (uint t = first + lid; t < tokens; t += size) {
+      const uvec2 s = readIndex(t * indexStride);
+      if (indexBelow(s, slots)) {
+        const uint earlier = min(rows, t - first);
+        for (uint k = 0u; k < earlier; ++k)
+          if (chunkSlot[k] == s.x) atomicOr(chunkLater[k], 1u);
+      } else if (kChecked && chunk == 0u && !negativeIndex(s)) {
+        atomicMin(chunkFirst, t);
+      }
+    }
+    barrier();
+    if (kChecked && chunk == 0u && lid == 0u) {  // in place of a fill and the report
+      const uint at = chunkFirst;
+      const uvec2 v = at != VKDML_NO_POSITION ? readIndex(at * indexStride) : uvec2(~0u);
+      STATUS(VKDML_STATUS_POSITION) = at;
+      STATUS(VKDML_STATUS_LO) = v.x;
+      STATUS(VKDML_STATUS_HI) = v.y;
+      STATUS(3) = ~0u;
+    }
+    const uint e = base + lid;
+    if (e < count) {
+      const uvec3 c = coordinates(p, e);
+      const uint k = c.x - first;
+      if (chunkSlot[k] != kNoSlot && chunkLater[k] == 0u) writeGroup(p, c, chunkSlot[k]);
+    }
+#else
+    // The chunk's tokens' rows, then kUnroll groups an invocation: all loads, then all stores.
+    for (uint k = lid; k < rows; k += size) chunkRow[k] = tokenRow(p, first + k);
+    barrier();
+    uvec4 bits[4];
+    uint to[4];
+    for (uint u = 0u; u < kUnroll; ++u) {
+      const uint e = base + u * size + lid;
+      to[u] = kNoSlot;
+      if (e < count) {
+        const uvec3 c = coordinates(p, e);
+        const uint source = chunkRow[c.x - first];
+        if (source != kUnwritten) {
+          const uint at = c.x * VKDML_AT(plans[p].direct, 0) +
+                          c.y * VKDML_AT(plans[p].direct, 1) + kUnit * c.z;
+          to[u] = (pc.dstBase >> 2) + (kValueSize == 4u ? at : at >> 1);
+          const uint from = pc.srcBase + source + c.y * VKDML_AT(plans[p].indexed, 1);
+          bits[u] = source == kFilled ? fillBytes : sourceGroup((from >> 2) + c.z * kGroupWords);
+        }
+      }
+    }
+    for (uint u = 0u; u < kUnroll; ++u)
+      if (to[u] != kNoSlot) storeGroup(to[u], bits[u], kGroupWords);
+#endif
+    barrier();
+  }
+}
+#else
 void main() {
   const uint p = pc.plan;
   const uint count = loopCount(p);
@@ -150,25 +299,15 @@ void main() {
 #elif WRITE
     const uvec3 c = coordinates(p, i);
     const uvec2 s = readIndex(c.x * VKDML_AT(plans[p].indices, 0));
-    if (indexBelow(s, blocks * blockSize) && TALLY(s.x) == c.x + 1u) {
-      const uint block = s.x / blockSize, row = s.x - block * blockSize;
-      const uint target = pc.dstBase + block * blockStride + row * rowStride +
-                          c.y * VKDML_AT(plans[p].indexed, 1) + c.z * VKDML_AT(plans[p].indexed, 2);
-      const uint from = c.x * VKDML_AT(plans[p].direct, 0) + c.y * VKDML_AT(plans[p].direct, 1) +
-                        c.z * VKDML_AT(plans[p].direct, 2);
-#if FORMAT == 0
-      const uint w = (pc.srcBase >> 2) + (kValueSize == 4u ? from : from >> 1);
-      storeGroup(target >> 2, sourceGroup(w), kGroupWords);
-#else
-      blockFrom = from;
-      quantizeBlock(target);
-#endif
-    }
+    if (indexBelow(s, blocks * blockSize) && TALLY(s.x) == c.x + 1u) writeGroup(p, c, s.x);
 #elif STARTS
     const uint e = (pc.srcBase >> 2) + i * VKDML_AT(plans[p].indices, 0) * (INDEX64 != 0 ? 2u : 1u);
     const uint lo = tableWords[e];
     const uint hi = INDEX64 != 0 ? tableWords[e + 1u] : kSignedIndex && int(lo) < 0 ? ~0u : 0u;
     const bool negative = kSignedIndex && int(hi) < 0;
+    if (plans[p].params.z != 0u && i == 0u)  // checked mode's status words, in place of a fill
+      STATUS(VKDML_STATUS_POSITION) = STATUS(VKDML_STATUS_LO) = STATUS(VKDML_STATUS_HI) =
+          STATUS(3) = VKDML_NO_POSITION;
     if (plans[p].params.y == 0u) {
       const uint total = plans[p].params.x;
       BOUND(i) = negative ? 0u : hi != 0u ? total : min(lo, total);
@@ -176,33 +315,7 @@ void main() {
       WEIGHT(i) = negative || hi != 0u || lo >= 0x80000000u ? 0x80000000u : lo;
     }
 #elif ROWS
-    const uint sequences = plans[p].params.y;
-    uint n = 0u, len = sequences + 1u;  // the bounds at or before the token
-    while (len > 0u) {
-      const uint mid = len >> 1;
-      if (BOUND(n + mid) <= i) {
-        n += mid + 1u;
-        len -= mid + 1u;
-      } else {
-        len = mid;
-      }
-    }
-    uint source = kUnwritten;
-    if (n > 0u && n <= sequences) {
-      const uint b = n - 1u;
-      const uint offset = (plans[p].params.x & 1u) != 0u ? WEIGHT(b) : 0u;
-      const uint position = i - BOUND(b) + offset;
-      const uint entry = position / blockSize, row = position - entry * blockSize;
-      const uint maxBlocks = VKDML_AT(plans[p].tupleSize, 2);
-      const uint j = min(entry, maxBlocks - 1u);
-      const uvec2 v = readIndex(b * VKDML_AT(plans[p].tupleStride, 3) +
-                                j * VKDML_AT(plans[p].tupleStride, 2));
-      const bool inRange = entry < maxBlocks && indexBelow(v, blocks);
-      if (kChecked && !inRange) atomicMin(STATUS(VKDML_STATUS_POSITION), b * maxBlocks + j);
-      const uint block = negativeIndex(v) ? 0u : indexBelow(v, blocks) ? v.x : blocks - 1u;
-      source = kDrop && !inRange ? kFilled : block * blockStride + row * rowStride;
-    }
-    TOKEN_ROW(i) = source;
+    TOKEN_ROW(i) = tokenRow(p, i);
 #else  // GATHER
     const uvec3 c = coordinates(p, i);
     const uint source = TOKEN_ROW(c.x);
@@ -237,3 +350,4 @@ void main() {
     i += step;
   }
 }
+#endif

@@ -414,15 +414,20 @@ void BindingTableImpl::ClearScratch(VkCommandBuffer cmd, bool inPlace) const {
   const auto& vk = device_->Vk();
   const KernelSet& kernels = op_->kernels;
   const bool clearMask = kernels.maskWords && !inPlace;  // in place, nothing reads the mask
-  if (!kernels.checked && !clearMask && !kernels.tieMarkWords && !kernels.tallyWords &&
-      !kernels.dispatchWords && !kernels.spanWords)
-    return;
+  const bool fillStatus = kernels.checked && !kernels.statusInKernel;
   const VkPipelineStageFlags compute = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT;
   const VkAccessFlags readWrite = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+  if (!fillStatus && !clearMask && !kernels.tieMarkWords && !kernels.tallyWords &&
+      !kernels.dispatchWords && !kernels.spanWords) {
+    if (kernels.checked)  // the kernels write the status words: after the last run's reads
+      Barrier(cmd, compute | VK_PIPELINE_STAGE_TRANSFER_BIT,
+              readWrite | VK_ACCESS_TRANSFER_READ_BIT, compute, readWrite);
+    return;
+  }
   const VkBuffer scratch = scratch_->Handle();
   Barrier(cmd, compute | VK_PIPELINE_STAGE_TRANSFER_BIT, readWrite | VK_ACCESS_TRANSFER_READ_BIT,
           VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
-  if (kernels.checked) vk.vkCmdFillBuffer(cmd, scratch, 0, kStatusBytes, 0xFFFFFFFFu);
+  if (fillStatus) vk.vkCmdFillBuffer(cmd, scratch, 0, kStatusBytes, 0xFFFFFFFFu);
   if (clearMask)
     vk.vkCmdFillBuffer(cmd, scratch, UINT64(kernels.scratchAt.mask) * 4, kernels.maskWords * 4, 0);
   if (kernels.tieMarkWords)
@@ -492,11 +497,13 @@ Result BindingTableImpl::Record(VkCommandBuffer cmd) {
     Dispatch(cmd, wide ? step.wide : step.plain, src, dst, &bound);
   }
   if (kernels.checked) {
-    Barrier(cmd, compute, readWrite, compute, readWrite);
-    if (kernels.large)
-      DispatchLarge(cmd, kernels.report, largeSet);
-    else
-      Dispatch(cmd, kernels.report, Role::Input, Role::Output, &bound);
+    if (!kernels.reportInKernel) {  // else the kernels wrote it
+      Barrier(cmd, compute, readWrite, compute, readWrite);
+      if (kernels.large)
+        DispatchLarge(cmd, kernels.report, largeSet);
+      else
+        Dispatch(cmd, kernels.report, Role::Input, Role::Output, &bound);
+    }
     // The status words to the host's copy, which IndexStatus reads (after this table's copy
     // before, if one was recorded earlier).
     Barrier(cmd, compute | transfer, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,

@@ -17,8 +17,13 @@ const char* CacheToken(VKDML_QUANTIZED_FORMAT format) {
                                                  : "f";
 }
 
-// "paged_claim_i32", "paged_starts_i64", "paged_write_q8_0_i64", "paged_gather_f_i32".
-std::string PagedModule(Pass::Kind kind, VKDML_QUANTIZED_FORMAT format, UINT indexSize) {
+// "paged_claim_i32", "paged_starts_i64", "paged_write_q8_0_i64", "paged_gather_f_i32"; fused:
+// "paged_write_fused_q4_0_i32", "paged_gather_fused_f_i64".
+std::string PagedModule(Pass::Kind kind, VKDML_QUANTIZED_FORMAT format, UINT indexSize,
+                        bool fused = false) {
+  if (fused)
+    return Str(kind == Pass::Kind::PagedWrite ? "paged_write_fused_" : "paged_gather_fused_",
+               CacheToken(format), IndexSuffix(indexSize));
   switch (kind) {
     case Pass::Kind::PagedClaim:
       return "paged_claim" + IndexSuffix(indexSize);
@@ -32,6 +37,54 @@ std::string PagedModule(Pass::Kind kind, VKDML_QUANTIZED_FORMAT format, UINT ind
     default:
       return Str("paged_gather_", CacheToken(format), IndexSuffix(indexSize));
   }
+}
+
+// The fused kernels (paged.comp: FUSED) take a chunk of `unroll` groups of loop elements a
+// workgroup at a time, their plans of rank 3 (tokens, a token's heads, a head's groups).
+constexpr UINT kFusedTokens = 4096;  // the write's: tokens each workgroup compares
+constexpr UINT kChunkRows = 1024;    // paged.comp: VKDML_PAGED_CHUNK_ROWS
+struct Fused {
+  bool on = false;
+  UINT unroll = 1, groups = 0;
+};
+
+// Whether the write takes one dispatch (the claims in each workgroup's shared memory: every
+// token's slot compared with the chunk's), or the gather one after its starts (each chunk's
+// tokens' rows in shared memory, `unroll` groups of 16 bytes an invocation, loads before stores;
+// float caches only), with the loop bound of CPU devices kept (Capabilities::maxLoop).
+Fused ChooseFused(const Choice& c) {
+  const OperatorImpl& op = c.op;
+  Fused f;
+  const Pass* values = nullptr;
+  for (const Pass& pass : op.passes)
+    if (pass.kind == Pass::Kind::PagedWrite || pass.kind == Pass::Kind::PagedGather) values = &pass;
+  if (c.large || !values || values->plan.count == 0 || values->plan.rank != 3) return f;
+  const Plan& plan = values->plan;
+  const UINT64 size = c.caps.groupSize, tokens = plan.sizes[0];
+  const UINT64 rowGroups = UINT64(plan.sizes[1]) * plan.sizes[2];
+  const bool write = op.IsScatter();
+  if (write && tokens > kFusedTokens) return f;
+  if (!write && op.format) return f;
+  for (UINT unroll : {4u, 2u, 1u}) {
+    if (write && unroll > 1) continue;
+    const UINT64 per = size * unroll;
+    const UINT64 rows = (per - 1) / rowGroups + 2;  // tokens a chunk spans, at most
+    if (rows > (write ? size : kChunkRows)) continue;
+    // An invocation's loop iterations a chunk: the write compares its share of the tokens with
+    // the chunk's; the gather reads its share of the rows, then its groups.
+    const UINT64 work = write ? ((tokens + size - 1) / size) * (rows + 1) + 4
+                              : (rows + size - 1) / size * 8 + 2 * unroll + 4;
+    if (write && work > 1024) return f;  // short rows: the claims' pass is cheaper
+    const UINT64 chunks = (plan.count + per - 1) / per;
+    const UINT groups = c.Groups(chunks);
+    if (c.caps.maxLoop != UINT64(-1) && (chunks + groups - 1) / groups * work > c.caps.maxLoop)
+      continue;
+    f.on = true;
+    f.unroll = unroll;
+    f.groups = groups;
+    return f;
+  }
+  return f;
 }
 
 }  // namespace
@@ -49,12 +102,28 @@ Result ChoosePaged(Choice& c, const Pass& pass) {
   if (c.large)
     return Fail(Status::Unsupported, op.name, ": 2^32 or more loop elements are not supported");
   if (pass.kind == Pass::Kind::Gather) return ChooseCopy(c, pass);  // the write's cache copy
+  const Fused fused = ChooseFused(c);
+  // Fused: no claims, no token rows in the scratch; the write reports in its kernel.
+  if (fused.on && (pass.kind == Pass::Kind::PagedClaim || pass.kind == Pass::Kind::PagedRows))
+    return {};
+  const bool values = pass.kind == Pass::Kind::PagedWrite || pass.kind == Pass::Kind::PagedGather;
+  Plan plan = pass.plan;
+  if (fused.on && pass.kind == Pass::Kind::PagedGather)  // the rows' block table components
+    for (const Pass& rows : op.passes)
+      if (rows.kind == Pass::Kind::PagedRows)
+        for (UINT j = 2; j < rows.plan.tuple; ++j)
+          plan.AddComponent(rows.plan.tupleSize[j], rows.plan.tupleStride[j]);
   UINT slot = 0;
-  VKDML_TRY(c.Slot(pass.plan, &slot));
+  VKDML_TRY(c.Slot(plan, &slot));
   Step step;
   step.kind = pass.kind;
   Kernel& k = step.plain;
-  k = c.Elementwise(PagedModule(pass.kind, op.format, c.indexSize), pass.plan, slot, 1);
+  k = c.Elementwise(PagedModule(pass.kind, op.format, c.indexSize, fused.on && values), plan, slot,
+                    1);
+  if (fused.on && values) {
+    k.spec[VKDML_SPEC_UNROLL] = fused.unroll;
+    k.groups = fused.groups;
+  }
   const bool write = op.IsScatter();
   k.spec[VKDML_SPEC_OUTPUT_SIZE] = write ? op.inputs[2].elemSize : op.outputs[0].elemSize;
   // The values an invocation of PagedWrite or PagedGather moves (paged.comp: kUnit), its
@@ -66,8 +135,9 @@ Result ChoosePaged(Choice& c, const Pass& pass) {
     case Pass::Kind::PagedClaim:
       c.set.tallyWords = op.slots;  // a claim per token slot
       break;
-    case Pass::Kind::PagedStarts:  // clamped into [0, total_tokens]
-      params = {{op.outputs[0].sizes[0], 0, 0, 0}};
+    case Pass::Kind::PagedStarts:  // clamped into [0, total_tokens]; z: the status words too
+      params = {{op.outputs[0].sizes[0], 0, c.set.checked ? 1u : 0u, 0}};
+      c.set.statusInKernel = c.set.checked;
       c.set.boundsWords = pass.plan.count;
       break;
     case Pass::Kind::PagedOffsets:
@@ -77,6 +147,12 @@ Result ChoosePaged(Choice& c, const Pass& pass) {
     case Pass::Kind::PagedRows:  // x: TokenOffsetsTensor given (1); y: the sequences
       params = {{op.inputs.size() > 3 ? 1u : 0u, pass.plan.tupleSize[3], 0, 0}};
       c.set.rowWords = pass.plan.count;  // a token's row
+      break;
+    case Pass::Kind::PagedWrite:  // fused: the status words and the report in the kernel
+      c.set.statusInKernel = c.set.reportInKernel = c.set.checked && fused.on;
+      break;
+    case Pass::Kind::PagedGather:  // fused: ROWS' params
+      if (fused.on) params = {{op.inputs.size() > 3 ? 1u : 0u, plan.tupleSize[3], 0, 0}};
       break;
     default:
       break;
@@ -95,6 +171,10 @@ void ListPagedModules(const ModuleSink& sink) {
          {VKDML_QUANTIZED_FORMAT(0), VKDML_QUANTIZED_FORMAT_Q8_0, VKDML_QUANTIZED_FORMAT_Q4_0})
       for (Pass::Kind kind : {Pass::Kind::PagedWrite, Pass::Kind::PagedGather})
         sink(PagedModule(kind, format, index));
+    for (auto format :
+         {VKDML_QUANTIZED_FORMAT(0), VKDML_QUANTIZED_FORMAT_Q8_0, VKDML_QUANTIZED_FORMAT_Q4_0})
+      sink(PagedModule(Pass::Kind::PagedWrite, format, index, true));
+    sink(PagedModule(Pass::Kind::PagedGather, VKDML_QUANTIZED_FORMAT(0), index, true));
   }
 }
 
