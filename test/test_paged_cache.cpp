@@ -921,8 +921,8 @@ TEST_CASE_METHOD(Fixture, "Paged cache: many tokens, duplicates and a late slot 
     WriteCase c;
     c.cache.blocks = 5;
     c.cache.blockSize = 4;
-    c.cache.heads = 1;
-    c.cache.headSize = 8;
+    c.cache.heads = 2;
+    c.cache.headSize = 64;
     c.cache.valueType = DML_TENSOR_DATA_TYPE_FLOAT16;
     c.slotType = DML_TENSOR_DATA_TYPE_INT32;
     for (UINT t = 0; t < tokens; ++t)  // 20 slots: every slot named many times
