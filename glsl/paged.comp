@@ -49,7 +49,6 @@
 #ifndef FORMAT
 #define FORMAT 0
 #endif
-#define VKDML_PAGED_CHUNK_ROWS 1024  // FUSED GATHER: tokens a chunk spans at most
 
 layout(local_size_x_id = VKDML_SPEC_GROUP_SIZE) in;  // Capabilities::groupSize
 layout(constant_id = VKDML_SPEC_OUTPUT_SIZE) const uint kValueSize = 4;
@@ -190,32 +189,27 @@ void writeGroup(uint p, uvec3 c, uint s) {
 }
 #endif
 
-#if FUSED
+#if FUSED && WRITE
 // A chunk's first token: loop element e's (plans of rank 3: tokens, heads, groups).
 uint tokenOf(uint p, uint e) {
   return divideBySize(p, 1u, divideBySize(p, 2u, e));
 }
 
-const uint kNoSlot = 0xFFFFFFFFu;  // WRITE: the token writes nothing
-#if WRITE
-shared uint chunkSlot[VKDML_GROUP_SIZE];  // the chunk's tokens' slots, or kNoSlot
+const uint kNoSlot = 0xFFFFFFFFu;  // the token writes nothing
+shared uint chunkSlot[VKDML_GROUP_SIZE];   // the chunk's tokens' slots, or kNoSlot
 shared uint chunkLater[VKDML_GROUP_SIZE];  // nonzero: a later token names the same slot
 shared uint chunkFirst;                    // the first token whose slot is past the cache
-#else
-shared uint chunkRow[VKDML_PAGED_CHUNK_ROWS];  // the chunk's tokens' rows (tokenRow)
-#endif
 
+// A workgroup's chunk of loop elements, an invocation each, at a time.
 void main() {
   const uint p = pc.plan;
   const uint count = loopCount(p);
   const uint lid = gl_LocalInvocationID.x, size = gl_WorkGroupSize.x;
-  const uint per = size * kUnroll;  // loop elements a chunk
-  const uint chunks = count / per + (count % per != 0u ? 1u : 0u);
+  const uint chunks = count / size + (count % size != 0u ? 1u : 0u);
   for (uint chunk = gl_WorkGroupID.x; chunk < chunks; chunk += gl_NumWorkGroups.x) {
-    const uint base = chunk * per;
+    const uint base = chunk * size;
     const uint first = tokenOf(p, base);
-    const uint rows = tokenOf(p, base + min(count - base, per) - 1u) - first + 1u;
-#if WRITE
+    const uint rows = tokenOf(p, base + min(count - base, size) - 1u) - first + 1u;
     // The chunk's tokens write iff no later token names the same slot (the last token wins):
     // each invocation compares its share of the later tokens with the chunk's. The first chunk
     // sees every token: it finds the first slot past the cache and writes the status words.
@@ -254,18 +248,33 @@ void main() {
       const uint k = c.x - first;
       if (chunkSlot[k] != kNoSlot && chunkLater[k] == 0u) writeGroup(p, c, chunkSlot[k]);
     }
-#else
-    // The chunk's tokens' rows, then kUnroll groups an invocation: all loads, then all stores.
-    for (uint k = lid; k < rows; k += size) chunkRow[k] = tokenRow(p, first + k);
     barrier();
+  }
+}
+#elif FUSED
+// Each run of 32 invocations takes 32 * kUnroll consecutive loop elements (a warp's 16-byte
+// groups: 512 coalesced bytes per load), its token rows found as ROWS finds them (once a token
+// an invocation), all its loads issued before its stores; no shared memory, no barrier.
+void main() {
+  const uint p = pc.plan;
+  const uint count = loopCount(p);
+  const uint threads = gl_NumWorkGroups.x * gl_WorkGroupSize.x;  // a multiple of 32
+  const uint g = gl_GlobalInvocationID.x;
+  const uint lane = g & 31u;
+  const uint runs = count / 32u + (count % 32u != 0u ? 1u : 0u);  // runs of 32 elements
+  for (uint run = (g >> 5) * kUnroll; run < runs; run += (threads >> 5) * kUnroll) {
     uvec4 bits[4];
     uint to[4];
+    uint token = ~0u, source = kUnwritten;
     for (uint u = 0u; u < kUnroll; ++u) {
-      const uint e = base + u * size + lid;
-      to[u] = kNoSlot;
+      const uint e = (run + u) * 32u + lane;
+      to[u] = ~0u;
       if (e < count) {
         const uvec3 c = coordinates(p, e);
-        const uint source = chunkRow[c.x - first];
+        if (c.x != token) {
+          token = c.x;
+          source = tokenRow(p, token);
+        }
         if (source != kUnwritten) {
           const uint at = c.x * VKDML_AT(plans[p].direct, 0) +
                           c.y * VKDML_AT(plans[p].direct, 1) + kUnit * c.z;
@@ -276,9 +285,7 @@ void main() {
       }
     }
     for (uint u = 0u; u < kUnroll; ++u)
-      if (to[u] != kNoSlot) storeGroup(to[u], bits[u], kGroupWords);
-#endif
-    barrier();
+      if (to[u] != ~0u) storeGroup(to[u], bits[u], kGroupWords);
   }
 }
 #else

@@ -39,19 +39,20 @@ std::string PagedModule(Pass::Kind kind, VKDML_QUANTIZED_FORMAT format, UINT ind
   }
 }
 
-// The fused kernels (paged.comp: FUSED) take a chunk of `unroll` groups of loop elements a
-// workgroup at a time, their plans of rank 3 (tokens, a token's heads, a head's groups).
+// The fused kernels (paged.comp: FUSED), over plans of rank 3 (tokens, a token's heads, a
+// head's groups): the write a workgroup's chunk of loop elements at a time, the gather `unroll`
+// runs of 32 loop elements for each 32 invocations.
 constexpr UINT kFusedTokens = 4096;  // the write's: tokens each workgroup compares
-constexpr UINT kChunkRows = 1024;    // paged.comp: VKDML_PAGED_CHUNK_ROWS
+constexpr UINT kGatherUnroll = 4;
 struct Fused {
   bool on = false;
-  UINT unroll = 1, groups = 0;
+  UINT groups = 0;
 };
 
 // Whether the write takes one dispatch (the claims in each workgroup's shared memory: every
-// token's slot compared with the chunk's), or the gather one after its starts (each chunk's
-// tokens' rows in shared memory, `unroll` groups of 16 bytes an invocation, loads before stores;
-// float caches only), with the loop bound of CPU devices kept (Capabilities::maxLoop).
+// token's slot compared with the chunk's), or the gather one after its starts (each token's row
+// found where its values are copied, loads before stores; float caches only), within the loop
+// bound of CPU devices (Capabilities::maxLoop).
 Fused ChooseFused(const Choice& c) {
   const OperatorImpl& op = c.op;
   Fused f;
@@ -65,25 +66,27 @@ Fused ChooseFused(const Choice& c) {
   const bool write = op.IsScatter();
   if (write && tokens > kFusedTokens) return f;
   if (!write && op.format) return f;
-  for (UINT unroll : {4u, 2u, 1u}) {
-    if (write && unroll > 1) continue;
-    const UINT64 per = size * unroll;
-    const UINT64 rows = (per - 1) / rowGroups + 2;  // tokens a chunk spans, at most
-    if (rows > (write ? size : kChunkRows)) continue;
-    // An invocation's loop iterations a chunk: the write compares its share of the tokens with
-    // the chunk's; the gather reads its share of the rows, then its groups.
-    const UINT64 work = write ? ((tokens + size - 1) / size) * (rows + 1) + 4
-                              : (rows + size - 1) / size * 8 + 2 * unroll + 4;
-    if (write && work > 1024) return f;  // short rows: the claims' pass is cheaper
-    const UINT64 chunks = (plan.count + per - 1) / per;
-    const UINT groups = c.Groups(chunks);
-    if (c.caps.maxLoop != UINT64(-1) && (chunks + groups - 1) / groups * work > c.caps.maxLoop)
-      continue;
-    f.on = true;
-    f.unroll = unroll;
-    f.groups = groups;
-    return f;
+  // An invocation's loop iterations for each of its chunks: the write compares its share of the
+  // tokens with the chunk's (at most a token an invocation); the gather bisects the sequences'
+  // starts once a token, at most once a group.
+  UINT64 work = 0, chunks = 0;
+  if (write) {
+    const UINT64 rows = std::min<UINT64>(size, (size - 1) / rowGroups + 2);
+    work = (tokens + size - 1) / size * (rows + 1) + 4;
+    if (work > 1024) return f;  // short rows: the claims' pass is cheaper
+    chunks = (plan.count + size - 1) / size;
+  } else {
+    UINT64 depth = 2;
+    for (UINT64 n = UINT64(op.inputs[1].sizes[0]) + 1; n > 1; n = (n + 1) / 2) ++depth;
+    work = kGatherUnroll * (depth + 2);
+    const UINT64 warps = (plan.count + 32 * kGatherUnroll - 1) / (32 * kGatherUnroll);
+    chunks = (warps * 32 + size - 1) / size;
   }
+  const UINT groups = c.Groups(chunks);
+  if (c.caps.maxLoop != UINT64(-1) && (chunks + groups - 1) / groups * work > c.caps.maxLoop)
+    return f;
+  f.on = true;
+  f.groups = groups;
   return f;
 }
 
@@ -121,7 +124,7 @@ Result ChoosePaged(Choice& c, const Pass& pass) {
   k = c.Elementwise(PagedModule(pass.kind, op.format, c.indexSize, fused.on && values), plan, slot,
                     1);
   if (fused.on && values) {
-    k.spec[VKDML_SPEC_UNROLL] = fused.unroll;
+    k.spec[VKDML_SPEC_UNROLL] = op.IsScatter() ? 1 : kGatherUnroll;
     k.groups = fused.groups;
   }
   const bool write = op.IsScatter();
