@@ -287,6 +287,23 @@ void main() {
     for (uint u = 0u; u < kUnroll; ++u)
       if (to[u] != ~0u) storeGroup(to[u], bits[u], kGroupWords);
   }
+  if (!kChecked) return;
+  // Checked mode: the last workgroup to finish (STATUS(3) counts them, zeroed by STARTS) reads
+  // the first out-of-range entry's value, as report.comp would.
+  memoryBarrierBuffer();
+  barrier();
+  if (gl_LocalInvocationID.x == 0u && atomicAdd(STATUS(3), 1u) == gl_NumWorkGroups.x - 1u) {
+    memoryBarrierBuffer();
+    const uint at = atomicOr(STATUS(VKDML_STATUS_POSITION), 0u);
+    if (at != VKDML_NO_POSITION) {
+      const uint maxBlocks = VKDML_AT(plans[p].tupleSize, 2);
+      const uint b = at / maxBlocks, j = at - b * maxBlocks;
+      const uvec2 v = readIndex(b * VKDML_AT(plans[p].tupleStride, 3) +
+                                j * VKDML_AT(plans[p].tupleStride, 2));
+      STATUS(VKDML_STATUS_LO) = v.x;
+      STATUS(VKDML_STATUS_HI) = v.y;
+    }
+  }
 }
 #else
 void main() {
@@ -312,9 +329,11 @@ void main() {
     const uint lo = tableWords[e];
     const uint hi = INDEX64 != 0 ? tableWords[e + 1u] : kSignedIndex && int(lo) < 0 ? ~0u : 0u;
     const bool negative = kSignedIndex && int(hi) < 0;
-    if (plans[p].params.z != 0u && i == 0u)  // checked mode's status words, in place of a fill
+    if (plans[p].params.z != 0u && i == 0u) {  // checked mode's status words, in place of a fill
       STATUS(VKDML_STATUS_POSITION) = STATUS(VKDML_STATUS_LO) = STATUS(VKDML_STATUS_HI) =
-          STATUS(3) = VKDML_NO_POSITION;
+          VKDML_NO_POSITION;
+      STATUS(3) = 0u;  // the fused gather's finished workgroups
+    }
     if (plans[p].params.y == 0u) {
       const uint total = plans[p].params.x;
       BOUND(i) = negative ? 0u : hi != 0u ? total : min(lo, total);

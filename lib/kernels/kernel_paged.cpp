@@ -154,8 +154,9 @@ Result ChoosePaged(Choice& c, const Pass& pass) {
     case Pass::Kind::PagedWrite:  // fused: the status words and the report in the kernel
       c.set.statusInKernel = c.set.reportInKernel = c.set.checked && fused.on;
       break;
-    case Pass::Kind::PagedGather:  // fused: ROWS' params
+    case Pass::Kind::PagedGather:  // fused: ROWS' params; the report in the kernel
       if (fused.on) params = {{op.inputs.size() > 3 ? 1u : 0u, plan.tupleSize[3], 0, 0}};
+      c.set.reportInKernel = c.set.checked && fused.on;
       break;
     default:
       break;
