@@ -170,21 +170,33 @@ uint blockFrom;  // the block's first value
 #endif
 
 #if WRITE
-// Loop element c (token, head, group) of the write, stored at slot s (in range).
-void writeGroup(uint p, uvec3 c, uint s) {
+// Loop element c (token, head, group) of the write: its first value in UpdatesTensor's elements,
+// its target in bytes at slot s (in range).
+uint groupFrom(uint p, uvec3 c) {
+  return c.x * VKDML_AT(plans[p].direct, 0) + c.y * VKDML_AT(plans[p].direct, 1) +
+         c.z * VKDML_AT(plans[p].direct, 2);
+}
+uint groupTarget(uint p, uvec3 c, uint s) {
   const uint blockSize = VKDML_AT(plans[p].tupleSize, 1);
   const uint block = s / blockSize, row = s - block * blockSize;
-  const uint target = pc.dstBase + block * VKDML_AT(plans[p].tupleStride, 0) +
-                      row * VKDML_AT(plans[p].tupleStride, 1) +
-                      c.y * VKDML_AT(plans[p].indexed, 1) + c.z * VKDML_AT(plans[p].indexed, 2);
-  const uint from = c.x * VKDML_AT(plans[p].direct, 0) + c.y * VKDML_AT(plans[p].direct, 1) +
-                    c.z * VKDML_AT(plans[p].direct, 2);
+  return pc.dstBase + block * VKDML_AT(plans[p].tupleStride, 0) +
+         row * VKDML_AT(plans[p].tupleStride, 1) + c.y * VKDML_AT(plans[p].indexed, 1) +
+         c.z * VKDML_AT(plans[p].indexed, 2);
+}
 #if FORMAT == 0
-  const uint w = (pc.srcBase >> 2) + (kValueSize == 4u ? from : from >> 1);
-  storeGroup(target >> 2, sourceGroup(w), kGroupWords);
+// FORMAT 0: the group's values (the write's source words).
+uvec4 groupBits(uint p, uvec3 c) {
+  const uint from = groupFrom(p, c);
+  return sourceGroup((pc.srcBase >> 2) + (kValueSize == 4u ? from : from >> 1));
+}
+#endif
+// Loop element c stored at slot s.
+void writeGroup(uint p, uvec3 c, uint s) {
+#if FORMAT == 0
+  storeGroup(groupTarget(p, c, s) >> 2, groupBits(p, c), kGroupWords);
 #else
-  blockFrom = from;
-  quantizeBlock(target);
+  blockFrom = groupFrom(p, c);
+  quantizeBlock(groupTarget(p, c, s));
 #endif
 }
 #endif
@@ -213,18 +225,30 @@ void main() {
     // The chunk's tokens write iff no later token names the same slot (the last token wins):
     // each invocation compares its share of the later tokens with the chunk's. The first chunk
     // sees every token: it finds the first slot past the cache and writes the status words.
+    // Float caches load the element's values first, with the slots (neither waits on the other).
     const uint tokens = VKDML_AT(plans[p].sizes, 0);
     const uint slots = VKDML_AT(plans[p].tupleSize, 0) * VKDML_AT(plans[p].tupleSize, 1);
     const uint indexStride = VKDML_AT(plans[p].indices, 0);
+    const uint e = base + lid;
+    uvec3 c = uvec3(0u);
+#if FORMAT == 0
+    uvec4 bits = uvec4(0u);
+#endif
+    if (e < count) {
+      c = coordinates(p, e);
+#if FORMAT == 0
+      bits = groupBits(p, c);
+#endif
+    }
+    const uvec2 mine = first + lid < tokens ? readIndex((first + lid) * indexStride) : uvec2(0u);
     if (lid < rows) {
-      const uvec2 s = readIndex((first + lid) * indexStride);
-      chunkSlot[lid] = indexBelow(s, slots) ? s.x : kNoSlot;
+      chunkSlot[lid] = indexBelow(mine, slots) ? mine.x : kNoSlot;
       chunkLater[lid] = 0u;
     }
     if (lid == 0u) chunkFirst = VKDML_NO_POSITION;
     barrier();
     for (uint t = first + lid; t < tokens; t += size) {
-      const uvec2 s = readIndex(t * indexStride);
+      const uvec2 s = t == first + lid ? mine : readIndex(t * indexStride);
       if (indexBelow(s, slots)) {
         const uint earlier = min(rows, t - first);
         for (uint k = 0u; k < earlier; ++k)
@@ -242,11 +266,16 @@ void main() {
       STATUS(VKDML_STATUS_HI) = v.y;
       STATUS(3) = ~0u;
     }
-    const uint e = base + lid;
     if (e < count) {
-      const uvec3 c = coordinates(p, e);
       const uint k = c.x - first;
-      if (chunkSlot[k] != kNoSlot && chunkLater[k] == 0u) writeGroup(p, c, chunkSlot[k]);
+      const uint slot = chunkSlot[k];
+      if (slot != kNoSlot && chunkLater[k] == 0u) {
+#if FORMAT == 0
+        storeGroup(groupTarget(p, c, slot) >> 2, bits, kGroupWords);
+#else
+        writeGroup(p, c, slot);
+#endif
+      }
     }
     barrier();
   }
