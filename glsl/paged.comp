@@ -20,6 +20,14 @@
 //          fill value, and recorded (checked mode);
 // GATHER   an invocation per group of kUnit output values (4, or 8 float16 ones: 16 bytes),
 //          from its token's row: copied or dequantized (glsl/quantized.glsl).
+// STARTS with params.z 1 (checked mode) also sets the status words (no fill before the run).
+// FUSED (kernel_paged.cpp says when) makes one dispatch of two stages:
+// WRITE    CLAIM and WRITE: a workgroup's chunk of loop elements at a time; its tokens write
+//          where no later token names their slot (each invocation compares its share of the
+//          tokens with the chunk's, in shared memory); the first chunk writes the status words;
+// GATHER   ROWS and GATHER (FORMAT 0): each 32 invocations copy kUnroll runs of 32 groups, each
+//          invocation finding its token's row itself, loads before stores; the last workgroup
+//          to finish writes the report (STATUS(3) counts them).
 // Tensors are read and written in 32-bit words, as uvec4 and uvec2 where aligned (no 8/16-bit
 // storage needed); bases are bytes (Kernel::unit 1). kValueSize: the values' element size (the
 // write's UpdatesTensor, the gather's OutputTensor). INDEX64 selects 64-bit index loads.

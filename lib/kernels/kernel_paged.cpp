@@ -3,7 +3,10 @@
 // the gather's OutputTensor) is VKDML_SPEC_OUTPUT_SIZE. The write's copy of the cache (not in
 // place) is the indexed copy's (kernel_copy.cpp). The kernels read and write their tensors in
 // 32-bit words on every device (KernelSet::wordBindings), bases in bytes (Kernel::unit 1). No
-// large path: each tensor fits one descriptor.
+// large path: each tensor fits one descriptor. Where ChooseFused allows, the write is one
+// dispatch (no claims: a bench write of 256 tokens was five steps of latency) and the float
+// gather its starts and one dispatch (no token rows through the scratch), the status words and
+// report written by the kernels (KernelSet::statusInKernel, reportInKernel).
 #include "kernels/kernel_choice.h"
 
 namespace vkdml::detail {
