@@ -130,6 +130,8 @@ void storeGroup(uint w, uvec4 bits, uint words) {
 }
 
 #if ROWS || (FUSED && !WRITE)
+bool recorded = false;  // this invocation recorded a block out of range (checked mode)
+
 // Output token i's cache row (ROWS says how), or kUnwritten, or kFilled.
 uint tokenRow(uint p, uint i) {
   const uint blocks = VKDML_AT(plans[p].tupleSize, 0), blockSize = VKDML_AT(plans[p].tupleSize, 1);
@@ -154,7 +156,10 @@ uint tokenRow(uint p, uint i) {
   const uvec2 v =
       readIndex(b * VKDML_AT(plans[p].tupleStride, 3) + j * VKDML_AT(plans[p].tupleStride, 2));
   const bool inRange = entry < maxBlocks && indexBelow(v, blocks);
-  if (kChecked && !inRange) atomicMin(STATUS(VKDML_STATUS_POSITION), b * maxBlocks + j);
+  if (kChecked && !inRange) {
+    atomicMin(STATUS(VKDML_STATUS_POSITION), b * maxBlocks + j);
+    recorded = true;
+  }
   const uint block = negativeIndex(v) ? 0u : indexBelow(v, blocks) ? v.x : blocks - 1u;
   const uint at =
       block * VKDML_AT(plans[p].tupleStride, 0) + row * VKDML_AT(plans[p].tupleStride, 1);
@@ -326,8 +331,9 @@ void main() {
   }
   if (!kChecked) return;
   // Checked mode: the last workgroup to finish (STATUS(3) counts them, zeroed by STARTS) reads
-  // the first out-of-range entry's value, as report.comp would.
-  memoryBarrierBuffer();
+  // the first out-of-range entry's value, as report.comp would. Only an invocation that recorded
+  // one waits for its atomics to be visible before its workgroup counts itself.
+  if (recorded) memoryBarrierBuffer();
   barrier();
   if (gl_LocalInvocationID.x == 0u && atomicAdd(STATUS(3), 1u) == gl_NumWorkGroups.x - 1u) {
     memoryBarrierBuffer();
