@@ -1001,7 +1001,7 @@ TEST_CASE("Kernels: the paged cache's steps", "[paged][kernels]") {
     for (const auto& step : set.steps) names.push_back(step.plain.module);
     return names;
   };
-  for (UINT tokens : {256u, 4096u, 4097u}) {
+  for (UINT tokens : {256u, 768u, 769u, 4096u, 4097u}) {
     INFO(tokens << " tokens");
     WriteCase c;
     c.cache.blocks = 4096;
@@ -1028,6 +1028,14 @@ TEST_CASE("Kernels: the paged cache's steps", "[paged][kernels]") {
     BuildWrite(c, &b);
     CHECK(modules(choose(b.op, 0)).back() ==
           (fused ? "paged_write_fused_q8_0_i64" : "paged_write_q8_0_i64"));
+    // Rows of one 16-byte group: each invocation would compare its tokens with 256 others, so
+    // past 768 tokens the claims' pass is cheaper.
+    c.cache.format = VKDML_QUANTIZED_FORMAT(0);
+    c.cache.heads = 1;
+    c.cache.headSize = 4;
+    BuildWrite(c, &b);
+    CHECK(modules(choose(b.op, 0)).back() ==
+          (tokens <= 768 ? "paged_write_fused_f_i64" : "paged_write_f_i64"));
   }
   for (auto format : {VKDML_QUANTIZED_FORMAT(0), VKDML_QUANTIZED_FORMAT_Q4_0})
     for (bool offsets : {false, true}) {
