@@ -1018,6 +1018,8 @@ TEST_CASE("Kernels: the paged cache's steps", "[paged][kernels]") {
     CHECK(set.statusInKernel == fused);
     CHECK(set.reportInKernel == fused);
     CHECK(set.tallyWords == (fused ? 0u : 4096u * 16));
+    // Fused, the scratch is the status words alone: the binding table makes it host visible.
+    if (fused) CHECK(set.scratchWords == VKDML_STATUS_WORDS);
     REQUIRE(set.steps.size() == (fused ? 2u : 3u));
     CHECK(set.steps[0].kind == K::Gather);  // the copy (skipped in place)
     CHECK(set.steps[0].skipInPlace);

@@ -120,13 +120,17 @@ Result BindingTableImpl::Init() {
 
   // The table's own buffers: the scratch (status words first), bound whole in every set, and
   // the host's copy of the status words.
-  VKDML_TRY(
-      BufferImpl::Create(device_, k.scratchWords * 4,
-                         VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-                             VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT,
-                         Buffer::Memory::DeviceLocal, &scratch_));
-  VKDML_TRY(BufferImpl::Create(device_, kStatusBytes, VK_BUFFER_USAGE_TRANSFER_DST_BIT,
-                               Buffer::Memory::HostVisible, &status_));
+  statusInScratch_ =
+      k.checked && k.statusInKernel && k.reportInKernel && k.scratchWords == VKDML_STATUS_WORDS;
+  VKDML_TRY(BufferImpl::Create(
+      device_, k.scratchWords * 4,
+      VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+          VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT,
+      statusInScratch_ ? Buffer::Memory::HostVisible : Buffer::Memory::DeviceLocal, &scratch_,
+      statusInScratch_));
+  if (!statusInScratch_)
+    VKDML_TRY(BufferImpl::Create(device_, kStatusBytes, VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                                 Buffer::Memory::HostVisible, &status_));
   const VkDescriptorBufferInfo infos[] = {{op_->plans->Handle(), 0, op_->plans->Size()},
                                           {scratch_->Handle(), 0, scratch_->Size()}};
   VkWriteDescriptorSet writes[2];
@@ -142,7 +146,7 @@ Result BindingTableImpl::Init() {
     }
     vk.vkUpdateDescriptorSets(device_->Handle(), 2, writes, 0, nullptr);
   }
-  std::memset(status_->Mapped(), 0xFF, kStatusBytes);
+  std::memset((statusInScratch_ ? scratch_ : status_)->Mapped(), 0xFF, kStatusBytes);
   return {};
 }
 
@@ -504,6 +508,11 @@ Result BindingTableImpl::Record(VkCommandBuffer cmd) {
       else
         Dispatch(cmd, kernels.report, Role::Input, Role::Output, &bound);
     }
+    if (statusInScratch_) {  // the kernels wrote them where the host reads them
+      Barrier(cmd, compute, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
+              VK_ACCESS_HOST_READ_BIT);
+      return {};
+    }
     // The status words to the host's copy, which IndexStatus reads (after this table's copy
     // before, if one was recorded earlier).
     Barrier(cmd, compute | transfer, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
@@ -553,7 +562,7 @@ Result BindingTableImpl::IndexStatus() {
   VKDML_TRY(device_->CheckNotLost());
   if (!op_->kernels.checked) return {};
   uint32_t s[VKDML_STATUS_WORDS];
-  std::memcpy(s, status_->Mapped(), sizeof(s));
+  std::memcpy(s, (statusInScratch_ ? scratch_ : status_)->Mapped(), sizeof(s));
   const UINT position = s[VKDML_STATUS_POSITION];
   if (position == VKDML_NO_POSITION) return {};
   const OperatorImpl& op = op_->op;
