@@ -59,9 +59,6 @@ class BindingTableImpl final : public BindingTable {
   std::vector<VkDescriptorSet> largeSets_;  // one per large dispatch, in LargeKernels() order
   std::unique_ptr<BufferImpl> scratch_;     // KernelSet::scratchWords, device local
   std::unique_ptr<BufferImpl> status_;      // checked mode: the status words, read by the host
-  // The scratch holds only the status words, which the kernels write whole (the fused paged
-  // write): it is host visible itself, and status_ is not made (nor the copy recorded).
-  bool statusInScratch_ = false;
   std::vector<DML_BUFFER_BINDING> inputs_, outputs_;
   bool inputsBound_ = false, outputsBound_ = false;
   UINT64 delta_[UINT(Role::Count)] = {};  // binding offset minus the descriptor's offset
