@@ -21,13 +21,10 @@
 // GATHER   an invocation per group of kUnit output values (4, or 8 float16 ones: 16 bytes),
 //          from its token's row: copied or dequantized (glsl/quantized.glsl).
 // STARTS with params.z 1 (checked mode) also sets the status words (no fill before the run).
-// FUSED (kernel_paged.cpp says when) makes one dispatch of two stages:
-// WRITE    CLAIM and WRITE: a workgroup's chunk of loop elements at a time; its tokens write
-//          where no later token names their slot (each invocation compares its share of the
-//          tokens with the chunk's, in shared memory); the first chunk writes the status words;
-// GATHER   ROWS and GATHER (FORMAT 0): each 32 invocations copy kUnroll runs of 32 groups, each
-//          invocation finding its token's row itself, loads before stores; the last workgroup
-//          to finish writes the report (STATUS(3) counts them).
+// FUSED WRITE (kernel_paged.cpp says when) is CLAIM and WRITE in one dispatch: a workgroup's
+// chunk of loop elements at a time; its tokens write where no later token names their slot (each
+// invocation compares its share of the tokens with the chunk's, in shared memory); the first
+// chunk writes the status words whole (no fill, no report).
 // Tensors are read and written in 32-bit words, as uvec4 and uvec2 where aligned (no 8/16-bit
 // storage needed); bases are bytes (Kernel::unit 1). kValueSize: the values' element size (the
 // write's UpdatesTensor, the gather's OutputTensor). INDEX64 selects 64-bit index loads.
@@ -52,7 +49,7 @@
 #define ROWS 0
 #endif
 #ifndef FUSED
-#define FUSED 0  // WRITE or GATHER (FORMAT 0) as one dispatch: below
+#define FUSED 0  // WRITE: CLAIM and WRITE as one dispatch (below)
 #endif
 #ifndef FORMAT
 #define FORMAT 0
@@ -129,9 +126,7 @@ void storeGroup(uint w, uvec4 bits, uint words) {
   }
 }
 
-#if ROWS || (FUSED && !WRITE)
-bool recorded = false;  // this invocation recorded a block out of range (checked mode)
-
+#if ROWS
 // Output token i's cache row (ROWS says how), or kUnwritten, or kFilled.
 uint tokenRow(uint p, uint i) {
   const uint blocks = VKDML_AT(plans[p].tupleSize, 0), blockSize = VKDML_AT(plans[p].tupleSize, 1);
@@ -156,10 +151,7 @@ uint tokenRow(uint p, uint i) {
   const uvec2 v =
       readIndex(b * VKDML_AT(plans[p].tupleStride, 3) + j * VKDML_AT(plans[p].tupleStride, 2));
   const bool inRange = entry < maxBlocks && indexBelow(v, blocks);
-  if (kChecked && !inRange) {
-    atomicMin(STATUS(VKDML_STATUS_POSITION), b * maxBlocks + j);
-    recorded = true;
-  }
+  if (kChecked && !inRange) atomicMin(STATUS(VKDML_STATUS_POSITION), b * maxBlocks + j);
   const uint block = negativeIndex(v) ? 0u : indexBelow(v, blocks) ? v.x : blocks - 1u;
   const uint at =
       block * VKDML_AT(plans[p].tupleStride, 0) + row * VKDML_AT(plans[p].tupleStride, 1);
@@ -214,7 +206,7 @@ void writeGroup(uint p, uvec3 c, uint s) {
 }
 #endif
 
-#if FUSED && WRITE
+#if FUSED
 // A chunk's first token: loop element e's (plans of rank 3: tokens, heads, groups).
 uint tokenOf(uint p, uint e) {
   return divideBySize(p, 1u, divideBySize(p, 2u, e));
@@ -293,61 +285,6 @@ void main() {
     barrier();
   }
 }
-#elif FUSED
-// Each run of 32 invocations takes 32 * kUnroll consecutive loop elements (a warp's 16-byte
-// groups: 512 coalesced bytes per load), its token rows found as ROWS finds them (once a token
-// an invocation), all its loads issued before its stores; no shared memory, no barrier.
-void main() {
-  const uint p = pc.plan;
-  const uint count = loopCount(p);
-  const uint threads = gl_NumWorkGroups.x * gl_WorkGroupSize.x;  // a multiple of 32
-  const uint g = gl_GlobalInvocationID.x;
-  const uint lane = g & 31u;
-  const uint runs = count / 32u + (count % 32u != 0u ? 1u : 0u);  // runs of 32 elements
-  for (uint run = (g >> 5) * kUnroll; run < runs; run += (threads >> 5) * kUnroll) {
-    uvec4 bits[4];
-    uint to[4];
-    uint token = ~0u, source = kUnwritten;
-    for (uint u = 0u; u < kUnroll; ++u) {
-      const uint e = (run + u) * 32u + lane;
-      to[u] = ~0u;
-      if (e < count) {
-        const uvec3 c = coordinates(p, e);
-        if (c.x != token) {
-          token = c.x;
-          source = tokenRow(p, token);
-        }
-        if (source != kUnwritten) {
-          const uint at = c.x * VKDML_AT(plans[p].direct, 0) +
-                          c.y * VKDML_AT(plans[p].direct, 1) + kUnit * c.z;
-          to[u] = (pc.dstBase >> 2) + (kValueSize == 4u ? at : at >> 1);
-          const uint from = pc.srcBase + source + c.y * VKDML_AT(plans[p].indexed, 1);
-          bits[u] = source == kFilled ? fillBytes : sourceGroup((from >> 2) + c.z * kGroupWords);
-        }
-      }
-    }
-    for (uint u = 0u; u < kUnroll; ++u)
-      if (to[u] != ~0u) storeGroup(to[u], bits[u], kGroupWords);
-  }
-  if (!kChecked) return;
-  // Checked mode: the last workgroup to finish (STATUS(3) counts them, zeroed by STARTS) reads
-  // the first out-of-range entry's value, as report.comp would. Only an invocation that recorded
-  // one waits for its atomics to be visible before its workgroup counts itself.
-  if (recorded) memoryBarrierBuffer();
-  barrier();
-  if (gl_LocalInvocationID.x == 0u && atomicAdd(STATUS(3), 1u) == gl_NumWorkGroups.x - 1u) {
-    memoryBarrierBuffer();
-    const uint at = atomicOr(STATUS(VKDML_STATUS_POSITION), 0u);
-    if (at != VKDML_NO_POSITION) {
-      const uint maxBlocks = VKDML_AT(plans[p].tupleSize, 2);
-      const uint b = at / maxBlocks, j = at - b * maxBlocks;
-      const uvec2 v = readIndex(b * VKDML_AT(plans[p].tupleStride, 3) +
-                                j * VKDML_AT(plans[p].tupleStride, 2));
-      STATUS(VKDML_STATUS_LO) = v.x;
-      STATUS(VKDML_STATUS_HI) = v.y;
-    }
-  }
-}
 #else
 void main() {
   const uint p = pc.plan;
@@ -372,11 +309,9 @@ void main() {
     const uint lo = tableWords[e];
     const uint hi = INDEX64 != 0 ? tableWords[e + 1u] : kSignedIndex && int(lo) < 0 ? ~0u : 0u;
     const bool negative = kSignedIndex && int(hi) < 0;
-    if (plans[p].params.z != 0u && i == 0u) {  // checked mode's status words, in place of a fill
+    if (plans[p].params.z != 0u && i == 0u)  // checked mode's status words, in place of a fill
       STATUS(VKDML_STATUS_POSITION) = STATUS(VKDML_STATUS_LO) = STATUS(VKDML_STATUS_HI) =
-          VKDML_NO_POSITION;
-      STATUS(3) = 0u;  // the fused gather's finished workgroups
-    }
+          STATUS(3) = VKDML_NO_POSITION;
     if (plans[p].params.y == 0u) {
       const uint total = plans[p].params.x;
       BOUND(i) = negative ? 0u : hi != 0u ? total : min(lo, total);

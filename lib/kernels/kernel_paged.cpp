@@ -4,9 +4,9 @@
 // place) is the indexed copy's (kernel_copy.cpp). The kernels read and write their tensors in
 // 32-bit words on every device (KernelSet::wordBindings), bases in bytes (Kernel::unit 1). No
 // large path: each tensor fits one descriptor. Where ChooseFused allows, the write is one
-// dispatch (no claims: a bench write of 256 tokens was five steps of latency) and the float
-// gather its starts and one dispatch (no token rows through the scratch), the status words and
-// report written by the kernels (KernelSet::statusInKernel, reportInKernel).
+// dispatch (no claims: a bench write of 256 tokens was five steps of latency), its kernel
+// writing the status words whole (KernelSet::statusInKernel, reportInKernel); the gather's
+// starts' pass sets them (statusInKernel: no fill).
 #include "kernels/kernel_choice.h"
 
 namespace vkdml::detail {
@@ -20,13 +20,11 @@ const char* CacheToken(VKDML_QUANTIZED_FORMAT format) {
                                                  : "f";
 }
 
-// "paged_claim_i32", "paged_starts_i64", "paged_write_q8_0_i64", "paged_gather_f_i32"; fused:
-// "paged_write_fused_q4_0_i32", "paged_gather_fused_f_i64".
+// "paged_claim_i32", "paged_starts_i64", "paged_write_q8_0_i64", "paged_gather_f_i32"; the
+// fused write: "paged_write_fused_q4_0_i32".
 std::string PagedModule(Pass::Kind kind, VKDML_QUANTIZED_FORMAT format, UINT indexSize,
                         bool fused = false) {
-  if (fused)
-    return Str(kind == Pass::Kind::PagedWrite ? "paged_write_fused_" : "paged_gather_fused_",
-               CacheToken(format), IndexSuffix(indexSize));
+  if (fused) return Str("paged_write_fused_", CacheToken(format), IndexSuffix(indexSize));
   switch (kind) {
     case Pass::Kind::PagedClaim:
       return "paged_claim" + IndexSuffix(indexSize);
@@ -42,49 +40,35 @@ std::string PagedModule(Pass::Kind kind, VKDML_QUANTIZED_FORMAT format, UINT ind
   }
 }
 
-// The fused kernels (paged.comp: FUSED), over plans of rank 3 (tokens, a token's heads, a
-// head's groups): the write a workgroup's chunk of loop elements at a time, the gather `unroll`
-// runs of 32 loop elements for each 32 invocations.
-constexpr UINT kFusedTokens = 4096;  // the write's: tokens each workgroup compares
-constexpr UINT kGatherUnroll = 4;
+// The fused write (paged.comp: FUSED), over its plan of rank 3 (tokens, a token's heads, a
+// head's groups), a workgroup's chunk of loop elements at a time.
+constexpr UINT kFusedTokens = 4096;  // tokens each workgroup compares
 struct Fused {
   bool on = false;
   UINT groups = 0;
 };
 
 // Whether the write takes one dispatch (the claims in each workgroup's shared memory: every
-// token's slot compared with the chunk's), or the gather one after its starts (each token's row
-// found where its values are copied, loads before stores; float caches only), within the loop
-// bound of CPU devices (Capabilities::maxLoop).
+// token's slot compared with the chunk's), within the loop bound of CPU devices
+// (Capabilities::maxLoop). (A gather fused the same way, each invocation finding its token's
+// row and copying 4 uvec4s, ran 25% slower than ROWS and GATHER on an H200: not kept.)
 Fused ChooseFused(const Choice& c) {
   const OperatorImpl& op = c.op;
   Fused f;
   const Pass* values = nullptr;
   for (const Pass& pass : op.passes)
-    if (pass.kind == Pass::Kind::PagedWrite || pass.kind == Pass::Kind::PagedGather) values = &pass;
+    if (pass.kind == Pass::Kind::PagedWrite) values = &pass;
   if (c.large || !values || values->plan.count == 0 || values->plan.rank != 3) return f;
   const Plan& plan = values->plan;
   const UINT64 size = c.caps.groupSize, tokens = plan.sizes[0];
   const UINT64 rowGroups = UINT64(plan.sizes[1]) * plan.sizes[2];
-  const bool write = op.IsScatter();
-  if (write && tokens > kFusedTokens) return f;
-  if (!write && op.format) return f;
-  // An invocation's loop iterations for each of its chunks: the write compares its share of the
-  // tokens with the chunk's (at most a token an invocation); the gather bisects the sequences'
-  // starts once a token, at most once a group.
-  UINT64 work = 0, chunks = 0;
-  if (write) {
-    const UINT64 rows = std::min<UINT64>(size, (size - 1) / rowGroups + 2);
-    work = (tokens + size - 1) / size * (rows + 1) + 4;
-    if (work > 1024) return f;  // short rows: the claims' pass is cheaper
-    chunks = (plan.count + size - 1) / size;
-  } else {
-    UINT64 depth = 2;
-    for (UINT64 n = UINT64(op.inputs[1].sizes[0]) + 1; n > 1; n = (n + 1) / 2) ++depth;
-    work = kGatherUnroll * (depth + 2);
-    const UINT64 warps = (plan.count + 32 * kGatherUnroll - 1) / (32 * kGatherUnroll);
-    chunks = (warps * 32 + size - 1) / size;
-  }
+  if (tokens > kFusedTokens) return f;
+  // An invocation's loop iterations for each of its chunks: it compares its share of the tokens
+  // with the chunk's (at most a token an invocation).
+  const UINT64 rows = std::min<UINT64>(size, (size - 1) / rowGroups + 2);
+  const UINT64 work = (tokens + size - 1) / size * (rows + 1) + 4;
+  if (work > 1024) return f;  // short rows: the claims' pass is cheaper
+  const UINT64 chunks = (plan.count + size - 1) / size;
   const UINT groups = c.Groups(chunks);
   if (c.caps.maxLoop != UINT64(-1) && (chunks + groups - 1) / groups * work > c.caps.maxLoop)
     return f;
@@ -109,25 +93,17 @@ Result ChoosePaged(Choice& c, const Pass& pass) {
     return Fail(Status::Unsupported, op.name, ": 2^32 or more loop elements are not supported");
   if (pass.kind == Pass::Kind::Gather) return ChooseCopy(c, pass);  // the write's cache copy
   const Fused fused = ChooseFused(c);
-  // Fused: no claims, no token rows in the scratch; the write reports in its kernel.
-  if (fused.on && (pass.kind == Pass::Kind::PagedClaim || pass.kind == Pass::Kind::PagedRows))
-    return {};
-  const bool values = pass.kind == Pass::Kind::PagedWrite || pass.kind == Pass::Kind::PagedGather;
-  Plan plan = pass.plan;
-  if (fused.on && pass.kind == Pass::Kind::PagedGather)  // the rows' block table components
-    for (const Pass& rows : op.passes)
-      if (rows.kind == Pass::Kind::PagedRows)
-        for (UINT j = 2; j < rows.plan.tuple; ++j)
-          plan.AddComponent(rows.plan.tupleSize[j], rows.plan.tupleStride[j]);
+  if (fused.on && pass.kind == Pass::Kind::PagedClaim) return {};  // no claims
+  const bool fusedWrite = fused.on && pass.kind == Pass::Kind::PagedWrite;
+  const Plan& plan = pass.plan;
   UINT slot = 0;
   VKDML_TRY(c.Slot(plan, &slot));
   Step step;
   step.kind = pass.kind;
   Kernel& k = step.plain;
-  k = c.Elementwise(PagedModule(pass.kind, op.format, c.indexSize, fused.on && values), plan, slot,
-                    1);
-  if (fused.on && values) {
-    k.spec[VKDML_SPEC_UNROLL] = op.IsScatter() ? 1 : kGatherUnroll;
+  k = c.Elementwise(PagedModule(pass.kind, op.format, c.indexSize, fusedWrite), plan, slot, 1);
+  if (fusedWrite) {
+    k.spec[VKDML_SPEC_UNROLL] = 1;
     k.groups = fused.groups;
   }
   const bool write = op.IsScatter();
@@ -157,10 +133,6 @@ Result ChoosePaged(Choice& c, const Pass& pass) {
     case Pass::Kind::PagedWrite:  // fused: the status words and the report in the kernel
       c.set.statusInKernel = c.set.reportInKernel = c.set.checked && fused.on;
       break;
-    case Pass::Kind::PagedGather:  // fused: ROWS' params; the report in the kernel
-      if (fused.on) params = {{op.inputs.size() > 3 ? 1u : 0u, plan.tupleSize[3], 0, 0}};
-      c.set.reportInKernel = c.set.checked && fused.on;
-      break;
     default:
       break;
   }
@@ -181,7 +153,6 @@ void ListPagedModules(const ModuleSink& sink) {
     for (auto format :
          {VKDML_QUANTIZED_FORMAT(0), VKDML_QUANTIZED_FORMAT_Q8_0, VKDML_QUANTIZED_FORMAT_Q4_0})
       sink(PagedModule(Pass::Kind::PagedWrite, format, index, true));
-    sink(PagedModule(Pass::Kind::PagedGather, VKDML_QUANTIZED_FORMAT(0), index, true));
   }
 }
 
