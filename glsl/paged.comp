@@ -20,6 +20,11 @@
 //          fill value, and recorded (checked mode);
 // GATHER   an invocation per group of kUnit output values (4, or 8 float16 ones: 16 bytes),
 //          from its token's row: copied or dequantized (glsl/quantized.glsl).
+// STARTS with params.z 1 (checked mode) also sets the status words (no fill before the run).
+// FUSED WRITE (kernel_paged.cpp says when) is CLAIM and WRITE in one dispatch: a workgroup's
+// chunk of loop elements at a time; its tokens write where no later token names their slot (each
+// invocation compares its share of the tokens with the chunk's, in shared memory); the first
+// chunk writes the status words whole (no fill, no report).
 // Tensors are read and written in 32-bit words, as uvec4 and uvec2 where aligned (no 8/16-bit
 // storage needed); bases are bytes (Kernel::unit 1). kValueSize: the values' element size (the
 // write's UpdatesTensor, the gather's OutputTensor). INDEX64 selects 64-bit index loads.
@@ -42,6 +47,9 @@
 #endif
 #ifndef ROWS
 #define ROWS 0
+#endif
+#ifndef FUSED
+#define FUSED 0  // WRITE: CLAIM and WRITE as one dispatch (below)
 #endif
 #ifndef FORMAT
 #define FORMAT 0
@@ -118,6 +126,39 @@ void storeGroup(uint w, uvec4 bits, uint words) {
   }
 }
 
+#if ROWS
+// Output token i's cache row (ROWS says how), or kUnwritten, or kFilled.
+uint tokenRow(uint p, uint i) {
+  const uint blocks = VKDML_AT(plans[p].tupleSize, 0), blockSize = VKDML_AT(plans[p].tupleSize, 1);
+  const uint sequences = plans[p].params.y;
+  uint n = 0u, len = sequences + 1u;  // the bounds at or before the token
+  while (len > 0u) {
+    const uint mid = len >> 1;
+    if (BOUND(n + mid) <= i) {
+      n += mid + 1u;
+      len -= mid + 1u;
+    } else {
+      len = mid;
+    }
+  }
+  if (n == 0u || n > sequences) return kUnwritten;
+  const uint b = n - 1u;
+  const uint offset = (plans[p].params.x & 1u) != 0u ? WEIGHT(b) : 0u;
+  const uint position = i - BOUND(b) + offset;
+  const uint entry = position / blockSize, row = position - entry * blockSize;
+  const uint maxBlocks = VKDML_AT(plans[p].tupleSize, 2);
+  const uint j = min(entry, maxBlocks - 1u);
+  const uvec2 v =
+      readIndex(b * VKDML_AT(plans[p].tupleStride, 3) + j * VKDML_AT(plans[p].tupleStride, 2));
+  const bool inRange = entry < maxBlocks && indexBelow(v, blocks);
+  if (kChecked && !inRange) atomicMin(STATUS(VKDML_STATUS_POSITION), b * maxBlocks + j);
+  const uint block = negativeIndex(v) ? 0u : indexBelow(v, blocks) ? v.x : blocks - 1u;
+  const uint at =
+      block * VKDML_AT(plans[p].tupleStride, 0) + row * VKDML_AT(plans[p].tupleStride, 1);
+  return kDrop && !inRange ? kFilled : at;
+}
+#endif
+
 #if WRITE && FORMAT != 0
 // Value e of UpdatesTensor (from its binding) as float32 bits: FLOAT16 converted exactly.
 uint updateBits(uint e) {
@@ -133,6 +174,118 @@ uint blockFrom;  // the block's first value
 #include "quantized.glsl"
 #endif
 
+#if WRITE
+// Loop element c (token, head, group) of the write: its first value in UpdatesTensor's elements,
+// its target in bytes at slot s (in range).
+uint groupFrom(uint p, uvec3 c) {
+  return c.x * VKDML_AT(plans[p].direct, 0) + c.y * VKDML_AT(plans[p].direct, 1) +
+         c.z * VKDML_AT(plans[p].direct, 2);
+}
+uint groupTarget(uint p, uvec3 c, uint s) {
+  const uint blockSize = VKDML_AT(plans[p].tupleSize, 1);
+  const uint block = s / blockSize, row = s - block * blockSize;
+  return pc.dstBase + block * VKDML_AT(plans[p].tupleStride, 0) +
+         row * VKDML_AT(plans[p].tupleStride, 1) + c.y * VKDML_AT(plans[p].indexed, 1) +
+         c.z * VKDML_AT(plans[p].indexed, 2);
+}
+#if FORMAT == 0
+// FORMAT 0: the group's values (the write's source words).
+uvec4 groupBits(uint p, uvec3 c) {
+  const uint from = groupFrom(p, c);
+  return sourceGroup((pc.srcBase >> 2) + (kValueSize == 4u ? from : from >> 1));
+}
+#endif
+// Loop element c stored at slot s.
+void writeGroup(uint p, uvec3 c, uint s) {
+#if FORMAT == 0
+  storeGroup(groupTarget(p, c, s) >> 2, groupBits(p, c), kGroupWords);
+#else
+  blockFrom = groupFrom(p, c);
+  quantizeBlock(groupTarget(p, c, s));
+#endif
+}
+#endif
+
+#if FUSED
+// A chunk's first token: loop element e's (plans of rank 3: tokens, heads, groups).
+uint tokenOf(uint p, uint e) {
+  return divideBySize(p, 1u, divideBySize(p, 2u, e));
+}
+
+const uint kNoSlot = 0xFFFFFFFFu;  // the token writes nothing
+shared uint chunkSlot[VKDML_GROUP_SIZE];   // the chunk's tokens' slots, or kNoSlot
+shared uint chunkLater[VKDML_GROUP_SIZE];  // nonzero: a later token names the same slot
+shared uint chunkFirst;                    // the first token whose slot is past the cache
+
+// A workgroup's chunk of loop elements, an invocation each, at a time.
+void main() {
+  const uint p = pc.plan;
+  const uint count = loopCount(p);
+  const uint lid = gl_LocalInvocationID.x, size = gl_WorkGroupSize.x;
+  const uint chunks = count / size + (count % size != 0u ? 1u : 0u);
+  for (uint chunk = gl_WorkGroupID.x; chunk < chunks; chunk += gl_NumWorkGroups.x) {
+    const uint base = chunk * size;
+    const uint first = tokenOf(p, base);
+    const uint rows = tokenOf(p, base + min(count - base, size) - 1u) - first + 1u;
+    // The chunk's tokens write iff no later token names the same slot (the last token wins):
+    // each invocation compares its share of the later tokens with the chunk's. The first chunk
+    // sees every token: it finds the first slot past the cache and writes the status words.
+    // Float caches load the element's values first, with the slots (neither waits on the other).
+    const uint tokens = VKDML_AT(plans[p].sizes, 0);
+    const uint slots = VKDML_AT(plans[p].tupleSize, 0) * VKDML_AT(plans[p].tupleSize, 1);
+    const uint indexStride = VKDML_AT(plans[p].indices, 0);
+    const uint e = base + lid;
+    uvec3 c = uvec3(0u);
+#if FORMAT == 0
+    uvec4 bits = uvec4(0u);
+#endif
+    if (e < count) {
+      c = coordinates(p, e);
+#if FORMAT == 0
+      bits = groupBits(p, c);
+#endif
+    }
+    const uvec2 mine = first + lid < tokens ? readIndex((first + lid) * indexStride) : uvec2(0u);
+    if (lid < rows) {
+      chunkSlot[lid] = indexBelow(mine, slots) ? mine.x : kNoSlot;
+      chunkLater[lid] = 0u;
+    }
+    if (lid == 0u) chunkFirst = VKDML_NO_POSITION;
+    barrier();
+    for (uint t = first + lid; t < tokens; t += size) {
+      const uvec2 s = t == first + lid ? mine : readIndex(t * indexStride);
+      if (indexBelow(s, slots)) {
+        const uint earlier = min(rows, t - first);
+        for (uint k = 0u; k < earlier; ++k)
+          if (chunkSlot[k] == s.x) atomicOr(chunkLater[k], 1u);
+      } else if (kChecked && chunk == 0u && !negativeIndex(s)) {
+        atomicMin(chunkFirst, t);
+      }
+    }
+    barrier();
+    if (kChecked && chunk == 0u && lid == 0u) {  // in place of a fill and the report
+      const uint at = chunkFirst;
+      const uvec2 v = at != VKDML_NO_POSITION ? readIndex(at * indexStride) : uvec2(~0u);
+      STATUS(VKDML_STATUS_POSITION) = at;
+      STATUS(VKDML_STATUS_LO) = v.x;
+      STATUS(VKDML_STATUS_HI) = v.y;
+      STATUS(3) = ~0u;
+    }
+    if (e < count) {
+      const uint k = c.x - first;
+      const uint slot = chunkSlot[k];
+      if (slot != kNoSlot && chunkLater[k] == 0u) {
+#if FORMAT == 0
+        storeGroup(groupTarget(p, c, slot) >> 2, bits, kGroupWords);
+#else
+        writeGroup(p, c, slot);
+#endif
+      }
+    }
+    barrier();
+  }
+}
+#else
 void main() {
   const uint p = pc.plan;
   const uint count = loopCount(p);
@@ -150,25 +303,15 @@ void main() {
 #elif WRITE
     const uvec3 c = coordinates(p, i);
     const uvec2 s = readIndex(c.x * VKDML_AT(plans[p].indices, 0));
-    if (indexBelow(s, blocks * blockSize) && TALLY(s.x) == c.x + 1u) {
-      const uint block = s.x / blockSize, row = s.x - block * blockSize;
-      const uint target = pc.dstBase + block * blockStride + row * rowStride +
-                          c.y * VKDML_AT(plans[p].indexed, 1) + c.z * VKDML_AT(plans[p].indexed, 2);
-      const uint from = c.x * VKDML_AT(plans[p].direct, 0) + c.y * VKDML_AT(plans[p].direct, 1) +
-                        c.z * VKDML_AT(plans[p].direct, 2);
-#if FORMAT == 0
-      const uint w = (pc.srcBase >> 2) + (kValueSize == 4u ? from : from >> 1);
-      storeGroup(target >> 2, sourceGroup(w), kGroupWords);
-#else
-      blockFrom = from;
-      quantizeBlock(target);
-#endif
-    }
+    if (indexBelow(s, blocks * blockSize) && TALLY(s.x) == c.x + 1u) writeGroup(p, c, s.x);
 #elif STARTS
     const uint e = (pc.srcBase >> 2) + i * VKDML_AT(plans[p].indices, 0) * (INDEX64 != 0 ? 2u : 1u);
     const uint lo = tableWords[e];
     const uint hi = INDEX64 != 0 ? tableWords[e + 1u] : kSignedIndex && int(lo) < 0 ? ~0u : 0u;
     const bool negative = kSignedIndex && int(hi) < 0;
+    if (plans[p].params.z != 0u && i == 0u)  // checked mode's status words, in place of a fill
+      STATUS(VKDML_STATUS_POSITION) = STATUS(VKDML_STATUS_LO) = STATUS(VKDML_STATUS_HI) =
+          STATUS(3) = VKDML_NO_POSITION;
     if (plans[p].params.y == 0u) {
       const uint total = plans[p].params.x;
       BOUND(i) = negative ? 0u : hi != 0u ? total : min(lo, total);
@@ -176,33 +319,7 @@ void main() {
       WEIGHT(i) = negative || hi != 0u || lo >= 0x80000000u ? 0x80000000u : lo;
     }
 #elif ROWS
-    const uint sequences = plans[p].params.y;
-    uint n = 0u, len = sequences + 1u;  // the bounds at or before the token
-    while (len > 0u) {
-      const uint mid = len >> 1;
-      if (BOUND(n + mid) <= i) {
-        n += mid + 1u;
-        len -= mid + 1u;
-      } else {
-        len = mid;
-      }
-    }
-    uint source = kUnwritten;
-    if (n > 0u && n <= sequences) {
-      const uint b = n - 1u;
-      const uint offset = (plans[p].params.x & 1u) != 0u ? WEIGHT(b) : 0u;
-      const uint position = i - BOUND(b) + offset;
-      const uint entry = position / blockSize, row = position - entry * blockSize;
-      const uint maxBlocks = VKDML_AT(plans[p].tupleSize, 2);
-      const uint j = min(entry, maxBlocks - 1u);
-      const uvec2 v = readIndex(b * VKDML_AT(plans[p].tupleStride, 3) +
-                                j * VKDML_AT(plans[p].tupleStride, 2));
-      const bool inRange = entry < maxBlocks && indexBelow(v, blocks);
-      if (kChecked && !inRange) atomicMin(STATUS(VKDML_STATUS_POSITION), b * maxBlocks + j);
-      const uint block = negativeIndex(v) ? 0u : indexBelow(v, blocks) ? v.x : blocks - 1u;
-      source = kDrop && !inRange ? kFilled : block * blockStride + row * rowStride;
-    }
-    TOKEN_ROW(i) = source;
+    TOKEN_ROW(i) = tokenRow(p, i);
 #else  // GATHER
     const uvec3 c = coordinates(p, i);
     const uint source = TOKEN_ROW(c.x);
@@ -237,3 +354,4 @@ void main() {
     i += step;
   }
 }
+#endif

@@ -211,7 +211,8 @@ WriteCase RandomWrite(Rng& rng, uint64_t n, bool outOfRange) {
   WriteCase c;
   c.cache = RandomShape(rng, n);
   c.slotType = IndexTypes()[(n / 10) % 4];
-  const UINT tokens = rng.Ui(1, 24);
+  // Some writes span several workgroups' chunks of the fused kernel (kernel_paged.cpp).
+  const UINT tokens = rng.P(0.25) ? rng.Ui(25, 700) : rng.Ui(1, 24);
   c.slotStride = rng.P(0.3) ? rng.Ui(2, 3) : 1;
   for (UINT t = 0; t < tokens; ++t) {
     int64_t s = int64_t(rng.U(0, c.Slots() - 1));  // duplicates are common: few slots
@@ -367,7 +368,7 @@ GatherCase RandomGather(Rng& rng, uint64_t n, bool outOfRange) {
                   : c.cache.valueType;
   const UINT seqs = rng.Ui(1, 5);
   const bool offsets = rng.P(0.5);
-  c.maxBlocks = rng.Ui(1, 5);
+  c.maxBlocks = rng.P(0.25) ? rng.Ui(6, 48) : rng.Ui(1, 5);  // some: several chunks
   const UINT capacity = c.maxBlocks * c.cache.blockSize;
   c.starts.push_back(0);
   for (UINT s = 0; s < seqs; ++s) {
@@ -907,4 +908,162 @@ TEST_CASE_METHOD(Fixture, "Paged cache: a negative token offset is out of range"
     INFO(Str(r));
     CHECK(r.ok());
   }
+}
+
+// The write's first slot past the cache is found wherever it is (the fused kernel's first chunk
+// compares every token; past kFusedTokens, the claims' pass records it), its later ones and the
+// duplicates around it changing nothing: up to 4096 tokens and past them (kernel_paged.cpp).
+TEST_CASE_METHOD(Fixture, "Paged cache: many tokens, duplicates and a late slot past the cache",
+                 "[paged]") {
+  for (UINT tokens : {300u, 1500u, 4200u}) {
+    INFO(tokens << " tokens");
+    Rng rng(BaseSeed() ^ (0x70CE + tokens));
+    WriteCase c;
+    c.cache.blocks = 5;
+    c.cache.blockSize = 4;
+    c.cache.heads = 2;
+    c.cache.headSize = 64;
+    c.cache.valueType = DML_TENSOR_DATA_TYPE_FLOAT16;
+    c.slotType = DML_TENSOR_DATA_TYPE_INT32;
+    for (UINT t = 0; t < tokens; ++t)  // 20 slots: every slot named many times
+      c.slots.push_back(rng.P(0.1) ? -1 : int64_t(rng.U(0, c.Slots() - 1)));
+    const Result ok = RunWrite(rng, c, VKDML_OUT_OF_RANGE_MODE_ERROR, 0);
+    INFO(Str(ok));
+    CHECK(ok.ok());
+    c.slots[tokens - 40] = 20;
+    c.slots[tokens - 7] = 99;
+    const Result dropped = RunWrite(rng, c, VKDML_OUT_OF_RANGE_MODE_DROP, 0);
+    CHECK(dropped.ok());
+    const Result r = RunWrite(rng, c, VKDML_OUT_OF_RANGE_MODE_ERROR, 0);
+    CHECK(r.status == Status::IndexOutOfRange);
+    CHECK(r.message == "PAGED_CACHE_WRITE: SlotMappingTensor[" + std::to_string(tokens - 40) +
+                           "] is 20, outside the valid range [0, 19]");
+  }
+}
+
+// The message of a block out of range names the first one read (row-major in BlockTableTensor;
+// entries past a sequence's tokens are not read), float caches and quantized ones, one workgroup
+// or several.
+TEST_CASE_METHOD(Fixture, "Paged cache: the first block out of range is reported", "[paged]") {
+  Rng rng(BaseSeed() ^ 0xB10C);
+  for (auto format : {VKDML_QUANTIZED_FORMAT(0), VKDML_QUANTIZED_FORMAT_Q8_0}) {
+    INFO("format " << UINT(format));
+    GatherCase g;
+    g.cache.blocks = 3;
+    g.cache.blockSize = 2;
+    g.cache.heads = 1;
+    g.cache.format = format;
+    g.cache.headSize = format ? 32 : 4;
+    g.outType = DML_TENSOR_DATA_TYPE_FLOAT32;
+    g.maxBlocks = 3;
+    g.table = {0, 9, 2, -1, 7, 0};  // sequence 1 reads entries 0 and 1; 9 comes first
+    g.starts = {0, 6, 9};
+    Result r = RunGather(rng, g, VKDML_OUT_OF_RANGE_MODE_ERROR);
+    CHECK(r.message == "PAGED_GATHER: BlockTableTensor[0,1] is 9, outside the valid range [0, 2]");
+    g.table = {0, 1, 2, 2, 7, -5};  // entries past a sequence's tokens (-5) are not read
+    r = RunGather(rng, g, VKDML_OUT_OF_RANGE_MODE_ERROR);
+    CHECK(r.message == "PAGED_GATHER: BlockTableTensor[1,1] is 7, outside the valid range [0, 2]");
+    // 64 sequences of 64 tokens (several workgroups): entry 17 of sequence 40 comes first.
+    g.maxBlocks = 32;
+    g.table.assign(64 * 32, 1);
+    g.starts.clear();
+    for (int64_t s = 0; s <= 64; ++s) g.starts.push_back(s * 64);
+    g.table[50 * 32 + 3] = 3;
+    g.table[40 * 32 + 17] = 4;
+    g.table[40 * 32 + 30] = -2;
+    r = RunGather(rng, g, VKDML_OUT_OF_RANGE_MODE_ERROR);
+    CHECK(r.message ==
+          "PAGED_GATHER: BlockTableTensor[40,17] is 4, outside the valid range [0, 2]");
+  }
+}
+
+// Perf choices no output shows, pinned on the CPU: the write of up to 4096 tokens is one
+// dispatch that writes checked mode's status words itself (no claims, no fill, no report);
+// past that, the claims' pass. The gather is its starts (which write the status words: no fill),
+// its token rows and its values, then the report.
+TEST_CASE("Kernels: the paged cache's steps", "[paged][kernels]") {
+  using vkdml::detail::Pass;
+  using K = Pass::Kind;
+  vkdml::detail::Capabilities device;
+  device.storage8 = device.storage16 = true;
+  device.maxSharedMemory = 16 << 10;
+  device.maxGroups = 65535;
+  const auto choose = [&](const DML_OPERATOR_DESC& desc, UINT flags) {
+    vkdml::detail::OperatorImpl op;
+    REQUIRE(vkdml::detail::BuildOperator(desc, &op).ok());
+    vkdml::detail::KernelSet set;
+    REQUIRE(vkdml::detail::ChooseKernels(op, flags, device, &set).ok());
+    return set;
+  };
+  const auto modules = [](const vkdml::detail::KernelSet& set) {
+    std::vector<std::string> names;
+    for (const auto& step : set.steps) names.push_back(step.plain.module);
+    return names;
+  };
+  for (UINT tokens : {256u, 768u, 769u, 4096u, 4097u}) {
+    INFO(tokens << " tokens");
+    WriteCase c;
+    c.cache.blocks = 4096;
+    c.cache.blockSize = 16;
+    c.cache.heads = 8;
+    c.cache.headSize = 128;
+    c.cache.valueType = DML_TENSOR_DATA_TYPE_FLOAT16;
+    c.slots.assign(tokens, 0);
+    WriteBuilt b;
+    BuildWrite(c, &b);
+    const auto set = choose(b.op, 0);
+    const bool fused = tokens <= 4096;
+    CHECK(set.checked);
+    CHECK(set.statusInKernel == fused);
+    CHECK(set.reportInKernel == fused);
+    CHECK(set.tallyWords == (fused ? 0u : 4096u * 16));
+    // Fused, the scratch is the status words alone: the binding table makes it host visible.
+    if (fused) CHECK(set.scratchWords == VKDML_STATUS_WORDS);
+    REQUIRE(set.steps.size() == (fused ? 2u : 3u));
+    CHECK(set.steps[0].kind == K::Gather);  // the copy (skipped in place)
+    CHECK(set.steps[0].skipInPlace);
+    CHECK(modules(set).back() == (fused ? "paged_write_fused_f_i64" : "paged_write_f_i64"));
+    if (!fused) CHECK(set.steps[1].kind == K::PagedClaim);
+    c.cache.format = VKDML_QUANTIZED_FORMAT_Q8_0;
+    c.cache.valueType = DML_TENSOR_DATA_TYPE_FLOAT32;
+    BuildWrite(c, &b);
+    CHECK(modules(choose(b.op, 0)).back() ==
+          (fused ? "paged_write_fused_q8_0_i64" : "paged_write_q8_0_i64"));
+    // Rows of one 16-byte group: each invocation would compare its tokens with 256 others, so
+    // past 768 tokens the claims' pass is cheaper.
+    c.cache.format = VKDML_QUANTIZED_FORMAT(0);
+    c.cache.heads = 1;
+    c.cache.headSize = 4;
+    BuildWrite(c, &b);
+    CHECK(modules(choose(b.op, 0)).back() ==
+          (tokens <= 768 ? "paged_write_fused_f_i64" : "paged_write_f_i64"));
+  }
+  for (auto format : {VKDML_QUANTIZED_FORMAT(0), VKDML_QUANTIZED_FORMAT_Q4_0})
+    for (bool offsets : {false, true}) {
+      INFO("format " << UINT(format) << ", offsets " << offsets);
+      GatherCase g;
+      g.cache.blocks = 8192;
+      g.cache.blockSize = 16;
+      g.cache.heads = 8;
+      g.cache.headSize = 128;
+      g.cache.format = format;
+      g.cache.valueType = DML_TENSOR_DATA_TYPE_FLOAT16;
+      g.outType = DML_TENSOR_DATA_TYPE_FLOAT16;
+      g.maxBlocks = 128;
+      g.table.assign(64 * 128, 0);
+      for (UINT s = 0; s <= 64; ++s) g.starts.push_back(int64_t(s) * 2048);
+      if (offsets) g.offsets.assign(64, 0);
+      GatherBuilt b;
+      BuildGather(g, &b);
+      const auto set = choose(b.op, 0);
+      CHECK(set.checked);
+      CHECK(set.statusInKernel);
+      CHECK_FALSE(set.reportInKernel);
+      std::vector<std::string> want = {"paged_starts_i32"};
+      if (offsets) want.push_back("paged_starts_i32");
+      want.push_back("paged_rows_i32");
+      want.push_back(format ? "paged_gather_q4_0_i32" : "paged_gather_f_i32");
+      CHECK(modules(set) == want);
+      CHECK(set.rowWords == 64u * 2048);
+    }
 }

@@ -120,11 +120,12 @@ Result BindingTableImpl::Init() {
 
   // The table's own buffers: the scratch (status words first), bound whole in every set, and
   // the host's copy of the status words.
-  VKDML_TRY(
-      BufferImpl::Create(device_, k.scratchWords * 4,
-                         VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-                             VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT,
-                         Buffer::Memory::DeviceLocal, &scratch_));
+  const bool host = k.HostStatus();  // (KernelSet::HostStatus)
+  VKDML_TRY(BufferImpl::Create(
+      device_, k.scratchWords * 4,
+      VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+          VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT,
+      host ? Buffer::Memory::HostVisible : Buffer::Memory::DeviceLocal, &scratch_, host));
   VKDML_TRY(BufferImpl::Create(device_, kStatusBytes, VK_BUFFER_USAGE_TRANSFER_DST_BIT,
                                Buffer::Memory::HostVisible, &status_));
   const VkDescriptorBufferInfo infos[] = {{op_->plans->Handle(), 0, op_->plans->Size()},
@@ -142,7 +143,7 @@ Result BindingTableImpl::Init() {
     }
     vk.vkUpdateDescriptorSets(device_->Handle(), 2, writes, 0, nullptr);
   }
-  std::memset(status_->Mapped(), 0xFF, kStatusBytes);
+  std::memset((host ? scratch_ : status_)->Mapped(), 0xFF, kStatusBytes);
   return {};
 }
 
@@ -409,20 +410,23 @@ void BindingTableImpl::Barrier(VkCommandBuffer cmd, VkPipelineStageFlags src,
 // vkdml's own scratch (checked mode's status, ScatterND's mask, the tie marks, a mean's tally) may
 // still be in use by this table's previous dispatch, recorded earlier into this or another command
 // buffer (its kernels, or the copy of the status words); callers order only their own tensors, so
-// the fills wait for it here.
+// the fills (or without any, the kernels that write the status words) wait for it here.
 void BindingTableImpl::ClearScratch(VkCommandBuffer cmd, bool inPlace) const {
   const auto& vk = device_->Vk();
   const KernelSet& kernels = op_->kernels;
   const bool clearMask = kernels.maskWords && !inPlace;  // in place, nothing reads the mask
-  if (!kernels.checked && !clearMask && !kernels.tieMarkWords && !kernels.tallyWords &&
-      !kernels.dispatchWords && !kernels.spanWords)
-    return;
+  const bool fillStatus = kernels.checked && !kernels.statusInKernel;
+  const bool fills = fillStatus || clearMask || kernels.tieMarkWords || kernels.tallyWords ||
+                     kernels.dispatchWords || kernels.spanWords;
+  if (!fills && !kernels.checked) return;
   const VkPipelineStageFlags compute = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT;
   const VkAccessFlags readWrite = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
   const VkBuffer scratch = scratch_->Handle();
   Barrier(cmd, compute | VK_PIPELINE_STAGE_TRANSFER_BIT, readWrite | VK_ACCESS_TRANSFER_READ_BIT,
-          VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
-  if (kernels.checked) vk.vkCmdFillBuffer(cmd, scratch, 0, kStatusBytes, 0xFFFFFFFFu);
+          fills ? VkPipelineStageFlags(VK_PIPELINE_STAGE_TRANSFER_BIT) : compute,
+          fills ? VkAccessFlags(VK_ACCESS_TRANSFER_WRITE_BIT) : readWrite);
+  if (!fills) return;
+  if (fillStatus) vk.vkCmdFillBuffer(cmd, scratch, 0, kStatusBytes, 0xFFFFFFFFu);
   if (clearMask)
     vk.vkCmdFillBuffer(cmd, scratch, UINT64(kernels.scratchAt.mask) * 4, kernels.maskWords * 4, 0);
   if (kernels.tieMarkWords)
@@ -491,21 +495,25 @@ Result BindingTableImpl::Record(VkCommandBuffer cmd) {
     }
     Dispatch(cmd, wide ? step.wide : step.plain, src, dst, &bound);
   }
-  if (kernels.checked) {
+  if (kernels.checked && !kernels.reportInKernel) {  // (else the kernels wrote it)
     Barrier(cmd, compute, readWrite, compute, readWrite);
     if (kernels.large)
       DispatchLarge(cmd, kernels.report, largeSet);
     else
       Dispatch(cmd, kernels.report, Role::Input, Role::Output, &bound);
-    // The status words to the host's copy, which IndexStatus reads (after this table's copy
-    // before, if one was recorded earlier).
+  }
+  if (!kernels.checked) return {};
+  // The status words to the host's copy, which IndexStatus reads (after this table's copy
+  // before, if one was recorded earlier); or the scratch's own, host visible.
+  if (!kernels.HostStatus()) {
     Barrier(cmd, compute | transfer, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
             transfer, VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
     const VkBufferCopy region{0, 0, kStatusBytes};
     vk.vkCmdCopyBuffer(cmd, scratch, status_->Handle(), 1, &region);
-    Barrier(cmd, transfer, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
-            VK_ACCESS_HOST_READ_BIT);
   }
+  Barrier(cmd, kernels.HostStatus() ? compute : transfer,
+          kernels.HostStatus() ? VK_ACCESS_SHADER_WRITE_BIT : VK_ACCESS_TRANSFER_WRITE_BIT,
+          VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
   return {};
 }
 
@@ -546,7 +554,7 @@ Result BindingTableImpl::IndexStatus() {
   VKDML_TRY(device_->CheckNotLost());
   if (!op_->kernels.checked) return {};
   uint32_t s[VKDML_STATUS_WORDS];
-  std::memcpy(s, status_->Mapped(), sizeof(s));
+  std::memcpy(s, (op_->kernels.HostStatus() ? scratch_ : status_)->Mapped(), sizeof(s));
   const UINT position = s[VKDML_STATUS_POSITION];
   if (position == VKDML_NO_POSITION) return {};
   const OperatorImpl& op = op_->op;

@@ -3,7 +3,10 @@
 // the gather's OutputTensor) is VKDML_SPEC_OUTPUT_SIZE. The write's copy of the cache (not in
 // place) is the indexed copy's (kernel_copy.cpp). The kernels read and write their tensors in
 // 32-bit words on every device (KernelSet::wordBindings), bases in bytes (Kernel::unit 1). No
-// large path: each tensor fits one descriptor.
+// large path: each tensor fits one descriptor. Where ChooseFused allows, the write is one
+// dispatch (no claims: a bench write of 256 tokens was five steps of latency), its kernel
+// writing the status words whole (KernelSet::statusInKernel, reportInKernel); the gather's
+// starts' pass sets them (statusInKernel: no fill).
 #include "kernels/kernel_choice.h"
 
 namespace vkdml::detail {
@@ -17,8 +20,11 @@ const char* CacheToken(VKDML_QUANTIZED_FORMAT format) {
                                                  : "f";
 }
 
-// "paged_claim_i32", "paged_starts_i64", "paged_write_q8_0_i64", "paged_gather_f_i32".
-std::string PagedModule(Pass::Kind kind, VKDML_QUANTIZED_FORMAT format, UINT indexSize) {
+// "paged_claim_i32", "paged_starts_i64", "paged_write_q8_0_i64", "paged_gather_f_i32"; the
+// fused write: "paged_write_fused_q4_0_i32".
+std::string PagedModule(Pass::Kind kind, VKDML_QUANTIZED_FORMAT format, UINT indexSize,
+                        bool fused = false) {
+  if (fused) return Str("paged_write_fused_", CacheToken(format), IndexSuffix(indexSize));
   switch (kind) {
     case Pass::Kind::PagedClaim:
       return "paged_claim" + IndexSuffix(indexSize);
@@ -32,6 +38,43 @@ std::string PagedModule(Pass::Kind kind, VKDML_QUANTIZED_FORMAT format, UINT ind
     default:
       return Str("paged_gather_", CacheToken(format), IndexSuffix(indexSize));
   }
+}
+
+// The fused write (paged.comp: FUSED), over its plan of rank 3 (tokens, a token's heads, a
+// head's groups), a workgroup's chunk of loop elements at a time.
+constexpr UINT kFusedTokens = 4096;  // tokens each workgroup compares
+struct Fused {
+  bool on = false;
+  UINT groups = 0;
+};
+
+// Whether the write takes one dispatch (the claims in each workgroup's shared memory: every
+// token's slot compared with the chunk's), within the loop bound of CPU devices
+// (Capabilities::maxLoop). (A gather fused the same way, each invocation finding its token's
+// row and copying 4 uvec4s, ran 25% slower than ROWS and GATHER on an H200: not kept.)
+Fused ChooseFused(const Choice& c) {
+  const OperatorImpl& op = c.op;
+  Fused f;
+  const Pass* values = nullptr;
+  for (const Pass& pass : op.passes)
+    if (pass.kind == Pass::Kind::PagedWrite) values = &pass;
+  if (c.large || !values || values->plan.count == 0 || values->plan.rank != 3) return f;
+  const Plan& plan = values->plan;
+  const UINT64 size = c.caps.groupSize, tokens = plan.sizes[0];
+  const UINT64 rowGroups = UINT64(plan.sizes[1]) * plan.sizes[2];
+  if (tokens > kFusedTokens) return f;
+  // An invocation's loop iterations for each of its chunks: it compares its share of the tokens
+  // with the chunk's (at most a token an invocation).
+  const UINT64 rows = std::min<UINT64>(size, (size - 1) / rowGroups + 2);
+  const UINT64 work = (tokens + size - 1) / size * (rows + 1) + 4;
+  if (work > 1024) return f;  // short rows: the claims' pass is cheaper
+  const UINT64 chunks = (plan.count + size - 1) / size;
+  const UINT groups = c.Groups(chunks);
+  if (c.caps.maxLoop != UINT64(-1) && (chunks + groups - 1) / groups * work > c.caps.maxLoop)
+    return f;
+  f.on = true;
+  f.groups = groups;
+  return f;
 }
 
 }  // namespace
@@ -49,12 +92,20 @@ Result ChoosePaged(Choice& c, const Pass& pass) {
   if (c.large)
     return Fail(Status::Unsupported, op.name, ": 2^32 or more loop elements are not supported");
   if (pass.kind == Pass::Kind::Gather) return ChooseCopy(c, pass);  // the write's cache copy
+  const Fused fused = ChooseFused(c);
+  if (fused.on && pass.kind == Pass::Kind::PagedClaim) return {};  // no claims
+  const bool fusedWrite = fused.on && pass.kind == Pass::Kind::PagedWrite;
+  const Plan& plan = pass.plan;
   UINT slot = 0;
-  VKDML_TRY(c.Slot(pass.plan, &slot));
+  VKDML_TRY(c.Slot(plan, &slot));
   Step step;
   step.kind = pass.kind;
   Kernel& k = step.plain;
-  k = c.Elementwise(PagedModule(pass.kind, op.format, c.indexSize), pass.plan, slot, 1);
+  k = c.Elementwise(PagedModule(pass.kind, op.format, c.indexSize, fusedWrite), plan, slot, 1);
+  if (fusedWrite) {
+    k.spec[VKDML_SPEC_UNROLL] = 1;
+    k.groups = fused.groups;
+  }
   const bool write = op.IsScatter();
   k.spec[VKDML_SPEC_OUTPUT_SIZE] = write ? op.inputs[2].elemSize : op.outputs[0].elemSize;
   // The values an invocation of PagedWrite or PagedGather moves (paged.comp: kUnit), its
@@ -66,8 +117,9 @@ Result ChoosePaged(Choice& c, const Pass& pass) {
     case Pass::Kind::PagedClaim:
       c.set.tallyWords = op.slots;  // a claim per token slot
       break;
-    case Pass::Kind::PagedStarts:  // clamped into [0, total_tokens]
-      params = {{op.outputs[0].sizes[0], 0, 0, 0}};
+    case Pass::Kind::PagedStarts:  // clamped into [0, total_tokens]; z: the status words too
+      params = {{op.outputs[0].sizes[0], 0, c.set.checked ? 1u : 0u, 0}};
+      c.set.statusInKernel = c.set.checked;
       c.set.boundsWords = pass.plan.count;
       break;
     case Pass::Kind::PagedOffsets:
@@ -77,6 +129,9 @@ Result ChoosePaged(Choice& c, const Pass& pass) {
     case Pass::Kind::PagedRows:  // x: TokenOffsetsTensor given (1); y: the sequences
       params = {{op.inputs.size() > 3 ? 1u : 0u, pass.plan.tupleSize[3], 0, 0}};
       c.set.rowWords = pass.plan.count;  // a token's row
+      break;
+    case Pass::Kind::PagedWrite:  // fused: the status words and the report in the kernel
+      c.set.statusInKernel = c.set.reportInKernel = c.set.checked && fused.on;
       break;
     default:
       break;
@@ -95,6 +150,9 @@ void ListPagedModules(const ModuleSink& sink) {
          {VKDML_QUANTIZED_FORMAT(0), VKDML_QUANTIZED_FORMAT_Q8_0, VKDML_QUANTIZED_FORMAT_Q4_0})
       for (Pass::Kind kind : {Pass::Kind::PagedWrite, Pass::Kind::PagedGather})
         sink(PagedModule(kind, format, index));
+    for (auto format :
+         {VKDML_QUANTIZED_FORMAT(0), VKDML_QUANTIZED_FORMAT_Q8_0, VKDML_QUANTIZED_FORMAT_Q4_0})
+      sink(PagedModule(Pass::Kind::PagedWrite, format, index, true));
   }
 }
 

@@ -108,7 +108,16 @@ struct Step {
 struct KernelSet {
   std::vector<Step> steps;
   bool checked = false;
-  Kernel report;                          // checked mode's last dispatch
+  Kernel report;  // checked mode's last dispatch
+  // Checked mode's status words: the first step writes their initial values itself (no fill
+  // before the run); the kernels write the report too (no report dispatch after them). The
+  // paged caches' (kernel_paged.cpp).
+  bool statusInKernel = false, reportInKernel = false;
+  // The scratch is the status words alone, which the kernels write whole: the binding table
+  // makes it host visible and reads them there (no copy into a buffer of the host's).
+  bool HostStatus() const {
+    return checked && statusInKernel && reportInKernel && scratchWords == VKDML_STATUS_WORDS;
+  }
   std::vector<shader::PackedPlan> plans;  // VKDML_PLAN_SLOTS, the uniform buffer's contents
   // The scratch regions (glsl/interface.h: ScratchLayout), in 32-bit words: ScatterND's mask
   // (zeroed before each run); a deterministic scatter's sort keys and values (each), and its
