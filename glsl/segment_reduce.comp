@@ -13,13 +13,17 @@
 //   IndicesTensor's stride along Axis. The fill value: an empty segment's (x, y), the fold's
 //   start (z, w). Where loops are bounded a dispatch folds rows [from, to) of each segment past
 //   its first, carrying the fold in the scratch (PARTIAL), the first recording the longest
-//   segment for bag_dispatches (lib/kernels/kernel_segment.cpp).
+//   segment for bag_dispatches (lib/kernels/kernel_segment.cpp). The long path (Push::begin the
+//   stage, interface.h): the fold lists the segments longer than VKDML_SEGMENT_LONG_ROWS, whose
+//   chunks are then folded at once (an invocation per listed element and chunk, adjacent ones
+//   adjacent columns), their results folded in chunk order: for the reductions whose results
+//   do not depend on how the rows are grouped, the same bits.
 // CHECK: checked mode's pass over IndicesTensor (row-major), recording the first offset that is
 //   negative, past params.x (the rows) or below the one before it, or (VKDML_SEGMENT_COO) the
 //   first id outside [0, params.x) or below the one before it; params.y is IndicesTensor's size
 //   along Axis.
-// Offsets are clamped into [0, rows] and ids found by bisection within the rows, so no access
-// leaves the tensors, whatever IndicesTensor holds.
+// Offsets are clamped into [0, rows] and ids found by bisection within the rows (a segment's end
+// never before its start), so no access leaves the tensors, whatever IndicesTensor holds.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 #include "index.glsl"
@@ -151,18 +155,29 @@ void storeValue(uint b, VALUE v) {
 // Rows whose loads one invocation has in flight at once.
 const uint kBatch = 8u;
 
-// The first row r in [0, rows) of the batch whose ids start at IndicesTensor element `first`
-// (stride `stride`) with an id not below s: rows where every id is below s.
-uint lowerBound(uint first, uint stride, uint rows, uint s) {
-  uint lo = 0u, hi = rows;
-  while (lo < hi) {
-    const uint mid = (lo + hi) >> 1;
-    if (idBelow(first + mid * stride, s))
-      lo = mid + 1u;
-    else
-      hi = mid;
+// The first rows r in [0, rows) of the batch whose ids start at IndicesTensor element `first`
+// (stride `stride`) with an id not below s and not below s + 1: both bisections in one loop, so
+// their loads overlap (they share their first steps' elements).
+uvec2 lowerBounds(uint first, uint stride, uint rows, uint s) {
+  uint lo = 0u, hi = rows, lo1 = 0u, hi1 = rows;
+  while (lo < hi || lo1 < hi1) {
+    const uint mid = (lo + hi) >> 1, mid1 = (lo1 + hi1) >> 1;
+    const bool below = lo < hi && idBelow(first + mid * stride, s);
+    const bool below1 = lo1 < hi1 && idBelow(first + mid1 * stride, s + 1u);
+    if (lo < hi) {
+      if (below)
+        lo = mid + 1u;
+      else
+        hi = mid;
+    }
+    if (lo1 < hi1) {
+      if (below1)
+        lo1 = mid1 + 1u;
+      else
+        hi1 = mid1;
+    }
   }
-  return lo;
+  return uvec2(lo, lo1);
 }
 
 // An offset clamped into [0, rows].
@@ -183,25 +198,174 @@ uint clampOffset(uint e, uint rows) {
 #define LOAD_LANES(v, b) v[0] = loadValue(b)
 #endif
 
+const bool kPick = kReduce == VKDML_REDUCE_MAX || kReduce == VKDML_REDUCE_MIN;
+
+// Folds the value v of row r into (acc, where), or with `take` starts the fold from it (MIN's
+// or MAX's first row without an initial value; a chunk's first row on the long path).
+void foldValue(inout VALUE acc, inout uint where, VALUE v, uint r, bool take) {
+  if (kPick) {
+    if (take) {
+      acc = v;
+      where = r;
+    } else {
+      const VALUE next = reduceBits(acc, v);
+      if (next != acc) where = r;
+      acc = next;
+    }
+  } else {
+    acc = take ? v : reduceBits(acc, v);
+  }
+}
+
+// Folds rows [r, last) from byte b (row r's), `stride` bytes apart, in row order; with
+// `takeFirst` the row `first`'s value is taken (foldValue). kBatch rows' loads in flight
+// together, then folded: whole batches unguarded, then the rest.
+void foldRows(inout VALUE acc[LANES], inout uint where[LANES], uint r, uint last, uint b,
+              uint stride, uint first, bool takeFirst) {
+  for (; r + kBatch <= last; r += kBatch, b += kBatch * stride) {
+    VALUE v[kBatch][LANES];
+    for (uint j = 0u; j < kBatch; ++j) LOAD_LANES(v[j], b + j * stride);
+    for (uint j = 0u; j < kBatch; ++j)
+      for (uint k = 0u; k < LANES; ++k)
+        foldValue(acc[k], where[k], v[j][k], r + j, takeFirst && r + j == first);
+  }
+  if (r < last) {
+    VALUE v[kBatch][LANES];
+    for (uint j = 0u; j < kBatch; ++j)
+      if (r + j < last) LOAD_LANES(v[j], b + j * stride);
+    for (uint j = 0u; j < kBatch; ++j) {
+      if (r + j >= last) break;
+      for (uint k = 0u; k < LANES; ++k)
+        foldValue(acc[k], where[k], v[j][k], r + j, takeFirst && r + j == first);
+    }
+  }
+}
+
+// Stores output element (at.x) of a segment of `length` rows: the fold (acc, where), the empty
+// value, the mean, or the row.
+void finish(uvec4 at, VALUE acc[LANES], uint where[LANES], uint length, uint flags) {
+  const bool mean = (flags & VKDML_SEGMENT_MEAN) != 0u;
+  const uint o = pc.dstBase + at.x;
+#if VEC  // (never ARGMIN or ARGMAX)
+  for (uint k = 0u; k < LANES; ++k)
+    acc[k] = length == 0u ? emptyValue() : mean ? divideMean(acc[k], length) : acc[k];
+  outputVecs[o >> 4] = uvec4(acc[0], acc[1], acc[2], acc[3]);
+#else
+  if ((flags & VKDML_SEGMENT_ARG) != 0u) {
+    outputWords[o >> 2] = where[0];  // rows for an empty segment
+    if ((flags & VKDML_SEGMENT_ARG64) != 0u) outputWords[(o >> 2) + 1u] = 0u;
+    return;
+  }
+  VALUE result = acc[0];
+  if (length == 0u)
+    result = emptyValue();
+  else if (mean)
+    result = divideMean(result, length);
+  storeValue(o, result);
+#endif
+}
+
+// The long path's list entry `slot` (interface.h): word `w` of it, and where its chunk c's column
+// k's result starts.
+#define LIST(slot, w) PARTIAL((slot) * VKDML_SEGMENT_LIST_WORDS + (w))
+uint chunkWord(uint slot, uint c, uint k) {
+  return pc.end * VKDML_SEGMENT_LIST_WORDS +
+         ((slot * VKDML_SEGMENT_LONG_CHUNKS + c) * LANES + k) * VKDML_SEGMENT_PARTIAL_WORDS;
+}
+
 void main() {
   const uint p = pc.plan;
   const uvec4 g = plans[p].params;  // uniform: the same branches in every invocation
   const uint rows = g.x, rowStride = g.y, flags = g.z, indexStride = g.w;
-  const bool coo = (flags & VKDML_SEGMENT_COO) != 0u, mean = (flags & VKDML_SEGMENT_MEAN) != 0u;
-  const bool arg = (flags & VKDML_SEGMENT_ARG) != 0u;
+  const bool coo = (flags & VKDML_SEGMENT_COO) != 0u;
   const bool initial = (flags & VKDML_SEGMENT_INITIAL) != 0u;
-  const bool pick = kReduce == VKDML_REDUCE_MAX || kReduce == VKDML_REDUCE_MIN;
+  if (pc.begin != VKDML_SEGMENT_STAGE_FOLD) {
+    // The long path's chunks (a chunk of a listed segment an invocation) or combine.
+    const uint slot = gl_GlobalInvocationID.x;
+    if (slot >= min(DISPATCH(VKDML_SEGMENT_LONG_COUNT), pc.end)) return;
+    const uint i = LIST(slot, 0u), start = LIST(slot, 1u), length = LIST(slot, 2u);
+    const uint part = LIST(slot, 3u), chunks = (length + part - 1u) / part;
+    const uvec4 at = loopOffsets(p, kRank, i);
+    VALUE acc[LANES];
+    uint where[LANES];
+    for (uint k = 0u; k < LANES; ++k) {
+      acc[k] = startValue();
+      where[k] = rows;
+    }
+    if (pc.begin == VKDML_SEGMENT_STAGE_CHUNKS) {
+      const uint c = gl_WorkGroupID.y;
+      if (c >= chunks) return;
+      const uint r = start + c * part, last = min(r + part, start + length);
+      foldRows(acc, where, r, last, pc.srcBase + at.y + r * rowStride, rowStride, r, true);
+      for (uint k = 0u; k < LANES; ++k) {
+        const uint w = chunkWord(slot, c, k);
+#if ELEM == 8
+        PARTIAL(w) = acc[k].x;
+        PARTIAL(w + 1u) = acc[k].y;
+#else
+        PARTIAL(w) = acc[k];
+#endif
+        PARTIAL(w + 2u) = where[k];
+      }
+      return;
+    }
+    // The combine: the chunks' results in order, kBatch chunks' loads at once.
+    for (uint c = 0u; c < chunks; c += kBatch) {
+      VALUE v[kBatch][LANES];
+      uint vw[kBatch][LANES];
+      for (uint j = 0u; j < kBatch; ++j)
+        if (c + j < chunks)
+          for (uint k = 0u; k < LANES; ++k) {
+            const uint w = chunkWord(slot, c + j, k);
+#if ELEM == 8
+            v[j][k] = uvec2(PARTIAL(w), PARTIAL(w + 1u));
+#else
+            v[j][k] = PARTIAL(w);
+#endif
+            vw[j][k] = PARTIAL(w + 2u);
+          }
+      for (uint j = 0u; j < kBatch; ++j) {
+        if (c + j >= chunks) break;
+        for (uint k = 0u; k < LANES; ++k)
+          foldValue(acc[k], where[k], v[j][k], vw[j][k], kPick && !initial && c + j == 0u);
+      }
+    }
+    finish(at, acc, where, length, flags);
+    return;
+  }
   for (uint i = gl_GlobalInvocationID.x; i < loopCount(p); i += kStep) {
     const uvec4 at = loopOffsets(p, kRank, i);  // x: output byte, y: row 0's byte, z: index, w: s
     uint start, end;
     if (coo) {
-      start = lowerBound(at.z, indexStride, rows, at.w);
-      end = lowerBound(at.z, indexStride, rows, at.w + 1u);
+      const uvec2 bounds = lowerBounds(at.z, indexStride, rows, at.w);
+      start = bounds.x;
+      end = max(bounds.y, start);
     } else {
       start = clampOffset(at.z, rows);
       end = max(clampOffset(at.z + indexStride, rows), start);
     }
     const uint length = end - start;
+    if (pc.end != 0u && length > VKDML_SEGMENT_LONG_ROWS) {  // the long path: listed
+      const uint slot = atomicAdd(DISPATCH(VKDML_SEGMENT_LONG_COUNT), 1u);
+      if (slot < pc.end) {
+        uint chunks = min((length + VKDML_SEGMENT_LONG_ROWS - 1u) / VKDML_SEGMENT_LONG_ROWS,
+                          VKDML_SEGMENT_LONG_CHUNKS);
+        const uint part = (length + chunks - 1u) / chunks;
+        chunks = (length + part - 1u) / part;  // none empty
+        LIST(slot, 0u) = i;
+        LIST(slot, 1u) = start;
+        LIST(slot, 2u) = length;
+        LIST(slot, 3u) = part;
+        const uint groups = slot / gl_WorkGroupSize.x + 1u;
+        atomicMax(DISPATCH(VKDML_BAG_COMMAND(0)), groups);
+        atomicMax(DISPATCH(VKDML_BAG_COMMAND(0) + 1u), chunks);
+        atomicMax(DISPATCH(VKDML_BAG_COMMAND(0) + 2u), 1u);
+        atomicMax(DISPATCH(VKDML_BAG_COMMAND(1)), groups);
+        atomicMax(DISPATCH(VKDML_BAG_COMMAND(1) + 1u), 1u);
+        atomicMax(DISPATCH(VKDML_BAG_COMMAND(1) + 2u), 1u);
+        continue;
+      }
+    }
     if (pc.from == 0u && pc.to != 0xFFFFFFFFu) atomicMax(DISPATCH(VKDML_BAG_LONGEST), length);
     if (pc.from > 0u && pc.from >= length) continue;  // an earlier dispatch finished it
     VALUE acc[LANES];
@@ -221,31 +385,9 @@ void main() {
         where[k] = PARTIAL(w + 2u);
       }
     }
-    const uint to = min(length, pc.to), last = start + to;
-    uint b = pc.srcBase + at.y + (start + pc.from) * rowStride;
-    // kBatch rows' loads in flight together, then folded in row order.
-    for (uint r = start + pc.from; r < last; r += kBatch, b += kBatch * rowStride) {
-      VALUE v[kBatch][LANES];
-      for (uint j = 0u; j < kBatch; ++j)
-        if (r + j < last) LOAD_LANES(v[j], b + j * rowStride);
-      for (uint j = 0u; j < kBatch; ++j) {
-        if (r + j >= last) break;
-        for (uint k = 0u; k < LANES; ++k) {
-          if (pick) {
-            if (r + j == start && !initial) {
-              acc[k] = v[j][k];
-              where[k] = r + j;
-            } else {
-              const VALUE next = reduceBits(acc[k], v[j][k]);
-              if (next != acc[k]) where[k] = r + j;
-              acc[k] = next;
-            }
-          } else {
-            acc[k] = reduceBits(acc[k], v[j][k]);
-          }
-        }
-      }
-    }
+    const uint to = min(length, pc.to), r = start + pc.from;
+    foldRows(acc, where, r, start + to, pc.srcBase + at.y + r * rowStride, rowStride, start,
+             kPick && !initial);
     if (to < length) {  // a later dispatch goes on
       for (uint k = 0u; k < LANES; ++k) {
         const uint w = (i * LANES + k) * VKDML_SEGMENT_PARTIAL_WORDS;
@@ -259,24 +401,7 @@ void main() {
       }
       continue;
     }
-    const uint o = pc.dstBase + at.x;
-#if VEC  // (never ARGMIN or ARGMAX)
-    for (uint k = 0u; k < LANES; ++k)
-      acc[k] = length == 0u ? emptyValue() : mean ? divideMean(acc[k], length) : acc[k];
-    outputVecs[o >> 4] = uvec4(acc[0], acc[1], acc[2], acc[3]);
-#else
-    if (arg) {
-      outputWords[o >> 2] = where[0];  // rows for an empty segment
-      if ((flags & VKDML_SEGMENT_ARG64) != 0u) outputWords[(o >> 2) + 1u] = 0u;
-      continue;
-    }
-    VALUE result = acc[0];
-    if (length == 0u)
-      result = emptyValue();
-    else if (mean)
-      result = divideMean(result, length);
-    storeValue(o, result);
-#endif
+    finish(at, acc, where, length, flags);
   }
 }
 #endif

@@ -431,8 +431,9 @@ void BindingTableImpl::ClearScratch(VkCommandBuffer cmd, bool inPlace) const {
   if (kernels.tallyWords)
     vk.vkCmdFillBuffer(cmd, scratch, UINT64(kernels.scratchAt.tally) * 4, kernels.tallyWords * 4,
                        0);
-  if (kernels.dispatchWords)  // an embedding bag's longest bag
-    vk.vkCmdFillBuffer(cmd, scratch, UINT64(kernels.scratchAt.dispatches) * 4, 4, 0);
+  if (kernels.dispatchWords)  // an embedding bag's longest bag; a segment reduction's long path
+    vk.vkCmdFillBuffer(cmd, scratch, UINT64(kernels.scratchAt.dispatches) * 4,
+                       kernels.dispatchWords * 4, 0);
   if (kernels.spanWords)  // its bounds' order, on the large path
     vk.vkCmdFillBuffer(cmd, scratch, UINT64(kernels.scratchAt.spans) * 4, kernels.spanWords * 4, 0);
   Barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, compute, readWrite);

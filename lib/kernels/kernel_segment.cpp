@@ -9,7 +9,9 @@
 // (a workgroup's invocations are neighbouring columns, so each row's loads coalesce). Where loops
 // are bounded (Capabilities::maxLoop) a dispatch folds `part` rows of each segment, the later
 // dispatches indirect, run only where a segment reaches them (the embedding bags' steps:
-// ChooseBagDispatches). The large path is refused: every tensor must fit one descriptor.
+// ChooseBagDispatches). The reductions whose results do not depend on how rows are grouped take
+// the long path where a segment may be long (ChooseLongSegments): long segments' chunks folded at
+// once, then combined in order. The large path is refused: every tensor must fit one descriptor.
 #include <algorithm>
 
 #include "kernels/kernel_choice.h"
@@ -20,6 +22,9 @@ namespace {
 
 // The fewest rows a dispatch folds where loops are bounded.
 constexpr UINT64 kSegmentPartFloor = 64;
+
+// The most scratch words the long path's list and chunk results take (8 MiB).
+constexpr UINT64 kLongWords = UINT64(1) << 21;
 
 // The fold's reduction (interface.h: VKDML_REDUCE_*).
 UINT SegmentReduce(VKDML_SEGMENT_REDUCE_FUNCTION f) {
@@ -66,6 +71,64 @@ bool WidenSegment(const OperatorImpl& op, const Plan& plan, Plan* out) {
   return true;
 }
 
+// The long path's list capacity (interface.h): entries of `lanes` columns within kLongWords.
+UINT64 LongCapacity(UINT64 count, UINT64 lanes) {
+  const UINT64 perEntry =
+      VKDML_SEGMENT_LIST_WORDS + VKDML_SEGMENT_LONG_CHUNKS * lanes * VKDML_SEGMENT_PARTIAL_WORDS;
+  return std::min(count, kLongWords / perEntry);
+}
+
+// The long path (glsl/segment_reduce.comp, interface.h: VKDML_SEGMENT_STAGE_*) for the reductions
+// whose results do not depend on how rows are grouped (MIN, MAX and their args: the first of the
+// best values, ties and NaN alike; integers wrap): the fold lists the segments longer than
+// VKDML_SEGMENT_LONG_ROWS, their chunks are folded at once, then combined in order, so a few
+// long segments cost about what their rows do. Float sums and products keep the row order's
+// chain. Where loops are bounded every element must fit the list, and a chunk's rows and the
+// chunks of a segment each fit a dispatch's `part`; otherwise the fold's dispatches as before.
+bool ChooseLongSegments(Choice& c, const Pass& pass, UINT reduce, UINT kind, UINT64 rows,
+                        UINT64 part, const Step& fold) {
+  const bool exact =
+      reduce == VKDML_REDUCE_MIN || reduce == VKDML_REDUCE_MAX || kind != VKDML_KIND_FLOAT;
+  if (!exact || rows <= VKDML_SEGMENT_LONG_ROWS) return false;
+  const UINT64 plainCapacity = LongCapacity(pass.plan.count, 1);
+  UINT64 wideCapacity = 0;
+  if (fold.hasWide) {
+    const UINT64 wideCount = UINT64(pass.plan.count) / 4;  // the wide plan's elements
+    wideCapacity = LongCapacity(std::max<UINT64>(wideCount, 1), 4);
+  }
+  if (c.caps.maxLoop != UINT64(-1)) {
+    const UINT64 chunkRows = (rows + VKDML_SEGMENT_LONG_CHUNKS - 1) / VKDML_SEGMENT_LONG_CHUNKS;
+    if (plainCapacity < pass.plan.count || (fold.hasWide && wideCapacity * 4 < pass.plan.count) ||
+        part < VKDML_SEGMENT_LONG_ROWS || part < chunkRows || part < VKDML_SEGMENT_LONG_CHUNKS)
+      return false;
+  }
+  Step step = fold;
+  auto set = [&step](auto field, UINT value) {
+    step.plain.*field = value;
+    step.wide.*field = value;
+  };
+  set(&Kernel::from, 0);
+  set(&Kernel::to, 0xFFFFFFFFu);
+  set(&Kernel::begin, VKDML_SEGMENT_STAGE_FOLD);
+  step.plain.end = UINT(plainCapacity);
+  step.wide.end = UINT(wideCapacity);
+  c.set.steps.push_back(step);
+  set(&Kernel::groups, 1);  // (indirect: the fold sets them)
+  set(&Kernel::begin, VKDML_SEGMENT_STAGE_CHUNKS);
+  set(&Kernel::indirect, 1);
+  c.set.steps.push_back(step);
+  set(&Kernel::begin, VKDML_SEGMENT_STAGE_COMBINE);
+  set(&Kernel::indirect, 2);
+  c.set.steps.push_back(step);
+  c.set.dispatchWords = VKDML_BAG_COMMAND(2);  // the count, then commands 0 and 1
+  const auto words = [](UINT64 capacity, UINT64 lanes) {
+    return capacity * VKDML_SEGMENT_LIST_WORDS +
+           capacity * VKDML_SEGMENT_LONG_CHUNKS * lanes * VKDML_SEGMENT_PARTIAL_WORDS;
+  };
+  c.set.partialWords = std::max(words(plainCapacity, 1), words(wideCapacity, 4));
+  return true;
+}
+
 }  // namespace
 
 Result ChooseSegment(Choice& c, const Pass& pass) {
@@ -103,6 +166,7 @@ Result ChooseSegment(Choice& c, const Pass& pass) {
   // an invocation's loops), a dispatch folds `part` rows of each segment, carrying each fold in
   // the scratch.
   const UINT64 part = FoldPart(c, pass.plan.count, kSegmentPartFloor, 4, &step.plain);
+  step.plain.end = 0;  // no list (the long path's capacity: ChooseLongSegments)
   Plan widePlan;
   if (WidenSegment(op, pass.plan, &widePlan)) {
     UINT wideSlot = 0;
@@ -118,6 +182,7 @@ Result ChooseSegment(Choice& c, const Pass& pass) {
     step.wide.groups = c.Groups((widePlan.count + group - 1) / group);
   }
   const UINT64 rows = op.segmentParams[0][0];
+  if (ChooseLongSegments(c, pass, reduce, kind, rows, part, step)) return {};
   Step dispatches;
   VKDML_TRY(ChooseBagDispatches(c, pass, step, rows, part, &dispatches));
   AddBagFolds(c, step, dispatches, 0, rows, part);
