@@ -273,12 +273,77 @@ uint chunkWord(uint slot, uint c, uint k) {
          ((slot * VKDML_SEGMENT_LONG_CHUNKS + c) * LANES + k) * VKDML_SEGMENT_PARTIAL_WORDS;
 }
 
+// Whether the reduction's result is the same however the rows are grouped (the long path's
+// chunks); else (float SUM, MEAN's sum and PROD) the long path streams each listed segment.
+const bool kRegroup = kPick || kKind != VKDML_KIND_FLOAT;
+
+// The stream (float sums and products of listed segments): a workgroup per listed element, its
+// invocations loading kTile rows at a time into shared memory two tiles ahead of the fold,
+// invocation 0 folding each tile's rows in row order: the chain waits on the arithmetic, not
+// on each load.
+const uint kTile = VKDML_GROUP_SIZE;
+const uint kTileShare = kTile / VKDML_MIN_GROUP_SIZE;  // rows an invocation loads, at most
+shared VALUE tileValues[2][kTile][LANES];
+
+// Tile s of the stream (buffer h, s % 2): this invocation's rows of it from `held` into shared
+// memory, tile s + 2's loads into `held` in their place, then invocation 0 folds tile s.
+void streamTile(uint s, uint h, inout VALUE held[kTileShare][LANES], inout VALUE acc[LANES],
+                uint base, uint stride, uint length) {
+  const uint t = gl_LocalInvocationID.x;
+  barrier();  // the fold of tile s - 2 (the same buffer) is done
+  for (uint q = 0u; q < kTileShare; ++q) {
+    const uint j = t + q * gl_WorkGroupSize.x, r = s * kTile + j;
+    if (j < kTile && r < length)
+      for (uint k = 0u; k < LANES; ++k) tileValues[h][j][k] = held[q][k];
+    if (j < kTile && r + 2u * kTile < length)  // tile s + 2's, into the registers just freed
+      LOAD_LANES(held[q], base + (r + 2u * kTile) * stride);
+  }
+  barrier();
+  if (t == 0u) {
+    const uint n = min(kTile, length - s * kTile);
+    for (uint j = 0u; j < n; ++j)
+      for (uint k = 0u; k < LANES; ++k) acc[k] = reduceBits(acc[k], tileValues[h][j][k]);
+  }
+}
+
+void stream(uint p, uint slot, uint rows, uint rowStride, uint flags) {
+  const uint i = LIST(slot, 0u), start = LIST(slot, 1u), length = LIST(slot, 2u);
+  const uvec4 at = loopOffsets(p, kRank, i);
+  const uint tiles = (length + kTile - 1u) / kTile, t = gl_LocalInvocationID.x;
+  const uint base = pc.srcBase + at.y + start * rowStride;
+  // Tile s's rows that this invocation loads: s * kTile + t + q * gl_WorkGroupSize.x, tiles 0
+  // and 2 (and so on) held in held0, 1 and 3 in held1.
+  VALUE held0[kTileShare][LANES], held1[kTileShare][LANES];
+  for (uint q = 0u; q < kTileShare; ++q) {
+    const uint j = t + q * gl_WorkGroupSize.x;
+    if (j < kTile && j < length) LOAD_LANES(held0[q], base + j * rowStride);
+    if (j < kTile && kTile + j < length) LOAD_LANES(held1[q], base + (kTile + j) * rowStride);
+  }
+  VALUE acc[LANES];
+  uint where[LANES];
+  for (uint k = 0u; k < LANES; ++k) {
+    acc[k] = startValue();
+    where[k] = rows;
+  }
+  for (uint s = 0u; s < tiles; s += 2u) {  // (tiles uniform: every invocation meets each barrier)
+    streamTile(s, 0u, held0, acc, base, rowStride, length);
+    if (s + 1u < tiles) streamTile(s + 1u, 1u, held1, acc, base, rowStride, length);
+  }
+  if (t == 0u) finish(at, acc, where, length, flags);
+}
+
 void main() {
   const uint p = pc.plan;
   const uvec4 g = plans[p].params;  // uniform: the same branches in every invocation
   const uint rows = g.x, rowStride = g.y, flags = g.z, indexStride = g.w;
   const bool coo = (flags & VKDML_SEGMENT_COO) != 0u;
   const bool initial = (flags & VKDML_SEGMENT_INITIAL) != 0u;
+  if (!kRegroup && pc.begin != VKDML_SEGMENT_STAGE_FOLD) {  // the stream (its chunks' stage)
+    const uint slot = gl_WorkGroupID.x;
+    if (slot < min(DISPATCH(VKDML_SEGMENT_LONG_COUNT), pc.end))
+      stream(p, slot, rows, rowStride, flags);
+    return;
+  }
   if (pc.begin != VKDML_SEGMENT_STAGE_FOLD) {
     // The long path's chunks (a chunk of a listed segment an invocation) or combine.
     const uint slot = gl_GlobalInvocationID.x;
@@ -356,6 +421,12 @@ void main() {
         LIST(slot, 1u) = start;
         LIST(slot, 2u) = length;
         LIST(slot, 3u) = part;
+        if (!kRegroup) {  // the stream: a workgroup per listed element
+          atomicMax(DISPATCH(VKDML_BAG_COMMAND(0)), slot + 1u);
+          atomicMax(DISPATCH(VKDML_BAG_COMMAND(0) + 1u), 1u);
+          atomicMax(DISPATCH(VKDML_BAG_COMMAND(0) + 2u), 1u);
+          continue;
+        }
         const uint groups = slot / gl_WorkGroupSize.x + 1u;
         atomicMax(DISPATCH(VKDML_BAG_COMMAND(0)), groups);
         atomicMax(DISPATCH(VKDML_BAG_COMMAND(0) + 1u), chunks);

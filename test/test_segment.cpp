@@ -678,11 +678,55 @@ TEST_CASE_METHOD(Fixture, "Segment reductions: long segments folded in chunks", 
     }
 }
 
+// Float sums, means and products of long segments (the stream: each segment's rows in row
+// order through shared memory) on every float type: 3,000 rows (within a dispatch's rows where
+// loops are bounded) in segments of 0 to 2,000 rows, batch dimensions, offsets and ids, each
+// empty-value rule, denormals where the device keeps them; 4 columns at a time (float32).
+TEST_CASE_METHOD(Fixture, "Segment reductions: long float segments streamed", "[segment]") {
+  const bool denormals = KeepsDenormals32();
+  const std::vector<UINT> lengths = {5, 300, 0, 2000, 257, 438};
+  int n = 0;
+  for (auto type :
+       {DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_FLOAT16, DML_TENSOR_DATA_TYPE_FLOAT64})
+    for (auto f : {VKDML_SEGMENT_REDUCE_FUNCTION_SUM, VKDML_SEGMENT_REDUCE_FUNCTION_MEAN,
+                   VKDML_SEGMENT_REDUCE_FUNCTION_PROD})
+      for (bool wide : {false, true}) {
+        if (!DeviceSupports(type) || (wide && type != DML_TENSOR_DATA_TYPE_FLOAT32)) continue;
+        Rng rng(BaseSeed() ^ (0x57E + 7919 * n));
+        SegCase c;
+        c.type = type;
+        c.f = f;
+        c.sorted = n % 2 == 1;
+        c.indexType = IndexTypes()[n % 4];
+        c.empty = VKDML_SEGMENT_EMPTY(n % 3);
+        ++n;
+        if (c.empty == VKDML_SEGMENT_EMPTY_INITIAL) c.initial = RandomBits(rng, type, false);
+        if (wide) {
+          c.sizes = {3000, 8};
+        } else {
+          c.axis = 1;
+          c.sizes = {2, 3000, 3};
+        }
+        SetLengths(c, lengths, wide ? 1 : 2);
+        c.values.resize(Count(c.sizes));
+        for (auto& v : c.values) v = RandomBits(rng, type, denormals);
+        if (f == VKDML_SEGMENT_REDUCE_FUNCTION_PROD)  // mostly +-1, so products stay finite
+          for (auto& v : c.values)
+            if (rng.P(0.98))
+              v = type == DML_TENSOR_DATA_TYPE_FLOAT64   ? ToBits(rng.P(0.5) ? 1.0 : -1.0)
+                  : type == DML_TENSOR_DATA_TYPE_FLOAT16 ? (rng.P(0.5) ? 0x3C00 : 0xBC00)
+                                                         : ToBits(rng.P(0.5) ? 1.0f : -1.0f);
+        INFO("type " << UINT(type) << ", function " << UINT(f) << ", sorted " << c.sorted);
+        RunCase(c);
+      }
+}
+
 // Which steps the long path takes (GPU-free): on a GPU (loops unbounded) MAX and integer SUM of
 // more rows than VKDML_SEGMENT_LONG_ROWS take the fold (listing long segments), the chunks'
-// stage and the combine (both indirect); float SUM keeps the one fold, as do rows too few to
-// make a long segment. Where loops are bounded, the long path needs every element to fit the
-// list: past that, the fold's dispatches as before.
+// stage and the combine (both indirect); float SUM, MEAN and PROD stream (the fold, then a
+// workgroup per listed element); rows too few to make a long segment keep the one fold. Where
+// loops are bounded, the long path needs every element to fit the list and a chunk's (the
+// stream: a segment's) rows to fit a dispatch: past that, the fold's dispatches as before.
 TEST_CASE("Kernels: segment reductions' long path", "[segment][kernels]") {
   using vkdml::detail::Capabilities;
   Capabilities gpu;
@@ -710,6 +754,8 @@ TEST_CASE("Kernels: segment reductions' long path", "[segment][kernels]") {
   const std::vector<UINT> longPath = {VKDML_SEGMENT_STAGE_FOLD * 10,
                                       VKDML_SEGMENT_STAGE_CHUNKS * 10 + 1,
                                       VKDML_SEGMENT_STAGE_COMBINE * 10 + 2};
+  const std::vector<UINT> stream = {VKDML_SEGMENT_STAGE_FOLD * 10,
+                                    VKDML_SEGMENT_STAGE_CHUNKS * 10 + 1};
   SegCase c;
   c.sizes = {100000, 128};
   c.segments = 4;
@@ -731,9 +777,11 @@ TEST_CASE("Kernels: segment reductions' long path", "[segment][kernels]") {
           CHECK(set.steps[1].plain.end <= 100000 * 128);
           // 4 columns at a time: 4 times the words an entry, a quarter of the entries.
           if (set.steps[1].hasWide) CHECK(set.steps[1].wide.end <= set.steps[1].plain.end);
-        } else {
-          CHECK(stages(set) == std::vector<UINT>{0});
-          CHECK(set.steps[0].plain.end == 0);  // no list
+        } else {  // the stream: a workgroup per listed element (command 0)
+          CHECK(stages(set) == stream);
+          CHECK(set.dispatchWords == VKDML_BAG_COMMAND(1));
+          CHECK(set.steps[1].plain.end == 4 * 128);  // every element fits the list
+          CHECK(set.partialWords == 4 * 128 * VKDML_SEGMENT_LIST_WORDS);
         }
       }
   }
@@ -754,8 +802,26 @@ TEST_CASE("Kernels: segment reductions' long path", "[segment][kernels]") {
   folds = stages(choose(c, cpu));
   CHECK(folds.size() > 3);
   CHECK(folds[0] == 0);
-  // No segment can be long: the one fold.
-  c.sizes = {VKDML_SEGMENT_LONG_ROWS, 128};
-  c.indices = {0, 10, 50, 100, VKDML_SEGMENT_LONG_ROWS};
-  CHECK(stages(choose(c, gpu)) == std::vector<UINT>{0});
+  // A float sum streams where a segment's rows fit a dispatch (3,000 of 4,096 here), else the
+  // fold's dispatches.
+  c.f = VKDML_SEGMENT_REDUCE_FUNCTION_SUM;
+  c.sizes = {3000, 3};
+  c.indices = {0, 10, 500, 2999, 3000};
+  CHECK(stages(choose(c, cpu)) == stream);
+  c.sizes = {100000, 3};
+  c.indices = {0, 10, 50000, 99999, 100000};
+  folds = stages(choose(c, cpu));
+  CHECK(folds.size() > 3);
+  CHECK(folds[0] == 0);
+  CHECK(folds[1] == 2);
+  // No segment can be long: the one fold, no list.
+  for (auto f : {VKDML_SEGMENT_REDUCE_FUNCTION_SUM, VKDML_SEGMENT_REDUCE_FUNCTION_MAX}) {
+    c.f = f;
+    c.sizes = {VKDML_SEGMENT_LONG_ROWS, 128};
+    c.indices = {0, 10, 50, 100, VKDML_SEGMENT_LONG_ROWS};
+    const vkdml::detail::KernelSet set = choose(c, gpu);
+    CHECK(stages(set) == std::vector<UINT>{0});
+    CHECK(set.steps[0].plain.end == 0);
+    CHECK(set.dispatchWords == 0);
+  }
 }

@@ -85,21 +85,28 @@ UINT64 LongCapacity(UINT64 count, UINT64 lanes) {
 // long segments cost about what their rows do. Float sums and products keep the row order's
 // chain. Where loops are bounded every element must fit the list, and a chunk's rows and the
 // chunks of a segment each fit a dispatch's `part`; otherwise the fold's dispatches as before.
+//
+// Float sums and products (their row order is their bits) take the stream instead: the fold lists
+// the long segments, then a workgroup per listed element loads its rows into shared memory two
+// tiles ahead of one invocation's fold, so the chain waits on the additions rather than on each
+// load (glsl/segment_reduce.comp, stream; command 0, the chunks' stage's). Where loops are
+// bounded, only where every element fits the list and a segment's rows fit a dispatch's `part`.
 bool ChooseLongSegments(Choice& c, const Pass& pass, UINT reduce, UINT kind, UINT64 rows,
                         UINT64 part, const Step& fold) {
-  const bool exact =
+  const bool regroup =
       reduce == VKDML_REDUCE_MIN || reduce == VKDML_REDUCE_MAX || kind != VKDML_KIND_FLOAT;
-  if (!exact || rows <= VKDML_SEGMENT_LONG_ROWS) return false;
-  const UINT64 plainCapacity = LongCapacity(pass.plan.count, 1);
-  UINT64 wideCapacity = 0;
-  if (fold.hasWide) {
-    const UINT64 wideCount = UINT64(pass.plan.count) / 4;  // the wide plan's elements
-    wideCapacity = LongCapacity(std::max<UINT64>(wideCount, 1), 4);
-  }
+  if (rows <= VKDML_SEGMENT_LONG_ROWS) return false;
+  const UINT64 wideCount = std::max<UINT64>(UINT64(pass.plan.count) / 4, 1);  // the wide plan's
+  const UINT64 plainCapacity = regroup ? LongCapacity(pass.plan.count, 1)
+                                       : std::min<UINT64>(pass.plan.count, c.caps.maxGroups);
+  const UINT64 wideCapacity = !fold.hasWide ? 0
+                              : regroup     ? LongCapacity(wideCount, 4)
+                                            : std::min<UINT64>(wideCount, c.caps.maxGroups);
   if (c.caps.maxLoop != UINT64(-1)) {
     const UINT64 chunkRows = (rows + VKDML_SEGMENT_LONG_CHUNKS - 1) / VKDML_SEGMENT_LONG_CHUNKS;
-    if (plainCapacity < pass.plan.count || (fold.hasWide && wideCapacity * 4 < pass.plan.count) ||
-        part < VKDML_SEGMENT_LONG_ROWS || part < chunkRows || part < VKDML_SEGMENT_LONG_CHUNKS)
+    if (plainCapacity < pass.plan.count || (fold.hasWide && wideCapacity < wideCount) ||
+        part < VKDML_SEGMENT_LONG_ROWS || part < VKDML_SEGMENT_LONG_CHUNKS ||
+        part < (regroup ? chunkRows : rows))
       return false;
   }
   Step step = fold;
@@ -117,13 +124,17 @@ bool ChooseLongSegments(Choice& c, const Pass& pass, UINT reduce, UINT kind, UIN
   set(&Kernel::begin, VKDML_SEGMENT_STAGE_CHUNKS);
   set(&Kernel::indirect, 1);
   c.set.steps.push_back(step);
-  set(&Kernel::begin, VKDML_SEGMENT_STAGE_COMBINE);
-  set(&Kernel::indirect, 2);
-  c.set.steps.push_back(step);
-  c.set.dispatchWords = VKDML_BAG_COMMAND(2);  // the count, then commands 0 and 1
-  const auto words = [](UINT64 capacity, UINT64 lanes) {
+  if (regroup) {
+    set(&Kernel::begin, VKDML_SEGMENT_STAGE_COMBINE);
+    set(&Kernel::indirect, 2);
+    c.set.steps.push_back(step);
+  }
+  // The count, then commands 0 and 1 (the stream: 0 only).
+  c.set.dispatchWords = VKDML_BAG_COMMAND(regroup ? 2 : 1);
+  const auto words = [regroup](UINT64 capacity, UINT64 lanes) {
     return capacity * VKDML_SEGMENT_LIST_WORDS +
-           capacity * VKDML_SEGMENT_LONG_CHUNKS * lanes * VKDML_SEGMENT_PARTIAL_WORDS;
+           (regroup ? capacity * VKDML_SEGMENT_LONG_CHUNKS * lanes * VKDML_SEGMENT_PARTIAL_WORDS
+                    : 0);
   };
   c.set.partialWords = std::max(words(plainCapacity, 1), words(wideCapacity, 4));
   return true;
