@@ -299,9 +299,17 @@ void streamTile(uint s, uint h, inout VALUE held[kTileShare][LANES], inout VALUE
       LOAD_LANES(held[q], base + (r + 2u * kTile) * stride);
   }
   barrier();
-  if (t == 0u) {
+  if (t == 0u) {  // kBatch rows' shared loads at once, then their additions in order
     const uint n = min(kTile, length - s * kTile);
-    for (uint j = 0u; j < n; ++j)
+    uint j = 0u;
+    for (; j + kBatch <= n; j += kBatch) {
+      VALUE v[kBatch][LANES];
+      for (uint b = 0u; b < kBatch; ++b)
+        for (uint k = 0u; k < LANES; ++k) v[b][k] = tileValues[h][j + b][k];
+      for (uint b = 0u; b < kBatch; ++b)
+        for (uint k = 0u; k < LANES; ++k) acc[k] = reduceBits(acc[k], v[b][k]);
+    }
+    for (; j < n; ++j)
       for (uint k = 0u; k < LANES; ++k) acc[k] = reduceBits(acc[k], tileValues[h][j][k]);
   }
 }

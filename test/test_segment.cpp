@@ -619,10 +619,12 @@ void SetLengths(SegCase& c, const std::vector<UINT>& lengths, UINT64 batches) {
 // the grouping, the others beside them: 70,000 rows in segments of 0 to 69,000 rows (past
 // VKDML_SEGMENT_LONG_CHUNKS chunks of VKDML_SEGMENT_LONG_ROWS: longer chunks), with batch
 // dimensions, offsets and ids, each empty-value rule, values with ties and NaN in every chunk;
-// 4 columns at a time (int32, float32); offsets out of order and past the rows.
+// 4 columns at a time (int32, float32, 3,000 rows); offsets out of order, past the rows and
+// negative.
 TEST_CASE_METHOD(Fixture, "Segment reductions: long segments folded in chunks", "[segment]") {
   const bool denormals = KeepsDenormals32();
   const std::vector<UINT> lengths = {5, 300, 0, 257, 69000, 1, 256, 181};  // 70,000 rows
+  const std::vector<UINT> shorter = {5, 300, 0, 2000, 257, 438};           // 3,000
   int n = 0;
   for (auto type : DataTypes())
     for (auto f : kFunctions) {
@@ -662,18 +664,18 @@ TEST_CASE_METHOD(Fixture, "Segment reductions: long segments folded in chunks", 
       c.type = type;
       c.f = f;
       c.sorted = n % 2 == 1;
-      c.sizes = {70000, 8};
-      SetLengths(c, lengths, 1);
+      c.sizes = {3000, 8};
+      SetLengths(c, shorter, 1);
       c.values.resize(Count(c.sizes));
       for (auto& v : c.values) v = RandomBits(rng, type, denormals);
       INFO("type " << UINT(type) << ", function " << UINT(f) << ", sorted " << c.sorted);
       RunCase(c);
       c.sorted = false;
       c.indexType = DML_TENSOR_DATA_TYPE_INT32;
-      SetLengths(c, lengths, 1);
-      c.indices[2] = 69999;  // out of order: segment 1 from 69,999, segment 2 empty
-      c.indices[5] = 70400;  // past the rows: clamped
-      c.indices[7] = -3;     // negative: 0
+      SetLengths(c, shorter, 1);
+      c.indices[2] = 2999;  // out of order: segment 1 from 2,999, segment 2 empty
+      c.indices[4] = 3400;  // past the rows: clamped
+      c.indices[5] = -3;    // negative: 0
       RunCase(c);
     }
 }

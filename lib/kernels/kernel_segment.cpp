@@ -82,9 +82,9 @@ UINT64 LongCapacity(UINT64 count, UINT64 lanes) {
 // whose results do not depend on how rows are grouped (MIN, MAX and their args: the first of the
 // best values, ties and NaN alike; integers wrap): the fold lists the segments longer than
 // VKDML_SEGMENT_LONG_ROWS, their chunks are folded at once, then combined in order, so a few
-// long segments cost about what their rows do. Float sums and products keep the row order's
-// chain. Where loops are bounded every element must fit the list, and a chunk's rows and the
-// chunks of a segment each fit a dispatch's `part`; otherwise the fold's dispatches as before.
+// long segments cost about what their rows do. Where loops are bounded every element must fit
+// the list, and a chunk's rows and the chunks of a segment each fit a dispatch's `part`;
+// otherwise the fold's dispatches as before.
 //
 // Float sums and products (their row order is their bits) take the stream instead: the fold lists
 // the long segments, then a workgroup per listed element loads its rows into shared memory two
