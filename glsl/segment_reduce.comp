@@ -278,17 +278,21 @@ uint chunkWord(uint slot, uint c, uint k) {
 const bool kRegroup = kPick || kKind != VKDML_KIND_FLOAT;
 
 // The stream (float sums and products of listed segments): a workgroup per listed element, its
-// invocations loading kTile rows at a time into shared memory two tiles ahead of the fold,
-// invocation 0 folding each tile's rows in row order: the chain waits on the arithmetic, not
-// on each load.
+// invocations loading kTile rows at a time into shared memory two tiles ahead of the fold, an
+// invocation per column (of the 4) folding each tile's rows in row order: the chain waits on the
+// arithmetic, not on each load.
 const uint kTile = VKDML_GROUP_SIZE;
 const uint kTileShare = kTile / VKDML_MIN_GROUP_SIZE;  // rows an invocation loads, at most
 shared VALUE tileValues[2][kTile][LANES];
 
+// Rows of a tile that a folding invocation reads from shared memory before adding them.
+const uint kStreamBatch = 16u;
+
 // Tile s of the stream (buffer h, s % 2): this invocation's rows of it from `held` into shared
-// memory, tile s + 2's loads into `held` in their place, then invocation 0 folds tile s.
-void streamTile(uint s, uint h, inout VALUE held[kTileShare][LANES], inout VALUE acc[LANES],
-                uint base, uint stride, uint length) {
+// memory, tile s + 2's loads into `held` in their place, then invocations 0 to LANES - 1 fold
+// tile s's column (of the 4) of their own into `a`, in row order.
+void streamTile(uint s, uint h, inout VALUE held[kTileShare][LANES], inout VALUE a, uint base,
+                uint stride, uint length) {
   const uint t = gl_LocalInvocationID.x;
   barrier();  // the fold of tile s - 2 (the same buffer) is done
   for (uint q = 0u; q < kTileShare; ++q) {
@@ -299,18 +303,15 @@ void streamTile(uint s, uint h, inout VALUE held[kTileShare][LANES], inout VALUE
       LOAD_LANES(held[q], base + (r + 2u * kTile) * stride);
   }
   barrier();
-  if (t == 0u) {  // kBatch rows' shared loads at once, then their additions in order
+  if (t < LANES) {  // kStreamBatch rows' shared loads at once, then their additions in order
     const uint n = min(kTile, length - s * kTile);
     uint j = 0u;
-    for (; j + kBatch <= n; j += kBatch) {
-      VALUE v[kBatch][LANES];
-      for (uint b = 0u; b < kBatch; ++b)
-        for (uint k = 0u; k < LANES; ++k) v[b][k] = tileValues[h][j + b][k];
-      for (uint b = 0u; b < kBatch; ++b)
-        for (uint k = 0u; k < LANES; ++k) acc[k] = reduceBits(acc[k], v[b][k]);
+    for (; j + kStreamBatch <= n; j += kStreamBatch) {
+      VALUE v[kStreamBatch];
+      for (uint b = 0u; b < kStreamBatch; ++b) v[b] = tileValues[h][j + b][t];
+      for (uint b = 0u; b < kStreamBatch; ++b) a = reduceBits(a, v[b]);
     }
-    for (; j < n; ++j)
-      for (uint k = 0u; k < LANES; ++k) acc[k] = reduceBits(acc[k], tileValues[h][j][k]);
+    for (; j < n; ++j) a = reduceBits(a, tileValues[h][j][t]);
   }
 }
 
@@ -327,17 +328,23 @@ void stream(uint p, uint slot, uint rows, uint rowStride, uint flags) {
     if (j < kTile && j < length) LOAD_LANES(held0[q], base + j * rowStride);
     if (j < kTile && kTile + j < length) LOAD_LANES(held1[q], base + (kTile + j) * rowStride);
   }
-  VALUE acc[LANES];
-  uint where[LANES];
-  for (uint k = 0u; k < LANES; ++k) {
-    acc[k] = startValue();
-    where[k] = rows;
-  }
+  VALUE a = startValue();  // invocation t < LANES: column t's fold
   for (uint s = 0u; s < tiles; s += 2u) {  // (tiles uniform: every invocation meets each barrier)
-    streamTile(s, 0u, held0, acc, base, rowStride, length);
-    if (s + 1u < tiles) streamTile(s + 1u, 1u, held1, acc, base, rowStride, length);
+    streamTile(s, 0u, held0, a, base, rowStride, length);
+    if (s + 1u < tiles) streamTile(s + 1u, 1u, held1, a, base, rowStride, length);
   }
-  if (t == 0u) finish(at, acc, where, length, flags);
+  barrier();  // every fold of the last tiles is done: their columns' results to invocation 0
+  if (t < LANES) tileValues[0][0][t] = a;
+  barrier();
+  if (t == 0u) {
+    VALUE acc[LANES];
+    uint where[LANES];
+    for (uint k = 0u; k < LANES; ++k) {
+      acc[k] = tileValues[0][0][k];
+      where[k] = rows;
+    }
+    finish(at, acc, where, length, flags);
+  }
 }
 
 void main() {
