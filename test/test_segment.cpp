@@ -678,6 +678,23 @@ TEST_CASE_METHOD(Fixture, "Segment reductions: long segments folded in chunks", 
       c.indices[5] = -3;    // negative: 0
       RunCase(c);
     }
+  // More long elements than the list holds (2 x 1,200 columns; 4 at a time, 600 wide elements):
+  // on GPUs the fold folds those past it itself (CPU devices take the fold's dispatches).
+  for (auto type : {DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_INT16})
+    for (auto f : {VKDML_SEGMENT_REDUCE_FUNCTION_MAX, VKDML_SEGMENT_REDUCE_FUNCTION_ARGMIN,
+                   VKDML_SEGMENT_REDUCE_FUNCTION_SUM}) {
+      if (!DeviceSupports(type)) continue;
+      Rng rng(BaseSeed() ^ (0x0F10 + 7919 * n++));
+      SegCase c;
+      c.type = type;
+      c.f = f;
+      c.sizes = {600, 1200};
+      SetLengths(c, {300, 300}, 1);
+      c.values.resize(Count(c.sizes));
+      for (auto& v : c.values) v = RandomBits(rng, type, denormals);
+      INFO("type " << UINT(type) << ", function " << UINT(f) << ", past the list");
+      RunCase(c);
+    }
 }
 
 // Float sums, means and products of long segments (the stream: each segment's rows in row
@@ -816,6 +833,17 @@ TEST_CASE("Kernels: segment reductions' long path", "[segment][kernels]") {
   CHECK(folds.size() > 3);
   CHECK(folds[0] == 0);
   CHECK(folds[1] == 2);
+  // More long elements than the list holds: on GPUs the fold folds those past it itself.
+  c.f = VKDML_SEGMENT_REDUCE_FUNCTION_MAX;
+  c.sizes = {600, 1200};
+  c.indices = {0, 300, 600};
+  {
+    const vkdml::detail::KernelSet set = choose(c, gpu);
+    CHECK(stages(set) == longPath);
+    CHECK(set.steps[0].plain.end < 2 * 1200);
+    CHECK(set.steps[0].hasWide);
+    CHECK(set.steps[0].wide.end < 2 * 1200 / 4);
+  }
   // No segment can be long: the one fold, no list.
   for (auto f : {VKDML_SEGMENT_REDUCE_FUNCTION_SUM, VKDML_SEGMENT_REDUCE_FUNCTION_MAX}) {
     c.f = f;
