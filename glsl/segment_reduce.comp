@@ -155,29 +155,18 @@ void storeValue(uint b, VALUE v) {
 // Rows whose loads one invocation has in flight at once.
 const uint kBatch = 8u;
 
-// The first rows r in [0, rows) of the batch whose ids start at IndicesTensor element `first`
-// (stride `stride`) with an id not below s and not below s + 1: both bisections in one loop, so
-// their loads overlap (they share their first steps' elements).
-uvec2 lowerBounds(uint first, uint stride, uint rows, uint s) {
-  uint lo = 0u, hi = rows, lo1 = 0u, hi1 = rows;
-  while (lo < hi || lo1 < hi1) {
-    const uint mid = (lo + hi) >> 1, mid1 = (lo1 + hi1) >> 1;
-    const bool below = lo < hi && idBelow(first + mid * stride, s);
-    const bool below1 = lo1 < hi1 && idBelow(first + mid1 * stride, s + 1u);
-    if (lo < hi) {
-      if (below)
-        lo = mid + 1u;
-      else
-        hi = mid;
-    }
-    if (lo1 < hi1) {
-      if (below1)
-        lo1 = mid1 + 1u;
-      else
-        hi1 = mid1;
-    }
+// The first row r in [0, rows) of the batch whose ids start at IndicesTensor element `first`
+// (stride `stride`) with an id not below s: rows where every id is below s.
+uint lowerBound(uint first, uint stride, uint rows, uint s) {
+  uint lo = 0u, hi = rows;
+  while (lo < hi) {
+    const uint mid = (lo + hi) >> 1;
+    if (idBelow(first + mid * stride, s))
+      lo = mid + 1u;
+    else
+      hi = mid;
   }
-  return uvec2(lo, lo1);
+  return lo;
 }
 
 // An offset clamped into [0, rows].
@@ -219,17 +208,10 @@ void foldValue(inout VALUE acc, inout uint where, VALUE v, uint r, bool take) {
 
 // Folds rows [r, last) from byte b (row r's), `stride` bytes apart, in row order; with
 // `takeFirst` the row `first`'s value is taken (foldValue). kBatch rows' loads in flight
-// together, then folded: whole batches unguarded, then the rest.
+// together, then folded.
 void foldRows(inout VALUE acc[LANES], inout uint where[LANES], uint r, uint last, uint b,
               uint stride, uint first, bool takeFirst) {
-  for (; r + kBatch <= last; r += kBatch, b += kBatch * stride) {
-    VALUE v[kBatch][LANES];
-    for (uint j = 0u; j < kBatch; ++j) LOAD_LANES(v[j], b + j * stride);
-    for (uint j = 0u; j < kBatch; ++j)
-      for (uint k = 0u; k < LANES; ++k)
-        foldValue(acc[k], where[k], v[j][k], r + j, takeFirst && r + j == first);
-  }
-  if (r < last) {
+  for (; r < last; r += kBatch, b += kBatch * stride) {
     VALUE v[kBatch][LANES];
     for (uint j = 0u; j < kBatch; ++j)
       if (r + j < last) LOAD_LANES(v[j], b + j * stride);
@@ -276,6 +258,11 @@ uint chunkWord(uint slot, uint c, uint k) {
 // Whether the reduction's result is the same however the rows are grouped (the long path's
 // chunks); else (float SUM, MEAN's sum and PROD) the long path streams each listed segment.
 const bool kRegroup = kPick || kKind != VKDML_KIND_FLOAT;
+
+#ifndef LONG
+#define LONG 0
+#endif
+#if LONG  // the long path's stages past the fold (their own modules: the fold stays lean)
 
 // The stream (float sums and products of listed segments): a workgroup per listed element, its
 // invocations loading kTile rows at a time into shared memory two tiles ahead of the fold, an
@@ -413,13 +400,20 @@ void main() {
     finish(at, acc, where, length, flags);
     return;
   }
+}
+#else  // the fold
+void main() {
+  const uint p = pc.plan;
+  const uvec4 g = plans[p].params;  // uniform: the same branches in every invocation
+  const uint rows = g.x, rowStride = g.y, flags = g.z, indexStride = g.w;
+  const bool coo = (flags & VKDML_SEGMENT_COO) != 0u;
+  const bool initial = (flags & VKDML_SEGMENT_INITIAL) != 0u;
   for (uint i = gl_GlobalInvocationID.x; i < loopCount(p); i += kStep) {
     const uvec4 at = loopOffsets(p, kRank, i);  // x: output byte, y: row 0's byte, z: index, w: s
     uint start, end;
     if (coo) {
-      const uvec2 bounds = lowerBounds(at.z, indexStride, rows, at.w);
-      start = bounds.x;
-      end = max(bounds.y, start);
+      start = lowerBound(at.z, indexStride, rows, at.w);
+      end = max(lowerBound(at.z, indexStride, rows, at.w + 1u), start);
     } else {
       start = clampOffset(at.z, rows);
       end = max(clampOffset(at.z + indexStride, rows), start);
@@ -490,4 +484,5 @@ void main() {
     finish(at, acc, where, length, flags);
   }
 }
+#endif
 #endif

@@ -23,6 +23,9 @@ namespace {
 // The fewest rows a dispatch folds where loops are bounded.
 constexpr UINT64 kSegmentPartFloor = 64;
 
+// The long path's stages past the fold: "segment_w4v_i64_long" beside "segment_w4v_i64".
+constexpr char kLongSuffix[] = "_long";
+
 // The most scratch words the long path's list and chunk results take (8 MiB).
 constexpr UINT64 kLongWords = UINT64(1) << 21;
 
@@ -120,7 +123,9 @@ bool ChooseLongSegments(Choice& c, const Pass& pass, UINT reduce, UINT kind, UIN
   step.plain.end = UINT(plainCapacity);
   step.wide.end = UINT(wideCapacity);
   c.set.steps.push_back(step);
-  set(&Kernel::groups, 1);  // (indirect: the fold sets them)
+  set(&Kernel::groups, 1);           // (indirect: the fold sets them)
+  step.plain.module += kLongSuffix;  // the stages past the fold: modules of their own
+  step.wide.module += kLongSuffix;
   set(&Kernel::begin, VKDML_SEGMENT_STAGE_CHUNKS);
   set(&Kernel::indirect, 1);
   c.set.steps.push_back(step);
@@ -207,8 +212,10 @@ void ListSegmentModules(const ModuleSink& sink) {
       for (UINT kind : kElementKinds)
         for (UINT reduce : kReduceFunctions)
           ForEachCapabilities([&](const Capabilities& caps) {
-            sink(SegmentModule(size, kind, reduce, index, caps));
-            if (size == 4) sink(SegmentModule(size, kind, reduce, index, caps, true));
+            for (const char* suffix : {"", kLongSuffix}) {
+              sink(SegmentModule(size, kind, reduce, index, caps) + suffix);
+              if (size == 4) sink(SegmentModule(size, kind, reduce, index, caps, true) + suffix);
+            }
           });
   }
 }
