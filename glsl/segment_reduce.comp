@@ -17,7 +17,9 @@
 //   stage, interface.h): the fold lists the segments longer than VKDML_SEGMENT_LONG_ROWS, whose
 //   chunks are then folded at once (an invocation per listed element and chunk, adjacent ones
 //   adjacent columns), their results folded in chunk order: for the reductions whose results
-//   do not depend on how the rows are grouped, the same bits.
+//   do not depend on how the rows are grouped, the same bits. Float sums and products stream
+//   each listed segment instead (a workgroup each, stream() below). The stages past the fold
+//   build as modules of their own (LONG=1: "_long"), so the fold's registers stay its own.
 // CHECK: checked mode's pass over IndicesTensor (row-major), recording the first offset that is
 //   negative, past params.x (the rows) or below the one before it, or (VKDML_SEGMENT_COO) the
 //   first id outside [0, params.x) or below the one before it; params.y is IndicesTensor's size

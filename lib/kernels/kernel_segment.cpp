@@ -9,9 +9,10 @@
 // (a workgroup's invocations are neighbouring columns, so each row's loads coalesce). Where loops
 // are bounded (Capabilities::maxLoop) a dispatch folds `part` rows of each segment, the later
 // dispatches indirect, run only where a segment reaches them (the embedding bags' steps:
-// ChooseBagDispatches). The reductions whose results do not depend on how rows are grouped take
-// the long path where a segment may be long (ChooseLongSegments): long segments' chunks folded at
-// once, then combined in order. The large path is refused: every tensor must fit one descriptor.
+// ChooseBagDispatches). Where a segment may be long, the long path (ChooseLongSegments): the
+// reductions whose results do not depend on how rows are grouped fold long segments' chunks at
+// once, then combine them in order; float sums and products stream them in row order; both in
+// "_long" modules of their own. The large path is refused: every tensor must fit one descriptor.
 #include <algorithm>
 
 #include "kernels/kernel_choice.h"
