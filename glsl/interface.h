@@ -106,6 +106,24 @@ struct uvec4 {
 // Where loops are bounded, a fold carried from one dispatch to the next: its value (2 words), its
 // arg and its rows, a word each, per output element.
 #define VKDML_SEGMENT_PARTIAL_WORDS 4u
+// The long path (reductions whose result does not depend on how rows are grouped: MIN, MAX and
+// their args, integer SUM, MEAN and PROD; lib/kernels/kernel_segment.cpp): Push::begin is the
+// stage. The fold (VKDML_SEGMENT_STAGE_FOLD) lists each output element whose segment is longer
+// than VKDML_SEGMENT_LONG_ROWS (Push::end entries at most: past them it folds them itself) and
+// sets the two indirect commands; the chunks' stage folds each listed segment in up to
+// VKDML_SEGMENT_LONG_CHUNKS chunks at once (workgroup y: the chunk), the combine folds the
+// chunks' results in order and stores. The partials region: Push::end entries of
+// VKDML_SEGMENT_LIST_WORDS (the loop element, its segment's first row, its rows, a chunk's rows),
+// then each entry's chunks' results (VKDML_SEGMENT_PARTIAL_WORDS a column); the dispatches
+// region: the entries listed (VKDML_SEGMENT_LONG_COUNT), then VKDML_BAG_COMMAND(0) (chunks) and
+// VKDML_BAG_COMMAND(1) (combine), all zeroed before each run.
+#define VKDML_SEGMENT_STAGE_FOLD 0u
+#define VKDML_SEGMENT_STAGE_CHUNKS 1u
+#define VKDML_SEGMENT_STAGE_COMBINE 2u
+#define VKDML_SEGMENT_LONG_ROWS 256u
+#define VKDML_SEGMENT_LONG_CHUNKS 256u
+#define VKDML_SEGMENT_LIST_WORDS 4u
+#define VKDML_SEGMENT_LONG_COUNT 0
 
 #define VKDML_KIND_UNSIGNED 0
 #define VKDML_KIND_SIGNED 1

@@ -13,13 +13,19 @@
 //   IndicesTensor's stride along Axis. The fill value: an empty segment's (x, y), the fold's
 //   start (z, w). Where loops are bounded a dispatch folds rows [from, to) of each segment past
 //   its first, carrying the fold in the scratch (PARTIAL), the first recording the longest
-//   segment for bag_dispatches (lib/kernels/kernel_segment.cpp).
+//   segment for bag_dispatches (lib/kernels/kernel_segment.cpp). The long path (Push::begin the
+//   stage, interface.h): the fold lists the segments longer than VKDML_SEGMENT_LONG_ROWS, whose
+//   chunks are then folded at once (an invocation per listed element and chunk, adjacent ones
+//   adjacent columns), their results folded in chunk order: for the reductions whose results
+//   do not depend on how the rows are grouped, the same bits. Float sums and products stream
+//   each listed segment instead (a workgroup each, stream() below). The stages past the fold
+//   build as modules of their own (LONG=1: "_long"), so the fold's registers stay its own.
 // CHECK: checked mode's pass over IndicesTensor (row-major), recording the first offset that is
 //   negative, past params.x (the rows) or below the one before it, or (VKDML_SEGMENT_COO) the
 //   first id outside [0, params.x) or below the one before it; params.y is IndicesTensor's size
 //   along Axis.
-// Offsets are clamped into [0, rows] and ids found by bisection within the rows, so no access
-// leaves the tensors, whatever IndicesTensor holds.
+// Offsets are clamped into [0, rows] and ids found by bisection within the rows (a segment's end
+// never before its start), so no access leaves the tensors, whatever IndicesTensor holds.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 #include "index.glsl"
@@ -183,25 +189,265 @@ uint clampOffset(uint e, uint rows) {
 #define LOAD_LANES(v, b) v[0] = loadValue(b)
 #endif
 
+const bool kPick = kReduce == VKDML_REDUCE_MAX || kReduce == VKDML_REDUCE_MIN;
+
+// Folds the value v of row r into (acc, where), or with `take` starts the fold from it (MIN's
+// or MAX's first row without an initial value; a chunk's first row on the long path).
+void foldValue(inout VALUE acc, inout uint where, VALUE v, uint r, bool take) {
+  if (kPick) {
+    if (take) {
+      acc = v;
+      where = r;
+    } else {
+      const VALUE next = reduceBits(acc, v);
+      if (next != acc) where = r;
+      acc = next;
+    }
+  } else {
+    acc = take ? v : reduceBits(acc, v);
+  }
+}
+
+// Folds rows [r, last) from byte b (row r's), `stride` bytes apart, in row order; with
+// `takeFirst` the row `first`'s value is taken (foldValue). kBatch rows' loads in flight
+// together, then folded.
+void foldRows(inout VALUE acc[LANES], inout uint where[LANES], uint r, uint last, uint b,
+              uint stride, uint first, bool takeFirst) {
+  for (; r < last; r += kBatch, b += kBatch * stride) {
+    VALUE v[kBatch][LANES];
+    for (uint j = 0u; j < kBatch; ++j)
+      if (r + j < last) LOAD_LANES(v[j], b + j * stride);
+    for (uint j = 0u; j < kBatch; ++j) {
+      if (r + j >= last) break;
+      for (uint k = 0u; k < LANES; ++k)
+        foldValue(acc[k], where[k], v[j][k], r + j, takeFirst && r + j == first);
+    }
+  }
+}
+
+// Stores output element (at.x) of a segment of `length` rows: the fold (acc, where), the empty
+// value, the mean, or the row.
+void finish(uvec4 at, VALUE acc[LANES], uint where[LANES], uint length, uint flags) {
+  const bool mean = (flags & VKDML_SEGMENT_MEAN) != 0u;
+  const uint o = pc.dstBase + at.x;
+#if VEC  // (never ARGMIN or ARGMAX)
+  for (uint k = 0u; k < LANES; ++k)
+    acc[k] = length == 0u ? emptyValue() : mean ? divideMean(acc[k], length) : acc[k];
+  outputVecs[o >> 4] = uvec4(acc[0], acc[1], acc[2], acc[3]);
+#else
+  if ((flags & VKDML_SEGMENT_ARG) != 0u) {
+    outputWords[o >> 2] = where[0];  // rows for an empty segment
+    if ((flags & VKDML_SEGMENT_ARG64) != 0u) outputWords[(o >> 2) + 1u] = 0u;
+    return;
+  }
+  VALUE result = acc[0];
+  if (length == 0u)
+    result = emptyValue();
+  else if (mean)
+    result = divideMean(result, length);
+  storeValue(o, result);
+#endif
+}
+
+// The long path's list entry `slot` (interface.h): word `w` of it, and where its chunk c's column
+// k's result starts.
+#define LIST(slot, w) PARTIAL((slot) * VKDML_SEGMENT_LIST_WORDS + (w))
+uint chunkWord(uint slot, uint c, uint k) {
+  return pc.end * VKDML_SEGMENT_LIST_WORDS +
+         ((slot * VKDML_SEGMENT_LONG_CHUNKS + c) * LANES + k) * VKDML_SEGMENT_PARTIAL_WORDS;
+}
+
+// Whether the reduction's result is the same however the rows are grouped (the long path's
+// chunks); else (float SUM, MEAN's sum and PROD) the long path streams each listed segment.
+const bool kRegroup = kPick || kKind != VKDML_KIND_FLOAT;
+
+#ifndef LONG
+#define LONG 0
+#endif
+#if LONG  // the long path's stages past the fold (their own modules: the fold stays lean)
+
+// The stream (float sums and products of listed segments): a workgroup per listed element, its
+// invocations loading kTile rows at a time into shared memory two tiles ahead of the fold, an
+// invocation per column (of the 4) folding each tile's rows in row order: the chain waits on the
+// arithmetic, not on each load.
+const uint kTile = VKDML_GROUP_SIZE;
+const uint kTileShare = kTile / VKDML_MIN_GROUP_SIZE;  // rows an invocation loads, at most
+shared VALUE tileValues[2][kTile][LANES];
+
+// Rows of a tile that a folding invocation reads from shared memory before adding them.
+const uint kStreamBatch = 16u;
+
+// Tile s of the stream (buffer h, s % 2): this invocation's rows of it from `held` into shared
+// memory, tile s + 2's loads into `held` in their place, then invocations 0 to LANES - 1 fold
+// tile s's column (of the 4) of their own into `a`, in row order.
+void streamTile(uint s, uint h, inout VALUE held[kTileShare][LANES], inout VALUE a, uint base,
+                uint stride, uint length) {
+  const uint t = gl_LocalInvocationID.x;
+  barrier();  // the fold of tile s - 2 (the same buffer) is done
+  for (uint q = 0u; q < kTileShare; ++q) {
+    const uint j = t + q * gl_WorkGroupSize.x, r = s * kTile + j;
+    if (j < kTile && r < length)
+      for (uint k = 0u; k < LANES; ++k) tileValues[h][j][k] = held[q][k];
+    if (j < kTile && r + 2u * kTile < length)  // tile s + 2's, into the registers just freed
+      LOAD_LANES(held[q], base + (r + 2u * kTile) * stride);
+  }
+  barrier();
+  if (t < LANES) {  // kStreamBatch rows' shared loads at once, then their additions in order
+    const uint n = min(kTile, length - s * kTile);
+    uint j = 0u;
+    for (; j + kStreamBatch <= n; j += kStreamBatch) {
+      VALUE v[kStreamBatch];
+      for (uint b = 0u; b < kStreamBatch; ++b) v[b] = tileValues[h][j + b][t];
+      for (uint b = 0u; b < kStreamBatch; ++b) a = reduceBits(a, v[b]);
+    }
+    for (; j < n; ++j) a = reduceBits(a, tileValues[h][j][t]);
+  }
+}
+
+void stream(uint p, uint slot, uint rows, uint rowStride, uint flags) {
+  const uint i = LIST(slot, 0u), start = LIST(slot, 1u), length = LIST(slot, 2u);
+  const uvec4 at = loopOffsets(p, kRank, i);
+  const uint tiles = (length + kTile - 1u) / kTile, t = gl_LocalInvocationID.x;
+  const uint base = pc.srcBase + at.y + start * rowStride;
+  // Tile s's rows that this invocation loads: s * kTile + t + q * gl_WorkGroupSize.x, tiles 0
+  // and 2 (and so on) held in held0, 1 and 3 in held1.
+  VALUE held0[kTileShare][LANES], held1[kTileShare][LANES];
+  for (uint q = 0u; q < kTileShare; ++q) {
+    const uint j = t + q * gl_WorkGroupSize.x;
+    if (j < kTile && j < length) LOAD_LANES(held0[q], base + j * rowStride);
+    if (j < kTile && kTile + j < length) LOAD_LANES(held1[q], base + (kTile + j) * rowStride);
+  }
+  VALUE a = startValue();  // invocation t < LANES: column t's fold
+  for (uint s = 0u; s < tiles; s += 2u) {  // (tiles uniform: every invocation meets each barrier)
+    streamTile(s, 0u, held0, a, base, rowStride, length);
+    if (s + 1u < tiles) streamTile(s + 1u, 1u, held1, a, base, rowStride, length);
+  }
+  barrier();  // every fold of the last tiles is done: their columns' results to invocation 0
+  if (t < LANES) tileValues[0][0][t] = a;
+  barrier();
+  if (t == 0u) {
+    VALUE acc[LANES];
+    uint where[LANES];
+    for (uint k = 0u; k < LANES; ++k) {
+      acc[k] = tileValues[0][0][k];
+      where[k] = rows;
+    }
+    finish(at, acc, where, length, flags);
+  }
+}
+
 void main() {
   const uint p = pc.plan;
   const uvec4 g = plans[p].params;  // uniform: the same branches in every invocation
   const uint rows = g.x, rowStride = g.y, flags = g.z, indexStride = g.w;
-  const bool coo = (flags & VKDML_SEGMENT_COO) != 0u, mean = (flags & VKDML_SEGMENT_MEAN) != 0u;
-  const bool arg = (flags & VKDML_SEGMENT_ARG) != 0u;
+  const bool coo = (flags & VKDML_SEGMENT_COO) != 0u;
   const bool initial = (flags & VKDML_SEGMENT_INITIAL) != 0u;
-  const bool pick = kReduce == VKDML_REDUCE_MAX || kReduce == VKDML_REDUCE_MIN;
+  if (!kRegroup && pc.begin != VKDML_SEGMENT_STAGE_FOLD) {  // the stream (its chunks' stage)
+    const uint slot = gl_WorkGroupID.x;
+    if (slot < min(DISPATCH(VKDML_SEGMENT_LONG_COUNT), pc.end))
+      stream(p, slot, rows, rowStride, flags);
+    return;
+  }
+  if (pc.begin != VKDML_SEGMENT_STAGE_FOLD) {
+    // The long path's chunks (a chunk of a listed segment an invocation) or combine.
+    const uint slot = gl_GlobalInvocationID.x;
+    if (slot >= min(DISPATCH(VKDML_SEGMENT_LONG_COUNT), pc.end)) return;
+    const uint i = LIST(slot, 0u), start = LIST(slot, 1u), length = LIST(slot, 2u);
+    const uint part = LIST(slot, 3u), chunks = (length + part - 1u) / part;
+    const uvec4 at = loopOffsets(p, kRank, i);
+    VALUE acc[LANES];
+    uint where[LANES];
+    for (uint k = 0u; k < LANES; ++k) {
+      acc[k] = startValue();
+      where[k] = rows;
+    }
+    if (pc.begin == VKDML_SEGMENT_STAGE_CHUNKS) {
+      const uint c = gl_WorkGroupID.y;
+      if (c >= chunks) return;
+      const uint r = start + c * part, last = min(r + part, start + length);
+      foldRows(acc, where, r, last, pc.srcBase + at.y + r * rowStride, rowStride, r, true);
+      for (uint k = 0u; k < LANES; ++k) {
+        const uint w = chunkWord(slot, c, k);
+#if ELEM == 8
+        PARTIAL(w) = acc[k].x;
+        PARTIAL(w + 1u) = acc[k].y;
+#else
+        PARTIAL(w) = acc[k];
+#endif
+        PARTIAL(w + 2u) = where[k];
+      }
+      return;
+    }
+    // The combine: the chunks' results in order, kBatch chunks' loads at once.
+    for (uint c = 0u; c < chunks; c += kBatch) {
+      VALUE v[kBatch][LANES];
+      uint vw[kBatch][LANES];
+      for (uint j = 0u; j < kBatch; ++j)
+        if (c + j < chunks)
+          for (uint k = 0u; k < LANES; ++k) {
+            const uint w = chunkWord(slot, c + j, k);
+#if ELEM == 8
+            v[j][k] = uvec2(PARTIAL(w), PARTIAL(w + 1u));
+#else
+            v[j][k] = PARTIAL(w);
+#endif
+            vw[j][k] = PARTIAL(w + 2u);
+          }
+      for (uint j = 0u; j < kBatch; ++j) {
+        if (c + j >= chunks) break;
+        for (uint k = 0u; k < LANES; ++k)
+          foldValue(acc[k], where[k], v[j][k], vw[j][k], kPick && !initial && c + j == 0u);
+      }
+    }
+    finish(at, acc, where, length, flags);
+    return;
+  }
+}
+#else  // the fold
+void main() {
+  const uint p = pc.plan;
+  const uvec4 g = plans[p].params;  // uniform: the same branches in every invocation
+  const uint rows = g.x, rowStride = g.y, flags = g.z, indexStride = g.w;
+  const bool coo = (flags & VKDML_SEGMENT_COO) != 0u;
+  const bool initial = (flags & VKDML_SEGMENT_INITIAL) != 0u;
   for (uint i = gl_GlobalInvocationID.x; i < loopCount(p); i += kStep) {
     const uvec4 at = loopOffsets(p, kRank, i);  // x: output byte, y: row 0's byte, z: index, w: s
     uint start, end;
     if (coo) {
       start = lowerBound(at.z, indexStride, rows, at.w);
-      end = lowerBound(at.z, indexStride, rows, at.w + 1u);
+      end = max(lowerBound(at.z, indexStride, rows, at.w + 1u), start);
     } else {
       start = clampOffset(at.z, rows);
       end = max(clampOffset(at.z + indexStride, rows), start);
     }
     const uint length = end - start;
+    if (pc.end != 0u && length > VKDML_SEGMENT_LONG_ROWS) {  // the long path: listed
+      const uint slot = atomicAdd(DISPATCH(VKDML_SEGMENT_LONG_COUNT), 1u);
+      if (slot < pc.end) {
+        uint chunks = min((length + VKDML_SEGMENT_LONG_ROWS - 1u) / VKDML_SEGMENT_LONG_ROWS,
+                          VKDML_SEGMENT_LONG_CHUNKS);
+        const uint part = (length + chunks - 1u) / chunks;
+        chunks = (length + part - 1u) / part;  // none empty
+        LIST(slot, 0u) = i;
+        LIST(slot, 1u) = start;
+        LIST(slot, 2u) = length;
+        LIST(slot, 3u) = part;
+        if (!kRegroup) {  // the stream: a workgroup per listed element
+          atomicMax(DISPATCH(VKDML_BAG_COMMAND(0)), slot + 1u);
+          atomicMax(DISPATCH(VKDML_BAG_COMMAND(0) + 1u), 1u);
+          atomicMax(DISPATCH(VKDML_BAG_COMMAND(0) + 2u), 1u);
+          continue;
+        }
+        const uint groups = slot / gl_WorkGroupSize.x + 1u;
+        atomicMax(DISPATCH(VKDML_BAG_COMMAND(0)), groups);
+        atomicMax(DISPATCH(VKDML_BAG_COMMAND(0) + 1u), chunks);
+        atomicMax(DISPATCH(VKDML_BAG_COMMAND(0) + 2u), 1u);
+        atomicMax(DISPATCH(VKDML_BAG_COMMAND(1)), groups);
+        atomicMax(DISPATCH(VKDML_BAG_COMMAND(1) + 1u), 1u);
+        atomicMax(DISPATCH(VKDML_BAG_COMMAND(1) + 2u), 1u);
+        continue;
+      }
+    }
     if (pc.from == 0u && pc.to != 0xFFFFFFFFu) atomicMax(DISPATCH(VKDML_BAG_LONGEST), length);
     if (pc.from > 0u && pc.from >= length) continue;  // an earlier dispatch finished it
     VALUE acc[LANES];
@@ -221,31 +467,9 @@ void main() {
         where[k] = PARTIAL(w + 2u);
       }
     }
-    const uint to = min(length, pc.to), last = start + to;
-    uint b = pc.srcBase + at.y + (start + pc.from) * rowStride;
-    // kBatch rows' loads in flight together, then folded in row order.
-    for (uint r = start + pc.from; r < last; r += kBatch, b += kBatch * rowStride) {
-      VALUE v[kBatch][LANES];
-      for (uint j = 0u; j < kBatch; ++j)
-        if (r + j < last) LOAD_LANES(v[j], b + j * rowStride);
-      for (uint j = 0u; j < kBatch; ++j) {
-        if (r + j >= last) break;
-        for (uint k = 0u; k < LANES; ++k) {
-          if (pick) {
-            if (r + j == start && !initial) {
-              acc[k] = v[j][k];
-              where[k] = r + j;
-            } else {
-              const VALUE next = reduceBits(acc[k], v[j][k]);
-              if (next != acc[k]) where[k] = r + j;
-              acc[k] = next;
-            }
-          } else {
-            acc[k] = reduceBits(acc[k], v[j][k]);
-          }
-        }
-      }
-    }
+    const uint to = min(length, pc.to), r = start + pc.from;
+    foldRows(acc, where, r, start + to, pc.srcBase + at.y + r * rowStride, rowStride, start,
+             kPick && !initial);
     if (to < length) {  // a later dispatch goes on
       for (uint k = 0u; k < LANES; ++k) {
         const uint w = (i * LANES + k) * VKDML_SEGMENT_PARTIAL_WORDS;
@@ -259,24 +483,8 @@ void main() {
       }
       continue;
     }
-    const uint o = pc.dstBase + at.x;
-#if VEC  // (never ARGMIN or ARGMAX)
-    for (uint k = 0u; k < LANES; ++k)
-      acc[k] = length == 0u ? emptyValue() : mean ? divideMean(acc[k], length) : acc[k];
-    outputVecs[o >> 4] = uvec4(acc[0], acc[1], acc[2], acc[3]);
-#else
-    if (arg) {
-      outputWords[o >> 2] = where[0];  // rows for an empty segment
-      if ((flags & VKDML_SEGMENT_ARG64) != 0u) outputWords[(o >> 2) + 1u] = 0u;
-      continue;
-    }
-    VALUE result = acc[0];
-    if (length == 0u)
-      result = emptyValue();
-    else if (mean)
-      result = divideMean(result, length);
-    storeValue(o, result);
-#endif
+    finish(at, acc, where, length, flags);
   }
 }
+#endif
 #endif

@@ -586,3 +586,272 @@ TEST_CASE_METHOD(Fixture, "Segment reductions: bindings at offsets, recorded", "
         if (i < outAt || i >= outAt + outBytes) REQUIRE(after[i] == image[i]);
     }
 }
+
+namespace {
+
+// Whether f on type takes the long path where a segment is long (kernel_segment.cpp): MIN, MAX
+// and their args, and integer SUM, MEAN and PROD.
+bool Regroupable(DML_TENSOR_DATA_TYPE type, VKDML_SEGMENT_REDUCE_FUNCTION f) {
+  return !IsFloat(type) ||
+         (f != VKDML_SEGMENT_REDUCE_FUNCTION_SUM && f != VKDML_SEGMENT_REDUCE_FUNCTION_MEAN &&
+          f != VKDML_SEGMENT_REDUCE_FUNCTION_PROD);
+}
+
+// Offsets (or the sorted ids they make) for `lengths` per batch: `batches` times.
+void SetLengths(SegCase& c, const std::vector<UINT>& lengths, UINT64 batches) {
+  c.indices.clear();
+  c.segments = UINT(lengths.size());
+  for (UINT64 b = 0; b < batches; ++b) {
+    int64_t at = 0;
+    if (!c.sorted) c.indices.push_back(0);
+    for (UINT s = 0; s < lengths.size(); ++s) {
+      for (UINT r = 0; c.sorted && r < lengths[s]; ++r) c.indices.push_back(s);
+      at += lengths[s];
+      if (!c.sorted) c.indices.push_back(at);
+    }
+  }
+}
+
+}  // namespace
+
+// Long segments (past VKDML_SEGMENT_LONG_ROWS: the long path folds their chunks at once, then
+// their results in order) for every data type and every function whose result does not depend on
+// the grouping, the others beside them: 70,000 rows in segments of 0 to 69,000 rows (past
+// VKDML_SEGMENT_LONG_CHUNKS chunks of VKDML_SEGMENT_LONG_ROWS: longer chunks), with batch
+// dimensions, offsets and ids, each empty-value rule, values with ties and NaN in every chunk;
+// 4 columns at a time (int32, float32, 3,000 rows); offsets out of order, past the rows and
+// negative.
+TEST_CASE_METHOD(Fixture, "Segment reductions: long segments folded in chunks", "[segment]") {
+  const bool denormals = KeepsDenormals32();
+  const std::vector<UINT> lengths = {5, 300, 0, 257, 69000, 1, 256, 181};  // 70,000 rows
+  const std::vector<UINT> shorter = {5, 300, 0, 2000, 257, 438};           // 3,000
+  int n = 0;
+  for (auto type : DataTypes())
+    for (auto f : kFunctions) {
+      if (!DeviceSupports(type)) continue;
+      const bool regroups = Regroupable(type, f);
+      if (!regroups && n % 3 != 0) {  // the row-order chain beside them now and then
+        ++n;
+        continue;
+      }
+      Rng rng(BaseSeed() ^ (0x10C6 + 7919 * n));
+      SegCase c;
+      c.type = type;
+      c.f = f;
+      c.sorted = n % 2 == 1;
+      c.indexType = IndexTypes()[n % 4];
+      c.argType = IndexTypes()[(n / 4) % 4];
+      ++n;
+      c.axis = 1;
+      c.sizes = {2, 70000, 2};
+      if (!c.Arg()) {
+        c.empty = VKDML_SEGMENT_EMPTY(n % 3);
+        if (c.empty == VKDML_SEGMENT_EMPTY_INITIAL) c.initial = RandomBits(rng, type, false);
+      }
+      SetLengths(c, lengths, 2);
+      c.values.resize(Count(c.sizes));
+      for (auto& v : c.values) v = RandomBits(rng, type, denormals);
+      INFO("type " << UINT(type) << ", function " << UINT(f) << ", sorted " << c.sorted);
+      RunCase(c);
+    }
+  // 4 columns at a time (8 columns: 2 wide elements a row), then offsets out of order, past the
+  // rows and negative (each segment clamped as the reference does).
+  for (auto type : {DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_INT32})
+    for (auto f : kFunctions) {
+      if (!Regroupable(type, f)) continue;
+      Rng rng(BaseSeed() ^ (0x4C06 + 7919 * n++));
+      SegCase c;
+      c.type = type;
+      c.f = f;
+      c.sorted = n % 2 == 1;
+      c.sizes = {3000, 8};
+      SetLengths(c, shorter, 1);
+      c.values.resize(Count(c.sizes));
+      for (auto& v : c.values) v = RandomBits(rng, type, denormals);
+      INFO("type " << UINT(type) << ", function " << UINT(f) << ", sorted " << c.sorted);
+      RunCase(c);
+      c.sorted = false;
+      c.indexType = DML_TENSOR_DATA_TYPE_INT32;
+      SetLengths(c, shorter, 1);
+      c.indices[2] = 2999;  // out of order: segment 1 from 2,999, segment 2 empty
+      c.indices[4] = 3400;  // past the rows: clamped
+      c.indices[5] = -3;    // negative: 0
+      RunCase(c);
+    }
+  // More long elements than the list holds (2 x 1,200 columns; 4 at a time, 600 wide elements):
+  // on GPUs the fold folds those past it itself (CPU devices take the fold's dispatches).
+  for (auto type : {DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_INT16})
+    for (auto f : {VKDML_SEGMENT_REDUCE_FUNCTION_MAX, VKDML_SEGMENT_REDUCE_FUNCTION_ARGMIN,
+                   VKDML_SEGMENT_REDUCE_FUNCTION_SUM}) {
+      if (!DeviceSupports(type)) continue;
+      Rng rng(BaseSeed() ^ (0x0F10 + 7919 * n++));
+      SegCase c;
+      c.type = type;
+      c.f = f;
+      c.sizes = {600, 1200};
+      SetLengths(c, {300, 300}, 1);
+      c.values.resize(Count(c.sizes));
+      for (auto& v : c.values) v = RandomBits(rng, type, denormals);
+      INFO("type " << UINT(type) << ", function " << UINT(f) << ", past the list");
+      RunCase(c);
+    }
+}
+
+// Float sums, means and products of long segments (the stream: each segment's rows in row
+// order through shared memory) on every float type: 3,000 rows (within a dispatch's rows where
+// loops are bounded) in segments of 0 to 2,000 rows, batch dimensions, offsets and ids, each
+// empty-value rule, denormals where the device keeps them; 4 columns at a time (float32).
+TEST_CASE_METHOD(Fixture, "Segment reductions: long float segments streamed", "[segment]") {
+  const bool denormals = KeepsDenormals32();
+  const std::vector<UINT> lengths = {5, 300, 0, 2000, 257, 438};
+  int n = 0;
+  for (auto type :
+       {DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_FLOAT16, DML_TENSOR_DATA_TYPE_FLOAT64})
+    for (auto f : {VKDML_SEGMENT_REDUCE_FUNCTION_SUM, VKDML_SEGMENT_REDUCE_FUNCTION_MEAN,
+                   VKDML_SEGMENT_REDUCE_FUNCTION_PROD})
+      for (bool wide : {false, true}) {
+        if (!DeviceSupports(type) || (wide && type != DML_TENSOR_DATA_TYPE_FLOAT32)) continue;
+        Rng rng(BaseSeed() ^ (0x57E + 7919 * n));
+        SegCase c;
+        c.type = type;
+        c.f = f;
+        c.sorted = n % 2 == 1;
+        c.indexType = IndexTypes()[n % 4];
+        c.empty = VKDML_SEGMENT_EMPTY(n % 3);
+        ++n;
+        if (c.empty == VKDML_SEGMENT_EMPTY_INITIAL) c.initial = RandomBits(rng, type, false);
+        if (wide) {
+          c.sizes = {3000, 8};
+        } else {
+          c.axis = 1;
+          c.sizes = {2, 3000, 3};
+        }
+        SetLengths(c, lengths, wide ? 1 : 2);
+        c.values.resize(Count(c.sizes));
+        for (auto& v : c.values) v = RandomBits(rng, type, denormals);
+        if (f == VKDML_SEGMENT_REDUCE_FUNCTION_PROD)  // mostly +-1, so products stay finite
+          for (auto& v : c.values)
+            if (rng.P(0.98))
+              v = type == DML_TENSOR_DATA_TYPE_FLOAT64   ? ToBits(rng.P(0.5) ? 1.0 : -1.0)
+                  : type == DML_TENSOR_DATA_TYPE_FLOAT16 ? (rng.P(0.5) ? 0x3C00 : 0xBC00)
+                                                         : ToBits(rng.P(0.5) ? 1.0f : -1.0f);
+        INFO("type " << UINT(type) << ", function " << UINT(f) << ", sorted " << c.sorted);
+        RunCase(c);
+      }
+}
+
+// Which steps the long path takes (GPU-free): on a GPU (loops unbounded) MAX and integer SUM of
+// more rows than VKDML_SEGMENT_LONG_ROWS take the fold (listing long segments), the chunks'
+// stage and the combine (both indirect); float SUM, MEAN and PROD stream (the fold, then a
+// workgroup per listed element); rows too few to make a long segment keep the one fold. Where
+// loops are bounded, the long path needs every element to fit the list and a chunk's (the
+// stream: a segment's) rows to fit a dispatch: past that, the fold's dispatches as before.
+TEST_CASE("Kernels: segment reductions' long path", "[segment][kernels]") {
+  using vkdml::detail::Capabilities;
+  Capabilities gpu;
+  gpu.maxGroups = 65535;
+  Capabilities cpu = gpu;
+  cpu.type = VK_PHYSICAL_DEVICE_TYPE_CPU;
+  cpu.maxLoop = 16384;
+  const auto choose = [](const SegCase& c, const Capabilities& caps) {
+    SegBuilt b;
+    Build(c, &b);
+    vkdml::detail::OperatorImpl op;
+    REQUIRE(vkdml::detail::BuildOperator(b.op, &op).ok());
+    vkdml::detail::KernelSet set;
+    REQUIRE(vkdml::detail::ChooseKernels(op, 0, caps, &set).ok());
+    return set;
+  };
+  const auto stages = [](const vkdml::detail::KernelSet& set) {
+    std::vector<UINT> s;
+    for (const auto& step : set.steps) {
+      if (step.plain.module.rfind("segment_w", 0) != 0) continue;
+      s.push_back(step.plain.begin * 10 + step.plain.indirect);
+    }
+    return s;
+  };
+  const std::vector<UINT> longPath = {VKDML_SEGMENT_STAGE_FOLD * 10,
+                                      VKDML_SEGMENT_STAGE_CHUNKS * 10 + 1,
+                                      VKDML_SEGMENT_STAGE_COMBINE * 10 + 2};
+  const std::vector<UINT> stream = {VKDML_SEGMENT_STAGE_FOLD * 10,
+                                    VKDML_SEGMENT_STAGE_CHUNKS * 10 + 1};
+  SegCase c;
+  c.sizes = {100000, 128};
+  c.segments = 4;
+  c.indices = {0, 10, 50000, 99999, 100000};
+  for (bool sorted : {false, true}) {
+    c.sorted = sorted;
+    if (sorted) SetLengths(c, {10, 49990, 49999, 1}, 1);
+    for (auto type :
+         {DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_INT64, DML_TENSOR_DATA_TYPE_FLOAT16})
+      for (auto f : kFunctions) {
+        c.type = type;
+        c.f = f;
+        INFO("type " << UINT(type) << ", function " << UINT(f) << ", sorted " << sorted);
+        const vkdml::detail::KernelSet set = choose(c, gpu);
+        if (Regroupable(type, f)) {
+          CHECK(stages(set) == longPath);
+          CHECK(set.dispatchWords == VKDML_BAG_COMMAND(2));
+          CHECK(set.steps[1].plain.end > 0);  // the list's capacity
+          CHECK(set.steps[1].plain.end <= 100000 * 128);
+          // 4 columns at a time: 4 times the words an entry, a quarter of the entries.
+          if (set.steps[1].hasWide) CHECK(set.steps[1].wide.end <= set.steps[1].plain.end);
+        } else {  // the stream: a workgroup per listed element (command 0)
+          CHECK(stages(set) == stream);
+          CHECK(set.dispatchWords == VKDML_BAG_COMMAND(1));
+          CHECK(set.steps[1].plain.end == 4 * 128);  // every element fits the list
+          CHECK(set.partialWords == 4 * 128 * VKDML_SEGMENT_LIST_WORDS);
+        }
+      }
+  }
+  c.type = DML_TENSOR_DATA_TYPE_FLOAT32;
+  c.f = VKDML_SEGMENT_REDUCE_FUNCTION_MAX;
+  c.sorted = false;
+  // Bounded loops: 4 x 128 output elements fit the list, and a chunk's rows (100,000 / 256) a
+  // dispatch; 4 x 4096 do not, nor do a chunk's 2,000,000 / 256 rows: the fold's dispatches.
+  c.indices = {0, 10, 50000, 99999, 100000};
+  CHECK(stages(choose(c, cpu)) == longPath);
+  c.sizes = {100000, 4096};
+  std::vector<UINT> folds = stages(choose(c, cpu));
+  CHECK(folds.size() > 3);
+  CHECK(folds[0] == 0);
+  CHECK(folds[1] == 2);  // the second fold's rows, from command 1 (bag_dispatches)
+  c.sizes = {2000000, 1};
+  c.indices = {0, 10, 50000, 99999, 2000000};
+  folds = stages(choose(c, cpu));
+  CHECK(folds.size() > 3);
+  CHECK(folds[0] == 0);
+  // A float sum streams where a segment's rows fit a dispatch (3,000 of 4,096 here), else the
+  // fold's dispatches.
+  c.f = VKDML_SEGMENT_REDUCE_FUNCTION_SUM;
+  c.sizes = {3000, 3};
+  c.indices = {0, 10, 500, 2999, 3000};
+  CHECK(stages(choose(c, cpu)) == stream);
+  c.sizes = {100000, 3};
+  c.indices = {0, 10, 50000, 99999, 100000};
+  folds = stages(choose(c, cpu));
+  CHECK(folds.size() > 3);
+  CHECK(folds[0] == 0);
+  CHECK(folds[1] == 2);
+  // More long elements than the list holds: on GPUs the fold folds those past it itself.
+  c.f = VKDML_SEGMENT_REDUCE_FUNCTION_MAX;
+  c.sizes = {600, 1200};
+  c.indices = {0, 300, 600};
+  {
+    const vkdml::detail::KernelSet set = choose(c, gpu);
+    CHECK(stages(set) == longPath);
+    CHECK(set.steps[0].plain.end < 2 * 1200);
+    CHECK(set.steps[0].hasWide);
+    CHECK(set.steps[0].wide.end < 2 * 1200 / 4);
+  }
+  // No segment can be long: the one fold, no list.
+  for (auto f : {VKDML_SEGMENT_REDUCE_FUNCTION_SUM, VKDML_SEGMENT_REDUCE_FUNCTION_MAX}) {
+    c.f = f;
+    c.sizes = {VKDML_SEGMENT_LONG_ROWS, 128};
+    c.indices = {0, 10, 50, 100, VKDML_SEGMENT_LONG_ROWS};
+    const vkdml::detail::KernelSet set = choose(c, gpu);
+    CHECK(stages(set) == std::vector<UINT>{0});
+    CHECK(set.steps[0].plain.end == 0);
+    CHECK(set.dispatchWords == 0);
+  }
+}

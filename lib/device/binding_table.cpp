@@ -427,18 +427,16 @@ void BindingTableImpl::ClearScratch(VkCommandBuffer cmd, bool inPlace) const {
           fills ? VkAccessFlags(VK_ACCESS_TRANSFER_WRITE_BIT) : readWrite);
   if (!fills) return;
   if (fillStatus) vk.vkCmdFillBuffer(cmd, scratch, 0, kStatusBytes, 0xFFFFFFFFu);
-  if (clearMask)
-    vk.vkCmdFillBuffer(cmd, scratch, UINT64(kernels.scratchAt.mask) * 4, kernels.maskWords * 4, 0);
-  if (kernels.tieMarkWords)
-    vk.vkCmdFillBuffer(cmd, scratch, UINT64(kernels.scratchAt.counts) * 4, kernels.tieMarkWords * 4,
-                       0);
-  if (kernels.tallyWords)
-    vk.vkCmdFillBuffer(cmd, scratch, UINT64(kernels.scratchAt.tally) * 4, kernels.tallyWords * 4,
-                       0);
-  if (kernels.dispatchWords)  // an embedding bag's longest bag
-    vk.vkCmdFillBuffer(cmd, scratch, UINT64(kernels.scratchAt.dispatches) * 4, 4, 0);
-  if (kernels.spanWords)  // its bounds' order, on the large path
-    vk.vkCmdFillBuffer(cmd, scratch, UINT64(kernels.scratchAt.spans) * 4, kernels.spanWords * 4, 0);
+  // Zeroes `words` words of the scratch from word `at` on.
+  const auto zero = [&](UINT64 at, UINT64 words) {
+    if (words) vk.vkCmdFillBuffer(cmd, scratch, at * 4, words * 4, 0);
+  };
+  if (clearMask) zero(kernels.scratchAt.mask, kernels.maskWords);
+  zero(kernels.scratchAt.counts, kernels.tieMarkWords);
+  zero(kernels.scratchAt.tally, kernels.tallyWords);
+  // an embedding bag's longest bag; a segment reduction's long path's count and commands
+  zero(kernels.scratchAt.dispatches, kernels.dispatchWords);
+  zero(kernels.scratchAt.spans, kernels.spanWords);  // its bounds' order, on the large path
   Barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, compute, readWrite);
 }
 

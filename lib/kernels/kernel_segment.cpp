@@ -9,7 +9,10 @@
 // (a workgroup's invocations are neighbouring columns, so each row's loads coalesce). Where loops
 // are bounded (Capabilities::maxLoop) a dispatch folds `part` rows of each segment, the later
 // dispatches indirect, run only where a segment reaches them (the embedding bags' steps:
-// ChooseBagDispatches). The large path is refused: every tensor must fit one descriptor.
+// ChooseBagDispatches). Where a segment may be long, the long path (ChooseLongSegments): the
+// reductions whose results do not depend on how rows are grouped fold long segments' chunks at
+// once, then combine them in order; float sums and products stream them in row order; both in
+// "_long" modules of their own. The large path is refused: every tensor must fit one descriptor.
 #include <algorithm>
 
 #include "kernels/kernel_choice.h"
@@ -20,6 +23,12 @@ namespace {
 
 // The fewest rows a dispatch folds where loops are bounded.
 constexpr UINT64 kSegmentPartFloor = 64;
+
+// The long path's stages past the fold: "segment_w4v_i64_long" beside "segment_w4v_i64".
+constexpr char kLongSuffix[] = "_long";
+
+// The most scratch words the long path's list and chunk results take (8 MiB).
+constexpr UINT64 kLongWords = UINT64(1) << 21;
 
 // The fold's reduction (interface.h: VKDML_REDUCE_*).
 UINT SegmentReduce(VKDML_SEGMENT_REDUCE_FUNCTION f) {
@@ -66,6 +75,77 @@ bool WidenSegment(const OperatorImpl& op, const Plan& plan, Plan* out) {
   return true;
 }
 
+// The long path's list capacity (interface.h): entries of `lanes` columns within kLongWords.
+UINT64 LongCapacity(UINT64 count, UINT64 lanes) {
+  const UINT64 perEntry =
+      VKDML_SEGMENT_LIST_WORDS + VKDML_SEGMENT_LONG_CHUNKS * lanes * VKDML_SEGMENT_PARTIAL_WORDS;
+  return std::min(count, kLongWords / perEntry);
+}
+
+// The long path (glsl/segment_reduce.comp, interface.h: VKDML_SEGMENT_STAGE_*) for the reductions
+// whose results do not depend on how rows are grouped (MIN, MAX and their args: the first of the
+// best values, ties and NaN alike; integers wrap): the fold lists the segments longer than
+// VKDML_SEGMENT_LONG_ROWS, their chunks are folded at once, then combined in order, so a few
+// long segments cost about what their rows do. Where loops are bounded every element must fit
+// the list, and a chunk's rows and the chunks of a segment each fit a dispatch's `part`;
+// otherwise the fold's dispatches as before.
+//
+// Float sums and products (their row order is their bits) take the stream instead: the fold lists
+// the long segments, then a workgroup per listed element loads its rows into shared memory two
+// tiles ahead of one invocation's fold, so the chain waits on the additions rather than on each
+// load (glsl/segment_reduce.comp, stream; command 0, the chunks' stage's). Where loops are
+// bounded, only where every element fits the list and a segment's rows fit a dispatch's `part`.
+bool ChooseLongSegments(Choice& c, const Pass& pass, UINT reduce, UINT kind, UINT64 rows,
+                        UINT64 part, const Step& fold) {
+  const bool regroup =
+      reduce == VKDML_REDUCE_MIN || reduce == VKDML_REDUCE_MAX || kind != VKDML_KIND_FLOAT;
+  if (rows <= VKDML_SEGMENT_LONG_ROWS) return false;
+  const UINT64 wideCount = std::max<UINT64>(UINT64(pass.plan.count) / 4, 1);  // the wide plan's
+  const UINT64 plainCapacity = regroup ? LongCapacity(pass.plan.count, 1)
+                                       : std::min<UINT64>(pass.plan.count, c.caps.maxGroups);
+  const UINT64 wideCapacity = !fold.hasWide ? 0
+                              : regroup     ? LongCapacity(wideCount, 4)
+                                            : std::min<UINT64>(wideCount, c.caps.maxGroups);
+  if (c.caps.maxLoop != UINT64(-1)) {
+    const UINT64 chunkRows = (rows + VKDML_SEGMENT_LONG_CHUNKS - 1) / VKDML_SEGMENT_LONG_CHUNKS;
+    if (plainCapacity < pass.plan.count || (fold.hasWide && wideCapacity < wideCount) ||
+        part < VKDML_SEGMENT_LONG_ROWS || part < VKDML_SEGMENT_LONG_CHUNKS ||
+        part < (regroup ? chunkRows : rows))
+      return false;
+  }
+  Step step = fold;
+  auto set = [&step](auto field, UINT value) {
+    step.plain.*field = value;
+    step.wide.*field = value;
+  };
+  set(&Kernel::from, 0);
+  set(&Kernel::to, 0xFFFFFFFFu);
+  set(&Kernel::begin, VKDML_SEGMENT_STAGE_FOLD);
+  step.plain.end = UINT(plainCapacity);
+  step.wide.end = UINT(wideCapacity);
+  c.set.steps.push_back(step);
+  set(&Kernel::groups, 1);           // (indirect: the fold sets them)
+  step.plain.module += kLongSuffix;  // the stages past the fold: modules of their own
+  step.wide.module += kLongSuffix;
+  set(&Kernel::begin, VKDML_SEGMENT_STAGE_CHUNKS);
+  set(&Kernel::indirect, 1);
+  c.set.steps.push_back(step);
+  if (regroup) {
+    set(&Kernel::begin, VKDML_SEGMENT_STAGE_COMBINE);
+    set(&Kernel::indirect, 2);
+    c.set.steps.push_back(step);
+  }
+  // The count, then commands 0 and 1 (the stream: 0 only).
+  c.set.dispatchWords = VKDML_BAG_COMMAND(regroup ? 2 : 1);
+  const auto words = [regroup](UINT64 capacity, UINT64 lanes) {
+    return capacity * VKDML_SEGMENT_LIST_WORDS +
+           (regroup ? capacity * VKDML_SEGMENT_LONG_CHUNKS * lanes * VKDML_SEGMENT_PARTIAL_WORDS
+                    : 0);
+  };
+  c.set.partialWords = std::max(words(plainCapacity, 1), words(wideCapacity, 4));
+  return true;
+}
+
 }  // namespace
 
 Result ChooseSegment(Choice& c, const Pass& pass) {
@@ -103,6 +183,7 @@ Result ChooseSegment(Choice& c, const Pass& pass) {
   // an invocation's loops), a dispatch folds `part` rows of each segment, carrying each fold in
   // the scratch.
   const UINT64 part = FoldPart(c, pass.plan.count, kSegmentPartFloor, 4, &step.plain);
+  step.plain.end = 0;  // no list (the long path's capacity: ChooseLongSegments)
   Plan widePlan;
   if (WidenSegment(op, pass.plan, &widePlan)) {
     UINT wideSlot = 0;
@@ -118,6 +199,7 @@ Result ChooseSegment(Choice& c, const Pass& pass) {
     step.wide.groups = c.Groups((widePlan.count + group - 1) / group);
   }
   const UINT64 rows = op.segmentParams[0][0];
+  if (ChooseLongSegments(c, pass, reduce, kind, rows, part, step)) return {};
   Step dispatches;
   VKDML_TRY(ChooseBagDispatches(c, pass, step, rows, part, &dispatches));
   AddBagFolds(c, step, dispatches, 0, rows, part);
@@ -131,8 +213,10 @@ void ListSegmentModules(const ModuleSink& sink) {
       for (UINT kind : kElementKinds)
         for (UINT reduce : kReduceFunctions)
           ForEachCapabilities([&](const Capabilities& caps) {
-            sink(SegmentModule(size, kind, reduce, index, caps));
-            if (size == 4) sink(SegmentModule(size, kind, reduce, index, caps, true));
+            for (const char* suffix : {"", kLongSuffix}) {
+              sink(SegmentModule(size, kind, reduce, index, caps) + suffix);
+              if (size == 4) sink(SegmentModule(size, kind, reduce, index, caps, true) + suffix);
+            }
           });
   }
 }
