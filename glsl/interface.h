@@ -106,8 +106,9 @@ struct uvec4 {
 // Where loops are bounded, a fold carried from one dispatch to the next: its value (2 words), its
 // arg and its rows, a word each, per output element.
 #define VKDML_SEGMENT_PARTIAL_WORDS 4u
-// The long path (reductions whose result does not depend on how rows are grouped: MIN, MAX and
-// their args, integer SUM, MEAN and PROD; lib/kernels/kernel_segment.cpp): Push::begin is the
+// The long path (lib/kernels/kernel_segment.cpp), for segments past VKDML_SEGMENT_LONG_ROWS: for
+// the reductions whose result does not depend on how rows are grouped (MIN, MAX and their args,
+// integer SUM, MEAN and PROD), chunks folded at once, then combined. Push::begin is the
 // stage. The fold (VKDML_SEGMENT_STAGE_FOLD) lists each output element whose segment is longer
 // than VKDML_SEGMENT_LONG_ROWS (Push::end entries at most: past them it folds them itself) and
 // sets the two indirect commands; the chunks' stage folds each listed segment in up to
@@ -116,7 +117,9 @@ struct uvec4 {
 // VKDML_SEGMENT_LIST_WORDS (the loop element, its segment's first row, its rows, a chunk's rows),
 // then each entry's chunks' results (VKDML_SEGMENT_PARTIAL_WORDS a column); the dispatches
 // region: the entries listed (VKDML_SEGMENT_LONG_COUNT), then VKDML_BAG_COMMAND(0) (chunks) and
-// VKDML_BAG_COMMAND(1) (combine), all zeroed before each run.
+// VKDML_BAG_COMMAND(1) (combine), all zeroed before each run. Float SUM, MEAN and PROD (their
+// row order is their bits) stream each listed segment in the chunks' stage instead (a workgroup
+// an entry, glsl/segment_reduce.comp's stream()), with no combine: command 0 only.
 #define VKDML_SEGMENT_STAGE_FOLD 0u
 #define VKDML_SEGMENT_STAGE_CHUNKS 1u
 #define VKDML_SEGMENT_STAGE_COMBINE 2u
