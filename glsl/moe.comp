@@ -17,6 +17,7 @@
 //   product and sum rounded once, denormals kept by _dp and _w), rows outside [0, rows) skipped.
 // INDEX64: 64-bit ids (KEYS) or rows (UNPERMUTE); VALUE_BITS: UNPERMUTE's InputTensor type.
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #define ELEM 4  // arith.glsl on float32 bits
 #include "common.glsl"
 #include "arith.glsl"
@@ -78,6 +79,23 @@ uint rowStep(uint lanes) {
   return gl_NumWorkGroups.x * (gl_WorkGroupSize.x / lanes);
 }
 
+#if UNPERMUTE && V4
+// The float32 bits of 4 float16 values, two a word.
+uvec4 halvesToFloats(uvec2 words) {
+  return uvec4(floatBitsToUint(halfToFloat(words.x & 0xFFFFu)),
+               floatBitsToUint(halfToFloat(words.x >> 16)),
+               floatBitsToUint(halfToFloat(words.y & 0xFFFFu)),
+               floatBitsToUint(halfToFloat(words.y >> 16)));
+}
+
+// acc + value * w for 4 float32 values, each product and sum rounded once (floatArith).
+uvec4 foldValues(uvec4 acc, uvec4 value, uint w) {
+  [[unroll]] for (uint q = 0u; q < 4u; ++q)
+    acc[q] = floatArith(acc[q], floatArith(value[q], w, false), true);
+  return acc;
+}
+#endif
+
 void main() {
   const uint p = pc.plan, count = plans[p].count, base = plans[p].sortedBase;
   const uvec4 params = plans[p].params;
@@ -129,6 +147,47 @@ void main() {
       w = floatBitsToUint(halfToFloat((e & 1u) != 0u ? word >> 16 : word & 0xFFFFu));
     }
     WEIGHT(i) = w;
+  }
+#elif UNPERMUTE && V4
+  // A uvec4 of each entry's row a thread (8 float16 or 4 float32 values; OutputTensor of the
+  // same type, rows on 16 bytes): 4 entries' ids, then their rows' loads, then their folds in j
+  // order, so a thread waits on 4 loads at once rather than one. params.z: uvec4s a row.
+  const uint k = params.x, rows = params.y, groups = params.z;
+  const uint s0 = VKDML_AT(plans[p].direct, 0), s1 = VKDML_AT(plans[p].direct, 1);
+  const uint inStride = VKDML_AT(plans[p].direct, 2), outStride = VKDML_AT(plans[p].direct, 3);
+  for (uint t = firstRow(params.w); t < count; t += rowStep(params.w)) {
+    for (uint g = gl_LocalInvocationID.x % params.w; g < groups; g += params.w) {
+      uvec4 lo = uvec4(0u), hi = uvec4(0u);  // +0: the sums of values 0-3 and 4-7
+      for (uint j0 = 0u; j0 < k; j0 += 4u) {
+        uint r[4];
+        uvec4 v[4];
+        [[unroll]] for (uint q = 0u; q < 4u; ++q)
+          r[q] = j0 + q < k ? readId(t * s0 + (j0 + q) * s1, rows) : rows;
+        [[unroll]] for (uint q = 0u; q < 4u; ++q) {
+          v[q] = uvec4(0u);
+          if (r[q] < rows) v[q] = sourceWords[pc.srcBase + r[q] * inStride + g];
+        }
+        [[unroll]] for (uint q = 0u; q < 4u; ++q) {
+          if (r[q] == rows) continue;  // a dropped entry (-1), a row past InputTensor, past k
+          const uint w = WEIGHT(t * k + j0 + q);
+#if VALUE_BITS == 32
+          lo = foldValues(lo, v[q], w);
+#else
+          lo = foldValues(lo, halvesToFloats(v[q].xy), w);
+          hi = foldValues(hi, halvesToFloats(v[q].zw), w);
+#endif
+        }
+      }
+#if VALUE_BITS == 32
+      outputWords[pc.dstBase + t * outStride + g] = lo;
+#else
+      outputWords[pc.dstBase + t * outStride + g] =
+          uvec4(floatToHalf(lo.x) | (floatToHalf(lo.y) << 16),
+                floatToHalf(lo.z) | (floatToHalf(lo.w) << 16),
+                floatToHalf(hi.x) | (floatToHalf(hi.y) << 16),
+                floatToHalf(hi.z) | (floatToHalf(hi.w) << 16));
+#endif
+    }
   }
 #elif UNPERMUTE
   const uint k = params.x, rows = params.y, width = params.z;

@@ -170,6 +170,13 @@ MoeUnpermuteCase RandomUnpermuteCase(Rng& rng, uint64_t n) {
   c.width = f16 ? 2 * rng.Ui(1, 30) : rng.Ui(1, 60);
   c.yStride = c.width + (rng.P(0.4) ? 2 * rng.Ui(1, 3) : 0);
   c.outStride = c.width + (rng.P(0.4) ? 2 * rng.Ui(1, 3) : 0);
+  if (rng.P(0.35)) {  // rows of whole uvec4s in both tensors, one type: the wide kernel
+    c.outType = c.valueType;
+    const UINT unit = 16 / ValueSize(c.valueType);
+    c.width = unit * rng.Ui(1, 8);
+    c.yStride = c.width + (rng.P(0.4) ? unit * rng.Ui(1, 2) : 0);
+    c.outStride = c.width + (rng.P(0.4) ? unit * rng.Ui(1, 2) : 0);
+  }
   if (rng.P(0.3)) {
     c.invStride[0] = 1;
     c.invStride[1] = c.tokens;
@@ -646,7 +653,7 @@ TEST_CASE("MoE: kernel choice", "[kernels][moe]") {
     u.k = 4;
     u.rows = 40;
     u.width = u.yStride = u.outStride = 8;
-    u.valueType = DML_TENSOR_DATA_TYPE_FLOAT16;
+    u.valueType = u.outType = DML_TENSOR_DATA_TYPE_FLOAT16;
     u.invType = DML_TENSOR_DATA_TYPE_INT64;
     u.invStride[0] = u.weightStride[0] = 4;
     MoeUnpermuteBuilt b;
@@ -662,5 +669,35 @@ TEST_CASE("MoE: kernel choice", "[kernels][moe]") {
     CHECK(us.plans[us.steps[1].plain.slot].params[3] == 2);
     CHECK(us.steps[1].plain.groups == 1);
     CHECK(us.weightWords == 40);
+    // Rows of one uvec4 in both tensors: the wide kernel, a thread a token.
+    REQUIRE(us.steps[1].hasWide);
+    CHECK(us.steps[1].wide.module == std::string(w.module) + "_v4");
+    CHECK(us.steps[1].wide.unit == 16);
+    CHECK(us.plans[us.steps[1].wide.slot].params[2] == 1);
+    CHECK(us.plans[us.steps[1].wide.slot].params[3] == 1);
+    CHECK(VKDML_AT(us.plans[us.steps[1].wide.slot].direct, 2) == 1);
+  }
+  // No wide kernel where OutputTensor's type differs, a row is not whole uvec4s, or a stride
+  // is not on 16 bytes.
+  for (int variant = 0; variant < 3; ++variant) {
+    MoeUnpermuteCase u;
+    u.tokens = 10;
+    u.k = 4;
+    u.rows = 40;
+    u.width = u.yStride = u.outStride = 8;
+    u.valueType = u.outType = DML_TENSOR_DATA_TYPE_FLOAT16;
+    if (variant == 0) u.outType = DML_TENSOR_DATA_TYPE_FLOAT32;
+    if (variant == 1) u.width = 6;
+    if (variant == 2) u.yStride = 10;
+    u.invType = DML_TENSOR_DATA_TYPE_INT64;
+    u.invStride[0] = u.weightStride[0] = 4;
+    MoeUnpermuteBuilt b;
+    Build(u, &b);
+    vkdml::detail::OperatorImpl op;
+    REQUIRE(vkdml::detail::BuildOperator(b.op, &op).ok());
+    KernelSet us;
+    REQUIRE(vkdml::detail::ChooseKernels(op, 0, gpu, &us).ok());
+    INFO("variant " << variant);
+    CHECK_FALSE(us.steps[1].hasWide);
   }
 }

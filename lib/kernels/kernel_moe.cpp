@@ -2,15 +2,16 @@
 // glsl/moe.comp's stages, with glsl/radix_sort.comp's stable sort between a permute's keys and
 // its outputs. Each stage reads its own values from its plan (interface.h: PackedPlan, the MoE
 // fields), so one pipeline serves every shape. Every tensor is read and written in 32-bit words
-// (KernelSet::wordBindings), the permuted rows in uvec4s where both row layouts and bindings
-// are on 16 bytes (Step::wide). Not on the large path: every tensor fits one descriptor.
+// (KernelSet::wordBindings), the permuted rows and an unpermute's rows in uvec4s where both row
+// layouts and bindings are on 16 bytes (Step::wide). Not on the large path: every tensor fits one
+// descriptor.
 #include "kernels/kernel_choice.h"
 
 namespace vkdml::detail {
 
 namespace {
 
-constexpr char kRows[] = "moe_rows", kRowsWide[] = "moe_rows_v4";
+constexpr char kRows[] = "moe_rows", kRowsWide[] = "moe_rows_v4", kWide[] = "_v4";
 
 std::string KeysModule(UINT indexSize) {
   return "moe_keys" + IndexSuffix(indexSize);
@@ -150,11 +151,34 @@ Result ChooseMoe(Choice& c, const Pass& pass) {
       VKDML_AT(plan.direct, 1) = s1;
       VKDML_AT(plan.direct, 2) = RowStride(y, 4);
       VKDML_AT(plan.direct, 3) = RowStride(out, 4);
-      step.plain.module =
+      const std::string module =
           UnpermuteModule(y.elemSize, c.indexSize,
                           FloatSuffix(VKDML_REDUCE_FUNCTION_ADD, VKDML_KIND_FLOAT, 4, c.caps));
+      step.plain.module = module;
       step.plain.spec[VKDML_SPEC_OUTPUT_SIZE] = out.elemSize;
       step.plain.groups = c.Groups((UINT64(op.tokens) * lanes + group - 1) / group);
+      // A uvec4 of each entry's row a thread where OutputTensor has InputTensor's type and both
+      // row layouts (and, when recorded, both bindings) are on 16 bytes.
+      const UINT rowBytes = op.width * y.elemSize;
+      if (out.elemSize == y.elemSize && rowBytes % 16 == 0 &&
+          UINT64(y.strides[y.dims - 2]) * y.elemSize % 16 == 0 &&
+          UINT64(out.strides[out.dims - 2]) * out.elemSize % 16 == 0) {
+        UINT wideSlot = 0;
+        VKDML_TRY(c.Slot(pass.plan, &wideSlot));
+        shader::PackedPlan& wide = c.set.plans[wideSlot];
+        wide = c.set.plans[slot];
+        const UINT wideLanes = Lanes(rowBytes / 16, group);
+        wide.params[2] = rowBytes / 16;
+        wide.params[3] = wideLanes;
+        VKDML_AT(wide.direct, 2) = RowStride(y, 16);
+        VKDML_AT(wide.direct, 3) = RowStride(out, 16);
+        step.hasWide = true;
+        step.wide = step.plain;
+        step.wide.module = module + kWide;
+        step.wide.slot = wideSlot;
+        step.wide.unit = step.wide.align = 16;
+        step.wide.groups = c.Groups((UINT64(op.tokens) * wideLanes + group - 1) / group);
+      }
       break;
     }
     default:
@@ -169,8 +193,10 @@ void ListMoeModules(const ModuleSink& sink) {
     sink(KeysModule(index));
     for (UINT elem : {4u, 2u})
       ForEachCapabilities([&](const Capabilities& caps) {
-        sink(UnpermuteModule(elem, index,
-                             FloatSuffix(VKDML_REDUCE_FUNCTION_ADD, VKDML_KIND_FLOAT, 4, caps)));
+        for (const char* wide : {"", kWide})
+          sink(UnpermuteModule(elem, index,
+                               FloatSuffix(VKDML_REDUCE_FUNCTION_ADD, VKDML_KIND_FLOAT, 4, caps)) +
+               wide);
       });
   }
   for (auto kind : {Pass::Kind::MoeOffsets, Pass::Kind::MoePermutation, Pass::Kind::MoeInverse,
