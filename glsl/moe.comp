@@ -15,6 +15,9 @@
 // UNPERMUTE: a row's threads per token t (as ROWS), a group of 4 values a thread: the weighted
 //   rows of its k entries summed in j order in float32 (glsl/arith.glsl's floatArith: each
 //   product and sum rounded once, denormals kept by _dp and _w), rows outside [0, rows) skipped.
+//   With V4 (_v4: rows of whole uvec4s, one type), a uvec4 of each entry a thread, folded in
+//   the device's float32 first and again exactly where a zero exponent, an infinity or a NaN
+//   shows that the device's result may differ.
 // INDEX64: 64-bit ids (KEYS) or rows (UNPERMUTE); VALUE_BITS: UNPERMUTE's InputTensor type.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
@@ -80,7 +83,7 @@ uint rowStep(uint lanes) {
 }
 
 #if UNPERMUTE && V4
-// The float32 bits of 4 float16 values, two a word.
+// The float32 bits of 4 float16 values, two a word, exactly (glsl/half.glsl).
 uvec4 halvesToFloats(uvec2 words) {
   return uvec4(floatBitsToUint(halfToFloat(words.x & 0xFFFFu)),
                floatBitsToUint(halfToFloat(words.x >> 16)),
@@ -93,6 +96,32 @@ uvec4 foldValues(uvec4 acc, uvec4 value, uint w) {
   [[unroll]] for (uint q = 0u; q < 4u; ++q)
     acc[q] = floatArith(acc[q], floatArith(value[q], w, false), true);
   return acc;
+}
+
+// The fast fold, in the device's float32 arithmetic, whose products and sums are exact where
+// none of them has a zero exponent (a denormal, flushed or not, or a zero): its operands are
+// then normal too (float16 values are; the sums are the previous ones or +0), so no device
+// flushes anything. `tiny` keeps the least of their bits without the sign: below 2^24, one had
+// a zero exponent, and the caller folds again with floatArith.
+uvec4 foldFast(uvec4 acc, vec4 value, float w, inout uint tiny) {
+  precise const vec4 product = value * w;
+  precise const vec4 sum = uintBitsToFloat(acc) + product;
+  const uvec4 p = floatBitsToUint(product) << 1, s = floatBitsToUint(sum) << 1;
+  tiny = min(tiny, min(min(min(p.x, p.y), min(p.z, p.w)), min(min(s.x, s.y), min(s.z, s.w))));
+  return floatBitsToUint(sum);
+}
+
+// 4 float16 values (two a word) to float32 by a multiply by 2^112: exact for normal values and
+// zeros, and for denormals where the device keeps float32 denormals; a flushed one becomes 0,
+// which foldFast's product shows. Infinities and NaNs (exponent 31) set bit 15 or 31 of
+// `special` (each half's exponent field plus 1 carries into its top bit) for the exact fold.
+vec4 halvesFast(uvec2 x, inout uint special) {
+  special |= ((x.x & 0x7C007C00u) + 0x04000400u) | ((x.y & 0x7C007C00u) + 0x04000400u);
+  const uvec4 magnitude = uvec4((x.x & 0x7FFFu) << 13, (x.x >> 3) & 0x0FFFE000u,
+                                (x.y & 0x7FFFu) << 13, (x.y >> 3) & 0x0FFFE000u);
+  const uvec4 sign = uvec4(x.x << 16, x.x, x.y << 16, x.y) & 0x80000000u;
+  precise const vec4 f = uintBitsToFloat(magnitude) * 5.192296858534828e33;  // 2^112
+  return uintBitsToFloat(floatBitsToUint(f) | sign);
 }
 #endif
 
@@ -151,13 +180,15 @@ void main() {
 #elif UNPERMUTE && V4
   // A uvec4 of each entry's row a thread (8 float16 or 4 float32 values; OutputTensor of the
   // same type, rows on 16 bytes): 4 entries' ids, then their rows' loads, then their folds in j
-  // order, so a thread waits on 4 loads at once rather than one. params.z: uvec4s a row.
+  // order, so a thread waits on 4 loads at once rather than one; the folds in the device's
+  // float32 (foldFast), and again exactly where a value may not be. params.z: uvec4s a row.
   const uint k = params.x, rows = params.y, groups = params.z;
   const uint s0 = VKDML_AT(plans[p].direct, 0), s1 = VKDML_AT(plans[p].direct, 1);
   const uint inStride = VKDML_AT(plans[p].direct, 2), outStride = VKDML_AT(plans[p].direct, 3);
   for (uint t = firstRow(params.w); t < count; t += rowStep(params.w)) {
     for (uint g = gl_LocalInvocationID.x % params.w; g < groups; g += params.w) {
       uvec4 lo = uvec4(0u), hi = uvec4(0u);  // +0: the sums of values 0-3 and 4-7
+      uint tiny = 0xFFFFFFFFu, special = 0u;
       for (uint j0 = 0u; j0 < k; j0 += 4u) {
         uint r[4];
         uvec4 v[4];
@@ -169,12 +200,28 @@ void main() {
         }
         [[unroll]] for (uint q = 0u; q < 4u; ++q) {
           if (r[q] == rows) continue;  // a dropped entry (-1), a row past InputTensor, past k
-          const uint w = WEIGHT(t * k + j0 + q);
+          const float w = uintBitsToFloat(WEIGHT(t * k + j0 + q));
 #if VALUE_BITS == 32
-          lo = foldValues(lo, v[q], w);
+          lo = foldFast(lo, uintBitsToFloat(v[q]), w, tiny);
 #else
-          lo = foldValues(lo, halvesToFloats(v[q].xy), w);
-          hi = foldValues(hi, halvesToFloats(v[q].zw), w);
+          lo = foldFast(lo, halvesFast(v[q].xy, special), w, tiny);
+          hi = foldFast(hi, halvesFast(v[q].zw, special), w, tiny);
+#endif
+        }
+      }
+      if (tiny < 0x01000000u || (special & 0x80008000u) != 0u) {
+        // A zero exponent, an infinity or a NaN on the way: the exact fold, an entry at a time.
+        lo = hi = uvec4(0u);
+        for (uint j = 0u; j < k; ++j) {
+          const uint row = readId(t * s0 + j * s1, rows);
+          if (row == rows) continue;
+          const uvec4 v = sourceWords[pc.srcBase + row * inStride + g];
+          const uint w = WEIGHT(t * k + j);
+#if VALUE_BITS == 32
+          lo = foldValues(lo, v, w);
+#else
+          lo = foldValues(lo, halvesToFloats(v.xy), w);
+          hi = foldValues(hi, halvesToFloats(v.zw), w);
 #endif
         }
       }

@@ -332,6 +332,61 @@ TEST_CASE_METHOD(Fixture, "MoE: random unpermutes vs reference", "[moe]") {
   }
 }
 
+// float16 rows of denormals, zeros and infinities, positive weights (no NaN: its bits are the
+// device's), small enough on devices that keep float32 denormals to make denormal products:
+// the wide kernel's fast fold hands every such group to the exact one, bit for bit. Widths of
+// 6 take the plain kernel, beside it.
+TEST_CASE_METHOD(Fixture, "MoE: unpermute of float16 denormals, zeros and infinities", "[moe]") {
+  const bool denormals = KeepsDenormals32();
+  for (uint64_t n = 0; n < 12; ++n) {
+    Rng rng(BaseSeed() ^ (0x7A1 + n * 0x9E3779B97F4A7C15ull));
+    MoeUnpermuteCase c;
+    c.valueType = c.outType = DML_TENSOR_DATA_TYPE_FLOAT16;
+    c.weightType = n % 2 ? DML_TENSOR_DATA_TYPE_FLOAT16 : DML_TENSOR_DATA_TYPE_FLOAT32;
+    c.tokens = rng.Ui(1, 60);
+    c.k = rng.Ui(1, 8);
+    c.rows = rng.Ui(1, 100);
+    c.width = c.yStride = c.outStride = n % 3 == 2 ? 6 : 8 * rng.Ui(1, 4);
+    c.invStride[0] = c.weightStride[0] = c.k;
+    INFO("case " << n << ", width " << c.width << ", k " << c.k);
+    MoeUnpermuteBuilt b;
+    Build(c, &b);
+    Bytes y(b.y.Total());
+    for (UINT64 e = 0; e + 1 < y.size(); e += 2) {
+      const double p = double(rng.U(0, 999)) / 1000;
+      const uint32_t sign = rng.P(0.5) ? 0x8000u : 0u;
+      const uint32_t h = p < 0.4   ? sign | uint32_t(rng.U(1, 0x3FF))  // denormal
+                         : p < 0.5 ? sign                              // zero
+                         : p < 0.53
+                             ? 0x7C00u  // +infinity
+                             : sign | uint32_t(rng.U(1, 30)) << 10 | uint32_t(rng.U(0, 0x3FF));
+      y[e] = uint8_t(h);
+      y[e + 1] = uint8_t(h >> 8);
+    }
+    Bytes w(b.weights.Total());
+    for (UINT64 e = 0; e < UINT64(c.tokens) * c.k; ++e) {
+      const int low =
+          denormals && c.weightType == DML_TENSOR_DATA_TYPE_FLOAT32 && rng.P(0.5) ? -120 : -12;
+      WriteValue(c.weightType, w.data() + e * ValueSize(c.weightType),
+                 std::ldexp(float(rng.U(1, 255)), int(rng.U(0, 16)) + low));
+    }
+    Bytes inv(b.inv.Total());
+    for (UINT64 e = 0; e < UINT64(c.tokens) * c.k; ++e)
+      WriteInt(c.invType, inv.data() + e * IntSize(c.invType),
+               rng.P(0.1) ? -1 : int64_t(rng.U(0, c.rows - 1)));
+    std::unique_ptr<CompiledOperator> compiled;
+    Result r = Compile(Dev(), b.op, DML_EXECUTION_FLAG_NONE, &compiled);
+    INFO(Str(r));
+    REQUIRE(r.ok());
+    const Bytes poison = Poisoned(b.out.Total());
+    Bytes out = poison;
+    r = Dev().Run(*compiled, {y.data(), inv.data(), w.data()}, {out.data()});
+    INFO(Str(r));
+    REQUIRE(r.ok());
+    CHECK(DiffBytes(out, UnpermuteReference(c, y, inv, w, poison), nullptr) == "");
+  }
+}
+
 // Every tensor must fit one descriptor: past the binding range (narrowed by the test knob),
 // CompileOperator refuses, naming the limit.
 TEST_CASE_METHOD(Fixture, "MoE: a tensor past the binding range", "[moe][validation]") {
