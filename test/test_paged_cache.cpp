@@ -591,6 +591,34 @@ TEST_CASE_METHOD(Fixture, "Paged cache: random gathers vs reference", "[paged]")
   }
 }
 
+// Gathers of more groups than 256 workgroups take an invocation each (kernels.cpp: Unroll):
+// several batches of 4 an invocation (paged.comp), with rows past the sequences (unwritten) and,
+// with FILL, blocks out of range among them.
+TEST_CASE_METHOD(Fixture, "Paged cache: gathers of many groups", "[paged]") {
+  for (int n = 0; n < 4; ++n) {
+    Rng rng(BaseSeed() ^ (0x6A80 + n));
+    GatherCase c;
+    c.cache.valueType = n % 2 ? DML_TENSOR_DATA_TYPE_FLOAT16 : DML_TENSOR_DATA_TYPE_FLOAT32;
+    c.outType = c.cache.valueType;
+    c.cache.layout = VKDML_PAGED_CACHE_LAYOUT(n / 2);
+    c.cache.blocks = 40;
+    c.cache.blockSize = 16;
+    c.cache.heads = 4;
+    c.cache.headSize = n % 2 ? 128 : 64;  // 16 groups of 16 bytes a head
+    c.maxBlocks = 40;
+    c.starts = {0, 600, 600, 1100};
+    c.extraRows = 5;
+    for (UINT i = 0; i < 3 * c.maxBlocks; ++i)
+      c.table.push_back(n >= 2 && rng.P(0.1) ? int64_t(c.cache.blocks + rng.U(0, 3))
+                                             : int64_t(rng.U(0, c.cache.blocks - 1)));
+    INFO("case " << n);
+    const Result r =
+        RunGather(rng, c, n >= 2 ? VKDML_OUT_OF_RANGE_MODE_FILL : VKDML_OUT_OF_RANGE_MODE_ERROR);
+    INFO(Str(r));
+    CHECK(r.ok());
+  }
+}
+
 // Blocks out of range: ERROR (the default) reports and clamps, CLAMP clamps, FILL fills.
 TEST_CASE_METHOD(Fixture, "Paged cache: gathers with blocks out of range", "[paged]") {
   int reported = 0;
