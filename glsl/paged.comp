@@ -19,8 +19,7 @@
 //          block out of range is clamped or (kDrop: VKDML_OUT_OF_RANGE_MODE_FILL) marked for the
 //          fill value, and recorded (checked mode);
 // GATHER   an invocation per group of kUnit output values (4, or 8 float16 ones: 16 bytes),
-//          from its token's row: copied (4 groups' loads at once) or dequantized
-//          (glsl/quantized.glsl).
+//          from its token's row: copied or dequantized (glsl/quantized.glsl).
 // STARTS with params.z 1 (checked mode) also sets the status words (no fill before the run).
 // FUSED WRITE (kernel_paged.cpp says when) is CLAIM and WRITE in one dispatch: a workgroup's
 // chunk of loop elements at a time; its tokens write where no later token names their slot (each
@@ -30,7 +29,6 @@
 // storage needed); bases are bytes (Kernel::unit 1). kValueSize: the values' element size (the
 // write's UpdatesTensor, the gather's OutputTensor). INDEX64 selects 64-bit index loads.
 #extension GL_GOOGLE_include_directive : require
-#extension GL_EXT_control_flow_attributes : require
 #define ELEM 4  // divide.glsl: float32
 #include "common.glsl"
 #include "divide.glsl"
@@ -287,46 +285,6 @@ void main() {
     barrier();
   }
 }
-#elif !CLAIM && !WRITE && !STARTS && !ROWS && FORMAT == 0
-// GATHER of a float cache: 4 of an invocation's loop elements at a time, their cache rows read
-// first, then their values, then the stores, so that a thread waits on 4 loads at once.
-void main() {
-  const uint p = pc.plan;
-  const uint count = loopCount(p);
-  const uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
-  uint i = gl_GlobalInvocationID.x;
-  bool more = i < count;
-  while (more) {
-    uvec3 c[4];
-    uint source[4];
-    [[unroll]] for (uint q = 0u; q < 4u; ++q) {
-      c[q] = uvec3(0u);
-      source[q] = kUnwritten;
-      if (more) {
-        c[q] = coordinates(p, i);
-        source[q] = TOKEN_ROW(c[q].x);
-        if (count - i <= step)
-          more = false;
-        else
-          i += step;
-      }
-    }
-    uvec4 bits[4];
-    [[unroll]] for (uint q = 0u; q < 4u; ++q) {
-      bits[q] = fillBytes;  // VKDML_OUT_OF_RANGE_MODE_FILL: the value's bytes repeat
-      if (source[q] != kUnwritten && source[q] != kFilled) {
-        const uint from = pc.srcBase + source[q] + c[q].y * VKDML_AT(plans[p].indexed, 1);
-        bits[q] = sourceGroup((from >> 2) + c[q].z * kGroupWords);
-      }
-    }
-    [[unroll]] for (uint q = 0u; q < 4u; ++q) {
-      if (source[q] == kUnwritten) continue;
-      const uint at = c[q].x * VKDML_AT(plans[p].direct, 0) +
-                      c[q].y * VKDML_AT(plans[p].direct, 1) + kUnit * c[q].z;
-      storeGroup((pc.dstBase >> 2) + (kValueSize == 4u ? at : at >> 1), bits[q], kGroupWords);
-    }
-  }
-}
 #else
 void main() {
   const uint p = pc.plan;
@@ -362,7 +320,7 @@ void main() {
     }
 #elif ROWS
     TOKEN_ROW(i) = tokenRow(p, i);
-#else  // GATHER of a quantized cache (a float cache's: main above)
+#else  // GATHER
     const uvec3 c = coordinates(p, i);
     const uint source = TOKEN_ROW(c.x);
     if (source != kUnwritten) {
@@ -371,6 +329,9 @@ void main() {
       if (source == kFilled) {
         bits = fillBytes;  // VKDML_OUT_OF_RANGE_MODE_FILL: the value's bytes repeat
       } else {
+#if FORMAT == 0
+        bits = sourceGroup((from >> 2) + c.z * kGroupWords);
+#else
         const uint quad = c.z * (kUnit / 4u);  // (kUnit 8: float16 out, two quads)
         bits = dequantizeQuad(from, quad);
         if (kValueSize == 2u) {
@@ -382,6 +343,7 @@ void main() {
                             floatToHalf(next.z) | (floatToHalf(next.w) << 16));
           }
         }
+#endif
       }
       const uint at = c.x * VKDML_AT(plans[p].direct, 0) + c.y * VKDML_AT(plans[p].direct, 1) +
                       kUnit * c.z;

@@ -591,9 +591,9 @@ TEST_CASE_METHOD(Fixture, "Paged cache: random gathers vs reference", "[paged]")
   }
 }
 
-// Gathers of more groups than 256 workgroups take an invocation each (kernels.cpp: Unroll):
-// several batches of 4 an invocation (paged.comp), with rows past the sequences (unwritten) and,
-// with FILL, blocks out of range among them.
+// Gathers of more groups than 256 workgroups take an invocation each (kernels.cpp: Unroll), so
+// each invocation gathers several, with rows past the sequences (unwritten) and, with FILL,
+// blocks out of range among them.
 TEST_CASE_METHOD(Fixture, "Paged cache: gathers of many groups", "[paged]") {
   for (int n = 0; n < 4; ++n) {
     Rng rng(BaseSeed() ^ (0x6A80 + n));
