@@ -194,6 +194,22 @@ MoeUnpermuteCase RandomUnpermuteCase(Rng& rng, uint64_t n) {
   return c;
 }
 
+// Runs unpermute c (built as b) on y, inv and w, and compares every output byte with the
+// reference's.
+void CheckUnpermute(const MoeUnpermuteCase& c, const MoeUnpermuteBuilt& b, const Bytes& y,
+                    const Bytes& inv, const Bytes& w) {
+  std::unique_ptr<CompiledOperator> compiled;
+  Result r = Compile(Dev(), b.op, DML_EXECUTION_FLAG_NONE, &compiled);
+  INFO(Str(r));
+  REQUIRE(r.ok());
+  const Bytes poison = Poisoned(b.out.Total());
+  Bytes out = poison;
+  r = Dev().Run(*compiled, {y.data(), inv.data(), w.data()}, {out.data()});
+  INFO(Str(r));
+  REQUIRE(r.ok());
+  CHECK(DiffBytes(out, UnpermuteReference(c, y, inv, w, poison), nullptr) == "");
+}
+
 void RunUnpermute(Rng& rng, const MoeUnpermuteCase& c, bool denormals) {
   MoeUnpermuteBuilt b;
   Build(c, &b);
@@ -222,16 +238,7 @@ void RunUnpermute(Rng& rng, const MoeUnpermuteCase& c, bool denormals) {
                    (UINT64(t) * c.invStride[0] + UINT64(j) * c.invStride[1]) * IntSize(c.invType),
                row);
     }
-  std::unique_ptr<CompiledOperator> compiled;
-  Result r = Compile(Dev(), b.op, DML_EXECUTION_FLAG_NONE, &compiled);
-  INFO(Str(r));
-  REQUIRE(r.ok());
-  const Bytes poison = Poisoned(b.out.Total());
-  Bytes out = poison;
-  r = Dev().Run(*compiled, {y.data(), inv.data(), w.data()}, {out.data()});
-  INFO(Str(r));
-  REQUIRE(r.ok());
-  CHECK(DiffBytes(out, UnpermuteReference(c, y, inv, w, poison), nullptr) == "");
+  CheckUnpermute(c, b, y, inv, w);
 }
 
 }  // namespace
@@ -374,16 +381,7 @@ TEST_CASE_METHOD(Fixture, "MoE: unpermute of float16 denormals, zeros and infini
     for (UINT64 e = 0; e < UINT64(c.tokens) * c.k; ++e)
       WriteInt(c.invType, inv.data() + e * IntSize(c.invType),
                rng.P(0.1) ? -1 : int64_t(rng.U(0, c.rows - 1)));
-    std::unique_ptr<CompiledOperator> compiled;
-    Result r = Compile(Dev(), b.op, DML_EXECUTION_FLAG_NONE, &compiled);
-    INFO(Str(r));
-    REQUIRE(r.ok());
-    const Bytes poison = Poisoned(b.out.Total());
-    Bytes out = poison;
-    r = Dev().Run(*compiled, {y.data(), inv.data(), w.data()}, {out.data()});
-    INFO(Str(r));
-    REQUIRE(r.ok());
-    CHECK(DiffBytes(out, UnpermuteReference(c, y, inv, w, poison), nullptr) == "");
+    CheckUnpermute(c, b, y, inv, w);
   }
 }
 

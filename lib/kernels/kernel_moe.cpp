@@ -51,6 +51,17 @@ UINT RowStride(const Tensor& t, UINT unit) {
   return UINT(UINT64(t.strides[t.dims - 2]) * t.elemSize / unit);
 }
 
+// The step's wide kernel (uvec4s where both bindings are on 16 bytes): the plain one's, with its
+// own module, plan slot and workgroups.
+void UseWide(Step& step, const std::string& module, UINT slot, UINT groups) {
+  step.hasWide = true;
+  step.wide = step.plain;
+  step.wide.module = module;
+  step.wide.slot = slot;
+  step.wide.unit = step.wide.align = 16;
+  step.wide.groups = groups;
+}
+
 }  // namespace
 
 Result ChooseMoe(Choice& c, const Pass& pass) {
@@ -108,12 +119,7 @@ Result ChooseMoe(Choice& c, const Pass& pass) {
         wide.params[3] = lanes;
         VKDML_AT(wide.direct, 0) = RowStride(x, 16);
         VKDML_AT(wide.direct, 1) = RowStride(rows, 16);
-        step.hasWide = true;
-        step.wide = step.plain;
-        step.wide.module = kRowsWide;
-        step.wide.slot = wideSlot;
-        step.wide.unit = step.wide.align = 16;
-        step.wide.groups = c.Groups((UINT64(n) * lanes + group - 1) / group);
+        UseWide(step, kRowsWide, wideSlot, c.Groups((UINT64(n) * lanes + group - 1) / group));
       }
       break;
     }
@@ -172,12 +178,8 @@ Result ChooseMoe(Choice& c, const Pass& pass) {
         wide.params[3] = wideLanes;
         VKDML_AT(wide.direct, 2) = RowStride(y, 16);
         VKDML_AT(wide.direct, 3) = RowStride(out, 16);
-        step.hasWide = true;
-        step.wide = step.plain;
-        step.wide.module = module + kWide;
-        step.wide.slot = wideSlot;
-        step.wide.unit = step.wide.align = 16;
-        step.wide.groups = c.Groups((UINT64(op.tokens) * wideLanes + group - 1) / group);
+        UseWide(step, module + kWide, wideSlot,
+                c.Groups((UINT64(op.tokens) * wideLanes + group - 1) / group));
       }
       break;
     }
