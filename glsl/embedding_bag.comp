@@ -48,9 +48,16 @@ layout(std430, set = 0, binding = VKDML_BIND_SOURCE) restrict readonly buffer So
 };
 #if FETCHED
 #define tableWords scratch  // rowValues (and quantized.glsl) read a row from its slot
+#else
+// The same binding in 16-byte loads: a FLOAT32 row starting on 16 bytes, 4 values at once.
+layout(std430, set = 0, binding = VKDML_BIND_SOURCE) restrict readonly buffer SourceQuads {
+  uvec4 tableQuads[];
+};
 #endif
 #define ROW_SLOT(w) scratch[scratchAt.rows + (w)]
-layout(std430, set = 0, binding = VKDML_BIND_OUTPUT) restrict buffer Output { uint outputWords[]; };
+// (Not restrict: OutputQuads is the same binding, stored to as 4 words at once.)
+layout(std430, set = 0, binding = VKDML_BIND_OUTPUT) buffer Output { uint outputWords[]; };
+layout(std430, set = 0, binding = VKDML_BIND_OUTPUT) buffer OutputQuads { uvec4 outputQuads[]; };
 
 // Each loop's stride: every invocation's (at most 65535 * 1024, below 2^26). A loop counts at
 // most a tensor's bytes over 2 within one descriptor (below 2^31), so `+= kStep` cannot wrap.
@@ -166,10 +173,13 @@ void main() {
 }
 #else
 // Values c to c + 3 of the table row whose first byte is `row`, as float32 bits (0 past the row's
-// `width` values).
-uvec4 rowValues(uint row, uint c, uint width) {
+// `width` values); `quads`: the row starts on 16 bytes (FLOAT32 tables off the fetch).
+uvec4 rowValues(uint row, uint c, uint width, bool quads) {
   uvec4 v = uvec4(0u);
 #if TABLE == 32
+#if !FETCHED
+  if (quads && c + 3u < width) return tableQuads[(row >> 4) + (c >> 2)];
+#endif
   for (uint k = 0u; k < 4u; ++k)
     if (c + k < width) v[k] = tableWords[(row >> 2) + c + k];
 #elif TABLE == 16
@@ -189,8 +199,9 @@ void storeHalf(uint b, uint h) {
   atomicOr(outputWords[w], h << shift);
 }
 
-// Entries fetched at once: their index and row loads in flight together, then folded in order.
-const uint kBatch = 4u;
+// Entries fetched at once: their rows' loads in flight together, then folded in order; the next
+// batch's index loads go out with them, so a batch costs one load's latency, not two.
+const uint kBatch = 8u;
 
 void main() {
   const uint p = pc.plan;
@@ -202,6 +213,8 @@ void main() {
   const uint padding = options.y, width = options.z;
   const uint fill =  // FILL's value (an OutputTensor element) as float32 bits
       kOutputSize == 4u ? fillBytes.x : floatBitsToUint(halfToFloat(fillBytes.x & 0xFFFFu));
+  // Every row on 16 bytes (FLOAT32 tables off the fetch): read 4 values at once.
+  const bool quads = ((pc.srcBase | rowStride) & 15u) == 0u;
 #if FETCHED  // the groups of the bags with entries in this chunk (SPANS)
   const uint base = SPAN(VKDML_BAG_SPAN_BASE), stop = base + SPAN(VKDML_BAG_SPAN_COUNT);
 #else
@@ -224,13 +237,16 @@ void main() {
       for (uint k = 0u; k < 4u; ++k) acc[k] = PARTIAL(i * VKDML_BAG_PARTIAL_WORDS + k);
       n = PARTIAL(i * VKDML_BAG_PARTIAL_WORDS + 4u);
     }
+    uvec2 index[kBatch];  // the batch's indices, read a batch ahead
+    for (uint j = 0u; j < kBatch; ++j)
+      if (from + j < to) index[j] = readIndex((from + j) * plans[p].componentStride);
     for (uint e = from; e < to; e += kBatch) {
       uvec4 v[kBatch];
       bool used[kBatch];
       for (uint j = 0u; j < kBatch; ++j) {
         used[j] = e + j < to;
         if (!used[j]) continue;
-        const uint row = clampIndex(readIndex((e + j) * plans[p].componentStride), rows, e + j);
+        const uint row = clampIndex(index[j], rows, e + j);
         if (kDrop && row == VKDML_DROPPED) {
           used[j] = fillDropped;  // FILL: a row of its value; DROP: skipped
           v[j] = uvec4(fill);
@@ -238,12 +254,14 @@ void main() {
           used[j] = row != padding;
 #if FETCHED  // the row's slot, from the byte of its first word the row starts on
           const uint first = (scratchAt.rows + (e + j - pc.begin) * options.w) * 4u;
-          if (used[j]) v[j] = rowValues(first + ((row * rowStride) & 3u), at.y, width);
+          if (used[j]) v[j] = rowValues(first + ((row * rowStride) & 3u), at.y, width, false);
 #else
-          if (used[j]) v[j] = rowValues(pc.srcBase + row * rowStride, at.y, width);
+          if (used[j]) v[j] = rowValues(pc.srcBase + row * rowStride, at.y, width, quads);
 #endif
         }
       }
+      for (uint j = 0u; j < kBatch; ++j)  // the next batch's, in flight with these rows
+        if (e + kBatch + j < to) index[j] = readIndex((e + kBatch + j) * plans[p].componentStride);
       for (uint j = 0u; j < kBatch; ++j) {  // folded in entry order
         if (!used[j]) continue;
         if (weighted) {
@@ -265,8 +283,12 @@ void main() {
       for (uint k = 0u; k < 4u; ++k) acc[k] = divideFloat(uvec2(acc[k], 0u), n).x;
     if (kOutputSize == 4u) {
       const uint word = (pc.dstBase + at.x) >> 2;
-      for (uint k = 0u; k < 4u; ++k)
-        if (at.y + k < width) outputWords[word + k] = acc[k];
+      if ((word & 3u) == 0u && at.y + 3u < width) {
+        outputQuads[word >> 2] = acc;
+      } else {
+        for (uint k = 0u; k < 4u; ++k)
+          if (at.y + k < width) outputWords[word + k] = acc[k];
+      }
     } else {  // a word where both its halves are this group's, else the half alone
       const uint values = min(4u, width - at.y), first = pc.dstBase + at.x;
       for (uint k = 0u; k < values; ++k) {
