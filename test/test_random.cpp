@@ -1071,6 +1071,84 @@ TEST_CASE_METHOD(Fixture, "Random GatherElements and ScatterElements on aligned 
   }
 }
 
+// GatherElements on the lines GPUs gather a 16-byte step of output at a time
+// (glsl/gather_step.comp; lib/kernels/kernel_copy.cpp: StepPlan), with the GPU kernels on
+// lavapipe too: 2- and 4-byte elements (and, beside them, 1- and 8-byte ones, which never take
+// it), lines of whole steps and not (a step's elements plus 1 to 7), packed or padded by whole
+// steps or by one element, along the last axis or (striped, where the shape allows) an outer
+// one, bindings mostly on 16 bytes, out-of-range indices clamped, filled or checked, and now and
+// then one workgroup a dispatch (the grid-stride loop). A share misses a condition and goes an
+// element at a time.
+TEST_CASE_METHOD(Fixture, "Random GatherElements on GPUs' 16-byte steps",
+                 "[random][gather_elements]") {
+  const DML_TENSOR_DATA_TYPE types[] = {DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_FLOAT16,
+                                        DML_TENSOR_DATA_TYPE_INT32,   DML_TENSOR_DATA_TYPE_UINT16,
+                                        DML_TENSOR_DATA_TYPE_INT16,   DML_TENSOR_DATA_TYPE_UINT8,
+                                        DML_TENSOR_DATA_TYPE_INT64};
+  TypeSweep sweep;  // fails if no type ran, or any was skipped on lavapipe
+  const uint64_t base = BaseSeed();
+  int failures = 0;
+  for (int i = 0; i < 140; ++i) {
+    const uint64_t seed = base ^ (13ull << 48) ^ (uint64_t(i) * 0x9E3779B97F4A7C15ull);
+    Rng rng(seed);
+    const DML_TENSOR_DATA_TYPE dt = types[i % 7];
+    const DML_TENSOR_DATA_TYPE it = IndexTypes()[(i / 7) % 4];
+    if (!SweepRuns(uint64_t(i)) || !sweep.Runs(dt)) continue;
+    const UINT D = 1 + UINT(i % 4), last = D - 1;
+    const UINT axis = D == 1 || rng.P(0.6) ? last : rng.Ui(0, D - 2);
+    std::vector<UINT> inSizes(D);
+    for (UINT& s : inSizes) s = rng.Ui(1, 4);
+    // Whole steps (8 elements: a 2-byte step, two 4-byte ones), or a few past them; long
+    // enough, off the last axis, for a stripe.
+    const UINT whole = 8 * rng.Ui(axis == last ? 1 : 5, axis == last ? 24 : 40);
+    inSizes[last] = rng.P(0.8) ? whole : whole + rng.Ui(1, 7);
+    if (axis != last) inSizes[axis] = rng.Ui(1, 9);
+    std::vector<UINT> idxSizes = inSizes;
+    const UINT n = inSizes[axis];
+    if (axis == last)
+      idxSizes[last] = rng.P(0.8) ? 8 * rng.Ui(1, 16) : rng.Ui(1, 64);
+    else
+      idxSizes[axis] = rng.Ui(1, 5);
+    // Strides: packed, or each line padded by whole steps of any element, or by one element.
+    const auto strides = [&](const std::vector<UINT>& sizes) {
+      if (rng.P(0.5)) return std::vector<UINT>{};
+      std::vector<UINT> st(D);
+      uint64_t cur = 1;
+      for (UINT d = D; d-- > 0;) {
+        st[d] = UINT(cur);
+        cur *= sizes[d];
+        if (d == last) cur += rng.P(0.15) ? 1 : 8 * rng.U(0, 2);
+      }
+      return st;
+    };
+    TensorDesc in(dt, inSizes, strides(inSizes)), ix(it, idxSizes, strides(idxSizes));
+    TensorDesc out(dt, idxSizes, strides(idxSizes));
+    IndexEncoder enc{it};
+    enc.pOutOfRange = rng.P(0.5) ? 0.0 : 0.1;
+    Bytes indices = RandomBytes(rng, ix.Total());
+    FillIndices(ix.Ref(), &indices,
+                [&](const ref::Coord&) { return enc.Encode(rng, enc.Target(rng, n), n); });
+    Case c;
+    c.spec = OpSpec::GatherElements(in, ix, out, axis);
+    c.inputs = {RandomBytes(rng, in.Total()), indices};
+    c.opts = RandomOptions(rng, c.spec, true);
+    for (UINT64& offset : c.opts.offsets)  // mostly on 16 bytes, for the steps
+      if (rng.P(0.85)) offset = offset / 16 * 16;
+    for (TensorDesc& t : c.spec.tensors) t.buf.GuaranteedBaseOffsetAlignment = 0;
+    MaybeOutOfRange(&c, seed, 5);
+    const bool fewGroups = rng.P(0.2);
+    INFO("seed " << seed << " (VKDML_TEST_SEED=" << base << ", case " << i << ")");
+    INFO("case: " << c.spec.ToString() << "\n  " << Describe(c.opts)
+                  << (fewGroups ? ", VKDML_MAX_GROUPS=1" : ""));
+    ScopedGpuKernels kernels(true);
+    ScopedSwitch groups("VKDML_MAX_GROUPS", fewGroups ? "1" : "");
+    bool quiet = true;
+    if (!RunCase(c, false, &quiet)) ++failures;
+    CHECK(quiet);
+    REQUIRE(failures < 8);
+  }
+}
+
 // GatherND and ScatterND with many short slices, the shape CPU devices move eight slices to an
 // invocation (lib/kernels/kernel_runs.cpp: kRunLines), for each element size, in one dispatch and
 // (one workgroup per dispatch) across several that go on from the slice where the last stopped.

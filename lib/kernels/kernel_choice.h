@@ -105,6 +105,9 @@ UINT64 LayScratch(KernelSet& set);
 
 // kernel_copy.cpp: a copy, a mark or a scatter without a reduction.
 Result ChooseCopy(Choice& c, const Pass& pass);
+// The plan glsl/gather_step.comp walks, where a gather (before its widening) has an index per
+// element along a contiguous last dimension of whole 16-byte steps: that dimension in steps.
+bool StepPlan(const Plan& plan, UINT elemSize, UINT indexSize, Plan* out);
 Result ChooseReport(Choice& c);  // checked mode's last dispatch
 // ExcludeSelf: before a reduction's pass, each target it reaches set to the reduction's identity
 // (the uniform's fill value) by the scatter's own walk, with VKDML_SPEC_CONSTANT.
