@@ -1579,11 +1579,12 @@ TEST_CASE("Kernels: MEAN on the large path counts and divides a piece of the out
                        "path") != std::string::npos);
 }
 
-// GPUs' gathers with an index per element along a contiguous last dimension of whole 16-byte
-// steps take glsl/gather_step.comp as their wide kernel (kernel_copy.cpp: StepPlan), where
-// OutputTensor and IndicesTensor start on 16 bytes; the rest keep the indexed copy alone (or
+// GPUs' gathers of 2- and 4-byte elements with an index per element along a contiguous last
+// dimension of whole steps (a uvec4 of indices: 2 int64 or 4 int32 ones) take
+// glsl/gather_step.comp as their wide kernel (kernel_copy.cpp: StepPlan), where IndicesTensor
+// starts on 16 bytes and OutputTensor on a step's bytes; the rest keep the indexed copy alone (or
 // their widened slices).
-TEST_CASE("Kernels: GPUs' GatherElements-shaped gathers go a 16-byte step at a time",
+TEST_CASE("Kernels: GPUs' GatherElements-shaped gathers go a step of indices at a time",
           "[kernels][gather_elements]") {
   const DML_TENSOR_DATA_TYPE f32 = DML_TENSOR_DATA_TYPE_FLOAT32, f16 = DML_TENSOR_DATA_TYPE_FLOAT16,
                              u8 = DML_TENSOR_DATA_TYPE_UINT8, i64 = DML_TENSOR_DATA_TYPE_INT64,
@@ -1598,46 +1599,50 @@ TEST_CASE("Kernels: GPUs' GatherElements-shaped gathers go a 16-byte step at a t
     bool storage16;
     std::string plain, wide;  // "": no wide kernel
     UINT per;                 // elements a step (0: not the step kernel)
+    UINT align;               // OutputTensor's (and InputTensor's): a step's bytes
   } expectations[] = {
       {"last axis, float32, int64 indices",
        OpSpec::GatherElements(t(f32, {8, 64}), t(i64, {8, 64}), t(f32, {8, 64}), 1), true,
-       "gather_e4_i64", "gather_step_e4_i64", 4},
+       "gather_e4_i64", "gather_step_e4_i64", 2, 8},
+      {"last axis, float32, int32 indices",
+       OpSpec::GatherElements(t(f32, {8, 64}), t(i32, {8, 64}), t(f32, {8, 64}), 1), true,
+       "gather_e4_i32", "gather_step_e4_i32", 4, 16},
       {"last axis, float16, int32 indices",
        OpSpec::GatherElements(t(f16, {8, 64}), t(i32, {8, 64}), t(f16, {8, 64}), 1), true,
-       "gather_e2_i32", "gather_step_e2_i32", 8},
-      {"float16 in words",
+       "gather_e2_i32", "gather_step_e2_i32", 4, 8},
+      {"float16 in words, int64 indices",
        OpSpec::GatherElements(t(f16, {8, 64}), t(i64, {8, 64}), t(f16, {8, 64}), 1), false,
-       "gather_e2p_i64", "gather_step_e2p_i64", 8},
+       "gather_e2p_i64", "gather_step_e2p_i64", 2, 4},
       {"outer axis, striped",
        OpSpec::GatherElements(t(f32, {8, 256}), t(i32, {8, 256}), t(f32, {8, 256}), 0), true,
-       "gather_e4_i32", "gather_step_e4_i32", 4},
-      {"lines of 62 float32: no whole steps",
-       OpSpec::GatherElements(t(f32, {8, 62}), t(i64, {8, 62}), t(f32, {8, 62}), 1), true,
-       "gather_e4_i64", "", 0},
-      {"lines of 60 float16: no whole steps",
-       OpSpec::GatherElements(t(f16, {8, 60}), t(i64, {8, 60}), t(f16, {8, 60}), 1), true,
-       "gather_e2_i64", "", 0},
-      {"output lines 66 elements apart",
-       OpSpec::GatherElements(t(f32, {8, 64}), t(i64, {8, 64}), t(f32, {8, 64}, {66, 1}), 1), true,
-       "gather_e4_i64", "", 0},
+       "gather_e4_i32", "gather_step_e4_i32", 4, 16},
+      {"lines of 63: no whole steps",
+       OpSpec::GatherElements(t(f32, {8, 63}), t(i64, {8, 63}), t(f32, {8, 63}), 1), true,
+       "gather_e4_i64", "", 0, 0},
+      {"lines of 62, int32 indices: no whole steps",
+       OpSpec::GatherElements(t(f16, {8, 62}), t(i32, {8, 62}), t(f16, {8, 62}), 1), true,
+       "gather_e2_i32", "", 0, 0},
+      {"output lines 65 elements apart",
+       OpSpec::GatherElements(t(f32, {8, 64}), t(i64, {8, 64}), t(f32, {8, 64}, {65, 1}), 1), true,
+       "gather_e4_i64", "", 0, 0},
       {"int32 index lines 66 apart",
        OpSpec::GatherElements(t(f32, {8, 64}), t(i32, {8, 64}, {66, 1}), t(f32, {8, 64}), 1), true,
-       "gather_e4_i32", "", 0},
+       "gather_e4_i32", "", 0, 0},
       {"int64 index lines 66 apart: on 16 bytes",
        OpSpec::GatherElements(t(f32, {8, 64}), t(i64, {8, 64}, {66, 1}), t(f32, {8, 64}), 1), true,
-       "gather_e4_i64", "gather_step_e4_i64", 4},
+       "gather_e4_i64", "gather_step_e4_i64", 2, 8},
       {"input lines 67 apart: read an element at a time",
        OpSpec::GatherElements(t(f32, {8, 64}, {67, 1}), t(i64, {8, 64}), t(f32, {8, 64}), 1), true,
-       "gather_e4_i64", "gather_step_e4_i64", 4},
+       "gather_e4_i64", "gather_step_e4_i64", 2, 8},
       {"1-byte elements",
        OpSpec::GatherElements(t(u8, {8, 64}), t(i64, {8, 64}), t(u8, {8, 64}), 1), true,
-       "gather_e1_i64", "", 0},
+       "gather_e1_i64", "", 0, 0},
       {"8-byte elements",
        OpSpec::GatherElements(t(i64, {8, 64}), t(i64, {8, 64}), t(i64, {8, 64}), 1), true,
-       "gather_e8_i64", "", 0},
+       "gather_e8_i64", "", 0, 0},
       {"rows: widened slices",
        OpSpec::GatherND(t(f32, {64, 256}), t(i64, {16, 1}), t(f32, {16, 256}), 2, 2), true,
-       "gather_e4_i64", "gather_e16_i64", 0},
+       "gather_e4_i64", "gather_e16_i64", 0, 0},
   };
   for (const auto& e : expectations) {
     INFO(e.what);
@@ -1651,8 +1656,9 @@ TEST_CASE("Kernels: GPUs' GatherElements-shaped gathers go a 16-byte step at a t
     if (!step.hasWide) continue;
     CHECK(step.wide.module == e.wide);
     if (e.per == 0) continue;
-    CHECK(step.wide.align == 16);
+    CHECK(step.wide.align == e.align);
     CHECK(step.wide.indexAlign == 16);
+    CHECK(step.wide.spec[VKDML_SPEC_UNROLL] * e.per == 8);
     CHECK(step.wide.unit == step.plain.unit);
     // The plain plan's last dimension in steps: its strides a step's, its count 1 / per.
     const auto& plain = set.plans[step.plain.slot];

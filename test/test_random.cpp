@@ -1071,15 +1071,14 @@ TEST_CASE_METHOD(Fixture, "Random GatherElements and ScatterElements on aligned 
   }
 }
 
-// GatherElements on the lines GPUs gather a 16-byte step of output at a time
-// (glsl/gather_step.comp; lib/kernels/kernel_copy.cpp: StepPlan), with the GPU kernels on
-// lavapipe too: 2- and 4-byte elements (and, beside them, 1- and 8-byte ones, which never take
-// it), lines of whole steps and not (a step's elements plus 1 to 7), packed or padded by whole
-// steps or by one element, along the last axis or (striped, where the shape allows) an outer
-// one, bindings mostly on 16 bytes, out-of-range indices clamped, filled or checked, and now and
-// then one workgroup a dispatch (the grid-stride loop). A share misses a condition and goes an
-// element at a time.
-TEST_CASE_METHOD(Fixture, "Random GatherElements on GPUs' 16-byte steps",
+// GatherElements on the lines GPUs gather a step of indices at a time (glsl/gather_step.comp;
+// lib/kernels/kernel_copy.cpp: StepPlan), with the GPU kernels on lavapipe too: 2- and 4-byte
+// elements (and, beside them, 1- and 8-byte ones, which never take it), lines of whole steps and
+// not (8 elements plus 1 to 7), packed or padded by whole steps or by one element, along the last
+// axis or (striped, where the shape allows) an outer one, bindings mostly on 16 bytes,
+// out-of-range indices clamped, filled or checked, and now and then one workgroup a dispatch (the
+// grid-stride loop). A share misses a condition and goes an element at a time.
+TEST_CASE_METHOD(Fixture, "Random GatherElements on GPUs' steps of indices",
                  "[random][gather_elements]") {
   const DML_TENSOR_DATA_TYPE types[] = {DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_FLOAT16,
                                         DML_TENSOR_DATA_TYPE_INT32,   DML_TENSOR_DATA_TYPE_UINT16,

@@ -24,21 +24,24 @@ std::string StepModule(const std::string& elem, UINT indexSize) {
   return Str("gather_step_", elem, IndexSuffix(indexSize));
 }
 
-// Steps an invocation of glsl/gather_step.comp.
-constexpr UINT kStepUnroll = 2;
+// Elements an invocation of glsl/gather_step.comp moves, in steps of StepElements.
+constexpr UINT kStepUnroll = 8;
 
 }  // namespace
 
+UINT StepElements(UINT indexSize) {
+  return VKDML_VECTOR_BYTES / indexSize;
+}
+
 bool StepPlan(const Plan& plan, UINT elemSize, UINT indexSize, Plan* out) {
   if ((elemSize != 2 && elemSize != 4) || plan.tuple != 1 || plan.rank == 0) return false;
-  const UINT step = VKDML_VECTOR_BYTES / elemSize, perQuad = VKDML_VECTOR_BYTES / indexSize;
-  const UINT last = plan.rank - 1;
+  const UINT step = StepElements(indexSize), last = plan.rank - 1;
   if (plan.direct[last] != 1 || plan.indices[last] != 1 || plan.sizes[last] % step ||
       UINT64(plan.indexed[last]) * step > 0xFFFFFFFFu ||
       UINT64(plan.position[last]) * step > 0xFFFFFFFFu)
     return false;
   for (UINT d = 0; d < last; ++d)
-    if (plan.direct[d] % step || plan.indices[d] % perQuad) return false;
+    if (plan.direct[d] % step || plan.indices[d] % step) return false;
   Plan p = plan;
   p.sizes[last] /= step;
   p.direct[last] = step;
@@ -49,8 +52,6 @@ bool StepPlan(const Plan& plan, UINT elemSize, UINT indexSize, Plan* out) {
   *out = p;
   return true;
 }
-
-namespace {}  // namespace
 
 Result ChooseCopy(Choice& c, const Pass& pass) {
   Step step;
@@ -89,18 +90,20 @@ Result ChooseCopy(Choice& c, const Pass& pass) {
     VKDML_TRY(ChooseLargeDispatches(c, wide, pass.kind, &step.wide));
   } else if (pass.kind == Pass::Kind::Gather && !c.large && !pass.maskSkip &&
              StepPlan(plan, c.elemSize, c.indexSize, &wide)) {
-    // Or an index per element along a contiguous last dimension: a step of 16 bytes of
-    // OutputTensor an invocation (glsl/gather_step.comp), where OutputTensor and IndicesTensor
-    // start on 16 bytes (and InputTensor: the check is both sides').
+    // Or an index per element along a contiguous last dimension: a step of a uvec4 of indices
+    // an invocation (glsl/gather_step.comp), where IndicesTensor starts on 16 bytes and
+    // OutputTensor on a step's bytes (and InputTensor: the check is both sides').
     UINT stepSlot = 0;
     VKDML_TRY(c.Slot(wide, &stepSlot));
     step.hasWide = true;
     step.wide =
         c.Elementwise(StepModule(c.Elem(c.elemSize), c.indexSize), wide, stepSlot, c.elemSize);
-    step.wide.spec[VKDML_SPEC_UNROLL] = kStepUnroll;
-    const UINT64 perGroup = UINT64(c.caps.groupSize) * kStepUnroll;
+    const UINT unroll = kStepUnroll / StepElements(c.indexSize);
+    step.wide.spec[VKDML_SPEC_UNROLL] = unroll;
+    const UINT64 perGroup = UINT64(c.caps.groupSize) * unroll;
     step.wide.groups = c.Groups((wide.count + perGroup - 1) / perGroup);
-    step.wide.align = step.wide.indexAlign = VKDML_VECTOR_BYTES;
+    step.wide.align = StepElements(c.indexSize) * c.elemSize;
+    step.wide.indexAlign = VKDML_VECTOR_BYTES;
   }
   c.set.steps.push_back(step);
   return {};
