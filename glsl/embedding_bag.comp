@@ -27,6 +27,7 @@
 // DISPATCHES then sets the later ones' workgroups: all where a bag reaches their part, else none.
 // INDEX64: 64-bit indices and offsets.
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #define ELEM 4  // arith.glsl and divide.glsl on float32 bits
 #ifndef FETCHED
 #define FETCHED 0
@@ -199,16 +200,28 @@ void storeHalf(uint b, uint h) {
   atomicOr(outputWords[w], h << shift);
 }
 
-// acc + v, float32, as floatArith adds: where both and the sum are normal (or infinite, or
-// NaN) no device's flushing changes the sum, and with WIDE_FLOAT32 that takes fewer checks than
-// floatArith's, which takes the rest (a bag's first step, from +0, among them).
-uint foldAdd(uint acc, uint v) {
+// Float32 x + u (add) or x * u, as floatArith gives it where neither is a denormal and the
+// result is normal, infinite or NaN: there no device's flushing changes it. Elsewhere (with
+// WIDE_FLOAT32 only) it clears `exact`, and the caller computes again through floatArith:
+// the slow path's code once, not in each unrolled step.
+uint quickArith(uint x, uint u, bool add, inout bool exact) {
 #if WIDE_FLOAT32
-  precise const float f = uintBitsToFloat(acc) + uintBitsToFloat(v);
+  precise const float f = add ? uintBitsToFloat(x) + uintBitsToFloat(u)
+                              : uintBitsToFloat(x) * uintBitsToFloat(u);
   const uint r = floatBitsToUint(f), e = 0x7F800000u;
-  if ((acc & e) != 0u && (v & e) != 0u && (r & e) != 0u) return r;
+  const bool denormal = ((x & e) == 0u && (x & 0x7FFFFFu) != 0u) ||
+                        ((u & e) == 0u && (u & 0x7FFFFFu) != 0u);
+  exact = exact && (r & e) != 0u && !denormal;
+  return r;
+#else
+  return floatArith(x, u, add);
 #endif
-  return floatArith(acc, v, true);
+}
+
+// acc after folding values v (their rows' `n`-th on): MAX, or the float32 sum.
+uint foldStep(uint acc, uint v, uint n, inout bool exact) {
+  if (kReduce == VKDML_REDUCE_MAX) return n == 0u ? v : reduceBits(acc, v);
+  return quickArith(acc, v, true, exact);
 }
 
 // Entries fetched at once: their rows' loads in flight together, then folded in order; the next
@@ -274,16 +287,39 @@ void main() {
       }
       for (uint j = 0u; j < kBatch; ++j)  // the next batch's, in flight with these rows
         if (e + kBatch + j < to) index[j] = readIndex((e + kBatch + j) * plans[p].componentStride);
+      const uvec4 before = acc;  // the fold before this batch, and its rows
+      const uint nBefore = n;
+      bool exact = true;
       for (uint j = 0u; j < kBatch; ++j) {  // folded in entry order
         if (!used[j]) continue;
+        uvec4 x = v[j];
         if (weighted) {
           const uint w = WEIGHT(e + j);
-          for (uint k = 0u; k < 4u; ++k) v[j][k] = floatArith(v[j][k], w, false);
+          for (uint k = 0u; k < 4u; ++k) x[k] = quickArith(x[k], w, false, exact);
         }
-        for (uint k = 0u; k < 4u; ++k)
-          acc[k] = kReduce == VKDML_REDUCE_MAX ? (n == 0u ? v[j][k] : reduceBits(acc[k], v[j][k]))
-                                               : foldAdd(acc[k], v[j][k]);
+        for (uint k = 0u; k < 4u; ++k) acc[k] = foldStep(acc[k], x[k], n, exact);
         ++n;
+      }
+      if (!exact) {  // rare (denormals, zeros): the batch again, in order, through floatArith
+        acc = before;
+        n = nBefore;
+        [[dont_unroll]] for (uint j = 0u; j < kBatch; ++j) {
+          uvec4 x = v[0];  // entry e + j's: the batch moves down a slot each step
+          const bool use = used[0];
+          for (uint m = 0u; m + 1u < kBatch; ++m) {
+            v[m] = v[m + 1u];
+            used[m] = used[m + 1u];
+          }
+          if (!use) continue;
+          if (weighted) {
+            const uint w = WEIGHT(e + j);
+            for (uint k = 0u; k < 4u; ++k) x[k] = floatArith(x[k], w, false);
+          }
+          for (uint k = 0u; k < 4u; ++k)
+            acc[k] = kReduce == VKDML_REDUCE_MAX ? (n == 0u ? x[k] : reduceBits(acc[k], x[k]))
+                                                 : floatArith(acc[k], x[k], true);
+          ++n;
+        }
       }
     }
     if (to < start + length) {  // a later dispatch goes on
