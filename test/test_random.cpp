@@ -1148,6 +1148,54 @@ TEST_CASE_METHOD(Fixture, "Random GatherElements on GPUs' steps of indices",
   }
 }
 
+// The same steps on work past 256 workgroups' width, where an invocation takes several (8
+// elements), the last tile part full; in one dispatch, and across few workgroups (the grid-stride
+// loop); clamped, filled and checked.
+TEST_CASE_METHOD(Fixture, "GatherElements on GPUs' steps, several an invocation",
+                 "[random][gather_elements]") {
+  Rng rng(BaseSeed() ^ 0x1005);
+  const DML_TENSOR_DATA_TYPE f32 = DML_TENSOR_DATA_TYPE_FLOAT32, f16 = DML_TENSOR_DATA_TYPE_FLOAT16,
+                             i32 = DML_TENSOR_DATA_TYPE_INT32, i64 = DML_TENSOR_DATA_TYPE_INT64;
+  const struct {
+    DML_TENSOR_DATA_TYPE type, index;
+    std::vector<UINT> input, indices;
+    UINT axis;
+  } shapes[] = {{f32, i64, {301, 1024}, {301, 1024}, 1},
+                {f16, i32, {150, 2048}, {150, 1800}, 1},
+                {f32, i32, {37, 4096}, {80, 4096}, 0},  // striped
+                {f16, i64, {5, 40, 1024}, {5, 33, 1024}, 1}};
+  int k = 0;
+  for (const auto& sh : shapes) {
+    if (!DeviceSupports(sh.type)) continue;
+    for (int variant = 0; variant < 3; ++variant, ++k) {
+      if (!SweepRuns(uint64_t(k))) continue;
+      TensorDesc in(sh.type, sh.input), ix(sh.index, sh.indices), out(sh.type, sh.indices);
+      Case c;
+      c.spec = OpSpec::GatherElements(in, ix, out, sh.axis);
+      const UINT n = sh.input[sh.axis];
+      IndexEncoder enc{sh.index, 0.2, variant == 0 ? 0.0 : 0.02};
+      Bytes indices(ix.Total());
+      FillIndices(ix.Ref(), &indices,
+                  [&](const ref::Coord&) { return enc.Encode(rng, enc.Target(rng, n), n); });
+      c.inputs = {RandomBytes(rng, in.Total()), indices};
+      if (variant == 1) {
+        DML_SCALAR_UNION fill{};
+        fill.Bytes[0] = 0x5A;
+        fill.Bytes[1] = 0xC3;
+        c.spec.WithOutOfRange(VKDML_OUT_OF_RANGE_MODE_FILL, fill);
+      }
+      if (variant == 2) c.opts.flags = VKDML_EXECUTION_FLAG_CHECK_INDICES;
+      const char* groups = variant == 1 ? "3" : variant == 2 ? "1" : "";
+      INFO(DataTypeName(sh.type) << " input " << sh.input[0] << "x... axis " << sh.axis
+                                 << ", variant " << variant << ", VKDML_MAX_GROUPS=" << groups);
+      ScopedGpuKernels kernels(true);
+      ScopedSwitch cap("VKDML_MAX_GROUPS", groups);
+      RunCase(c);
+    }
+  }
+  CHECK(k > 0);
+}
+
 // GatherND and ScatterND with many short slices, the shape CPU devices move eight slices to an
 // invocation (lib/kernels/kernel_runs.cpp: kRunLines), for each element size, in one dispatch and
 // (one workgroup per dispatch) across several that go on from the slice where the last stopped.

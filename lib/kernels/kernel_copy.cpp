@@ -98,7 +98,9 @@ Result ChooseCopy(Choice& c, const Pass& pass) {
     step.hasWide = true;
     step.wide =
         c.Elementwise(StepModule(c.Elem(c.elemSize), c.indexSize), wide, stepSlot, c.elemSize);
-    const UINT unroll = kStepUnroll / StepElements(c.indexSize);
+    // (Small work a step an invocation, as Unroll leaves it: spread over more multiprocessors.)
+    const UINT unroll =
+        step.wide.spec[VKDML_SPEC_UNROLL] == 1 ? 1 : kStepUnroll / StepElements(c.indexSize);
     step.wide.spec[VKDML_SPEC_UNROLL] = unroll;
     const UINT64 perGroup = UINT64(c.caps.groupSize) * unroll;
     step.wide.groups = c.Groups((wide.count + perGroup - 1) / perGroup);
