@@ -300,7 +300,7 @@ void main() {
         for (uint k = 0u; k < 4u; ++k) acc[k] = foldStep(acc[k], x[k], n, exact);
         ++n;
       }
-      if (!exact) {  // rare (denormals, zeros): the batch again, in order, through floatArith
+      if (!exact) {  // rare (denormals, sums of 0): the batch again, in order, via floatArith
         acc = before;
         n = nBefore;
         [[dont_unroll]] for (uint j = 0u; j < kBatch; ++j) {
