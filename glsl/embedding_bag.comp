@@ -27,7 +27,6 @@
 // DISPATCHES then sets the later ones' workgroups: all where a bag reaches their part, else none.
 // INDEX64: 64-bit indices and offsets.
 #extension GL_GOOGLE_include_directive : require
-#extension GL_EXT_control_flow_attributes : require
 #define ELEM 4  // arith.glsl and divide.glsl on float32 bits
 #ifndef FETCHED
 #define FETCHED 0
@@ -49,16 +48,9 @@ layout(std430, set = 0, binding = VKDML_BIND_SOURCE) restrict readonly buffer So
 };
 #if FETCHED
 #define tableWords scratch  // rowValues (and quantized.glsl) read a row from its slot
-#else
-// The same binding in 16-byte loads: a FLOAT32 row starting on 16 bytes, 4 values at once.
-layout(std430, set = 0, binding = VKDML_BIND_SOURCE) restrict readonly buffer SourceQuads {
-  uvec4 tableQuads[];
-};
 #endif
 #define ROW_SLOT(w) scratch[scratchAt.rows + (w)]
-// (Not restrict: OutputQuads is the same binding, stored to as 4 words at once.)
-layout(std430, set = 0, binding = VKDML_BIND_OUTPUT) buffer Output { uint outputWords[]; };
-layout(std430, set = 0, binding = VKDML_BIND_OUTPUT) buffer OutputQuads { uvec4 outputQuads[]; };
+layout(std430, set = 0, binding = VKDML_BIND_OUTPUT) restrict buffer Output { uint outputWords[]; };
 
 // Each loop's stride: every invocation's (at most 65535 * 1024, below 2^26). A loop counts at
 // most a tensor's bytes over 2 within one descriptor (below 2^31), so `+= kStep` cannot wrap.
@@ -174,13 +166,10 @@ void main() {
 }
 #else
 // Values c to c + 3 of the table row whose first byte is `row`, as float32 bits (0 past the row's
-// `width` values); `quads`: the row starts on 16 bytes (FLOAT32 tables off the fetch).
-uvec4 rowValues(uint row, uint c, uint width, bool quads) {
+// `width` values).
+uvec4 rowValues(uint row, uint c, uint width) {
   uvec4 v = uvec4(0u);
 #if TABLE == 32
-#if !FETCHED
-  if (quads && c + 3u < width) return tableQuads[(row >> 4) + (c >> 2)];
-#endif
   for (uint k = 0u; k < 4u; ++k)
     if (c + k < width) v[k] = tableWords[(row >> 2) + c + k];
 #elif TABLE == 16
@@ -200,33 +189,8 @@ void storeHalf(uint b, uint h) {
   atomicOr(outputWords[w], h << shift);
 }
 
-// Float32 x + u (add) or x * u, as floatArith gives it where neither is a denormal and the
-// result is normal, infinite or NaN: there no device's flushing changes it. Elsewhere (with
-// WIDE_FLOAT32 only) it clears `exact`, and the caller computes again through floatArith:
-// the slow path's code once, not in each unrolled step.
-uint quickArith(uint x, uint u, bool add, inout bool exact) {
-#if WIDE_FLOAT32
-  precise const float f = add ? uintBitsToFloat(x) + uintBitsToFloat(u)
-                              : uintBitsToFloat(x) * uintBitsToFloat(u);
-  const uint r = floatBitsToUint(f), e = 0x7F800000u;
-  const bool denormal = ((x & e) == 0u && (x & 0x7FFFFFu) != 0u) ||
-                        ((u & e) == 0u && (u & 0x7FFFFFu) != 0u);
-  exact = exact && (r & e) != 0u && !denormal;
-  return r;
-#else
-  return floatArith(x, u, add);
-#endif
-}
-
-// acc after folding values v (their rows' `n`-th on): MAX, or the float32 sum.
-uint foldStep(uint acc, uint v, uint n, inout bool exact) {
-  if (kReduce == VKDML_REDUCE_MAX) return n == 0u ? v : reduceBits(acc, v);
-  return quickArith(acc, v, true, exact);
-}
-
-// Entries fetched at once: their rows' loads in flight together, then folded in order; the next
-// batch's index loads go out with them, so a batch costs one load's latency, not two.
-const uint kBatch = 8u;
+// Entries fetched at once: their index and row loads in flight together, then folded in order.
+const uint kBatch = 4u;
 
 void main() {
   const uint p = pc.plan;
@@ -238,8 +202,6 @@ void main() {
   const uint padding = options.y, width = options.z;
   const uint fill =  // FILL's value (an OutputTensor element) as float32 bits
       kOutputSize == 4u ? fillBytes.x : floatBitsToUint(halfToFloat(fillBytes.x & 0xFFFFu));
-  // Every row on 16 bytes (FLOAT32 tables off the fetch): read 4 values at once.
-  const bool quads = ((pc.srcBase | rowStride) & 15u) == 0u;
 #if FETCHED  // the groups of the bags with entries in this chunk (SPANS)
   const uint base = SPAN(VKDML_BAG_SPAN_BASE), stop = base + SPAN(VKDML_BAG_SPAN_COUNT);
 #else
@@ -262,16 +224,13 @@ void main() {
       for (uint k = 0u; k < 4u; ++k) acc[k] = PARTIAL(i * VKDML_BAG_PARTIAL_WORDS + k);
       n = PARTIAL(i * VKDML_BAG_PARTIAL_WORDS + 4u);
     }
-    uvec2 index[kBatch];  // the batch's indices, read a batch ahead
-    for (uint j = 0u; j < kBatch; ++j)
-      if (from + j < to) index[j] = readIndex((from + j) * plans[p].componentStride);
     for (uint e = from; e < to; e += kBatch) {
       uvec4 v[kBatch];
       bool used[kBatch];
       for (uint j = 0u; j < kBatch; ++j) {
         used[j] = e + j < to;
         if (!used[j]) continue;
-        const uint row = clampIndex(index[j], rows, e + j);
+        const uint row = clampIndex(readIndex((e + j) * plans[p].componentStride), rows, e + j);
         if (kDrop && row == VKDML_DROPPED) {
           used[j] = fillDropped;  // FILL: a row of its value; DROP: skipped
           v[j] = uvec4(fill);
@@ -279,47 +238,22 @@ void main() {
           used[j] = row != padding;
 #if FETCHED  // the row's slot, from the byte of its first word the row starts on
           const uint first = (scratchAt.rows + (e + j - pc.begin) * options.w) * 4u;
-          if (used[j]) v[j] = rowValues(first + ((row * rowStride) & 3u), at.y, width, false);
+          if (used[j]) v[j] = rowValues(first + ((row * rowStride) & 3u), at.y, width);
 #else
-          if (used[j]) v[j] = rowValues(pc.srcBase + row * rowStride, at.y, width, quads);
+          if (used[j]) v[j] = rowValues(pc.srcBase + row * rowStride, at.y, width);
 #endif
         }
       }
-      for (uint j = 0u; j < kBatch; ++j)  // the next batch's, in flight with these rows
-        if (e + kBatch + j < to) index[j] = readIndex((e + kBatch + j) * plans[p].componentStride);
-      const uvec4 before = acc;  // the fold before this batch, and its rows
-      const uint nBefore = n;
-      bool exact = true;
       for (uint j = 0u; j < kBatch; ++j) {  // folded in entry order
         if (!used[j]) continue;
-        uvec4 x = v[j];
         if (weighted) {
           const uint w = WEIGHT(e + j);
-          for (uint k = 0u; k < 4u; ++k) x[k] = quickArith(x[k], w, false, exact);
+          for (uint k = 0u; k < 4u; ++k) v[j][k] = floatArith(v[j][k], w, false);
         }
-        for (uint k = 0u; k < 4u; ++k) acc[k] = foldStep(acc[k], x[k], n, exact);
+        for (uint k = 0u; k < 4u; ++k)
+          acc[k] = kReduce == VKDML_REDUCE_MAX ? (n == 0u ? v[j][k] : reduceBits(acc[k], v[j][k]))
+                                               : floatArith(acc[k], v[j][k], true);
         ++n;
-      }
-      if (!exact) {  // rare (denormals, sums of 0): the batch again, in order, via floatArith
-        acc = before;
-        n = nBefore;
-        [[dont_unroll]] for (uint j = 0u; j < kBatch; ++j) {
-          uvec4 x = v[0];  // entry e + j's: the batch moves down a slot each step
-          const bool use = used[0];
-          for (uint m = 0u; m + 1u < kBatch; ++m) {
-            v[m] = v[m + 1u];
-            used[m] = used[m + 1u];
-          }
-          if (!use) continue;
-          if (weighted) {
-            const uint w = WEIGHT(e + j);
-            for (uint k = 0u; k < 4u; ++k) x[k] = floatArith(x[k], w, false);
-          }
-          for (uint k = 0u; k < 4u; ++k)
-            acc[k] = kReduce == VKDML_REDUCE_MAX ? (n == 0u ? x[k] : reduceBits(acc[k], x[k]))
-                                                 : floatArith(acc[k], x[k], true);
-          ++n;
-        }
       }
     }
     if (to < start + length) {  // a later dispatch goes on
@@ -331,12 +265,8 @@ void main() {
       for (uint k = 0u; k < 4u; ++k) acc[k] = divideFloat(uvec2(acc[k], 0u), n).x;
     if (kOutputSize == 4u) {
       const uint word = (pc.dstBase + at.x) >> 2;
-      if ((word & 3u) == 0u && at.y + 3u < width) {
-        outputQuads[word >> 2] = acc;
-      } else {
-        for (uint k = 0u; k < 4u; ++k)
-          if (at.y + k < width) outputWords[word + k] = acc[k];
-      }
+      for (uint k = 0u; k < 4u; ++k)
+        if (at.y + k < width) outputWords[word + k] = acc[k];
     } else {  // a word where both its halves are this group's, else the half alone
       const uint values = min(4u, width - at.y), first = pc.dstBase + at.x;
       for (uint k = 0u; k < values; ++k) {
