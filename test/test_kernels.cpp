@@ -1578,3 +1578,116 @@ TEST_CASE("Kernels: MEAN on the large path counts and divides a piece of the out
   CHECK(r.message.find("leaves no room for VKDML_REDUCE_FUNCTION_MEAN's counts on the large "
                        "path") != std::string::npos);
 }
+
+// GPUs' gathers of 2- and 4-byte elements with an index per element along a contiguous last
+// dimension of whole steps (a uvec4 of indices: 2 int64 or 4 int32 ones) take
+// glsl/gather_step.comp as their wide kernel (kernel_copy.cpp: StepPlan), where IndicesTensor
+// starts on 16 bytes and OutputTensor on a step's bytes; the rest keep the indexed copy alone (or
+// their widened slices).
+TEST_CASE("Kernels: GPUs' GatherElements-shaped gathers go a step of indices at a time",
+          "[kernels][gather_elements]") {
+  const DML_TENSOR_DATA_TYPE f32 = DML_TENSOR_DATA_TYPE_FLOAT32, f16 = DML_TENSOR_DATA_TYPE_FLOAT16,
+                             u8 = DML_TENSOR_DATA_TYPE_UINT8, i64 = DML_TENSOR_DATA_TYPE_INT64,
+                             i32 = DML_TENSOR_DATA_TYPE_INT32;
+  const auto t = [](DML_TENSOR_DATA_TYPE type, std::vector<UINT> sizes,
+                    std::vector<UINT> strides = {}) {
+    return TensorDesc(type, std::move(sizes), std::move(strides));
+  };
+  const struct {
+    const char* what;
+    OpSpec spec;
+    bool storage16;
+    std::string plain, wide;  // "": no wide kernel
+    UINT per;                 // elements a step (0: not the step kernel)
+    UINT align;               // OutputTensor's (and InputTensor's): a step's bytes
+  } expectations[] = {
+      {"last axis, float32, int64 indices",
+       OpSpec::GatherElements(t(f32, {8, 64}), t(i64, {8, 64}), t(f32, {8, 64}), 1), true,
+       "gather_e4_i64", "gather_step_e4_i64", 2, 8},
+      {"last axis, float32, int64 indices, 1M elements",
+       OpSpec::GatherElements(t(f32, {1024, 1024}), t(i64, {1024, 1024}), t(f32, {1024, 1024}), 1),
+       true, "gather_e4_i64", "gather_step_e4_i64", 2, 8},
+      {"last axis, float16, int32 indices, 1M elements",
+       OpSpec::GatherElements(t(f16, {1024, 1024}), t(i32, {1024, 1024}), t(f16, {1024, 1024}), 1),
+       true, "gather_e2_i32", "gather_step_e2_i32", 4, 8},
+      {"last axis, float32, int32 indices",
+       OpSpec::GatherElements(t(f32, {8, 64}), t(i32, {8, 64}), t(f32, {8, 64}), 1), true,
+       "gather_e4_i32", "gather_step_e4_i32", 4, 16},
+      {"last axis, float16, int32 indices",
+       OpSpec::GatherElements(t(f16, {8, 64}), t(i32, {8, 64}), t(f16, {8, 64}), 1), true,
+       "gather_e2_i32", "gather_step_e2_i32", 4, 8},
+      {"float16 in words, int64 indices",
+       OpSpec::GatherElements(t(f16, {8, 64}), t(i64, {8, 64}), t(f16, {8, 64}), 1), false,
+       "gather_e2p_i64", "gather_step_e2p_i64", 2, 4},
+      {"outer axis, striped",
+       OpSpec::GatherElements(t(f32, {8, 256}), t(i32, {8, 256}), t(f32, {8, 256}), 0), true,
+       "gather_e4_i32", "gather_step_e4_i32", 4, 16},
+      {"lines of 63: no whole steps",
+       OpSpec::GatherElements(t(f32, {8, 63}), t(i64, {8, 63}), t(f32, {8, 63}), 1), true,
+       "gather_e4_i64", "", 0, 0},
+      {"lines of 62, int32 indices: no whole steps",
+       OpSpec::GatherElements(t(f16, {8, 62}), t(i32, {8, 62}), t(f16, {8, 62}), 1), true,
+       "gather_e2_i32", "", 0, 0},
+      {"output lines 65 elements apart",
+       OpSpec::GatherElements(t(f32, {8, 64}), t(i64, {8, 64}), t(f32, {8, 64}, {65, 1}), 1), true,
+       "gather_e4_i64", "", 0, 0},
+      {"int32 index lines 66 apart",
+       OpSpec::GatherElements(t(f32, {8, 64}), t(i32, {8, 64}, {66, 1}), t(f32, {8, 64}), 1), true,
+       "gather_e4_i32", "", 0, 0},
+      {"int64 index lines 66 apart: on 16 bytes",
+       OpSpec::GatherElements(t(f32, {8, 64}), t(i64, {8, 64}, {66, 1}), t(f32, {8, 64}), 1), true,
+       "gather_e4_i64", "gather_step_e4_i64", 2, 8},
+      {"input lines 67 apart: read an element at a time",
+       OpSpec::GatherElements(t(f32, {8, 64}, {67, 1}), t(i64, {8, 64}), t(f32, {8, 64}), 1), true,
+       "gather_e4_i64", "gather_step_e4_i64", 2, 8},
+      {"1-byte elements",
+       OpSpec::GatherElements(t(u8, {8, 64}), t(i64, {8, 64}), t(u8, {8, 64}), 1), true,
+       "gather_e1_i64", "", 0, 0},
+      {"8-byte elements",
+       OpSpec::GatherElements(t(i64, {8, 64}), t(i64, {8, 64}), t(i64, {8, 64}), 1), true,
+       "gather_e8_i64", "", 0, 0},
+      {"rows: widened slices",
+       OpSpec::GatherND(t(f32, {64, 256}), t(i64, {16, 1}), t(f32, {16, 256}), 2, 2), true,
+       "gather_e4_i64", "gather_e16_i64", 0, 0},
+  };
+  for (const auto& e : expectations) {
+    INFO(e.what);
+    Capabilities device = GpuDevice();
+    device.storage16 = e.storage16;
+    const KernelSet set = Choose(e.spec, device);
+    REQUIRE(set.steps.size() == 1);
+    const auto& step = set.steps[0];
+    CHECK(step.plain.module == e.plain);
+    CHECK(step.hasWide == !e.wide.empty());
+    if (!step.hasWide) continue;
+    CHECK(step.wide.module == e.wide);
+    if (e.per == 0) continue;
+    CHECK(step.wide.align == e.align);
+    CHECK(step.wide.indexAlign == 16);
+    // 8 elements an invocation; small work (up to 256 workgroups' width) a step.
+    const bool small = set.plans[step.wide.slot].count <= 256 * VKDML_GROUP_SIZE;
+    CHECK(step.wide.spec[VKDML_SPEC_UNROLL] * (small ? 8 : e.per) == 8);
+    CHECK(step.wide.unit == step.plain.unit);
+    // The plain plan's last dimension in steps: its strides a step's, its count 1 / per.
+    const auto& plain = set.plans[step.plain.slot];
+    const auto& plan = set.plans[step.wide.slot];
+    const UINT last = step.wide.spec[VKDML_SPEC_RANK] - 1;
+    CHECK(step.wide.spec[VKDML_SPEC_RANK] == step.plain.spec[VKDML_SPEC_RANK]);
+    CHECK(VKDML_AT(plan.sizes, last) * e.per == VKDML_AT(plain.sizes, last));
+    CHECK(VKDML_AT(plan.direct, last) == e.per);
+    CHECK(VKDML_AT(plan.indices, last) == e.per);
+    CHECK(VKDML_AT(plan.indexed, last) == VKDML_AT(plain.indexed, last) * e.per);
+    CHECK(UINT64(plan.count) * e.per == plain.count);
+  }
+  // Not on CPU devices (their runs), nor for scatters, nor ScatterElements' copy pass.
+  const OpSpec gather =
+      OpSpec::GatherElements(t(f32, {8, 64}), t(i64, {8, 64}), t(f32, {8, 64}), 1);
+  for (const auto& step : Choose(gather, CpuDevice()).steps)
+    CHECK(step.wide.module.rfind("gather_step_", 0) == std::string::npos);
+  const OpSpec scatter = OpSpec::ScatterElements(t(f32, {8, 64}), t(i64, {8, 64}), t(f32, {8, 64}),
+                                                 t(f32, {8, 64}), 1);
+  Capabilities noLines = GpuDevice();
+  noLines.lines = Capabilities::Lines::Never;
+  for (const auto& step : Choose(scatter, noLines).steps)
+    CHECK(step.wide.module.find("step") == std::string::npos);
+}

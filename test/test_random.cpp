@@ -1071,6 +1071,131 @@ TEST_CASE_METHOD(Fixture, "Random GatherElements and ScatterElements on aligned 
   }
 }
 
+// GatherElements on the lines GPUs gather a step of indices at a time (glsl/gather_step.comp;
+// lib/kernels/kernel_copy.cpp: StepPlan), with the GPU kernels on lavapipe too: 2- and 4-byte
+// elements (and, beside them, 1- and 8-byte ones, which never take it), lines of whole steps and
+// not (8 elements plus 1 to 7), packed or padded by whole steps or by one element, along the last
+// axis or (striped, where the shape allows) an outer one, bindings mostly on 16 bytes,
+// out-of-range indices clamped, filled or checked, and now and then one workgroup a dispatch (the
+// grid-stride loop). A share misses a condition and goes an element at a time.
+TEST_CASE_METHOD(Fixture, "Random GatherElements on GPUs' steps of indices",
+                 "[random][gather_elements]") {
+  const DML_TENSOR_DATA_TYPE types[] = {DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_FLOAT16,
+                                        DML_TENSOR_DATA_TYPE_INT32,   DML_TENSOR_DATA_TYPE_UINT16,
+                                        DML_TENSOR_DATA_TYPE_INT16,   DML_TENSOR_DATA_TYPE_UINT8,
+                                        DML_TENSOR_DATA_TYPE_INT64};
+  TypeSweep sweep;  // fails if no type ran, or any was skipped on lavapipe
+  const uint64_t base = BaseSeed();
+  int failures = 0;
+  for (int i = 0; i < 140; ++i) {
+    const uint64_t seed = base ^ (13ull << 48) ^ (uint64_t(i) * 0x9E3779B97F4A7C15ull);
+    Rng rng(seed);
+    const DML_TENSOR_DATA_TYPE dt = types[i % 7];
+    const DML_TENSOR_DATA_TYPE it = IndexTypes()[(i / 7) % 4];
+    if (!SweepRuns(uint64_t(i)) || !sweep.Runs(dt)) continue;
+    const UINT D = 1 + UINT(i % 4), last = D - 1;
+    const UINT axis = D == 1 || rng.P(0.6) ? last : rng.Ui(0, D - 2);
+    std::vector<UINT> inSizes(D);
+    for (UINT& s : inSizes) s = rng.Ui(1, 4);
+    // Whole steps (8 elements: a 2-byte step, two 4-byte ones), or a few past them; long
+    // enough, off the last axis, for a stripe.
+    const UINT whole = 8 * rng.Ui(axis == last ? 1 : 5, axis == last ? 24 : 40);
+    inSizes[last] = rng.P(0.8) ? whole : whole + rng.Ui(1, 7);
+    if (axis != last) inSizes[axis] = rng.Ui(1, 9);
+    std::vector<UINT> idxSizes = inSizes;
+    const UINT n = inSizes[axis];
+    if (axis == last)
+      idxSizes[last] = rng.P(0.8) ? 8 * rng.Ui(1, 16) : rng.Ui(1, 64);
+    else
+      idxSizes[axis] = rng.Ui(1, 5);
+    // Strides: packed, or each line padded by whole steps of any element, or by one element.
+    const auto strides = [&](const std::vector<UINT>& sizes) {
+      if (rng.P(0.5)) return std::vector<UINT>{};
+      std::vector<UINT> st(D);
+      uint64_t cur = 1;
+      for (UINT d = D; d-- > 0;) {
+        st[d] = UINT(cur);
+        cur *= sizes[d];
+        if (d == last) cur += rng.P(0.15) ? 1 : 8 * rng.U(0, 2);
+      }
+      return st;
+    };
+    TensorDesc in(dt, inSizes, strides(inSizes)), ix(it, idxSizes, strides(idxSizes));
+    TensorDesc out(dt, idxSizes, strides(idxSizes));
+    IndexEncoder enc{it};
+    enc.pOutOfRange = rng.P(0.5) ? 0.0 : 0.1;
+    Bytes indices = RandomBytes(rng, ix.Total());
+    FillIndices(ix.Ref(), &indices,
+                [&](const ref::Coord&) { return enc.Encode(rng, enc.Target(rng, n), n); });
+    Case c;
+    c.spec = OpSpec::GatherElements(in, ix, out, axis);
+    c.inputs = {RandomBytes(rng, in.Total()), indices};
+    c.opts = RandomOptions(rng, c.spec, true);
+    for (UINT64& offset : c.opts.offsets)  // mostly on 16 bytes, for the steps
+      if (rng.P(0.85)) offset = offset / 16 * 16;
+    for (TensorDesc& t : c.spec.tensors) t.buf.GuaranteedBaseOffsetAlignment = 0;
+    MaybeOutOfRange(&c, seed, 5);
+    const bool fewGroups = rng.P(0.2);
+    INFO("seed " << seed << " (VKDML_TEST_SEED=" << base << ", case " << i << ")");
+    INFO("case: " << c.spec.ToString() << "\n  " << Describe(c.opts)
+                  << (fewGroups ? ", VKDML_MAX_GROUPS=1" : ""));
+    ScopedGpuKernels kernels(true);
+    ScopedSwitch groups("VKDML_MAX_GROUPS", fewGroups ? "1" : "");
+    bool quiet = true;
+    if (!RunCase(c, false, &quiet)) ++failures;
+    CHECK(quiet);
+    REQUIRE(failures < 8);
+  }
+}
+
+// The same steps on work past 256 workgroups' width, where an invocation takes several (8
+// elements), the last tile part full; in one dispatch, and across few workgroups (the grid-stride
+// loop); clamped, filled and checked.
+TEST_CASE_METHOD(Fixture, "GatherElements on GPUs' steps, several an invocation",
+                 "[random][gather_elements]") {
+  Rng rng(BaseSeed() ^ 0x1005);
+  const DML_TENSOR_DATA_TYPE f32 = DML_TENSOR_DATA_TYPE_FLOAT32, f16 = DML_TENSOR_DATA_TYPE_FLOAT16,
+                             i32 = DML_TENSOR_DATA_TYPE_INT32, i64 = DML_TENSOR_DATA_TYPE_INT64;
+  const struct {
+    DML_TENSOR_DATA_TYPE type, index;
+    std::vector<UINT> input, indices;
+    UINT axis;
+  } shapes[] = {{f32, i64, {301, 1024}, {301, 1024}, 1},
+                {f16, i32, {150, 2048}, {150, 1800}, 1},
+                {f32, i32, {37, 4096}, {80, 4096}, 0},  // striped
+                {f16, i64, {5, 40, 1024}, {5, 33, 1024}, 1}};
+  int k = 0;
+  for (const auto& sh : shapes) {
+    if (!DeviceSupports(sh.type)) continue;
+    for (int variant = 0; variant < 3; ++variant, ++k) {
+      if (!SweepRuns(uint64_t(k))) continue;
+      TensorDesc in(sh.type, sh.input), ix(sh.index, sh.indices), out(sh.type, sh.indices);
+      Case c;
+      c.spec = OpSpec::GatherElements(in, ix, out, sh.axis);
+      const UINT n = sh.input[sh.axis];
+      IndexEncoder enc{sh.index, 0.2, variant == 0 ? 0.0 : 0.02};
+      Bytes indices(ix.Total());
+      FillIndices(ix.Ref(), &indices,
+                  [&](const ref::Coord&) { return enc.Encode(rng, enc.Target(rng, n), n); });
+      c.inputs = {RandomBytes(rng, in.Total()), indices};
+      if (variant == 1) {
+        DML_SCALAR_UNION fill{};
+        fill.Bytes[0] = 0x5A;
+        fill.Bytes[1] = 0xC3;
+        c.spec.WithOutOfRange(VKDML_OUT_OF_RANGE_MODE_FILL, fill);
+      }
+      if (variant == 2) c.opts.flags = VKDML_EXECUTION_FLAG_CHECK_INDICES;
+      const char* groups = variant == 1 ? "3" : variant == 2 ? "1" : "";
+      INFO(DataTypeName(sh.type) << " input " << sh.input[0] << "x... axis " << sh.axis
+                                 << ", variant " << variant << ", VKDML_MAX_GROUPS=" << groups);
+      ScopedGpuKernels kernels(true);
+      ScopedSwitch cap("VKDML_MAX_GROUPS", groups);
+      RunCase(c);
+    }
+  }
+  CHECK(k > 0);
+}
+
 // GatherND and ScatterND with many short slices, the shape CPU devices move eight slices to an
 // invocation (lib/kernels/kernel_runs.cpp: kRunLines), for each element size, in one dispatch and
 // (one workgroup per dispatch) across several that go on from the slice where the last stopped.

@@ -105,6 +105,11 @@ UINT64 LayScratch(KernelSet& set);
 
 // kernel_copy.cpp: a copy, a mark or a scatter without a reduction.
 Result ChooseCopy(Choice& c, const Pass& pass);
+// The plan glsl/gather_step.comp walks, where a gather (before its widening) of 2- or 4-byte
+// elements has an index per element along a contiguous last dimension of whole steps (a uvec4
+// of indices: StepElements): that dimension in steps.
+UINT StepElements(UINT indexSize);
+bool StepPlan(const Plan& plan, UINT elemSize, UINT indexSize, Plan* out);
 Result ChooseReport(Choice& c);  // checked mode's last dispatch
 // ExcludeSelf: before a reduction's pass, each target it reaches set to the reduction's identity
 // (the uniform's fill value) by the scatter's own walk, with VKDML_SPEC_CONSTANT.

@@ -19,7 +19,39 @@ std::string ReportModule(UINT indexSize, bool large) {
   return Str("report", IndexSuffix(indexSize), LargeSuffix(large));
 }
 
+// "gather_step_e4_i64", "gather_step_e2p_i32" (glsl/gather_step.comp).
+std::string StepModule(const std::string& elem, UINT indexSize) {
+  return Str("gather_step_", elem, IndexSuffix(indexSize));
+}
+
+// Elements an invocation of glsl/gather_step.comp moves, in steps of StepElements.
+constexpr UINT kStepUnroll = 8;
+
 }  // namespace
+
+UINT StepElements(UINT indexSize) {
+  return VKDML_VECTOR_BYTES / indexSize;
+}
+
+bool StepPlan(const Plan& plan, UINT elemSize, UINT indexSize, Plan* out) {
+  if ((elemSize != 2 && elemSize != 4) || plan.tuple != 1 || plan.rank == 0) return false;
+  const UINT step = StepElements(indexSize), last = plan.rank - 1;
+  if (plan.direct[last] != 1 || plan.indices[last] != 1 || plan.sizes[last] % step ||
+      UINT64(plan.indexed[last]) * step > 0xFFFFFFFFu ||
+      UINT64(plan.position[last]) * step > 0xFFFFFFFFu)
+    return false;
+  for (UINT d = 0; d < last; ++d)
+    if (plan.direct[d] % step || plan.indices[d] % step) return false;
+  Plan p = plan;
+  p.sizes[last] /= step;
+  p.direct[last] = step;
+  p.indexed[last] *= step;
+  p.indices[last] = step;
+  p.position[last] *= step;
+  p.count = plan.count / step;
+  *out = p;
+  return true;
+}
 
 Result ChooseCopy(Choice& c, const Pass& pass) {
   Step step;
@@ -56,6 +88,24 @@ Result ChooseCopy(Choice& c, const Pass& pass) {
                       wideSlot, VKDML_VECTOR_BYTES);
     step.wide.spec[VKDML_SPEC_MASK_SKIP] = pass.maskSkip && !c.large;
     VKDML_TRY(ChooseLargeDispatches(c, wide, pass.kind, &step.wide));
+  } else if (pass.kind == Pass::Kind::Gather && !c.large && !pass.maskSkip &&
+             StepPlan(plan, c.elemSize, c.indexSize, &wide)) {
+    // Or an index per element along a contiguous last dimension: a step of a uvec4 of indices
+    // an invocation (glsl/gather_step.comp), where IndicesTensor starts on 16 bytes and
+    // OutputTensor on a step's bytes (and InputTensor: the check is both sides').
+    UINT stepSlot = 0;
+    VKDML_TRY(c.Slot(wide, &stepSlot));
+    step.hasWide = true;
+    step.wide =
+        c.Elementwise(StepModule(c.Elem(c.elemSize), c.indexSize), wide, stepSlot, c.elemSize);
+    // (Small work a step an invocation, as Unroll leaves it: spread over more multiprocessors.)
+    const UINT unroll =
+        step.wide.spec[VKDML_SPEC_UNROLL] == 1 ? 1 : kStepUnroll / StepElements(c.indexSize);
+    step.wide.spec[VKDML_SPEC_UNROLL] = unroll;
+    const UINT64 perGroup = UINT64(c.caps.groupSize) * unroll;
+    step.wide.groups = c.Groups((wide.count + perGroup - 1) / perGroup);
+    step.wide.align = StepElements(c.indexSize) * c.elemSize;
+    step.wide.indexAlign = VKDML_VECTOR_BYTES;
   }
   c.set.steps.push_back(step);
   return {};
@@ -108,6 +158,7 @@ void ListCopyModules(const ModuleSink& sink) {
           sink(CopyModule(kind, elem, index, large));
       sink(ReportModule(index, large));
     }
+    for (const std::string& elem : ElemTokens({2, 4})) sink(StepModule(elem, index));
     sink(CopyModule(Pass::Kind::Mark, "", index, false));  // the large path copies everything
   }
 }
