@@ -9,6 +9,12 @@
 // (target, update number) keys in shared memory) and the first thread of each target's run folds
 // the run. Either way the result is the sequential one, bit for bit, and no thread loops more
 // than a line's updates (lavapipe ends a shader's loops after 65535 iterations).
+// kStaged (a line's update values fit where its counts were, each thread owning at most
+// kOwnedMost targets and holding at most kOwnedMost updates): every load of a line is issued
+// first, coalesced (its indices, its update values, its targets' values), the update values
+// then wait in shared memory over the counts, and each target's thread folds its bucket from
+// there in increasing update order (the least update number above the last, found in the
+// bucket), holding its targets' values in registers: no load waits on another.
 // kMean: a scatter mean, each target's sum divided by its updates (plus one where kSelf) as
 // glsl/mean.comp divides, in the same fold. FLOAT64 computes 8-byte floats (shaderFloat64).
 #extension GL_GOOGLE_include_directive : require
@@ -41,6 +47,31 @@ shared uint lineShared[VKDML_ORDERED_SHARED_WORDS(kLineLength, kPerLine, kSortSi
 #define entries(w) lineShared[kLineLength + (w)]
 #define keys(i) lineShared[i]
 
+// The staged path's bounds: the update values' words fit in the counts' (kLineLength words),
+// and each thread holds at most kOwnedMost of a line's updates and of its targets.
+const uint kValueWords = ELEM == 8 ? 2u : 1u;
+const uint kOwnedMost = 16u;
+const uint kOwned = (kLineLength + gl_WorkGroupSize.x - 1u) / gl_WorkGroupSize.x;
+const bool kStaged =
+    kPerLine * kValueWords <= kLineLength && kItems <= kOwnedMost && kOwned <= kOwnedMost;
+
+void stageValue(uint e, V v) {
+#if ELEM == 8
+  lineShared[2u * e] = v.x;
+  lineShared[2u * e + 1u] = v.y;
+#else
+  lineShared[e] = v;
+#endif
+}
+
+V stagedValue(uint e) {
+#if ELEM == 8
+  return uvec2(lineShared[2u * e], lineShared[2u * e + 1u]);
+#else
+  return lineShared[e];
+#endif
+}
+
 uint entry(uint position) {
   return (entries(position >> 1) >> ((position & 1u) * 16u)) & 0xFFFFu;
 }
@@ -64,18 +95,27 @@ void main() {
   const uint lanes = min(group, 32u), share = (group + lanes - 1u) / lanes;  // scan of totals
   for (uint l = gl_WorkGroupID.x; l < lines; l += gl_NumWorkGroups.x) {
     const uvec4 at = loopOffsets(p, last, l);
-    for (uint t = tid; t < kLineLength; t += group) counts(t) = 0u;
-    if (tid == 0u) entries(VKDML_ORDERED_LONG_WORD) = 0u;
-    barrier();
-    uint targets[kItems];  // this thread's updates tid, tid + group, ...: their targets
+    // The line's loads first, all independent: this thread's updates tid, tid + group, ...
+    // (their targets and, staged, their values) and, staged, its targets' values.
+    uint targets[kItems];
+    V values[kItems];
+    V owned[kOwnedMost];
     for (uint k = 0u; k < kItems; ++k) {
       const uint e = tid + k * group;
       if (e < kPerLine) {
         targets[k] = clampIndex(readIndex(at.z + e * indexStep), kLineLength,
                                 at.w + e * positionStep);
-        atomicAdd(counts(targets[k]), 1u);
+        if (kStaged) values[k] = updateValue(at, e);
       }
     }
+    if (kStaged)
+      for (uint k = 0u; k < kOwned; ++k)
+        if (tid + k * group < kLineLength) owned[k] = LOAD(outputData, outputAt(at, tid + k * group));
+    for (uint t = tid; t < kLineLength; t += group) counts(t) = 0u;
+    if (tid == 0u) entries(VKDML_ORDERED_LONG_WORD) = 0u;
+    barrier();
+    for (uint k = 0u; k < kItems; ++k)
+      if (tid + k * group < kPerLine) atomicAdd(counts(targets[k]), 1u);
     barrier();
     // Exclusive scan of the counts: each thread sums a chunk; the first `lanes` threads scan
     // the chunk totals, `share` each, and thread 0 their sums. A bucket of more than
@@ -137,7 +177,46 @@ void main() {
       }
     }
     barrier();
-    if (!longLine) {
+    if (!longLine && kStaged) {
+      // Each owned target's bucket (its start and length), before the values take the counts'
+      // words; then each target folded from the staged values in increasing update order.
+      uint bucket[kOwnedMost];
+      for (uint k = 0u; k < kOwned; ++k) {
+        const uint t = tid + k * group;
+        if (t < kLineLength) {
+          const uint begin = t > 0u ? counts(t - 1u) : 0u;
+          bucket[k] = begin << 16 | (counts(t) - begin);  // both below 2^16
+        }
+      }
+      barrier();
+      for (uint k = 0u; k < kItems; ++k)
+        if (tid + k * group < kPerLine) stageValue(tid + k * group, values[k]);
+      barrier();
+      for (uint k = 0u; k < kOwned; ++k) {
+        const uint t = tid + k * group;
+        if (t >= kLineLength) break;
+        const uint begin = bucket[k] >> 16, n = bucket[k] & 0xFFFFu;
+        if (n == 0u) continue;
+        const uint target = outputAt(at, t);
+        if (kReduce == VKDML_REDUCE_NONE) {  // the last update wins
+          uint latest = 0u;
+          for (uint i = 0u; i < n; ++i) latest = max(latest, entry(begin + i));
+          STORE(outputData, target, stagedValue(latest));
+          continue;
+        }
+        V value = owned[k];
+        for (uint i = 0u, least = 0u; i < n; ++i) {  // the bucket's update numbers are distinct
+          uint next = 0xFFFFu;
+          for (uint j = 0u; j < n; ++j) {
+            const uint e = entry(begin + j);
+            if (e >= least && e < next) next = e;
+          }
+          value = reduceBits(value, stagedValue(next));
+          least = next + 1u;
+        }
+        STORE(outputData, target, kMean ? MEAN(value, n) : value);
+      }
+    } else if (!longLine) {
       // Each target's thread sorts its bucket (insertion, in registers) and folds it.
       for (uint t = tid; t < kLineLength; t += group) {
         const uint begin = t > 0u ? counts(t - 1u) : 0u, n = counts(t) - begin;
