@@ -83,11 +83,18 @@ bool divideNormalFloat32(uint x, uint n, out uint result) {
   return roundFloat32Quotient(x, field, q, a - q * n, result);
 }
 
-// The same with n's reciprocal (reciprocalOf(n)) given: a multiply and one correction step
-// instead of the division, where one count divides several elements.
+// The same with n's reciprocal (reciprocalOf(n), unused where n is a power of two) given: a
+// multiply and one correction step instead of the division, where one count divides several
+// elements; a power of two (a target of one update and its input: n 2) takes the exponent alone.
 bool divideNormalFloat32By(uint x, uint n, uint reciprocal, out uint result) {
   const uint field = (x >> 23) & 0xFFu;
   if (field == 0u || field == 0xFFu || n > 128u) return false;
+  if ((n & (n - 1u)) == 0u) {
+    const uint k = uint(findLSB(n));
+    if (field <= k) return false;  // a denormal quotient
+    result = x - (k << 23);
+    return true;
+  }
   const uint a = (x << 8) | 0x80000000u;  // the significand, its hidden bit at 2^31
   uint q, low;
   umulExtended(a, reciprocal, q, low);  // floor(a / n) or one less

@@ -110,62 +110,114 @@ void main() {
     }
     if (kStaged)
       for (uint k = 0u; k < kOwned; ++k)
-        if (tid + k * group < kLineLength) owned[k] = LOAD(outputData, outputAt(at, tid + k * group));
+        if (tid + k * group < kLineLength)
+          owned[k] = LOAD(outputData, outputAt(at, tid + k * group));
     for (uint t = tid; t < kLineLength; t += group) counts(t) = 0u;
     if (tid == 0u) entries(VKDML_ORDERED_LONG_WORD) = 0u;
     barrier();
     for (uint k = 0u; k < kItems; ++k)
       if (tid + k * group < kPerLine) atomicAdd(counts(targets[k]), 1u);
     barrier();
-    // Exclusive scan of the counts: each thread sums a chunk; the first `lanes` threads scan
-    // the chunk totals, `share` each, and thread 0 their sums. A bucket of more than
-    // kShortBucket updates makes the line long.
-    uint total = 0u;
-    bool longBucket = false;
-    for (uint k = 0u; k < chunk; ++k)
-      if (tid * chunk + k < kLineLength) {
-        const uint c = counts(tid * chunk + k);
-        total += c;
-        longBucket = longBucket || c > kShortBucket;
+    bool longLine;
+    uint bucket[kOwnedMost];  // staged: each owned target's bucket, its start << 16 | its length
+    if (kStaged) {
+      // Exclusive scan of the counts, the buckets laid out by owning thread (its targets tid,
+      // tid + group, ... in turn), the threads column by column (tid % 32, then tid / 32): every
+      // shared access is to consecutive words or one word for all. Each thread sums its targets'
+      // counts; the first 32 threads sum a column each, each scans the columns before its own
+      // and then its column's threads. A bucket of more than kShortBucket updates makes the
+      // line long.
+      uint total = 0u;
+      bool longBucket = false;
+      for (uint k = 0u; k < kOwned; ++k)
+        if (tid + k * group < kLineLength) {
+          bucket[k] = counts(tid + k * group);
+          total += bucket[k];
+          longBucket = longBucket || bucket[k] > kShortBucket;
+        }
+      entries(tid) = total;
+      if (longBucket) entries(VKDML_ORDERED_LONG_WORD) = 1u;
+      barrier();
+      const uint rows = (group + 31u) / 32u;
+      if (tid < 32u) {
+        uint column = 0u;
+        for (uint j = 0u; j < rows; ++j)
+          if (j * 32u + tid < group) column += entries(j * 32u + tid);
+        entries(group + tid) = column;
       }
-    entries(tid) = total;
-    if (longBucket) entries(VKDML_ORDERED_LONG_WORD) = 1u;
-    barrier();
-    const bool longLine = entries(VKDML_ORDERED_LONG_WORD) != 0u;
-    uint laneTotal = 0u;
-    if (tid < lanes)
-      for (uint k = 0u; k < share; ++k)
-        if (tid * share + k < group) laneTotal += entries(tid * share + k);
-    barrier();
-    if (tid < lanes) entries(group + tid) = laneTotal;
-    barrier();
-    if (tid == 0u) {
-      uint running = 0u;
-      for (uint k = 0u; k < lanes; ++k) {
-        const uint c = entries(group + k);
-        entries(group + k) = running;
-        running += c;
+      barrier();
+      if (tid < 32u) {
+        uint running = 0u;
+        for (uint i = 0u; i < tid; ++i) running += entries(group + i);
+        for (uint j = 0u; j < rows; ++j)
+          if (j * 32u + tid < group) {
+            const uint c = entries(j * 32u + tid);
+            entries(j * 32u + tid) = running;
+            running += c;
+          }
       }
-    }
-    barrier();
-    if (tid < lanes) {
-      uint running = entries(group + tid);
-      for (uint k = 0u; k < share; ++k)
-        if (tid * share + k < group) {
-          const uint c = entries(tid * share + k);
-          entries(tid * share + k) = running;
+      barrier();
+      longLine = entries(VKDML_ORDERED_LONG_WORD) != 0u;
+      uint running = entries(tid);
+      for (uint k = 0u; k < kOwned; ++k)
+        if (tid + k * group < kLineLength) {
+          counts(tid + k * group) = running;
+          const uint c = bucket[k];
+          bucket[k] = running << 16 | c;  // both below 2^16
           running += c;
         }
-    }
-    barrier();
-    uint running = entries(tid);
-    for (uint k = 0u; k < chunk; ++k)
-      if (tid * chunk + k < kLineLength) {
-        const uint c = counts(tid * chunk + k);
-        counts(tid * chunk + k) = running;
-        running += c;
+      barrier();
+    } else {
+      // Exclusive scan of the counts: each thread sums a chunk; the first `lanes` threads scan
+      // the chunk totals, `share` each, and thread 0 their sums. A bucket of more than
+      // kShortBucket updates makes the line long.
+      uint total = 0u;
+      bool longBucket = false;
+      for (uint k = 0u; k < chunk; ++k)
+        if (tid * chunk + k < kLineLength) {
+          const uint c = counts(tid * chunk + k);
+          total += c;
+          longBucket = longBucket || c > kShortBucket;
+        }
+      entries(tid) = total;
+      if (longBucket) entries(VKDML_ORDERED_LONG_WORD) = 1u;
+      barrier();
+      longLine = entries(VKDML_ORDERED_LONG_WORD) != 0u;
+      uint laneTotal = 0u;
+      if (tid < lanes)
+        for (uint k = 0u; k < share; ++k)
+          if (tid * share + k < group) laneTotal += entries(tid * share + k);
+      barrier();
+      if (tid < lanes) entries(group + tid) = laneTotal;
+      barrier();
+      if (tid == 0u) {
+        uint running = 0u;
+        for (uint k = 0u; k < lanes; ++k) {
+          const uint c = entries(group + k);
+          entries(group + k) = running;
+          running += c;
+        }
       }
-    barrier();
+      barrier();
+      if (tid < lanes) {
+        uint running = entries(group + tid);
+        for (uint k = 0u; k < share; ++k)
+          if (tid * share + k < group) {
+            const uint c = entries(tid * share + k);
+            entries(tid * share + k) = running;
+            running += c;
+          }
+      }
+      barrier();
+      uint running = entries(tid);
+      for (uint k = 0u; k < chunk; ++k)
+        if (tid * chunk + k < kLineLength) {
+          const uint c = counts(tid * chunk + k);
+          counts(tid * chunk + k) = running;
+          running += c;
+        }
+      barrier();
+    }
     for (uint w = tid; w < kEntryWords; w += group) entries(w) = 0u;
     barrier();
     // Each update's number into its target's bucket; counts(t) ends as bucket t's end.
@@ -178,17 +230,8 @@ void main() {
     }
     barrier();
     if (!longLine && kStaged) {
-      // Each owned target's bucket (its start and length), before the values take the counts'
-      // words; then each target folded from the staged values in increasing update order.
-      uint bucket[kOwnedMost];
-      for (uint k = 0u; k < kOwned; ++k) {
-        const uint t = tid + k * group;
-        if (t < kLineLength) {
-          const uint begin = t > 0u ? counts(t - 1u) : 0u;
-          bucket[k] = begin << 16 | (counts(t) - begin);  // both below 2^16
-        }
-      }
-      barrier();
+      // The values over the counts, read no more (each owned bucket is in `bucket`); then each
+      // target folded from them in increasing update order.
       for (uint k = 0u; k < kItems; ++k)
         if (tid + k * group < kPerLine) stageValue(tid + k * group, values[k]);
       barrier();

@@ -1938,12 +1938,15 @@ TEST_CASE_METHOD(Fixture, "Deterministic ScatterElements on lines staged in shar
     UINT length, perLine, targets;  // `perLine` updates into the first `targets` of `length`
   } shapes[] = {{2048, 2000, 2048}, {1500, 1400, 120}, {700, 1400, 700}, {33, 31, 33}};
   int number = 0;
-  for (DML_TENSOR_DATA_TYPE dt :
-       {DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_FLOAT16, DML_TENSOR_DATA_TYPE_FLOAT64,
-        DML_TENSOR_DATA_TYPE_INT8, DML_TENSOR_DATA_TYPE_UINT32, DML_TENSOR_DATA_TYPE_INT64}) {
+  for (DML_TENSOR_DATA_TYPE dt : {DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_FLOAT16,
+                                  DML_TENSOR_DATA_TYPE_FLOAT64, DML_TENSOR_DATA_TYPE_INT8}) {
     for (VKDML_REDUCE_FUNCTION f :
          {VKDML_REDUCE_FUNCTION_NONE, VKDML_REDUCE_FUNCTION_ADD, VKDML_REDUCE_FUNCTION_MULTIPLY,
           VKDML_REDUCE_FUNCTION_MAX, VKDML_REDUCE_FUNCTION_MEAN}) {
+      // Every reduction on float32 and int8 (MAX: float32's goes to the ties' passes), the sum
+      // and the mean on the others.
+      const bool every = dt == DML_TENSOR_DATA_TYPE_FLOAT32 || dt == DML_TENSOR_DATA_TYPE_INT8;
+      if (!every && f != VKDML_REDUCE_FUNCTION_ADD && f != VKDML_REDUCE_FUNCTION_MEAN) continue;
       if (!sweep.Runs(dt, f)) continue;
       for (const auto& shape : shapes) {
         Rng rng(BaseSeed() ^ 0x57A6 ^ (UINT64(++number) << 16));
