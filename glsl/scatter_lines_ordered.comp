@@ -93,25 +93,41 @@ void main() {
   const uint tid = gl_LocalInvocationID.x, group = gl_WorkGroupSize.x;
   const uint chunk = (kLineLength + group - 1u) / group;  // counts each thread scans
   const uint lanes = min(group, 32u), share = (group + lanes - 1u) / lanes;  // scan of totals
+  // A line's loads, all independent: this thread's updates tid, tid + group, ... (their targets
+  // and, staged, their values) and, staged, its targets' values. Staged, each line's are issued
+  // while the line before it is folded: its updates once that line's are staged, its targets'
+  // values once that line's are stored (the first line's before the loop).
+  uint targets[kItems];
+  V values[kItems];
+  V owned[kOwnedMost];
+#define LOAD_UPDATES(at_)                                                                  \
+  for (uint k = 0u; k < kItems; ++k) {                                                     \
+    const uint e = tid + k * group;                                                        \
+    if (e < kPerLine) {                                                                    \
+      targets[k] = clampIndex(readIndex((at_).z + e * indexStep), kLineLength,             \
+                              (at_).w + e * positionStep);                                 \
+      if (kStaged) values[k] = updateValue(at_, e);                                        \
+    }                                                                                      \
+  }
+#define LOAD_OWNED(at_)                                                                    \
+  if (kStaged)                                                                             \
+    for (uint k = 0u; k < kOwned; ++k)                                                     \
+      if (tid + k * group < kLineLength)                                                   \
+        owned[k] = LOAD(outputData, outputAt(at_, tid + k * group));
+  uvec4 at = uvec4(0u);
+  if (kStaged && gl_WorkGroupID.x < lines) {
+    at = loopOffsets(p, last, gl_WorkGroupID.x);
+    LOAD_UPDATES(at)
+    LOAD_OWNED(at)
+  }
   for (uint l = gl_WorkGroupID.x; l < lines; l += gl_NumWorkGroups.x) {
-    const uvec4 at = loopOffsets(p, last, l);
-    // The line's loads first, all independent: this thread's updates tid, tid + group, ...
-    // (their targets and, staged, their values) and, staged, its targets' values.
-    uint targets[kItems];
-    V values[kItems];
-    V owned[kOwnedMost];
-    for (uint k = 0u; k < kItems; ++k) {
-      const uint e = tid + k * group;
-      if (e < kPerLine) {
-        targets[k] = clampIndex(readIndex(at.z + e * indexStep), kLineLength,
-                                at.w + e * positionStep);
-        if (kStaged) values[k] = updateValue(at, e);
-      }
+    // Staged: the next line this workgroup takes, whose loads go out during this one's fold.
+    const bool ahead = kStaged && lines - l > gl_NumWorkGroups.x;
+    const uvec4 following = ahead ? loopOffsets(p, last, l + gl_NumWorkGroups.x) : at;
+    if (!kStaged) {
+      at = loopOffsets(p, last, l);
+      LOAD_UPDATES(at)
     }
-    if (kStaged)
-      for (uint k = 0u; k < kOwned; ++k)
-        if (tid + k * group < kLineLength)
-          owned[k] = LOAD(outputData, outputAt(at, tid + k * group));
     for (uint t = tid; t < kLineLength; t += group) counts(t) = 0u;
     if (tid == 0u) entries(VKDML_ORDERED_LONG_WORD) = 0u;
     barrier();
@@ -235,6 +251,7 @@ void main() {
       for (uint k = 0u; k < kItems; ++k)
         if (tid + k * group < kPerLine) stageValue(tid + k * group, values[k]);
       barrier();
+      if (ahead) LOAD_UPDATES(following)
       for (uint k = 0u; k < kOwned; ++k) {
         const uint t = tid + k * group;
         if (t >= kLineLength) break;
@@ -259,6 +276,7 @@ void main() {
         }
         STORE(outputData, target, kMean ? MEAN(value, n) : value);
       }
+      if (ahead) LOAD_OWNED(following)
     } else if (!longLine) {
       // Each target's thread sorts its bucket (insertion, in registers) and folds it.
       for (uint t = tid; t < kLineLength; t += group) {
@@ -286,6 +304,10 @@ void main() {
       for (uint k = 0u; k < kItems; ++k) {
         const uint e = tid + k * group;
         if (e < kPerLine) keys(e) = targets[k] << 16 | e;
+      }
+      if (ahead) {  // this line's loads are used no more
+        LOAD_UPDATES(following)
+        LOAD_OWNED(following)
       }
       for (uint e = kPerLine + tid; e < kSortSize; e += group) keys(e) = 0xFFFFFFFFu;
       barrier();
@@ -317,6 +339,7 @@ void main() {
         STORE(outputData, target, kMean ? MEAN(value, r - q) : value);
       }
     }
+    at = following;
     barrier();  // the next line reuses the shared memory
   }
 }

@@ -1928,15 +1928,17 @@ TEST_CASE_METHOD(Fixture, "Deterministic ScatterElements on lines that fill shar
 // shared memory in update order), and on lines with more updates than targets (not staged),
 // every reduction on float and integer types, against the sequential reference, bit for bit:
 // updates spread over each line (short buckets: 1 to a dozen updates a target, 0 for some) or
-// a few targets crowded within a bucket's limit, the input in a mean and not. Sizes keep each
-// line within lavapipe's loop bound (lib/kernels/kernel_lines.cpp: WithinLoopBound).
+// a few targets crowded within a bucket's limit, the input in a mean and not, one workgroup for
+// all three lines or one each. Sizes keep each line within lavapipe's loop bound
+// (lib/kernels/kernel_lines.cpp: WithinLoopBound).
 TEST_CASE_METHOD(Fixture, "Deterministic ScatterElements on lines staged in shared memory",
                  "[random][reduce][mean]") {
   TypeSweep sweep;  // fails if no type ran, or any was skipped on lavapipe
   const DML_TENSOR_DATA_TYPE it = DML_TENSOR_DATA_TYPE_INT64;
   const struct {
     UINT length, perLine, targets;  // `perLine` updates into the first `targets` of `length`
-  } shapes[] = {{2048, 2000, 2048}, {1500, 1400, 120}, {700, 1400, 700}, {33, 31, 33}};
+  } shapes[] = {{2048, 2000, 2048}, {1500, 1400, 120}, {700, 1400, 700},
+                {512, 500, 512},    {400, 380, 40},    {33, 31, 33}};
   int number = 0;
   for (DML_TENSOR_DATA_TYPE dt : {DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_FLOAT16,
                                   DML_TENSOR_DATA_TYPE_FLOAT64, DML_TENSOR_DATA_TYPE_INT8}) {
@@ -1956,7 +1958,10 @@ TEST_CASE_METHOD(Fixture, "Deterministic ScatterElements on lines staged in shar
         Case c;
         c.spec = OpSpec::ScatterElements(in, ix, upd, out, 1);
         if (f != VKDML_REDUCE_FUNCTION_NONE) c.spec.WithReduce(f);
-        c.spec.excludeSelf = f != VKDML_REDUCE_FUNCTION_NONE && number % 2 == 0;
+        c.spec.excludeSelf = f != VKDML_REDUCE_FUNCTION_NONE && number % 4 < 2;
+        // One workgroup for every line (each line's loads issued during the fold of the one
+        // before it), or a workgroup a line.
+        const bool oneGroup = number % 2 == 1;
         std::vector<int64_t> values(UINT64(lines) * shape.perLine);
         for (int64_t& v : values) v = int64_t(rng.U(0, shape.targets - 1));
         c.inputs = {RandomBytes(rng, in.Total()), IndexBytes(it, values, ix.Total()),
@@ -1966,8 +1971,10 @@ TEST_CASE_METHOD(Fixture, "Deterministic ScatterElements on lines staged in shar
         FillReduceValues(rng, in, sum, false, &c.inputs[0]);
         FillReduceValues(rng, upd, sum, false, &c.inputs[2]);
         c.opts.flags = VKDML_EXECUTION_FLAG_DETERMINISTIC;
-        INFO(c.spec.ToString() << ", " << shape.targets << " targets a line");
+        INFO(c.spec.ToString() << ", " << shape.targets << " targets a line"
+                               << (oneGroup ? ", VKDML_MAX_GROUPS=1" : ""));
         ScopedLines scoped(true);
+        ScopedSwitch groups("VKDML_MAX_GROUPS", oneGroup ? "1" : "");
         RunCase(c);
       }
     }
