@@ -47,20 +47,19 @@ uvec2 longDivide(uvec2 m, uint bits, uint k, uint n, out bool inexact) {
 const uint kFractionBits = ELEM == 2 ? 10u : ELEM == 4 ? 23u : 52u;
 const int kExponentBias = ELEM == 2 ? 15 : ELEM == 4 ? 127 : 1023;
 
-// floor((2^32 - 1) / n) for n >= 1: a count's reciprocal, for several divisions by one count
-// (divideFloat32By). For any a < 2^32, floor(a * it / 2^32) is floor(a / n) or one less: it lies
-// within 1 of 2^32 / n (above 2^32 / n - 1, at most 2^32 / n), and a * 1 / 2^32 < 1.
-uint reciprocalOf(uint n) {
-  return 0xFFFFFFFFu / n;
-}
-
 #if ELEM == 4
-// The rounding of divideNormalFloat32: |x| / n = (q + r / n) * 2^(field - 158), q of 25 to 32
-// bits, r its remainder. False (result unset) for a denormal quotient.
-bool roundFloat32Quotient(uint x, uint field, uint q, uint r, out uint result) {
+// float32 x / n for a normal x and n <= 128 where the quotient is normal, the common case, in
+// one 32-bit division: m * 2^8 / n has 25 bits or more (the significand's 24 and a rounding
+// bit), the remainder the sticky bit. False (result unset) for everything else, which
+// divideFloat's general steps take.
+bool divideNormalFloat32(uint x, uint n, out uint result) {
+  const uint field = (x >> 23) & 0xFFu;
+  if (field == 0u || field == 0xFFu || n > 128u) return false;
+  const uint a = ((x & 0x7FFFFFu) | 0x800000u) << 8;
+  const uint q = a / n, r = a - q * n;
   const uint drop = uint(findMSB(q)) - 23u;  // 1 to 8: q >= 2^31 / 128
-  // The significand q >> drop has its leading bit at 2^(drop + field - 135), so its exponent
-  // field is drop + field - 8.
+  // |x| / n = (q + r / n) * 2^(field - 158): the significand q >> drop has its leading bit at
+  // 2^(drop + field - 135), so its exponent field is drop + field - 8.
   const int biased = int(drop + field) - 8;
   if (biased < 1) return false;  // a denormal quotient
   uint s = q >> drop;
@@ -70,47 +69,12 @@ bool roundFloat32Quotient(uint x, uint field, uint q, uint r, out uint result) {
   result = (x & 0x80000000u) | ((uint(biased - 1) << 23) + s);
   return true;
 }
-
-// float32 x / n for a normal x and n <= 128 where the quotient is normal, the common case, in
-// one 32-bit division: m * 2^8 / n has 25 bits or more (the significand's 24 and a rounding
-// bit), the remainder the sticky bit. False (result unset) for everything else, which
-// divideFloat's general steps take.
-bool divideNormalFloat32(uint x, uint n, out uint result) {
-  const uint field = (x >> 23) & 0xFFu;
-  if (field == 0u || field == 0xFFu || n > 128u) return false;
-  const uint a = ((x & 0x7FFFFFu) | 0x800000u) << 8;
-  const uint q = a / n;
-  return roundFloat32Quotient(x, field, q, a - q * n, result);
-}
-
-// The same with n's reciprocal (reciprocalOf(n), unused where n is a power of two) given: a
-// multiply and one correction step instead of the division, where one count divides several
-// elements; a power of two (a target of one update and its input: n 2) takes the exponent alone.
-bool divideNormalFloat32By(uint x, uint n, uint reciprocal, out uint result) {
-  const uint field = (x >> 23) & 0xFFu;
-  if (field == 0u || field == 0xFFu || n > 128u) return false;
-  if ((n & (n - 1u)) == 0u) {
-    const uint k = uint(findLSB(n));
-    if (field <= k) return false;  // a denormal quotient
-    result = x - (k << 23);
-    return true;
-  }
-  const uint a = (x << 8) | 0x80000000u;  // the significand, its hidden bit at 2^31
-  uint q, low;
-  umulExtended(a, reciprocal, q, low);  // floor(a / n) or one less
-  uint r = a - q * n;
-  if (r >= n) {
-    ++q;
-    r -= n;
-  }
-  return roundFloat32Quotient(x, field, q, r, result);
-}
 #endif
 
 #if ELEM == 4
 // float32 x / n for any x and count n >= 1: the common case as divideNormalFloat32, the rest
-// (denormals in or out, n over 128, zeros, infinities, NaNs) in 32-bit words alone, a bit of
-// the quotient at a time: few registers beside the kernels' own.
+// (denormals in or out, n over 128, zeros, infinities, NaNs) in 32-bit words alone, 16 bits of
+// the quotient at a time (one for a count of 2^16 or more): few registers beside the kernels'.
 uint divideFloat32(uint x, uint n) {
   uint quick;
   if (divideNormalFloat32(x, n, quick)) return quick;
@@ -231,41 +195,16 @@ uvec2 divideInteger(uvec2 x, uint n, bool isSigned) {
   return sub2x32(uvec2(0u), add2x32(q, uvec2(inexact ? 1u : 0u, 0u)));
 }
 
-// The count a scatter mean divides by: its n updates, plus one where the input value is in the
-// mean (kSelf).
-uint meanCount(uint n) {
-  return kSelf ? n + 1u : n;
-}
-
-// x divided by a mean's whole count d (meanCount); kKind says float, signed or unsigned.
-uvec2 divideByCount(uvec2 x, uint d) {
-  return kKind == VKDML_KIND_FLOAT ? divideFloat(x, d)
-                                   : divideInteger(x, d, kKind == VKDML_KIND_SIGNED);
-}
-
 // A scatter mean's value: the sum x divided by its n updates, plus one where the input value is
-// in the mean (kSelf). MEAN(v, n) takes and gives an element as registers hold it (elem.glsl: V).
+// in the mean (kSelf); kKind says float, signed or unsigned. MEAN(v, n) takes and gives an
+// element as registers hold it (elem.glsl: V).
 uvec2 meanOf(uvec2 x, uint n) {
-  return divideByCount(x, meanCount(n));
+  if (kSelf) ++n;
+  return kKind == VKDML_KIND_FLOAT ? divideFloat(x, n)
+                                   : divideInteger(x, n, kKind == VKDML_KIND_SIGNED);
 }
 #if ELEM == 8
 #define MEAN(v, n) meanOf(v, n)
 #else
 #define MEAN(v, n) meanOf(uvec2(v, 0u), n).x
-#endif
-
-// MEAN_BY(v, d, reciprocal): v divided by the whole count d (meanCount) whose reciprocalOf is
-// given, for a count that divides several elements: float32's common case takes a multiply
-// instead of a division; the rest as divideByCount.
-#if ELEM == 4
-uint meanBy(uint x, uint d, uint reciprocal) {
-  uint quick;
-  if (kKind == VKDML_KIND_FLOAT && divideNormalFloat32By(x, d, reciprocal, quick)) return quick;
-  return divideByCount(uvec2(x, 0u), d).x;
-}
-#define MEAN_BY(v, d, reciprocal) meanBy(v, d, reciprocal)
-#elif ELEM == 8
-#define MEAN_BY(v, d, reciprocal) divideByCount(v, d)
-#else
-#define MEAN_BY(v, d, reciprocal) divideByCount(uvec2(v, 0u), d).x
 #endif

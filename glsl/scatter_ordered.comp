@@ -101,13 +101,8 @@ void applyRun(uint p, uint q, uint t, uint end) {
   if (kMean && (q >= units || SORT_KEY(sorted + q) != key)) {
     const bool earlier = first == pc.begin && first > 0u && SORT_KEY(sorted + first - 1u) == key;
     const uint n = q - (earlier ? runStart(sorted, key, first) : first);
-    // Several elements a thread: the count's reciprocal once (none for a power of two), a
-    // multiply for each.
-    const uint d = meanCount(n);
-    const uint reciprocal = kPer > 1u && (d & (d - 1u)) != 0u ? reciprocalOf(d) : 0u;
     for (uint j = 0u; j < kPer; ++j)
-      if (t + j * kThreadsPerUnit < kUnit)
-        value[j] = kPer > 1u ? MEAN_BY(value[j], d, reciprocal) : MEAN(value[j], n);
+      if (t + j * kThreadsPerUnit < kUnit) value[j] = MEAN(value[j], n);
   }
 #endif
   for (uint j = 0u; j < kPer; ++j)

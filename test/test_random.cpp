@@ -1842,13 +1842,12 @@ TEST_CASE_METHOD(Fixture, "Deterministic ScatterND with wide slices", "[random][
 }
 
 // A deterministic scatter mean of wide slices (glsl/scatter_ordered.comp, four elements a
-// thread: each run's count divides them through its reciprocal, glsl/divide.glsl: MEAN_BY) on
-// each float type, against the sequential reference, bit for bit: 64 rows of 256 taking 0, 1, 2,
-// 3, 5, 7, 127, 128 (the multiply's largest count), 129 and 300 updates (past it: the general
-// division) and a few each otherwise; any normal values (every rounding of the quotient, the
-// correction step taken and not), or inputs near the least normal value with updates +0
-// (denormal quotients, halfway cases among them: an odd significand halved), the input in the
-// mean and not.
+// thread, each divided by its run's length) on each float type, against the sequential
+// reference, bit for bit: 64 rows of 256 taking 0, 1, 2, 3, 5, 7, 127, 128 (the one-division
+// path's largest count), 129 and 300 updates (past it: the general division, glsl/divide.glsl)
+// and a few each otherwise; any normal values (every rounding of the quotient), or inputs near
+// the least normal value with updates +0 (denormal quotients, halfway cases among them: an odd
+// significand halved), the input in the mean and not.
 TEST_CASE_METHOD(Fixture, "Deterministic scatter means of wide slices", "[random][reduce][mean]") {
   TypeSweep sweep;  // fails if no type ran, or any was skipped on lavapipe
   const DML_TENSOR_DATA_TYPE it = DML_TENSOR_DATA_TYPE_INT32;
