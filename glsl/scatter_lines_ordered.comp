@@ -11,10 +11,11 @@
 // than a line's updates (lavapipe ends a shader's loops after 65535 iterations).
 // kStaged (a line's update values fit where its counts were, each thread owning at most
 // kOwnedMost targets and holding at most kOwnedMost updates): every load of a line is issued
-// first, coalesced (its indices, its update values, its targets' values), the update values
-// then wait in shared memory over the counts, and each target's thread folds its bucket from
-// there in increasing update order (the least update number above the last, found in the
-// bucket), holding its targets' values in registers: no load waits on another.
+// first, coalesced (its indices, its update values, its targets' values); each update finds its
+// rank in its bucket (the bucket's updates numbered below it) and puts its value there, in
+// shared memory over the counts, so each bucket holds its values in update order, and each
+// target's thread folds its bucket from there, holding its targets' values in registers: no
+// load waits on another.
 // kMean: a scatter mean, each target's sum divided by its updates (plus one where kSelf) as
 // glsl/mean.comp divides, in the same fold. FLOAT64 computes 8-byte floats (shaderFloat64).
 #extension GL_GOOGLE_include_directive : require
@@ -234,22 +235,37 @@ void main() {
         }
       barrier();
     }
+    // Staged: each update's bucket start beside its target (both below 2^16).
+    if (kStaged)
+      for (uint k = 0u; k < kItems; ++k)
+        if (tid + k * group < kPerLine) targets[k] |= counts(targets[k]) << 16;
     for (uint w = tid; w < kEntryWords; w += group) entries(w) = 0u;
     barrier();
     // Each update's number into its target's bucket; counts(t) ends as bucket t's end.
     for (uint k = 0u; k < kItems; ++k) {
       const uint e = tid + k * group;
       if (e < kPerLine) {
-        const uint position = atomicAdd(counts(targets[k]), 1u);
+        const uint position = atomicAdd(counts(targets[k] & 0xFFFFu), 1u);
         atomicOr(entries(position >> 1), e << ((position & 1u) * 16u));
       }
     }
     barrier();
     if (!longLine && kStaged) {
-      // The values over the counts, read no more (each owned bucket is in `bucket`); then each
-      // target folded from them in increasing update order.
+      // Each update's rank in its bucket (its target's updates before it), then its value at
+      // the bucket's start plus its rank, over the counts (read no more: each owned bucket is
+      // in `bucket`); then each target folds its bucket in order.
+      for (uint k = 0u; k < kItems; ++k) {
+        const uint e = tid + k * group;
+        if (e < kPerLine) {
+          const uint begin = targets[k] >> 16, end = counts(targets[k] & 0xFFFFu);
+          uint rank = 0u;
+          for (uint i = begin; i < end; ++i) rank += entry(i) < e ? 1u : 0u;
+          targets[k] = begin + rank;
+        }
+      }
+      barrier();
       for (uint k = 0u; k < kItems; ++k)
-        if (tid + k * group < kPerLine) stageValue(tid + k * group, values[k]);
+        if (tid + k * group < kPerLine) stageValue(targets[k], values[k]);
       barrier();
       if (ahead) LOAD_UPDATES(following)
       for (uint k = 0u; k < kOwned; ++k) {
@@ -259,21 +275,11 @@ void main() {
         if (n == 0u) continue;
         const uint target = outputAt(at, t);
         if (kReduce == VKDML_REDUCE_NONE) {  // the last update wins
-          uint latest = 0u;
-          for (uint i = 0u; i < n; ++i) latest = max(latest, entry(begin + i));
-          STORE(outputData, target, stagedValue(latest));
+          STORE(outputData, target, stagedValue(begin + n - 1u));
           continue;
         }
         V value = owned[k];
-        for (uint i = 0u, least = 0u; i < n; ++i) {  // the bucket's update numbers are distinct
-          uint next = 0xFFFFu;
-          for (uint j = 0u; j < n; ++j) {
-            const uint e = entry(begin + j);
-            if (e >= least && e < next) next = e;
-          }
-          value = reduceBits(value, stagedValue(next));
-          least = next + 1u;
-        }
+        for (uint i = 0u; i < n; ++i) value = reduceBits(value, stagedValue(begin + i));
         STORE(outputData, target, kMean ? MEAN(value, n) : value);
       }
       if (ahead) LOAD_OWNED(following)
@@ -303,7 +309,7 @@ void main() {
       barrier();  // the counts and entries are read no more
       for (uint k = 0u; k < kItems; ++k) {
         const uint e = tid + k * group;
-        if (e < kPerLine) keys(e) = targets[k] << 16 | e;
+        if (e < kPerLine) keys(e) = (targets[k] & 0xFFFFu) << 16 | e;
       }
       if (ahead) {  // this line's loads are used no more
         LOAD_UPDATES(following)
