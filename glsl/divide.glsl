@@ -71,11 +71,68 @@ bool divideNormalFloat32(uint x, uint n, out uint result) {
 }
 #endif
 
+#if ELEM == 4
+// float32 x / n for any x and count n >= 1: the common case as divideNormalFloat32, the rest
+// (denormals in or out, n over 128, zeros, infinities, NaNs) in 32-bit words alone, 16 bits of
+// the quotient at a time (one for a count of 2^16 or more): few registers beside the kernels'.
+uint divideFloat32(uint x, uint n) {
+  uint quick;
+  if (divideNormalFloat32(x, n, quick)) return quick;
+  const uint sign = x & 0x80000000u, field = (x >> 23) & 0xFFu, fraction = x & 0x7FFFFFu;
+  if (field == 0xFFu) return fraction == 0u ? x : x | 0x400000u;  // infinity, or a NaN made quiet
+  if (field == 0u && fraction == 0u) return x;                     // +-0
+  // |x| = m * 2^e with m's leading bit at 2^23.
+  uint m = field != 0u ? fraction | 0x800000u : fraction;
+  const uint lift = 23u - uint(findMSB(m));
+  m <<= lift;
+  const int e = int(max(field, 1u)) - 150 - int(lift);
+  // q = floor(m * 2^k / n) has 26 or 27 bits (two or more below the significand's 24), r the
+  // remainder: long division of the 24 + k bits of m * 2^k, 16 of them at a time for a count
+  // below 2^16 (as longDivide), else one at a time.
+  const uint k = uint(findMSB(n)) + 3u;
+  uint q = 0u, r = 0u;
+  if (n <= 0xFFFFu) {
+    for (uint at = (24u + k + 15u) & ~15u; at > 0u;) {
+      at -= 16u;  // the digit: bits [at, at + 16) of m * 2^k
+      const uint current = (r << 16) | ((at >= k ? m >> (at - k) : m << (k - at)) & 0xFFFFu);
+      q = (q << 16) | (current / n);
+      r = current % n;
+    }
+  } else {
+    for (uint i = 24u + k; i-- > 0u;) {
+      const uint bit = i >= k ? (m >> (i - k)) & 1u : 0u;
+      const bool carry = r >= 0x80000000u;  // 2r + 1 carries out of 32 bits: past n
+      r = (r << 1) | bit;
+      q <<= 1;
+      if (carry || r >= n) {
+        r -= n;
+        q |= 1u;
+      }
+    }
+  }
+  // |x| / n = (q + r / n) * 2^(e - k): keep the significand's 24 bits, or, below the least
+  // normal exponent, the bits down to the least denormal's 2^-149.
+  const uint qBits = uint(findMSB(q)) + 1u;
+  const int lead = e - int(k) + int(qBits) - 1;
+  uint drop = qBits - 24u, exponent = 0u;
+  if (lead >= -126) {
+    exponent = uint(lead + 126) << 23;  // the field less 1: s's leading bit adds it
+  } else {
+    const int d = -149 - (e - int(k));
+    if (d > int(qBits)) return sign;  // below half the least denormal
+    drop = uint(d);
+  }
+  uint s = q >> drop;
+  const uint below = q - (s << drop), halfway = 1u << (drop - 1u);
+  if (below > halfway || (below == halfway && (r != 0u || (s & 1u) != 0u))) ++s;
+  return sign | (exponent + s);
+}
+#endif
+
 uvec2 divideFloat(uvec2 x, uint n) {
 #if ELEM == 4
-  uint quick;
-  if (divideNormalFloat32(x.x, n, quick)) return uvec2(quick, 0u);
-#endif
+  return uvec2(divideFloat32(x.x, n), 0u);
+#else
   const uvec2 one = uvec2(1u, 0u);
   const uvec2 signBit = shiftLeft2x32(one, 8u * ELEM - 1u);
   const uvec2 hidden = shiftLeft2x32(one, kFractionBits);
@@ -114,6 +171,7 @@ uvec2 divideFloat(uvec2 x, uint n) {
   const uvec2 exponent = biased > 0 ? shiftLeft2x32(uvec2(uint(biased - 1), 0u), kFractionBits)
                                     : uvec2(0u);
   return add2x32(exponent, r) | sign;
+#endif
 }
 
 // x's low 8 * ELEM bits as an integer (kSigned: two's complement) divided by n, rounded toward

@@ -548,6 +548,41 @@ TEST_CASE("Kernels: the ordered line kernel up to the shared-memory limit", "[ke
   }
 }
 
+// The bench's deterministic ScatterElements (scatter-elements-add-axis1-f32-det and its mean: 8192
+// lines of 8192 float32 targets and updates, int64 indices) on an H200 as vkdml sees it (48 KiB
+// of shared memory, 1024-thread workgroups, no denormal promise, float64): the ordered line
+// kernel with 1024 threads, 8 updates and 8 targets a thread, and the updates no more than the
+// targets, so glsl/scatter_lines_ordered.comp stages the values (kStaged: at most 16 each); the
+// mean divides in it, no passes after.
+TEST_CASE("Kernels: the bench's deterministic lines are staged on an H200", "[kernels][mean]") {
+  const DML_TENSOR_DATA_TYPE f32 = DML_TENSOR_DATA_TYPE_FLOAT32, i64 = DML_TENSOR_DATA_TYPE_INT64;
+  Capabilities device;
+  device.storage8 = device.storage16 = true;
+  device.maxSharedMemory = 48 << 10;
+  device.maxLinesGroupSize = 1024;
+  device.maxGroups = 65535;
+  device.float64 = device.float64Elements = true;
+  device.float32AtomicAdd = device.int64 = device.int64Atomics = true;
+  for (VKDML_REDUCE_FUNCTION f : {VKDML_REDUCE_FUNCTION_ADD, VKDML_REDUCE_FUNCTION_MEAN}) {
+    INFO("reduce " << f);
+    OpSpec spec =
+        OpSpec::ScatterElements(TensorDesc(f32, {8192, 8192}), TensorDesc(i64, {8192, 8192}),
+                                TensorDesc(f32, {8192, 8192}), TensorDesc(f32, {8192, 8192}), 1);
+    spec.WithReduce(f);
+    const KernelSet set = Choose(spec, device, VKDML_EXECUTION_FLAG_DETERMINISTIC);
+    REQUIRE(!set.steps.empty());
+    const auto& k = set.steps.back().plain;
+    CHECK(k.module == "lines_ordered_e4_i64_w");
+    const UINT group = k.spec[VKDML_SPEC_GROUP_SIZE], length = k.spec[VKDML_SPEC_LINE_LENGTH];
+    CHECK(group == 1024);
+    CHECK(k.spec[VKDML_SPEC_ITEMS] == 8);
+    CHECK(k.spec[VKDML_SPEC_UNIT] <= length);   // the values fit in the counts' words
+    CHECK((length + group - 1) / group <= 16);  // targets a thread
+    CHECK(k.spec[VKDML_SPEC_MEAN] == UINT(f == VKDML_REDUCE_FUNCTION_MEAN));
+    CHECK(set.tallyWords == 0);
+  }
+}
+
 // Where loops are bounded (lavapipe, whatever type it reports), a line kernel's workgroup takes
 // only as many lines as keep each invocation's loops within the bound: the minimum-limits device
 // (an integrated GPU over lavapipe) folded 72 lines of 957 updates in one workgroup wrongly. With

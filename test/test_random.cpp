@@ -1966,6 +1966,56 @@ TEST_CASE_METHOD(Fixture, "Deterministic ScatterND with wide slices", "[random][
   }
 }
 
+// A deterministic scatter mean of wide slices (glsl/scatter_ordered.comp, four elements a
+// thread, each divided by its run's length) on each float type, against the sequential
+// reference, bit for bit: 64 rows of 256 taking 0, 1, 2, 3, 5, 7, 127, 128 (the one-division
+// path's largest count), 129 and 300 updates (past it: the general division, glsl/divide.glsl)
+// and a few each otherwise; any normal values (every rounding of the quotient), or inputs near
+// the least normal value with updates +0 (denormal quotients, halfway cases among them: an odd
+// significand halved), the input in the mean and not.
+TEST_CASE_METHOD(Fixture, "Deterministic scatter means of wide slices", "[random][reduce][mean]") {
+  TypeSweep sweep;  // fails if no type ran, or any was skipped on lavapipe
+  const DML_TENSOR_DATA_TYPE it = DML_TENSOR_DATA_TYPE_INT32;
+  const UINT rows = 64, width = 256;
+  const UINT fixed[] = {0, 1, 2, 3, 5, 7, 127, 128, 129, 300};
+  for (DML_TENSOR_DATA_TYPE dt :
+       {DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_FLOAT16, DML_TENSOR_DATA_TYPE_FLOAT64}) {
+    if (!sweep.Runs(dt, VKDML_REDUCE_FUNCTION_MEAN)) continue;
+    for (int variant = 0; variant < 3; ++variant) {
+      const bool tiny = variant == 2, excludeSelf = variant == 1;
+      Rng rng(BaseSeed() ^ 0x3EA0 ^ (UINT64(variant) << 8) ^ dt);
+      std::vector<int64_t> targets;
+      for (UINT r = 0; r < rows; ++r) {
+        const UINT n = r < std::size(fixed) ? fixed[r] : UINT(rng.U(0, 6));
+        targets.insert(targets.end(), n, int64_t(r));
+      }
+      std::shuffle(targets.begin(), targets.end(), rng.g);
+      const UINT updates = UINT(targets.size());
+      TensorDesc in(dt, {rows, width}), ix(it, {updates, 1}), upd(dt, {updates, width}), out = in;
+      Case c;
+      c.spec = OpSpec::ScatterND(in, ix, upd, out, 2, 2);
+      c.spec.WithReduce(VKDML_REDUCE_FUNCTION_MEAN);
+      c.spec.excludeSelf = excludeSelf;
+      c.inputs = {RandomBytes(rng, in.Total()), IndexBytes(it, targets, ix.Total()),
+                  RandomBytes(rng, upd.Total())};
+      const int spread = dt == DML_TENSOR_DATA_TYPE_FLOAT16 ? 4 : 12;
+      for (int t : {0, 2}) {
+        const ref::Tensor desc = (t == 0 ? in : upd).Ref();
+        ref::ForEachCoord(desc.sizes, [&](const ref::Coord& at) {
+          const uint64_t v =
+              FloatBits(dt, rng.P(0.5), int(rng.U(0, 2 * spread)) - spread, rng.U(0, ~0ull));
+          std::memcpy(c.inputs[t].data() + desc.ByteOffset(at), &v, desc.ElemSize());
+        });
+      }
+      if (tiny) FillTinyMeanValues(rng, in, upd, &c.inputs);
+      c.opts.flags = VKDML_EXECUTION_FLAG_DETERMINISTIC;
+      INFO(c.spec.ToString() << (tiny ? ", denormal quotients" : "")
+                             << (excludeSelf ? ", ExcludeSelf" : ""));
+      RunCase(c);
+    }
+  }
+}
+
 // A deterministic ScatterElements whose line fills exactly the shared memory of a device whose
 // limit is 32 KiB (lavapipe) or 48 KiB (vkdml's cap, reached on NVIDIA): glsl/
 // scatter_lines_ordered.comp then takes all of it (interface.h: VKDML_ORDERED_SHARED_WORDS), and
@@ -1993,6 +2043,64 @@ TEST_CASE_METHOD(Fixture, "Deterministic ScatterElements on lines that fill shar
       INFO(words << " words of shared memory, " << targets << " targets per line");
       ScopedLines lines(true);
       RunCase(c);
+    }
+  }
+}
+
+// A deterministic ScatterElements on lines whose update values fit where the line's counts were
+// (glsl/scatter_lines_ordered.comp, kStaged: every load first, then each target folded from
+// shared memory in update order), and on lines with more updates than targets (not staged),
+// every reduction on float and integer types, against the sequential reference, bit for bit:
+// updates spread over each line (short buckets: 1 to a dozen updates a target, 0 for some) or
+// a few targets crowded within a bucket's limit, the input in a mean and not, one workgroup for
+// all three lines or one each. Sizes keep each line within lavapipe's loop bound
+// (lib/kernels/kernel_lines.cpp: WithinLoopBound).
+TEST_CASE_METHOD(Fixture, "Deterministic ScatterElements on lines staged in shared memory",
+                 "[random][reduce][mean]") {
+  TypeSweep sweep;  // fails if no type ran, or any was skipped on lavapipe
+  const DML_TENSOR_DATA_TYPE it = DML_TENSOR_DATA_TYPE_INT64;
+  const struct {
+    UINT length, perLine, targets;  // `perLine` updates into the first `targets` of `length`
+  } shapes[] = {{2048, 2000, 2048}, {1500, 1400, 120}, {700, 1400, 700},
+                {512, 500, 512},    {400, 380, 40},    {33, 31, 33}};
+  int number = 0;
+  for (DML_TENSOR_DATA_TYPE dt : {DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_FLOAT16,
+                                  DML_TENSOR_DATA_TYPE_FLOAT64, DML_TENSOR_DATA_TYPE_INT8}) {
+    for (VKDML_REDUCE_FUNCTION f :
+         {VKDML_REDUCE_FUNCTION_NONE, VKDML_REDUCE_FUNCTION_ADD, VKDML_REDUCE_FUNCTION_MULTIPLY,
+          VKDML_REDUCE_FUNCTION_MAX, VKDML_REDUCE_FUNCTION_MEAN}) {
+      // Every reduction on float32 and int8 (MAX: float32's goes to the ties' passes), the sum
+      // and the mean on the others.
+      const bool every = dt == DML_TENSOR_DATA_TYPE_FLOAT32 || dt == DML_TENSOR_DATA_TYPE_INT8;
+      if (!every && f != VKDML_REDUCE_FUNCTION_ADD && f != VKDML_REDUCE_FUNCTION_MEAN) continue;
+      if (!sweep.Runs(dt, f)) continue;
+      for (const auto& shape : shapes) {
+        Rng rng(BaseSeed() ^ 0x57A6 ^ (UINT64(++number) << 16));
+        const UINT lines = 3;
+        TensorDesc in(dt, {lines, shape.length}), ix(it, {lines, shape.perLine}),
+            upd(dt, {lines, shape.perLine}), out = in;
+        Case c;
+        c.spec = OpSpec::ScatterElements(in, ix, upd, out, 1);
+        if (f != VKDML_REDUCE_FUNCTION_NONE) c.spec.WithReduce(f);
+        c.spec.excludeSelf = f != VKDML_REDUCE_FUNCTION_NONE && number % 4 < 2;
+        // One workgroup for every line (each line's loads issued during the fold of the one
+        // before it), or a workgroup a line.
+        const bool oneGroup = number % 2 == 1;
+        std::vector<int64_t> values(UINT64(lines) * shape.perLine);
+        for (int64_t& v : values) v = int64_t(rng.U(0, shape.targets - 1));
+        c.inputs = {RandomBytes(rng, in.Total()), IndexBytes(it, values, ix.Total()),
+                    RandomBytes(rng, upd.Total())};
+        const VKDML_REDUCE_FUNCTION sum =
+            f == VKDML_REDUCE_FUNCTION_MEAN ? VKDML_REDUCE_FUNCTION_ADD : f;
+        FillReduceValues(rng, in, sum, false, &c.inputs[0]);
+        FillReduceValues(rng, upd, sum, false, &c.inputs[2]);
+        c.opts.flags = VKDML_EXECUTION_FLAG_DETERMINISTIC;
+        INFO(c.spec.ToString() << ", " << shape.targets << " targets a line"
+                               << (oneGroup ? ", VKDML_MAX_GROUPS=1" : ""));
+        ScopedLines scoped(true);
+        ScopedSwitch groups("VKDML_MAX_GROUPS", oneGroup ? "1" : "");
+        RunCase(c);
+      }
     }
   }
 }
