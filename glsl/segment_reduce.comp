@@ -225,6 +225,105 @@ void foldRows(inout VALUE acc[LANES], inout uint where[LANES], uint r, uint last
   }
 }
 
+#if VEC && !LONG
+// The fold's rows, 4 columns an invocation (foldVec): 4 rows' 16-byte loads held in registers (no
+// arrays, which a compiler may put in memory), the next 4 rows' loads issued before these are
+// folded, so a segment's loads stay in flight while it folds. Float32 SUM (where the device may
+// flush denormals: WIDE_FLOAT32) and float MIN and MAX fold in the device's float arithmetic,
+// recording what could make that differ from the exact fold (reduceBits); where anything could,
+// the rows are folded again exactly. SUM: x + u is exact on a device that flushes denormals when
+// x is no denormal and u is 0 or of magnitude 2^-102 or more (a sum of such values that is not 0
+// is a multiple of 2^-125 or at least 2^-103: a normal, so nothing is flushed, and so by induction
+// every partial sum is normal or 0). MIN, MAX: a device's max (min) is the exact one where no
+// value is a NaN or a denormal and the result is not a zero (whose sign is the first zero's).
+uvec4 loadRow(uint b) {
+  return sourceVecs[b >> 4];
+}
+
+uvec4 foldExact(uvec4 acc, uvec4 v, bool take) {
+  if (take) return v;
+  return uvec4(reduceBits(acc.x, v.x), reduceBits(acc.y, v.y), reduceBits(acc.z, v.z),
+               reduceBits(acc.w, v.w));
+}
+
+#if WIDE_FLOAT32
+const bool kFastAdd = kKind == VKDML_KIND_FLOAT && kReduce == VKDML_REDUCE_ADD;
+#else
+const bool kFastAdd = false;
+#endif
+const bool kFastPick = kKind == VKDML_KIND_FLOAT && kPick;
+// The lowest of (bits << 1) - 2 over the values (a zero: 0xFFFFFFFE): at least kAddFloor where
+// each is 0 or of magnitude 2^-102 (0x0C800000) or more, at least kNormalFloor where none is a
+// denormal. The highest of bits << 1: above kNanCeiling where one is a NaN.
+const uint kAddFloor = 0x18FFFFFEu, kNormalFloor = 0x00FFFFFEu, kNanCeiling = 0xFF000000u;
+
+uint lowest(uvec4 v) {
+  const uvec4 t = v * 2u - 2u;
+  return min(min(t.x, t.y), min(t.z, t.w));
+}
+uint highest(uvec4 v) {
+  const uvec4 t = v * 2u;
+  return max(max(t.x, t.y), max(t.z, t.w));
+}
+
+// Rows [r, last) from byte b (row r's), `stride` bytes apart, folded into acc in row order; with
+// `take` row r's value taken (MIN's or MAX's first row without an initial value).
+uvec4 foldVec(uvec4 acc, uint r, uint last, uint b, uint stride, bool take) {
+  const uint n = last - r, first = b;
+  precise vec4 f = uintBitsToFloat(acc);  // the fast folds' value
+  uint low = take ? 0xFFFFFFFFu : lowest(acc), high = take ? 0u : highest(acc);
+  uvec4 q0, q1, q2, q3;
+  if (n > 0u) q0 = loadRow(b);
+  if (n > 1u) q1 = loadRow(b + stride);
+  if (n > 2u) q2 = loadRow(b + 2u * stride);
+  if (n > 3u) q3 = loadRow(b + 3u * stride);
+#define FOLD_ROW(q, takeIt)                                             \
+  if (kFastAdd) {                                                       \
+    f += uintBitsToFloat(q);                                            \
+    low = min(low, lowest(q));                                          \
+  } else if (kFastPick) {                                               \
+    const vec4 u_ = uintBitsToFloat(q);                                 \
+    f = (takeIt) ? u_ : kReduce == VKDML_REDUCE_MAX ? max(f, u_) : min(f, u_); \
+    low = min(low, lowest(q));                                          \
+    high = max(high, highest(q));                                       \
+  } else {                                                              \
+    acc = foldExact(acc, q, takeIt);                                    \
+  }
+  for (uint i = 0u; i < n; i += 4u) {
+    uvec4 p0, p1, p2, p3;  // the next 4 rows' loads, before these 4 rows' fold
+    b += 4u * stride;
+    if (i + 4u < n) p0 = loadRow(b);
+    if (i + 5u < n) p1 = loadRow(b + stride);
+    if (i + 6u < n) p2 = loadRow(b + 2u * stride);
+    if (i + 7u < n) p3 = loadRow(b + 3u * stride);
+    FOLD_ROW(q0, take && i == 0u)
+    if (i + 1u < n) {
+      FOLD_ROW(q1, false)
+    }
+    if (i + 2u < n) {
+      FOLD_ROW(q2, false)
+    }
+    if (i + 3u < n) {
+      FOLD_ROW(q3, false)
+    }
+    q0 = p0;
+    q1 = p1;
+    q2 = p2;
+    q3 = p3;
+  }
+#undef FOLD_ROW
+  if (!kFastAdd && !kFastPick) return acc;
+  const uvec4 result = floatBitsToUint(f);
+  const bool exact =
+      kFastAdd ? low >= kAddFloor
+               : low >= kNormalFloor && high <= kNanCeiling &&
+                     all(notEqual(result & 0x7FFFFFFFu, uvec4(0u)));
+  if (exact) return n == 0u ? acc : result;
+  for (uint i = 0u; i < n; ++i) acc = foldExact(acc, loadRow(first + i * stride), take && i == 0u);
+  return acc;
+}
+#endif
+
 // Stores output element (at.x) of a segment of `length` rows: the fold (acc, where), the empty
 // value, the mean, or the row.
 void finish(uvec4 at, VALUE acc[LANES], uint where[LANES], uint length, uint flags) {
@@ -468,8 +567,15 @@ void main() {
       }
     }
     const uint to = min(length, pc.to), r = start + pc.from;
+#if VEC
+    const uvec4 folded = foldVec(uvec4(acc[0], acc[1], acc[2], acc[3]), r, start + to,
+                                 pc.srcBase + at.y + r * rowStride, rowStride,
+                                 kPick && !initial && pc.from == 0u);
+    for (uint k = 0u; k < LANES; ++k) acc[k] = folded[k];
+#else
     foldRows(acc, where, r, start + to, pc.srcBase + at.y + r * rowStride, rowStride, start,
              kPick && !initial);
+#endif
     if (to < length) {  // a later dispatch goes on
       for (uint k = 0u; k < LANES; ++k) {
         const uint w = (i * LANES + k) * VKDML_SEGMENT_PARTIAL_WORDS;

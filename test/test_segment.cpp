@@ -527,6 +527,61 @@ TEST_CASE_METHOD(Fixture, "Segment reductions: four columns at a time", "[segmen
       }
 }
 
+// The fold 4 columns an invocation (glsl/segment_reduce.comp, foldVec) on many short segments:
+// float32 SUM, MEAN, MIN and MAX fold in the device's float arithmetic where that is exact and
+// fold again exactly where it may not be (a denormal, a NaN, a zero MIN or MAX, a partial sum
+// that may become a denormal), so each runs on values of each kind: plain ones (the fast folds
+// kept), with NaN, infinities and denormals, and tiny ones (normals below 2^-102 whose sums are
+// denormals), mostly zeros of both signs; an initial value that is a denormal; int32 too.
+TEST_CASE_METHOD(Fixture, "Segment reductions: four columns folded fast or exactly", "[segment]") {
+  const bool denormals = KeepsDenormals32();
+  int n = 0;
+  for (auto type : {DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_INT32})
+    for (auto f : {VKDML_SEGMENT_REDUCE_FUNCTION_SUM, VKDML_SEGMENT_REDUCE_FUNCTION_MEAN,
+                   VKDML_SEGMENT_REDUCE_FUNCTION_MIN, VKDML_SEGMENT_REDUCE_FUNCTION_MAX,
+                   VKDML_SEGMENT_REDUCE_FUNCTION_PROD})
+      for (int values = 0; values < 4; ++values)
+        for (auto empty : {VKDML_SEGMENT_EMPTY_SCATTER, VKDML_SEGMENT_EMPTY_INITIAL}) {
+          if (values >= 2 && type != DML_TENSOR_DATA_TYPE_FLOAT32) continue;
+          if (values == 2 && !denormals) continue;
+          Rng rng(BaseSeed() ^ (0xFA57 + 977 * n++));
+          SegCase c;
+          c.type = type;
+          c.f = f;
+          c.empty = empty;
+          c.sorted = rng.P(0.3);
+          c.sizes = {300, 16};  // 4 invocations a segment
+          c.segments = 60;      // about 5 rows each, some empty
+          RandomIndices(rng, c, 1, false);
+          c.values.resize(Count(c.sizes));
+          for (auto& v : c.values) {
+            if (values == 0) {
+              v = RandomBits(rng, type, false, false);
+            } else if (values == 1) {
+              v = RandomBits(rng, type, denormals);
+            } else if (values == 2) {  // tiny: 2^-126 to 2^-100 and zeros, either sign
+              const float sign = rng.P(0.5) ? -1.0f : 1.0f;
+              v = rng.P(0.1) ? ToBits(sign * 0.0f)
+                             : ToBits(sign * std::ldexp(float(rng.U(1, 7)), -int(rng.U(100, 126))));
+            } else {  // mostly zeros of either sign (MIN's and MAX's ties)
+              const float sign = rng.P(0.5) ? -1.0f : 1.0f;
+              v = ToBits(sign * (rng.P(0.8) ? 0.0f : 1.0f));
+            }
+          }
+          if (empty == VKDML_SEGMENT_EMPTY_INITIAL)
+            c.initial = values == 2 ? ToBits(-0x1p-140f) : RandomBits(rng, type, false, false);
+          SegBuilt b;
+          Build(c, &b);
+          bool wide = false;
+          for (const auto& step : Chosen(b.op).steps)
+            wide = wide || (step.hasWide && step.wide.module.rfind("segment_w4v", 0) == 0);
+          INFO("type " << UINT(type) << ", function " << UINT(f) << ", values " << values
+                       << ", empty " << UINT(empty));
+          CHECK(wide);
+          RunCase(c);
+        }
+}
+
 // The recording path with every binding at an offset in one buffer: 16 bytes (the fold 4 columns
 // an invocation) and 4 (one column), each checked against the reference, nothing outside the
 // output changed, and IndexStatus reporting a bad offset in checked mode.
