@@ -171,6 +171,27 @@ uint lowerBound(uint first, uint stride, uint rows, uint s) {
   return lo;
 }
 
+// The first row r in [start, rows) with an id not below s + 1 (rows where every id is), for a
+// segment s starting at `start`: galloping from start (rows start, start + 1, + 3, + 7, ...),
+// then bisection within the last step, so a short segment's end is found among the ids that its
+// start's bisection has just read (cached) rather than by a bisection over all the rows.
+uint endFrom(uint first, uint stride, uint rows, uint s, uint start) {
+  uint lo = start, hi = start, step = 1u;
+  while (hi < rows && idBelow(first + hi * stride, s + 1u)) {
+    lo = hi + 1u;
+    hi = rows - hi > step ? hi + step : rows;  // (no wrap past 2^32)
+    step <<= 1;
+  }
+  while (lo < hi) {
+    const uint mid = (lo + hi) >> 1;
+    if (idBelow(first + mid * stride, s + 1u))
+      lo = mid + 1u;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
 // An offset clamped into [0, rows].
 uint clampOffset(uint e, uint rows) {
   const uvec2 v = readIndex(e);
@@ -514,7 +535,7 @@ void main() {
     uint start, end;
     if (coo) {
       start = lowerBound(at.z, indexStride, rows, at.w);
-      end = max(lowerBound(at.z, indexStride, rows, at.w + 1u), start);
+      end = endFrom(at.z, indexStride, rows, at.w, start);
     } else {
       start = clampOffset(at.z, rows);
       end = max(clampOffset(at.z + indexStride, rows), start);
