@@ -16,10 +16,11 @@
 //   segment for bag_dispatches (lib/kernels/kernel_segment.cpp). The long path (Push::begin the
 //   stage, interface.h): the fold lists the segments longer than VKDML_SEGMENT_LONG_ROWS, whose
 //   chunks are then folded at once (an invocation per listed element and chunk, adjacent ones
-//   adjacent columns), their results folded in chunk order: for the reductions whose results
-//   do not depend on how the rows are grouped, the same bits. Float sums and products stream
-//   each listed segment instead (a workgroup each, stream() below). The stages past the fold
-//   build as modules of their own (LONG=1: "_long"), so the fold's registers stay its own.
+//   adjacent columns), their results folded in chunk order by the invocation whose chunk
+//   arrives last (one dispatch past the fold): for the reductions whose results do not depend
+//   on how the rows are grouped, the same bits. Float sums and products stream each listed
+//   segment instead (a workgroup each, stream() below). The stage past the fold builds as
+//   modules of its own (LONG=1: "_long"), so the fold's registers stay its own.
 // CHECK: checked mode's pass over IndicesTensor (row-major), recording the first offset that is
 //   negative, past params.x (the rows) or below the one before it, or (VKDML_SEGMENT_COO) the
 //   first id outside [0, params.x) or below the one before it; params.y is IndicesTensor's size
@@ -469,7 +470,8 @@ void main() {
     return;
   }
   if (pc.begin != VKDML_SEGMENT_STAGE_FOLD) {
-    // The long path's chunks (a chunk of a listed segment an invocation) or combine.
+    // The long path's chunks (a chunk of a listed segment an invocation), then the combine by
+    // the invocation whose chunk arrives last.
     const uint slot = gl_GlobalInvocationID.x;
     if (slot >= min(DISPATCH(VKDML_SEGMENT_LONG_COUNT), pc.end)) return;
     const uint i = LIST(slot, 0u), start = LIST(slot, 1u), length = LIST(slot, 2u);
@@ -481,24 +483,30 @@ void main() {
       acc[k] = startValue();
       where[k] = rows;
     }
-    if (pc.begin == VKDML_SEGMENT_STAGE_CHUNKS) {
-      const uint c = gl_WorkGroupID.y;
-      if (c >= chunks) return;
-      const uint r = start + c * part, last = min(r + part, start + length);
-      foldRows(acc, where, r, last, pc.srcBase + at.y + r * rowStride, rowStride, r, true);
-      for (uint k = 0u; k < LANES; ++k) {
-        const uint w = chunkWord(slot, c, k);
+    const uint c = gl_WorkGroupID.y;
+    if (c >= chunks) return;
+    const uint r = start + c * part, last = min(r + part, start + length);
+    foldRows(acc, where, r, last, pc.srcBase + at.y + r * rowStride, rowStride, r, true);
+    // The chunk's results through the device's memory (atomics: no cache of this invocation's
+    // holds them), then its arrival; the last to arrive sees every chunk's.
+    for (uint k = 0u; k < LANES; ++k) {
+      const uint w = chunkWord(slot, c, k);
 #if ELEM == 8
-        PARTIAL(w) = acc[k].x;
-        PARTIAL(w + 1u) = acc[k].y;
+      atomicExchange(PARTIAL(w), acc[k].x);
+      atomicExchange(PARTIAL(w + 1u), acc[k].y);
 #else
-        PARTIAL(w) = acc[k];
+      atomicExchange(PARTIAL(w), acc[k]);
 #endif
-        PARTIAL(w + 2u) = where[k];
-      }
-      return;
+      atomicExchange(PARTIAL(w + 2u), where[k]);
     }
+    memoryBarrierBuffer();
+    if (atomicAdd(DISPATCH(VKDML_SEGMENT_ARRIVALS + slot), 1u) != chunks - 1u) return;
+    memoryBarrierBuffer();
     // The combine: the chunks' results in order, kBatch chunks' loads at once.
+    for (uint k = 0u; k < LANES; ++k) {
+      acc[k] = startValue();
+      where[k] = rows;
+    }
     for (uint c = 0u; c < chunks; c += kBatch) {
       VALUE v[kBatch][LANES];
       uint vw[kBatch][LANES];
@@ -507,11 +515,11 @@ void main() {
           for (uint k = 0u; k < LANES; ++k) {
             const uint w = chunkWord(slot, c + j, k);
 #if ELEM == 8
-            v[j][k] = uvec2(PARTIAL(w), PARTIAL(w + 1u));
+            v[j][k] = uvec2(atomicOr(PARTIAL(w), 0u), atomicOr(PARTIAL(w + 1u), 0u));
 #else
-            v[j][k] = PARTIAL(w);
+            v[j][k] = atomicOr(PARTIAL(w), 0u);
 #endif
-            vw[j][k] = PARTIAL(w + 2u);
+            vw[j][k] = atomicOr(PARTIAL(w + 2u), 0u);
           }
       for (uint j = 0u; j < kBatch; ++j) {
         if (c + j >= chunks) break;
@@ -562,9 +570,6 @@ void main() {
         atomicMax(DISPATCH(VKDML_BAG_COMMAND(0)), groups);
         atomicMax(DISPATCH(VKDML_BAG_COMMAND(0) + 1u), chunks);
         atomicMax(DISPATCH(VKDML_BAG_COMMAND(0) + 2u), 1u);
-        atomicMax(DISPATCH(VKDML_BAG_COMMAND(1)), groups);
-        atomicMax(DISPATCH(VKDML_BAG_COMMAND(1) + 1u), 1u);
-        atomicMax(DISPATCH(VKDML_BAG_COMMAND(1) + 2u), 1u);
         continue;
       }
     }

@@ -801,11 +801,12 @@ TEST_CASE_METHOD(Fixture, "Segment reductions: long float segments streamed", "[
 }
 
 // Which steps the long path takes (GPU-free): on a GPU (loops unbounded) MAX and integer SUM of
-// more rows than VKDML_SEGMENT_LONG_ROWS take the fold (listing long segments), the chunks'
-// stage and the combine (both indirect); float SUM, MEAN and PROD stream (the fold, then a
-// workgroup per listed element); rows too few to make a long segment keep the one fold. Where
-// loops are bounded, the long path needs every element to fit the list and a chunk's (the
-// stream: a segment's) rows to fit a dispatch: past that, the fold's dispatches as before.
+// more rows than VKDML_SEGMENT_LONG_ROWS take the fold (listing long segments) and the chunks'
+// stage (indirect; the last chunk of a segment to arrive combines them); float SUM, MEAN and PROD
+// stream (the fold, then a workgroup per listed element); rows too few to make a long segment keep
+// the one fold. Where loops are bounded, the long path needs every element to fit the list and a
+// chunk's (the stream: a segment's) rows to fit a dispatch: past that, the fold's dispatches as
+// before.
 TEST_CASE("Kernels: segment reductions' long path", "[segment][kernels]") {
   using vkdml::detail::Capabilities;
   Capabilities gpu;
@@ -830,11 +831,10 @@ TEST_CASE("Kernels: segment reductions' long path", "[segment][kernels]") {
     }
     return s;
   };
+  // (The chunks' stage combines too: its last chunk to arrive.)
   const std::vector<UINT> longPath = {VKDML_SEGMENT_STAGE_FOLD * 10,
-                                      VKDML_SEGMENT_STAGE_CHUNKS * 10 + 1,
-                                      VKDML_SEGMENT_STAGE_COMBINE * 10 + 2};
-  const std::vector<UINT> stream = {VKDML_SEGMENT_STAGE_FOLD * 10,
-                                    VKDML_SEGMENT_STAGE_CHUNKS * 10 + 1};
+                                      VKDML_SEGMENT_STAGE_CHUNKS * 10 + 1};
+  const std::vector<UINT> stream = longPath;
   SegCase c;
   c.sizes = {100000, 128};
   c.segments = 4;
@@ -851,7 +851,8 @@ TEST_CASE("Kernels: segment reductions' long path", "[segment][kernels]") {
         const vkdml::detail::KernelSet set = choose(c, gpu);
         if (Regroupable(type, f)) {
           CHECK(stages(set) == longPath);
-          CHECK(set.dispatchWords == VKDML_BAG_COMMAND(2));
+          // The count, command 0 and an arrivals count an entry.
+          CHECK(set.dispatchWords == VKDML_SEGMENT_ARRIVALS + set.steps[1].plain.end);
           CHECK(set.steps[1].plain.end > 0);  // the list's capacity
           CHECK(set.steps[1].plain.end <= 100000 * 128);
           // 4 columns at a time: 4 times the words an entry, a quarter of the entries.
