@@ -916,3 +916,68 @@ TEST_CASE("Kernels: segment reductions' long path", "[segment][kernels]") {
     CHECK(set.dispatchWords == 0);
   }
 }
+
+// Which fold takes a segment reduction (GPU-free): 4 columns an invocation ("segment_w4v", 16-byte
+// loads and stores, its bindings on 16 bytes) for 4-byte values but ARGMIN's and ARGMAX's rows
+// whose columns are contiguous, a multiple of 4 of them, and whose rows start on 16 bytes; else
+// the column an invocation fold ("segment_w4", "segment_w8") alone. Keyed on the element size:
+// float32 and int32 alike, float SUM's module the device's float arithmetic's ("_w": float64
+// beside float32 that may flush denormals, as on NVIDIA).
+TEST_CASE("Kernels: segment reductions' four-column fold", "[segment][kernels]") {
+  vkdml::detail::Capabilities gpu;
+  gpu.maxGroups = 65535;
+  gpu.float64 = gpu.float64Elements = true;
+  struct Want {
+    DML_TENSOR_DATA_TYPE type;
+    VKDML_SEGMENT_REDUCE_FUNCTION f;
+    UINT columns;
+    std::vector<UINT> strides;  // InputTensor's, in elements (empty: packed)
+    DML_TENSOR_DATA_TYPE indexType;
+    const char* wide;  // the wide fold's module, or "" for none
+    const char* plain;
+  };
+  const auto f32 = DML_TENSOR_DATA_TYPE_FLOAT32, i32 = DML_TENSOR_DATA_TYPE_INT32;
+  const auto i64 = DML_TENSOR_DATA_TYPE_INT64, f16 = DML_TENSOR_DATA_TYPE_FLOAT16;
+  const auto f64 = DML_TENSOR_DATA_TYPE_FLOAT64;
+  const auto sum = VKDML_SEGMENT_REDUCE_FUNCTION_SUM, max = VKDML_SEGMENT_REDUCE_FUNCTION_MAX;
+  const auto mean = VKDML_SEGMENT_REDUCE_FUNCTION_MEAN;
+  const Want wants[] = {
+      {f32, sum, 128, {}, i64, "segment_w4v_i64_w", "segment_w4_i64_w"},
+      {f32, mean, 128, {}, i32, "segment_w4v_i32_w", "segment_w4_i32_w"},
+      {f32, max, 128, {}, i64, "segment_w4v_i64", "segment_w4_i64"},
+      {i32, sum, 8, {}, i64, "segment_w4v_i64", "segment_w4_i64"},
+      {f32, VKDML_SEGMENT_REDUCE_FUNCTION_ARGMAX, 128, {}, i64, "", "segment_w4_i64"},
+      {f16, sum, 128, {}, i64, "", "segment_w4_i64_w"},
+      {f64, max, 128, {}, i64, "", "segment_w8_i64_f64"},
+      {f32, sum, 130, {}, i64, "", "segment_w4_i64_w"},
+      // Columns 8 bytes apart; rows 516 bytes apart (not a multiple of 16); rows 528 apart.
+      {f32, sum, 128, {256, 2}, i64, "", "segment_w4_i64_w"},
+      {f32, sum, 128, {129, 1}, i64, "", "segment_w4_i64_w"},
+      {f32, sum, 128, {132, 1}, i64, "segment_w4v_i64_w", "segment_w4_i64_w"}};
+  for (const Want& w : wants) {
+    SegCase c;
+    c.type = w.type;
+    c.f = w.f;
+    c.indexType = w.indexType;
+    c.sizes = {200, w.columns};
+    c.segments = 3;
+    c.indices = {0, 10, 150, 200};
+    c.inStrides = w.strides;
+    SegBuilt b;
+    Build(c, &b);
+    vkdml::detail::OperatorImpl op;
+    REQUIRE(vkdml::detail::BuildOperator(b.op, &op).ok());
+    vkdml::detail::KernelSet set;
+    REQUIRE(vkdml::detail::ChooseKernels(op, 0, gpu, &set).ok());
+    INFO("type " << UINT(w.type) << ", function " << UINT(w.f) << ", columns " << w.columns
+                 << ", wide " << w.wide);
+    REQUIRE(set.steps.size() == 1);  // 200 rows: no long path, loops unbounded: one fold
+    const auto& step = set.steps[0];
+    CHECK(step.plain.module == w.plain);
+    CHECK(step.hasWide == (*w.wide != 0));
+    if (step.hasWide) {
+      CHECK(step.wide.module == w.wide);
+      CHECK(step.wide.align == 16);
+    }
+  }
+}
