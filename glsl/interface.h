@@ -112,9 +112,11 @@ struct uvec4 {
 // stage. The fold (VKDML_SEGMENT_STAGE_FOLD) lists each output element whose segment is longer
 // than VKDML_SEGMENT_LONG_ROWS (Push::end entries at most: past them it folds them itself) and
 // sets the indirect command; the chunks' stage folds each listed segment in up to
-// VKDML_SEGMENT_LONG_CHUNKS chunks at once (workgroup y: the chunk), and the invocation whose
-// chunk arrives last (VKDML_SEGMENT_ARRIVALS: a count an entry) folds the chunks' results in
-// order and stores. The partials region: Push::end entries of VKDML_SEGMENT_LIST_WORDS (the loop
+// VKDML_SEGMENT_LONG_CHUNKS chunks at once (workgroup y: the chunk); the invocation whose chunk
+// arrives last in its group of VKDML_SEGMENT_COMBINE_GROUP folds the group's results in order
+// (into the group's first chunk's), and the last group's folds the groups' in order and stores
+// (VKDML_SEGMENT_ARRIVALS: VKDML_SEGMENT_ARRIVAL_WORDS counts an entry, the entry's, then each
+// group's). The partials region: Push::end entries of VKDML_SEGMENT_LIST_WORDS (the loop
 // element, its segment's first row, its rows, a chunk's rows), then each entry's chunks' results
 // (VKDML_SEGMENT_PARTIAL_WORDS a column); the dispatches region: the entries listed
 // (VKDML_SEGMENT_LONG_COUNT), then VKDML_BAG_COMMAND(0) (chunks), then the arrivals, all zeroed
@@ -128,6 +130,8 @@ struct uvec4 {
 #define VKDML_SEGMENT_LIST_WORDS 4u
 #define VKDML_SEGMENT_LONG_COUNT 0
 #define VKDML_SEGMENT_ARRIVALS VKDML_BAG_COMMAND(1)
+#define VKDML_SEGMENT_COMBINE_GROUP 16u
+#define VKDML_SEGMENT_ARRIVAL_WORDS (1u + VKDML_SEGMENT_LONG_CHUNKS / VKDML_SEGMENT_COMBINE_GROUP)
 
 #define VKDML_KIND_UNSIGNED 0
 #define VKDML_KIND_SIGNED 1

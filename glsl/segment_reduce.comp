@@ -16,11 +16,12 @@
 //   segment for bag_dispatches (lib/kernels/kernel_segment.cpp). The long path (Push::begin the
 //   stage, interface.h): the fold lists the segments longer than VKDML_SEGMENT_LONG_ROWS, whose
 //   chunks are then folded at once (an invocation per listed element and chunk, adjacent ones
-//   adjacent columns), their results folded in chunk order by the invocation whose chunk
-//   arrives last (one dispatch past the fold): for the reductions whose results do not depend
-//   on how the rows are grouped, the same bits. Float sums and products stream each listed
-//   segment instead (a workgroup each, stream() below). The stage past the fold builds as
-//   modules of its own (LONG=1: "_long"), so the fold's registers stay its own.
+//   adjacent columns), their results folded in chunk order by the invocations whose chunks
+//   arrive last (in each group of 16, then of the groups: one dispatch past the fold): for the
+//   reductions whose results do not depend on how the rows are grouped, the same bits. Float
+//   sums and products stream each listed segment instead (a workgroup each, stream() below).
+//   The stage past the fold builds as modules of its own (LONG=1: "_long"), so the fold's
+//   registers stay its own.
 // CHECK: checked mode's pass over IndicesTensor (row-major), recording the first offset that is
 //   negative, past params.x (the rows) or below the one before it, or (VKDML_SEGMENT_COO) the
 //   first id outside [0, params.x) or below the one before it; params.y is IndicesTensor's size
@@ -387,6 +388,47 @@ const bool kRegroup = kPick || kKind != VKDML_KIND_FLOAT;
 #endif
 #if LONG  // the long path's stages past the fold (their own modules: the fold stays lean)
 
+// The long path's chunk c results of listed entry `slot` (each column's fold and row), through
+// atomics (the device's memory: the invocation that combines them may run anywhere).
+void storeChunk(uint slot, uint c, VALUE acc[LANES], uint where[LANES]) {
+  for (uint k = 0u; k < LANES; ++k) {
+    const uint w = chunkWord(slot, c, k);
+#if ELEM == 8
+    atomicExchange(PARTIAL(w), acc[k].x);
+    atomicExchange(PARTIAL(w + 1u), acc[k].y);
+#else
+    atomicExchange(PARTIAL(w), acc[k]);
+#endif
+    atomicExchange(PARTIAL(w + 2u), where[k]);
+  }
+}
+
+// Folds the chunk results of `slot` at chunks from, from + step, ... (below to) into (acc,
+// where) in order, kBatch chunks' loads at once; with `take` the first's taken.
+void combineChunks(uint slot, uint from, uint to, uint step, inout VALUE acc[LANES],
+                   inout uint where[LANES], bool take) {
+  for (uint c = from; c < to; c += kBatch * step) {
+    VALUE v[kBatch][LANES];
+    uint vw[kBatch][LANES];
+    for (uint j = 0u; j < kBatch; ++j)
+      if (c + j * step < to)
+        for (uint k = 0u; k < LANES; ++k) {
+          const uint w = chunkWord(slot, c + j * step, k);
+#if ELEM == 8
+          v[j][k] = uvec2(atomicOr(PARTIAL(w), 0u), atomicOr(PARTIAL(w + 1u), 0u));
+#else
+          v[j][k] = atomicOr(PARTIAL(w), 0u);
+#endif
+          vw[j][k] = atomicOr(PARTIAL(w + 2u), 0u);
+        }
+    for (uint j = 0u; j < kBatch; ++j) {
+      if (c + j * step >= to) break;
+      for (uint k = 0u; k < LANES; ++k)
+        foldValue(acc[k], where[k], v[j][k], vw[j][k], take && c + j * step == from);
+    }
+  }
+}
+
 // The stream (float sums and products of listed segments): a workgroup per listed element, its
 // invocations loading kTile rows at a time into shared memory two tiles ahead of the fold, an
 // invocation per column (of the 4) folding each tile's rows in row order: the chain waits on the
@@ -488,45 +530,30 @@ void main() {
     const uint r = start + c * part, last = min(r + part, start + length);
     foldRows(acc, where, r, last, pc.srcBase + at.y + r * rowStride, rowStride, r, true);
     // The chunk's results through the device's memory (atomics: no cache of this invocation's
-    // holds them), then its arrival; the last to arrive sees every chunk's.
-    for (uint k = 0u; k < LANES; ++k) {
-      const uint w = chunkWord(slot, c, k);
-#if ELEM == 8
-      atomicExchange(PARTIAL(w), acc[k].x);
-      atomicExchange(PARTIAL(w + 1u), acc[k].y);
-#else
-      atomicExchange(PARTIAL(w), acc[k]);
-#endif
-      atomicExchange(PARTIAL(w + 2u), where[k]);
-    }
+    // holds them), then its arrival; the last to arrive in its group sees the group's chunks',
+    // folds them in order into the group's first chunk's, and arrives for the segment; the last
+    // group to arrive folds the groups' results in order: a tail of a few loads' latency.
+    storeChunk(slot, c, acc, where);
+    const uint first = c / VKDML_SEGMENT_COMBINE_GROUP * VKDML_SEGMENT_COMBINE_GROUP;
+    const uint arrivals = VKDML_SEGMENT_ARRIVALS + slot * VKDML_SEGMENT_ARRIVAL_WORDS;
     memoryBarrierBuffer();
-    if (atomicAdd(DISPATCH(VKDML_SEGMENT_ARRIVALS + slot), 1u) != chunks - 1u) return;
+    if (atomicAdd(DISPATCH(arrivals + 1u + c / VKDML_SEGMENT_COMBINE_GROUP), 1u) !=
+        min(VKDML_SEGMENT_COMBINE_GROUP, chunks - first) - 1u)
+      return;
     memoryBarrierBuffer();
-    // The combine: the chunks' results in order, kBatch chunks' loads at once.
+    combineChunks(slot, first, min(first + VKDML_SEGMENT_COMBINE_GROUP, chunks), 1u, acc, where,
+                  true);
+    storeChunk(slot, first, acc, where);
+    memoryBarrierBuffer();
+    const uint groups = (chunks + VKDML_SEGMENT_COMBINE_GROUP - 1u) / VKDML_SEGMENT_COMBINE_GROUP;
+    if (atomicAdd(DISPATCH(arrivals), 1u) != groups - 1u) return;
+    memoryBarrierBuffer();
     for (uint k = 0u; k < LANES; ++k) {
       acc[k] = startValue();
       where[k] = rows;
     }
-    for (uint c = 0u; c < chunks; c += kBatch) {
-      VALUE v[kBatch][LANES];
-      uint vw[kBatch][LANES];
-      for (uint j = 0u; j < kBatch; ++j)
-        if (c + j < chunks)
-          for (uint k = 0u; k < LANES; ++k) {
-            const uint w = chunkWord(slot, c + j, k);
-#if ELEM == 8
-            v[j][k] = uvec2(atomicOr(PARTIAL(w), 0u), atomicOr(PARTIAL(w + 1u), 0u));
-#else
-            v[j][k] = atomicOr(PARTIAL(w), 0u);
-#endif
-            vw[j][k] = atomicOr(PARTIAL(w + 2u), 0u);
-          }
-      for (uint j = 0u; j < kBatch; ++j) {
-        if (c + j >= chunks) break;
-        for (uint k = 0u; k < LANES; ++k)
-          foldValue(acc[k], where[k], v[j][k], vw[j][k], kPick && !initial && c + j == 0u);
-      }
-    }
+    combineChunks(slot, 0u, chunks, VKDML_SEGMENT_COMBINE_GROUP, acc, where,
+                  kPick && !initial);
     finish(at, acc, where, length, flags);
     return;
   }

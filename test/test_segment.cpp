@@ -683,8 +683,9 @@ void SetLengths(SegCase& c, const std::vector<UINT>& lengths, UINT64 batches) {
 // negative.
 TEST_CASE_METHOD(Fixture, "Segment reductions: long segments folded in chunks", "[segment]") {
   const bool denormals = KeepsDenormals32();
-  const std::vector<UINT> lengths = {5, 300, 0, 257, 69000, 1, 256, 181};  // 70,000 rows
-  const std::vector<UINT> shorter = {5, 300, 0, 2000, 257, 438};           // 3,000
+  // 70,000 rows; 64,000 and 5,000 rows: 250 and 20 chunks, each a last group of fewer than 16.
+  const std::vector<UINT> lengths = {5, 300, 0, 257, 64000, 5000, 1, 256, 181};
+  const std::vector<UINT> shorter = {5, 300, 0, 2000, 257, 438};  // 3,000
   int n = 0;
   for (auto type : DataTypes())
     for (auto f : kFunctions) {
@@ -851,8 +852,9 @@ TEST_CASE("Kernels: segment reductions' long path", "[segment][kernels]") {
         const vkdml::detail::KernelSet set = choose(c, gpu);
         if (Regroupable(type, f)) {
           CHECK(stages(set) == longPath);
-          // The count, command 0 and an arrivals count an entry.
-          CHECK(set.dispatchWords == VKDML_SEGMENT_ARRIVALS + set.steps[1].plain.end);
+          // The count, command 0 and the arrivals' counts of each entry.
+          CHECK(set.dispatchWords ==
+                VKDML_SEGMENT_ARRIVALS + set.steps[1].plain.end * VKDML_SEGMENT_ARRIVAL_WORDS);
           CHECK(set.steps[1].plain.end > 0);  // the list's capacity
           CHECK(set.steps[1].plain.end <= 100000 * 128);
           // 4 columns at a time: 4 times the words an entry, a quarter of the entries.

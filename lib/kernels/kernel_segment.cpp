@@ -87,10 +87,11 @@ UINT64 LongCapacity(UINT64 count, UINT64 lanes) {
 // whose results do not depend on how rows are grouped (MIN, MAX and their args: the first of the
 // best values, ties and NaN alike; integers wrap): the fold lists the segments longer than
 // VKDML_SEGMENT_LONG_ROWS, their chunks are folded at once and combined in order by the
-// invocation whose chunk arrives last (one indirect dispatch), so a few long segments cost about
-// what their rows do, and segments that are all short pay one empty dispatch past the fold. Where
-// loops are bounded every element must fit the list, and a chunk's rows and the chunks of a segment
-// each fit a dispatch's `part`; otherwise the fold's dispatches as before.
+// invocations whose chunks arrive last (in groups of 16, then the groups: one indirect dispatch),
+// so a few long segments cost about what their rows do, and segments that are all short pay one
+// empty dispatch past the fold. Where loops are bounded every element must fit the list, and a
+// chunk's rows and the chunks of a segment each fit a dispatch's `part`; otherwise the fold's
+// dispatches as before.
 //
 // Float sums and products (their row order is their bits) take the stream instead: the fold lists
 // the long segments, then a workgroup per listed element loads its rows into shared memory two
@@ -132,8 +133,9 @@ bool ChooseLongSegments(Choice& c, const Pass& pass, UINT reduce, UINT kind, UIN
   set(&Kernel::begin, VKDML_SEGMENT_STAGE_CHUNKS);
   set(&Kernel::indirect, 1);
   c.set.steps.push_back(step);
-  // The count, command 0, then (regroup) an arrivals count an entry.
-  c.set.dispatchWords = regroup ? VKDML_SEGMENT_ARRIVALS + std::max(plainCapacity, wideCapacity)
+  // The count, command 0, then (regroup) the arrivals' counts of each entry.
+  c.set.dispatchWords = regroup ? VKDML_SEGMENT_ARRIVALS + std::max(plainCapacity, wideCapacity) *
+                                                               VKDML_SEGMENT_ARRIVAL_WORDS
                                 : VKDML_BAG_COMMAND(1);
   const auto words = [regroup](UINT64 capacity, UINT64 lanes) {
     return capacity * VKDML_SEGMENT_LIST_WORDS +
