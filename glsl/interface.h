@@ -111,22 +111,27 @@ struct uvec4 {
 // integer SUM, MEAN and PROD), chunks folded at once, then combined. Push::begin is the
 // stage. The fold (VKDML_SEGMENT_STAGE_FOLD) lists each output element whose segment is longer
 // than VKDML_SEGMENT_LONG_ROWS (Push::end entries at most: past them it folds them itself) and
-// sets the two indirect commands; the chunks' stage folds each listed segment in up to
-// VKDML_SEGMENT_LONG_CHUNKS chunks at once (workgroup y: the chunk), the combine folds the
-// chunks' results in order and stores. The partials region: Push::end entries of
-// VKDML_SEGMENT_LIST_WORDS (the loop element, its segment's first row, its rows, a chunk's rows),
-// then each entry's chunks' results (VKDML_SEGMENT_PARTIAL_WORDS a column); the dispatches
-// region: the entries listed (VKDML_SEGMENT_LONG_COUNT), then VKDML_BAG_COMMAND(0) (chunks) and
-// VKDML_BAG_COMMAND(1) (combine), all zeroed before each run. Float SUM, MEAN and PROD (their
-// row order is their bits) stream each listed segment in the chunks' stage instead (a workgroup
-// an entry, glsl/segment_reduce.comp's stream()), with no combine: command 0 only.
+// sets the indirect command; the chunks' stage folds each listed segment in up to
+// VKDML_SEGMENT_LONG_CHUNKS chunks at once (workgroup y: the chunk); the invocation whose chunk
+// arrives last in its group of VKDML_SEGMENT_COMBINE_GROUP folds the group's results in order
+// (into the group's first chunk's), and the last group's folds the groups' in order and stores
+// (VKDML_SEGMENT_ARRIVALS: VKDML_SEGMENT_ARRIVAL_WORDS counts an entry, the entry's, then each
+// group's). The partials region: Push::end entries of VKDML_SEGMENT_LIST_WORDS (the loop
+// element, its segment's first row, its rows, a chunk's rows), then each entry's chunks' results
+// (VKDML_SEGMENT_PARTIAL_WORDS a column); the dispatches region: the entries listed
+// (VKDML_SEGMENT_LONG_COUNT), then VKDML_BAG_COMMAND(0) (chunks), then the arrivals, all zeroed
+// before each run. Float SUM, MEAN and PROD (their row order is their bits) stream each listed
+// segment in the chunks' stage instead (a workgroup an entry, glsl/segment_reduce.comp's
+// stream()): the count and command 0 only.
 #define VKDML_SEGMENT_STAGE_FOLD 0u
 #define VKDML_SEGMENT_STAGE_CHUNKS 1u
-#define VKDML_SEGMENT_STAGE_COMBINE 2u
 #define VKDML_SEGMENT_LONG_ROWS 256u
 #define VKDML_SEGMENT_LONG_CHUNKS 256u
 #define VKDML_SEGMENT_LIST_WORDS 4u
 #define VKDML_SEGMENT_LONG_COUNT 0
+#define VKDML_SEGMENT_ARRIVALS VKDML_BAG_COMMAND(1)
+#define VKDML_SEGMENT_COMBINE_GROUP 16u
+#define VKDML_SEGMENT_ARRIVAL_WORDS (1u + VKDML_SEGMENT_LONG_CHUNKS / VKDML_SEGMENT_COMBINE_GROUP)
 
 #define VKDML_KIND_UNSIGNED 0
 #define VKDML_KIND_SIGNED 1

@@ -16,10 +16,12 @@
 //   segment for bag_dispatches (lib/kernels/kernel_segment.cpp). The long path (Push::begin the
 //   stage, interface.h): the fold lists the segments longer than VKDML_SEGMENT_LONG_ROWS, whose
 //   chunks are then folded at once (an invocation per listed element and chunk, adjacent ones
-//   adjacent columns), their results folded in chunk order: for the reductions whose results
-//   do not depend on how the rows are grouped, the same bits. Float sums and products stream
-//   each listed segment instead (a workgroup each, stream() below). The stages past the fold
-//   build as modules of their own (LONG=1: "_long"), so the fold's registers stay its own.
+//   adjacent columns), their results folded in chunk order by the invocations whose chunks
+//   arrive last (in each group of 16, then of the groups: one dispatch past the fold): for the
+//   reductions whose results do not depend on how the rows are grouped, the same bits. Float
+//   sums and products stream each listed segment instead (a workgroup each, stream() below).
+//   The stage past the fold builds as modules of its own (LONG=1: "_long"), so the fold's
+//   registers stay its own.
 // CHECK: checked mode's pass over IndicesTensor (row-major), recording the first offset that is
 //   negative, past params.x (the rows) or below the one before it, or (VKDML_SEGMENT_COO) the
 //   first id outside [0, params.x) or below the one before it; params.y is IndicesTensor's size
@@ -171,6 +173,27 @@ uint lowerBound(uint first, uint stride, uint rows, uint s) {
   return lo;
 }
 
+// The first row r in [start, rows) with an id not below s + 1 (rows where every id is), for a
+// segment s starting at `start`: galloping from start (rows start, start + 1, + 3, + 7, ...),
+// then bisection within the last step, so a short segment's end is found among the ids that its
+// start's bisection has just read (cached) rather than by a bisection over all the rows.
+uint endFrom(uint first, uint stride, uint rows, uint s, uint start) {
+  uint lo = start, hi = start, step = 1u;
+  while (hi < rows && idBelow(first + hi * stride, s + 1u)) {
+    lo = hi + 1u;
+    hi = rows - hi > step ? hi + step : rows;  // (no wrap past 2^32)
+    step <<= 1;
+  }
+  while (lo < hi) {
+    const uint mid = (lo + hi) >> 1;
+    if (idBelow(first + mid * stride, s + 1u))
+      lo = mid + 1u;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
 // An offset clamped into [0, rows].
 uint clampOffset(uint e, uint rows) {
   const uvec2 v = readIndex(e);
@@ -225,6 +248,105 @@ void foldRows(inout VALUE acc[LANES], inout uint where[LANES], uint r, uint last
   }
 }
 
+#if VEC && !LONG
+// The fold's rows, 4 columns an invocation (foldVec): 4 rows' 16-byte loads held in registers (no
+// arrays, which a compiler may put in memory), the next 4 rows' loads issued before these are
+// folded, so a segment's loads stay in flight while it folds. Float32 SUM (where the device may
+// flush denormals: WIDE_FLOAT32) and float MIN and MAX fold in the device's float arithmetic,
+// recording what could make that differ from the exact fold (reduceBits); where anything could,
+// the rows are folded again exactly. SUM: x + u is exact on a device that flushes denormals when
+// x is no denormal and u is 0 or of magnitude 2^-102 or more (a sum of such values that is not 0
+// is a multiple of 2^-125 or at least 2^-103: a normal, so nothing is flushed, and so by induction
+// every partial sum is normal or 0). MIN, MAX: a device's max (min) is the exact one where no
+// value is a NaN or a denormal and the result is not a zero (whose sign is the first zero's).
+uvec4 loadRow(uint b) {
+  return sourceVecs[b >> 4];
+}
+
+uvec4 foldExact(uvec4 acc, uvec4 v, bool take) {
+  if (take) return v;
+  return uvec4(reduceBits(acc.x, v.x), reduceBits(acc.y, v.y), reduceBits(acc.z, v.z),
+               reduceBits(acc.w, v.w));
+}
+
+#if WIDE_FLOAT32
+const bool kFastAdd = kKind == VKDML_KIND_FLOAT && kReduce == VKDML_REDUCE_ADD;
+#else
+const bool kFastAdd = false;
+#endif
+const bool kFastPick = kKind == VKDML_KIND_FLOAT && kPick;
+// The lowest of (bits << 1) - 2 over the values (a zero: 0xFFFFFFFE): at least kAddFloor where
+// each is 0 or of magnitude 2^-102 (0x0C800000) or more, at least kNormalFloor where none is a
+// denormal. The highest of bits << 1: above kNanCeiling where one is a NaN.
+const uint kAddFloor = 0x18FFFFFEu, kNormalFloor = 0x00FFFFFEu, kNanCeiling = 0xFF000000u;
+
+uint lowest(uvec4 v) {
+  const uvec4 t = v * 2u - 2u;
+  return min(min(t.x, t.y), min(t.z, t.w));
+}
+uint highest(uvec4 v) {
+  const uvec4 t = v * 2u;
+  return max(max(t.x, t.y), max(t.z, t.w));
+}
+
+// Rows [r, last) from byte b (row r's), `stride` bytes apart, folded into acc in row order; with
+// `take` row r's value taken (MIN's or MAX's first row without an initial value).
+uvec4 foldVec(uvec4 acc, uint r, uint last, uint b, uint stride, bool take) {
+  const uint n = last - r, first = b;
+  precise vec4 f = uintBitsToFloat(acc);  // the fast folds' value
+  uint low = take ? 0xFFFFFFFFu : lowest(acc), high = take ? 0u : highest(acc);
+  uvec4 q0, q1, q2, q3;
+  if (n > 0u) q0 = loadRow(b);
+  if (n > 1u) q1 = loadRow(b + stride);
+  if (n > 2u) q2 = loadRow(b + 2u * stride);
+  if (n > 3u) q3 = loadRow(b + 3u * stride);
+#define FOLD_ROW(q, takeIt)                                             \
+  if (kFastAdd) {                                                       \
+    f += uintBitsToFloat(q);                                            \
+    low = min(low, lowest(q));                                          \
+  } else if (kFastPick) {                                               \
+    const vec4 u_ = uintBitsToFloat(q);                                 \
+    f = (takeIt) ? u_ : kReduce == VKDML_REDUCE_MAX ? max(f, u_) : min(f, u_); \
+    low = min(low, lowest(q));                                          \
+    high = max(high, highest(q));                                       \
+  } else {                                                              \
+    acc = foldExact(acc, q, takeIt);                                    \
+  }
+  for (uint i = 0u; i < n; i += 4u) {
+    uvec4 p0, p1, p2, p3;  // the next 4 rows' loads, before these 4 rows' fold
+    b += 4u * stride;
+    if (i + 4u < n) p0 = loadRow(b);
+    if (i + 5u < n) p1 = loadRow(b + stride);
+    if (i + 6u < n) p2 = loadRow(b + 2u * stride);
+    if (i + 7u < n) p3 = loadRow(b + 3u * stride);
+    FOLD_ROW(q0, take && i == 0u)
+    if (i + 1u < n) {
+      FOLD_ROW(q1, false)
+    }
+    if (i + 2u < n) {
+      FOLD_ROW(q2, false)
+    }
+    if (i + 3u < n) {
+      FOLD_ROW(q3, false)
+    }
+    q0 = p0;
+    q1 = p1;
+    q2 = p2;
+    q3 = p3;
+  }
+#undef FOLD_ROW
+  if (!kFastAdd && !kFastPick) return acc;
+  const uvec4 result = floatBitsToUint(f);
+  const bool exact =
+      kFastAdd ? low >= kAddFloor
+               : low >= kNormalFloor && high <= kNanCeiling &&
+                     all(notEqual(result & 0x7FFFFFFFu, uvec4(0u)));
+  if (exact) return n == 0u ? acc : result;
+  for (uint i = 0u; i < n; ++i) acc = foldExact(acc, loadRow(first + i * stride), take && i == 0u);
+  return acc;
+}
+#endif
+
 // Stores output element (at.x) of a segment of `length` rows: the fold (acc, where), the empty
 // value, the mean, or the row.
 void finish(uvec4 at, VALUE acc[LANES], uint where[LANES], uint length, uint flags) {
@@ -265,6 +387,47 @@ const bool kRegroup = kPick || kKind != VKDML_KIND_FLOAT;
 #define LONG 0
 #endif
 #if LONG  // the long path's stages past the fold (their own modules: the fold stays lean)
+
+// The long path's chunk c results of listed entry `slot` (each column's fold and row), through
+// atomics (the device's memory: the invocation that combines them may run anywhere).
+void storeChunk(uint slot, uint c, VALUE acc[LANES], uint where[LANES]) {
+  for (uint k = 0u; k < LANES; ++k) {
+    const uint w = chunkWord(slot, c, k);
+#if ELEM == 8
+    atomicExchange(PARTIAL(w), acc[k].x);
+    atomicExchange(PARTIAL(w + 1u), acc[k].y);
+#else
+    atomicExchange(PARTIAL(w), acc[k]);
+#endif
+    atomicExchange(PARTIAL(w + 2u), where[k]);
+  }
+}
+
+// Folds the chunk results of `slot` at chunks from, from + step, ... (below to) into (acc,
+// where) in order, kBatch chunks' loads at once; with `take` the first's taken.
+void combineChunks(uint slot, uint from, uint to, uint step, inout VALUE acc[LANES],
+                   inout uint where[LANES], bool take) {
+  for (uint c = from; c < to; c += kBatch * step) {
+    VALUE v[kBatch][LANES];
+    uint vw[kBatch][LANES];
+    for (uint j = 0u; j < kBatch; ++j)
+      if (c + j * step < to)
+        for (uint k = 0u; k < LANES; ++k) {
+          const uint w = chunkWord(slot, c + j * step, k);
+#if ELEM == 8
+          v[j][k] = uvec2(atomicOr(PARTIAL(w), 0u), atomicOr(PARTIAL(w + 1u), 0u));
+#else
+          v[j][k] = atomicOr(PARTIAL(w), 0u);
+#endif
+          vw[j][k] = atomicOr(PARTIAL(w + 2u), 0u);
+        }
+    for (uint j = 0u; j < kBatch; ++j) {
+      if (c + j * step >= to) break;
+      for (uint k = 0u; k < LANES; ++k)
+        foldValue(acc[k], where[k], v[j][k], vw[j][k], take && c + j * step == from);
+    }
+  }
+}
 
 // The stream (float sums and products of listed segments): a workgroup per listed element, its
 // invocations loading kTile rows at a time into shared memory two tiles ahead of the fold, an
@@ -349,7 +512,8 @@ void main() {
     return;
   }
   if (pc.begin != VKDML_SEGMENT_STAGE_FOLD) {
-    // The long path's chunks (a chunk of a listed segment an invocation) or combine.
+    // The long path's chunks (a chunk of a listed segment an invocation), then the combine by
+    // the invocation whose chunk arrives last.
     const uint slot = gl_GlobalInvocationID.x;
     if (slot >= min(DISPATCH(VKDML_SEGMENT_LONG_COUNT), pc.end)) return;
     const uint i = LIST(slot, 0u), start = LIST(slot, 1u), length = LIST(slot, 2u);
@@ -361,44 +525,35 @@ void main() {
       acc[k] = startValue();
       where[k] = rows;
     }
-    if (pc.begin == VKDML_SEGMENT_STAGE_CHUNKS) {
-      const uint c = gl_WorkGroupID.y;
-      if (c >= chunks) return;
-      const uint r = start + c * part, last = min(r + part, start + length);
-      foldRows(acc, where, r, last, pc.srcBase + at.y + r * rowStride, rowStride, r, true);
-      for (uint k = 0u; k < LANES; ++k) {
-        const uint w = chunkWord(slot, c, k);
-#if ELEM == 8
-        PARTIAL(w) = acc[k].x;
-        PARTIAL(w + 1u) = acc[k].y;
-#else
-        PARTIAL(w) = acc[k];
-#endif
-        PARTIAL(w + 2u) = where[k];
-      }
+    const uint c = gl_WorkGroupID.y;
+    if (c >= chunks) return;
+    const uint r = start + c * part, last = min(r + part, start + length);
+    foldRows(acc, where, r, last, pc.srcBase + at.y + r * rowStride, rowStride, r, true);
+    // The chunk's results through the device's memory (atomics: no cache of this invocation's
+    // holds them), then its arrival; the last to arrive in its group sees the group's chunks',
+    // folds them in order into the group's first chunk's, and arrives for the segment; the last
+    // group to arrive folds the groups' results in order: a tail of a few loads' latency.
+    storeChunk(slot, c, acc, where);
+    const uint first = c / VKDML_SEGMENT_COMBINE_GROUP * VKDML_SEGMENT_COMBINE_GROUP;
+    const uint arrivals = VKDML_SEGMENT_ARRIVALS + slot * VKDML_SEGMENT_ARRIVAL_WORDS;
+    memoryBarrierBuffer();
+    if (atomicAdd(DISPATCH(arrivals + 1u + c / VKDML_SEGMENT_COMBINE_GROUP), 1u) !=
+        min(VKDML_SEGMENT_COMBINE_GROUP, chunks - first) - 1u)
       return;
+    memoryBarrierBuffer();
+    combineChunks(slot, first, min(first + VKDML_SEGMENT_COMBINE_GROUP, chunks), 1u, acc, where,
+                  true);
+    storeChunk(slot, first, acc, where);
+    memoryBarrierBuffer();
+    const uint groups = (chunks + VKDML_SEGMENT_COMBINE_GROUP - 1u) / VKDML_SEGMENT_COMBINE_GROUP;
+    if (atomicAdd(DISPATCH(arrivals), 1u) != groups - 1u) return;
+    memoryBarrierBuffer();
+    for (uint k = 0u; k < LANES; ++k) {
+      acc[k] = startValue();
+      where[k] = rows;
     }
-    // The combine: the chunks' results in order, kBatch chunks' loads at once.
-    for (uint c = 0u; c < chunks; c += kBatch) {
-      VALUE v[kBatch][LANES];
-      uint vw[kBatch][LANES];
-      for (uint j = 0u; j < kBatch; ++j)
-        if (c + j < chunks)
-          for (uint k = 0u; k < LANES; ++k) {
-            const uint w = chunkWord(slot, c + j, k);
-#if ELEM == 8
-            v[j][k] = uvec2(PARTIAL(w), PARTIAL(w + 1u));
-#else
-            v[j][k] = PARTIAL(w);
-#endif
-            vw[j][k] = PARTIAL(w + 2u);
-          }
-      for (uint j = 0u; j < kBatch; ++j) {
-        if (c + j >= chunks) break;
-        for (uint k = 0u; k < LANES; ++k)
-          foldValue(acc[k], where[k], v[j][k], vw[j][k], kPick && !initial && c + j == 0u);
-      }
-    }
+    combineChunks(slot, 0u, chunks, VKDML_SEGMENT_COMBINE_GROUP, acc, where,
+                  kPick && !initial);
     finish(at, acc, where, length, flags);
     return;
   }
@@ -415,7 +570,7 @@ void main() {
     uint start, end;
     if (coo) {
       start = lowerBound(at.z, indexStride, rows, at.w);
-      end = max(lowerBound(at.z, indexStride, rows, at.w + 1u), start);
+      end = endFrom(at.z, indexStride, rows, at.w, start);
     } else {
       start = clampOffset(at.z, rows);
       end = max(clampOffset(at.z + indexStride, rows), start);
@@ -442,9 +597,6 @@ void main() {
         atomicMax(DISPATCH(VKDML_BAG_COMMAND(0)), groups);
         atomicMax(DISPATCH(VKDML_BAG_COMMAND(0) + 1u), chunks);
         atomicMax(DISPATCH(VKDML_BAG_COMMAND(0) + 2u), 1u);
-        atomicMax(DISPATCH(VKDML_BAG_COMMAND(1)), groups);
-        atomicMax(DISPATCH(VKDML_BAG_COMMAND(1) + 1u), 1u);
-        atomicMax(DISPATCH(VKDML_BAG_COMMAND(1) + 2u), 1u);
         continue;
       }
     }
@@ -468,8 +620,15 @@ void main() {
       }
     }
     const uint to = min(length, pc.to), r = start + pc.from;
+#if VEC
+    const uvec4 folded = foldVec(uvec4(acc[0], acc[1], acc[2], acc[3]), r, start + to,
+                                 pc.srcBase + at.y + r * rowStride, rowStride,
+                                 kPick && !initial && pc.from == 0u);
+    for (uint k = 0u; k < LANES; ++k) acc[k] = folded[k];
+#else
     foldRows(acc, where, r, start + to, pc.srcBase + at.y + r * rowStride, rowStride, start,
              kPick && !initial);
+#endif
     if (to < length) {  // a later dispatch goes on
       for (uint k = 0u; k < LANES; ++k) {
         const uint w = (i * LANES + k) * VKDML_SEGMENT_PARTIAL_WORDS;

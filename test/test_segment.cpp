@@ -527,6 +527,61 @@ TEST_CASE_METHOD(Fixture, "Segment reductions: four columns at a time", "[segmen
       }
 }
 
+// The fold 4 columns an invocation (glsl/segment_reduce.comp, foldVec) on many short segments:
+// float32 SUM, MEAN, MIN and MAX fold in the device's float arithmetic where that is exact and
+// fold again exactly where it may not be (a denormal, a NaN, a zero MIN or MAX, a partial sum
+// that may become a denormal), so each runs on values of each kind: plain ones (the fast folds
+// kept), with NaN, infinities and denormals, and tiny ones (normals below 2^-102 whose sums are
+// denormals), mostly zeros of both signs; an initial value that is a denormal; int32 too.
+TEST_CASE_METHOD(Fixture, "Segment reductions: four columns folded fast or exactly", "[segment]") {
+  const bool denormals = KeepsDenormals32();
+  int n = 0;
+  for (auto type : {DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_INT32})
+    for (auto f : {VKDML_SEGMENT_REDUCE_FUNCTION_SUM, VKDML_SEGMENT_REDUCE_FUNCTION_MEAN,
+                   VKDML_SEGMENT_REDUCE_FUNCTION_MIN, VKDML_SEGMENT_REDUCE_FUNCTION_MAX,
+                   VKDML_SEGMENT_REDUCE_FUNCTION_PROD})
+      for (int values = 0; values < 4; ++values)
+        for (auto empty : {VKDML_SEGMENT_EMPTY_SCATTER, VKDML_SEGMENT_EMPTY_INITIAL}) {
+          if (values >= 2 && type != DML_TENSOR_DATA_TYPE_FLOAT32) continue;
+          if (values == 2 && !denormals) continue;
+          Rng rng(BaseSeed() ^ (0xFA57 + 977 * n++));
+          SegCase c;
+          c.type = type;
+          c.f = f;
+          c.empty = empty;
+          c.sorted = rng.P(0.3);
+          c.sizes = {300, 16};  // 4 invocations a segment
+          c.segments = 60;      // about 5 rows each, some empty
+          RandomIndices(rng, c, 1, false);
+          c.values.resize(Count(c.sizes));
+          for (auto& v : c.values) {
+            if (values == 0) {
+              v = RandomBits(rng, type, false, false);
+            } else if (values == 1) {
+              v = RandomBits(rng, type, denormals);
+            } else if (values == 2) {  // tiny: 2^-126 to 2^-100 and zeros, either sign
+              const float sign = rng.P(0.5) ? -1.0f : 1.0f;
+              v = rng.P(0.1) ? ToBits(sign * 0.0f)
+                             : ToBits(sign * std::ldexp(float(rng.U(1, 7)), -int(rng.U(100, 126))));
+            } else {  // mostly zeros of either sign (MIN's and MAX's ties)
+              const float sign = rng.P(0.5) ? -1.0f : 1.0f;
+              v = ToBits(sign * (rng.P(0.8) ? 0.0f : 1.0f));
+            }
+          }
+          if (empty == VKDML_SEGMENT_EMPTY_INITIAL)
+            c.initial = values == 2 ? ToBits(-0x1p-140f) : RandomBits(rng, type, false, false);
+          SegBuilt b;
+          Build(c, &b);
+          bool wide = false;
+          for (const auto& step : Chosen(b.op).steps)
+            wide = wide || (step.hasWide && step.wide.module.rfind("segment_w4v", 0) == 0);
+          INFO("type " << UINT(type) << ", function " << UINT(f) << ", values " << values
+                       << ", empty " << UINT(empty));
+          CHECK(wide);
+          RunCase(c);
+        }
+}
+
 // The recording path with every binding at an offset in one buffer: 16 bytes (the fold 4 columns
 // an invocation) and 4 (one column), each checked against the reference, nothing outside the
 // output changed, and IndexStatus reporting a bad offset in checked mode.
@@ -628,8 +683,9 @@ void SetLengths(SegCase& c, const std::vector<UINT>& lengths, UINT64 batches) {
 // negative.
 TEST_CASE_METHOD(Fixture, "Segment reductions: long segments folded in chunks", "[segment]") {
   const bool denormals = KeepsDenormals32();
-  const std::vector<UINT> lengths = {5, 300, 0, 257, 69000, 1, 256, 181};  // 70,000 rows
-  const std::vector<UINT> shorter = {5, 300, 0, 2000, 257, 438};           // 3,000
+  // 70,000 rows; 64,000 and 5,000 rows: 250 and 20 chunks, each a last group of fewer than 16.
+  const std::vector<UINT> lengths = {5, 300, 0, 257, 64000, 5000, 1, 256, 181};
+  const std::vector<UINT> shorter = {5, 300, 0, 2000, 257, 438};  // 3,000
   int n = 0;
   for (auto type : DataTypes())
     for (auto f : kFunctions) {
@@ -746,11 +802,12 @@ TEST_CASE_METHOD(Fixture, "Segment reductions: long float segments streamed", "[
 }
 
 // Which steps the long path takes (GPU-free): on a GPU (loops unbounded) MAX and integer SUM of
-// more rows than VKDML_SEGMENT_LONG_ROWS take the fold (listing long segments), the chunks'
-// stage and the combine (both indirect); float SUM, MEAN and PROD stream (the fold, then a
-// workgroup per listed element); rows too few to make a long segment keep the one fold. Where
-// loops are bounded, the long path needs every element to fit the list and a chunk's (the
-// stream: a segment's) rows to fit a dispatch: past that, the fold's dispatches as before.
+// more rows than VKDML_SEGMENT_LONG_ROWS take the fold (listing long segments) and the chunks'
+// stage (indirect; the last chunk of a segment to arrive combines them); float SUM, MEAN and PROD
+// stream (the fold, then a workgroup per listed element); rows too few to make a long segment keep
+// the one fold. Where loops are bounded, the long path needs every element to fit the list and a
+// chunk's (the stream: a segment's) rows to fit a dispatch: past that, the fold's dispatches as
+// before.
 TEST_CASE("Kernels: segment reductions' long path", "[segment][kernels]") {
   using vkdml::detail::Capabilities;
   Capabilities gpu;
@@ -775,11 +832,10 @@ TEST_CASE("Kernels: segment reductions' long path", "[segment][kernels]") {
     }
     return s;
   };
+  // (The chunks' stage combines too: its last chunk to arrive.)
   const std::vector<UINT> longPath = {VKDML_SEGMENT_STAGE_FOLD * 10,
-                                      VKDML_SEGMENT_STAGE_CHUNKS * 10 + 1,
-                                      VKDML_SEGMENT_STAGE_COMBINE * 10 + 2};
-  const std::vector<UINT> stream = {VKDML_SEGMENT_STAGE_FOLD * 10,
-                                    VKDML_SEGMENT_STAGE_CHUNKS * 10 + 1};
+                                      VKDML_SEGMENT_STAGE_CHUNKS * 10 + 1};
+  const std::vector<UINT> stream = longPath;
   SegCase c;
   c.sizes = {100000, 128};
   c.segments = 4;
@@ -796,7 +852,9 @@ TEST_CASE("Kernels: segment reductions' long path", "[segment][kernels]") {
         const vkdml::detail::KernelSet set = choose(c, gpu);
         if (Regroupable(type, f)) {
           CHECK(stages(set) == longPath);
-          CHECK(set.dispatchWords == VKDML_BAG_COMMAND(2));
+          // The count, command 0 and the arrivals' counts of each entry.
+          CHECK(set.dispatchWords ==
+                VKDML_SEGMENT_ARRIVALS + set.steps[1].plain.end * VKDML_SEGMENT_ARRIVAL_WORDS);
           CHECK(set.steps[1].plain.end > 0);  // the list's capacity
           CHECK(set.steps[1].plain.end <= 100000 * 128);
           // 4 columns at a time: 4 times the words an entry, a quarter of the entries.
@@ -858,5 +916,70 @@ TEST_CASE("Kernels: segment reductions' long path", "[segment][kernels]") {
     CHECK(stages(set) == std::vector<UINT>{0});
     CHECK(set.steps[0].plain.end == 0);
     CHECK(set.dispatchWords == 0);
+  }
+}
+
+// Which fold takes a segment reduction (GPU-free): 4 columns an invocation ("segment_w4v", 16-byte
+// loads and stores, its bindings on 16 bytes) for 4-byte values but ARGMIN's and ARGMAX's rows
+// whose columns are contiguous, a multiple of 4 of them, and whose rows start on 16 bytes; else
+// the column an invocation fold ("segment_w4", "segment_w8") alone. Keyed on the element size:
+// float32 and int32 alike, float SUM's module the device's float arithmetic's ("_w": float64
+// beside float32 that may flush denormals, as on NVIDIA).
+TEST_CASE("Kernels: segment reductions' four-column fold", "[segment][kernels]") {
+  vkdml::detail::Capabilities gpu;
+  gpu.maxGroups = 65535;
+  gpu.float64 = gpu.float64Elements = true;
+  struct Want {
+    DML_TENSOR_DATA_TYPE type;
+    VKDML_SEGMENT_REDUCE_FUNCTION f;
+    UINT columns;
+    std::vector<UINT> strides;  // InputTensor's, in elements (empty: packed)
+    DML_TENSOR_DATA_TYPE indexType;
+    const char* wide;  // the wide fold's module, or "" for none
+    const char* plain;
+  };
+  const auto f32 = DML_TENSOR_DATA_TYPE_FLOAT32, i32 = DML_TENSOR_DATA_TYPE_INT32;
+  const auto i64 = DML_TENSOR_DATA_TYPE_INT64, f16 = DML_TENSOR_DATA_TYPE_FLOAT16;
+  const auto f64 = DML_TENSOR_DATA_TYPE_FLOAT64;
+  const auto sum = VKDML_SEGMENT_REDUCE_FUNCTION_SUM, max = VKDML_SEGMENT_REDUCE_FUNCTION_MAX;
+  const auto mean = VKDML_SEGMENT_REDUCE_FUNCTION_MEAN;
+  const Want wants[] = {
+      {f32, sum, 128, {}, i64, "segment_w4v_i64_w", "segment_w4_i64_w"},
+      {f32, mean, 128, {}, i32, "segment_w4v_i32_w", "segment_w4_i32_w"},
+      {f32, max, 128, {}, i64, "segment_w4v_i64", "segment_w4_i64"},
+      {i32, sum, 8, {}, i64, "segment_w4v_i64", "segment_w4_i64"},
+      {f32, VKDML_SEGMENT_REDUCE_FUNCTION_ARGMAX, 128, {}, i64, "", "segment_w4_i64"},
+      {f16, sum, 128, {}, i64, "", "segment_w4_i64_w"},
+      {f64, max, 128, {}, i64, "", "segment_w8_i64_f64"},
+      {f32, sum, 130, {}, i64, "", "segment_w4_i64_w"},
+      // Columns 8 bytes apart; rows 516 bytes apart (not a multiple of 16); rows 528 apart.
+      {f32, sum, 128, {256, 2}, i64, "", "segment_w4_i64_w"},
+      {f32, sum, 128, {129, 1}, i64, "", "segment_w4_i64_w"},
+      {f32, sum, 128, {132, 1}, i64, "segment_w4v_i64_w", "segment_w4_i64_w"}};
+  for (const Want& w : wants) {
+    SegCase c;
+    c.type = w.type;
+    c.f = w.f;
+    c.indexType = w.indexType;
+    c.sizes = {200, w.columns};
+    c.segments = 3;
+    c.indices = {0, 10, 150, 200};
+    c.inStrides = w.strides;
+    SegBuilt b;
+    Build(c, &b);
+    vkdml::detail::OperatorImpl op;
+    REQUIRE(vkdml::detail::BuildOperator(b.op, &op).ok());
+    vkdml::detail::KernelSet set;
+    REQUIRE(vkdml::detail::ChooseKernels(op, 0, gpu, &set).ok());
+    INFO("type " << UINT(w.type) << ", function " << UINT(w.f) << ", columns " << w.columns
+                 << ", wide " << w.wide);
+    REQUIRE(set.steps.size() == 1);  // 200 rows: no long path, loops unbounded: one fold
+    const auto& step = set.steps[0];
+    CHECK(step.plain.module == w.plain);
+    CHECK(step.hasWide == (*w.wide != 0));
+    if (step.hasWide) {
+      CHECK(step.wide.module == w.wide);
+      CHECK(step.wide.align == 16);
+    }
   }
 }

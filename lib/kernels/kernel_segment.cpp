@@ -11,8 +11,9 @@
 // dispatches indirect, run only where a segment reaches them (the embedding bags' steps:
 // ChooseBagDispatches). Where a segment may be long, the long path (ChooseLongSegments): the
 // reductions whose results do not depend on how rows are grouped fold long segments' chunks at
-// once, then combine them in order; float sums and products stream them in row order; both in
-// "_long" modules of their own. The large path is refused: every tensor must fit one descriptor.
+// once, the last chunk to arrive combining them in order; float sums and products stream them
+// in row order; both in "_long" modules of their own. The large path is refused: every tensor must
+// fit one descriptor.
 #include <algorithm>
 
 #include "kernels/kernel_choice.h"
@@ -85,10 +86,12 @@ UINT64 LongCapacity(UINT64 count, UINT64 lanes) {
 // The long path (glsl/segment_reduce.comp, interface.h: VKDML_SEGMENT_STAGE_*) for the reductions
 // whose results do not depend on how rows are grouped (MIN, MAX and their args: the first of the
 // best values, ties and NaN alike; integers wrap): the fold lists the segments longer than
-// VKDML_SEGMENT_LONG_ROWS, their chunks are folded at once, then combined in order, so a few
-// long segments cost about what their rows do. Where loops are bounded every element must fit
-// the list, and a chunk's rows and the chunks of a segment each fit a dispatch's `part`;
-// otherwise the fold's dispatches as before.
+// VKDML_SEGMENT_LONG_ROWS, their chunks are folded at once and combined in order by the
+// invocations whose chunks arrive last (in groups of 16, then the groups: one indirect dispatch),
+// so a few long segments cost about what their rows do, and segments that are all short pay one
+// empty dispatch past the fold. Where loops are bounded every element must fit the list, and a
+// chunk's rows and the chunks of a segment each fit a dispatch's `part`; otherwise the fold's
+// dispatches as before.
 //
 // Float sums and products (their row order is their bits) take the stream instead: the fold lists
 // the long segments, then a workgroup per listed element loads its rows into shared memory two
@@ -130,13 +133,10 @@ bool ChooseLongSegments(Choice& c, const Pass& pass, UINT reduce, UINT kind, UIN
   set(&Kernel::begin, VKDML_SEGMENT_STAGE_CHUNKS);
   set(&Kernel::indirect, 1);
   c.set.steps.push_back(step);
-  if (regroup) {
-    set(&Kernel::begin, VKDML_SEGMENT_STAGE_COMBINE);
-    set(&Kernel::indirect, 2);
-    c.set.steps.push_back(step);
-  }
-  // The count, then commands 0 and 1 (the stream: 0 only).
-  c.set.dispatchWords = VKDML_BAG_COMMAND(regroup ? 2 : 1);
+  // The count, command 0, then (regroup) the arrivals' counts of each entry.
+  c.set.dispatchWords = regroup ? VKDML_SEGMENT_ARRIVALS + std::max(plainCapacity, wideCapacity) *
+                                                               VKDML_SEGMENT_ARRIVAL_WORDS
+                                : VKDML_BAG_COMMAND(1);
   const auto words = [regroup](UINT64 capacity, UINT64 lanes) {
     return capacity * VKDML_SEGMENT_LIST_WORDS +
            (regroup ? capacity * VKDML_SEGMENT_LONG_CHUNKS * lanes * VKDML_SEGMENT_PARTIAL_WORDS
