@@ -855,9 +855,9 @@ TEST_CASE_METHOD(Fixture, "Quantized rows: quantizing scatters over many workgro
   }
 }
 
-// GPU-free: the quantizer takes a workgroup per groupSize blocks, within maxGroups (the rest in
-// its loop); on the large path, the per-window dispatches' own sizes.
-TEST_CASE("Quantized rows: the quantizer's workgroups", "[quantized][kernels]") {
+// GPU-free: the quantizer takes a workgroup per groupSize blocks, the gather one per groupSize
+// pairs of loop elements (8 values), within maxGroups (the rest in their loops).
+TEST_CASE("Quantized rows: the workgroups chosen", "[quantized][kernels]") {
   ScatterCase c;
   c.blocks = 5;
   c.rows = 8;
@@ -865,18 +865,30 @@ TEST_CASE("Quantized rows: the quantizer's workgroups", "[quantized][kernels]") 
   c.indices.assign(1000, 3);
   BuiltScatter b;
   BuildScatter(c, &b);
-  vkdml::detail::OperatorImpl op;
-  REQUIRE(vkdml::detail::BuildOperator(b.op, &op).ok());
+  Case g;
+  g.rows = 8;
+  g.blocks = 5;
+  g.batch = std::vector<UINT>{1000};
+  Built gb;
+  Build(g, &gb);
+  vkdml::detail::OperatorImpl scatter, gather;
+  REQUIRE(vkdml::detail::BuildOperator(b.op, &scatter).ok());
+  REQUIRE(vkdml::detail::BuildOperator(gb.op, &gather).ok());
   for (UINT size : {128u, 256u}) {
     for (UINT maxGroups : {65535u, 7u}) {
       vkdml::detail::Capabilities caps;
       caps.groupSize = size;
       caps.maxGroups = maxGroups;
       vkdml::detail::KernelSet set;
-      REQUIRE(vkdml::detail::ChooseKernels(op, 0, caps, &set).ok());
+      REQUIRE(vkdml::detail::ChooseKernels(scatter, 0, caps, &set).ok());
       const vkdml::detail::Kernel& k = set.steps.back().plain;
       CHECK(k.module == "quantize_q8_0_i32");
-      CHECK(k.groups == std::min<UINT>(maxGroups, (5000 + size - 1) / size));
+      CHECK(k.groups == std::min<UINT>(maxGroups, (5000 + size - 1) / size));  // 5000 blocks
+      vkdml::detail::KernelSet gset;
+      REQUIRE(vkdml::detail::ChooseKernels(gather, 0, caps, &gset).ok());
+      const vkdml::detail::Kernel& d = gset.steps.back().plain;
+      CHECK(d.module == "dequantize_q8_0_i32");
+      CHECK(d.groups == std::min<UINT>(maxGroups, (20000 + size - 1) / size));  // 40000 quads
     }
   }
 }
