@@ -302,8 +302,11 @@ TEST_CASE("Block-quantized gather: the kernels chosen", "[block_quantized][kerne
     wide.maxGroups = 65535;
     vkdml::detail::KernelSet manySet;
     REQUIRE(vkdml::detail::ChooseKernels(manyOp, 0, wide, &manySet).ok());
+    REQUIRE(manySet.steps.size() == 3);
     CHECK(manySet.steps.back().plain.spec[VKDML_SPEC_UNIT] == 8);
     CHECK(manySet.steps.back().plain.groups == 125);
+    CHECK(manySet.steps[0].plain.groups == 1);  // 6 x 2 scales, zero points: one each
+    CHECK(manySet.steps[1].plain.groups == 1);
   }
   // Otherwise, FLOAT16: a word of two values an invocation where the output's rows are even and
   // contiguous, else each value alone (atomically); FLOAT32, a value an invocation.

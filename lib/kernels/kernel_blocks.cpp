@@ -69,8 +69,8 @@ Result ChooseBlocks(Choice& c, const Pass& pass) {
                     : Octets(op, pass.plan) ? 8
                     : Pairs(op, pass.plan)  ? 2
                                             : 1;
-  if (unit > 1) {  // an invocation per unit, all at once (their loads in flight together)
-    spec[VKDML_SPEC_UNIT] = unit;
+  if (unit > 1) spec[VKDML_SPEC_UNIT] = unit;
+  if (!c.large) {  // an invocation per unit, all at once: their loads in flight together
     const UINT64 perGroup = c.caps.groupSize;
     step.plain.groups = c.Groups((pass.plan.count / unit + perGroup - 1) / perGroup);
   }
