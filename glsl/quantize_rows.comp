@@ -153,12 +153,21 @@ int roundHalfAway(uint v) {
   return (v & 0x80000000u) != 0u ? -r : r;
 }
 
+// x * id for a finite x and id normal or 0: the device's multiply where x is normal (or zero).
+// Its product is then exact unless a denormal, which it may flush; but a product below 2^-126
+// gives q 0 (Q4_0: 8) either way. A denormal x takes the integer multiply.
+uint scaleValue(uint x, uint id) {
+  precise const float product = uintBitsToFloat(x) * uintBitsToFloat(id);
+  return (x & 0x7F800000u) != 0u || (x & 0x7FFFFFFFu) == 0u ? floatBitsToUint(product)
+                                                             : multiplyFloat32(x, id);
+}
+
 // The 4 bytes (Q8_0) or 4 nibbles in the low half of 4 bytes (Q4_0) of quad x, scaled by
-// id (1 / d's bits, 0 where every q is 0 or, Q4_0, 8).
+// id (1 / d's bits, normal, or 0 where every q is 0 or, Q4_0, 8). Updates are finite (dml.h).
 uint quantizeQuad(uvec4 x, uint id) {
   uint bytes = 0u;
   [[unroll]] for (uint c = 0u; c < 4u; ++c) {
-    const uint v = id == 0u ? 0u : multiplyNormalFloat32(x[c], id);
+    const uint v = scaleValue(x[c], id);
 #if FORMAT == 8
     const uint q = uint(roundHalfAway(v)) & 0xFFu;
 #else
@@ -234,7 +243,7 @@ void cooperative() {
 #else
       const uint d = divideFloat(uvec2(extreme, 0u), 8u).x ^ 0x80000000u;  // max / -8
 #endif
-      const uint id = (d & 0x7FFFFFFFu) == 0u ? 0u : reciprocalFloat32(d);
+      const uint id = (d & 0x7FFFFFFFu) == 0u ? 0u : reciprocalNormalFloat32(d);
       // 1 / d overflowing: q 0 (Q4_0: 8; dml.h), as id 0 gives.
       blockScale[t] = (id & 0x7FFFFFFFu) == 0x7F800000u ? 0u : id;
       const uint h = floatToHalf(d), r = 8u * (target & 3u);
