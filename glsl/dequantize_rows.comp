@@ -2,11 +2,12 @@
 // Quantized rows gathered and dequantized (VKDML_OPERATOR_GATHER_QUANTIZED_ROWS;
 // lib/operators/operator.h: Pass::Kind::Dequantize): an invocation per two groups of 4 values of
 // an output row (loop elements 2j and 2j + 1: 8 values of one block, one index lookup and scale),
-// or on the large path per group. Q8_0 (ggml's block of 34 bytes: a float16 scale d, 32 int8 q) or Q4_0 (18 bytes: d,
-// then 16 bytes whose low nibbles are values 0-15 and high nibbles 16-31, each q - 8): value d * q
-// in float32, one rounding, then to float16 in integer arithmetic where kOutputSize is 2. The table
-// is read and the output written in 32-bit words (bases in bytes: Kernel::unit 1), so no device
-// needs 8- or 16-bit storage; blocks start on any byte and are read across word boundaries.
+// or on the large path per group. Q8_0 (ggml's block of 34 bytes: a float16 scale d, 32 int8 q) or
+// Q4_0 (18 bytes: d, then 16 bytes whose low nibbles are values 0-15 and high nibbles 16-31, each
+// q - 8): value d * q in float32, one rounding, then to float16 in integer arithmetic where
+// kOutputSize is 2. The table is read and the output written in 32-bit words (bases in bytes:
+// Kernel::unit 1), so no device needs 8- or 16-bit storage; blocks start on any byte and are read
+// across word boundaries.
 // On the large path (LARGE=1; lib/kernels/kernel_large.cpp) a dispatch takes the rows whose first
 // byte lies in its window of the table, which reaches a row past the window's end.
 // FORMAT: 8 (Q8_0) or 4 (Q4_0). INDEX64 selects 64-bit index loads.
