@@ -51,18 +51,18 @@ void dequantizeOctet(uint row, uint q, out uvec4 lo, out uvec4 hi) {
     packed = uvec2((packed.x >> shift) | (packed.y << (32u - shift)),
                    (packed.y >> shift) | (third << (32u - shift)));
   }
-  uint v[8];
-  for (uint k = 0u; k < 8u; ++k) {
-    const uint w = packed[k >> 2u];
-#if FORMAT == 8
-    const float x = float(bitfieldExtract(int(w), int(8u * (k & 3u)), 8));
-#else
-    const float x = float(int((w >> (8u * (k & 3u) + ((q & 4u) != 0u ? 4u : 0u))) & 15u) - 8);
+#if FORMAT == 4
+  packed = (packed >> ((q & 4u) != 0u ? 4u : 0u)) & 0x0F0F0F0Fu;  // the nibbles, q + 8
 #endif
-    precise const float value = d * x;
-    v[k] = floatBitsToUint(value);
+  for (uint k = 0u; k < 4u; ++k) {  // no array: a vector's components, whose index unrolls
+#if FORMAT == 8
+    const vec2 x = vec2(bitfieldExtract(ivec2(packed), int(8u * k), 8));
+#else
+    const vec2 x = vec2(ivec2((packed >> (8u * k)) & 15u) - 8);
+#endif
+    precise const vec2 value = d * x;
+    lo[k] = floatBitsToUint(value.x);
+    hi[k] = floatBitsToUint(value.y);
   }
-  lo = uvec4(v[0], v[1], v[2], v[3]);
-  hi = uvec4(v[4], v[5], v[6], v[7]);
 }
 
