@@ -15,6 +15,7 @@
 // BITS: 4 (two values a byte, the first in the low nibble) or 8; kKind VKDML_KIND_SIGNED for
 // INT4. INDEX64 selects 64-bit index loads.
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "half.glsl"
 #include "index.glsl"
@@ -163,7 +164,7 @@ void octet(uint p, uint i) {
   const uint n = indexedOffset(p, at);  // VKDML_NOT_OWNED if dropped
   uint bits[8];
   if (kDrop && n == VKDML_NOT_OWNED) {
-    for (uint k = 0u; k < 8u; ++k) bits[k] = fillBits();
+    [[unroll]] for (uint k = 0u; k < 8u; ++k) bits[k] = fillBits();
   } else {
     const uint b = pc.srcBase + (BITS == 4 ? n >> 1 : n);  // the first value's byte
     if ((n & 7u) == 0u && (b & 3u) == 0u) {
@@ -171,7 +172,7 @@ void octet(uint p, uint i) {
       const int zeroPoint = int(BLOCK(2u * block + 1u));
       const uint w = b >> 2;
       const uvec2 words = uvec2(sourceWords[w], BITS == 8 ? sourceWords[w + 1u] : 0u);
-      for (uint k = 0u; k < 8u; ++k) {
+      [[unroll]] for (uint k = 0u; k < 8u; ++k) {
 #if BITS == 4
         const uint v = (words.x >> (4u * k)) & 15u;
         const int value = kKind == VKDML_KIND_SIGNED ? int(v ^ 8u) - 8 : int(v);
@@ -181,7 +182,7 @@ void octet(uint p, uint i) {
         bits[k] = scaled(value, zeroPoint, scale);
       }
     } else {  // the eight may straddle two blocks
-      for (uint k = 0u; k < 8u; ++k) bits[k] = dequantized(p, n + k, n + k);
+      [[unroll]] for (uint k = 0u; k < 8u; ++k) bits[k] = dequantized(p, n + k, n + k);
     }
   }
   const uint first = pc.dstBase + kOutputSize * at.x;  // the first value's byte
@@ -189,15 +190,16 @@ void octet(uint p, uint i) {
     outputQuads[first >> 4] = uvec4(bits[0], bits[1], bits[2], bits[3]);
     outputQuads[(first >> 4) + 1u] = uvec4(bits[4], bits[5], bits[6], bits[7]);
   } else if (kOutputSize == 4u) {
-    for (uint k = 0u; k < 8u; ++k) outputWords[(first >> 2) + k] = bits[k];
+    [[unroll]] for (uint k = 0u; k < 8u; ++k) outputWords[(first >> 2) + k] = bits[k];
   } else if ((first & 15u) == 0u) {
     outputQuads[first >> 4] = uvec4(bits[0] | (bits[1] << 16), bits[2] | (bits[3] << 16),
                                     bits[4] | (bits[5] << 16), bits[6] | (bits[7] << 16));
   } else if ((first & 3u) == 0u) {
     const uint w = first >> 2;
-    for (uint k = 0u; k < 4u; ++k) outputWords[w + k] = bits[2u * k] | (bits[2u * k + 1u] << 16);
+    [[unroll]] for (uint k = 0u; k < 4u; ++k)
+      outputWords[w + k] = bits[2u * k] | (bits[2u * k + 1u] << 16);
   } else {
-    for (uint k = 0u; k < 8u; ++k) storeHalf(pc.dstBase + 2u * (at.x + k), bits[k]);
+    [[unroll]] for (uint k = 0u; k < 8u; ++k) storeHalf(pc.dstBase + 2u * (at.x + k), bits[k]);
   }
 }
 
