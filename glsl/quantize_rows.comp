@@ -153,30 +153,39 @@ int roundHalfAway(uint v) {
   return (v & 0x80000000u) != 0u ? -r : r;
 }
 
-// x * id for a finite x and id normal or 0: the device's multiply where x is normal (or zero).
-// Its product is then exact unless a denormal, which it may flush; but a product below 2^-126
-// gives q 0 (Q4_0: 8) either way. A denormal x takes the integer multiply.
-uint scaleValue(uint x, uint id) {
-  precise const float product = uintBitsToFloat(x) * uintBitsToFloat(id);
-  return (x & 0x7F800000u) != 0u || (x & 0x7FFFFFFFu) == 0u ? floatBitsToUint(product)
-                                                             : multiplyFloat32(x, id);
+// q of v = x * id (float32 bits): Q8_0's byte, or Q4_0's nibble.
+uint quantizeValue(uint v) {
+#if FORMAT == 8
+  return uint(roundHalfAway(v)) & 0xFFu;
+#else
+  // min(15, (int8_t)(x * id + 8.5f)): the sum rounded once, as the device's float add is
+  // (correctly rounded; a denormal x * id, flushed or not, leaves 8.5 as it is).
+  precise const float w = uintBitsToFloat(v) + 8.5;
+  return uint(min(15, int(w)));
+#endif
 }
 
-// The 4 bytes (Q8_0) or 4 nibbles in the low half of 4 bytes (Q4_0) of quad x, scaled by
-// id (1 / d's bits, normal, or 0 where every q is 0 or, Q4_0, 8). Updates are finite (dml.h).
+// The 4 bytes (Q8_0) or 4 nibbles in the low half of 4 bytes (Q4_0) of quad x, scaled by id
+// (1 / d's bits, normal, or 0 where every q is 0 or, Q4_0, 8), for finite values (dml.h) none of
+// them denormal: the device's multiply, exact but where the product is a denormal, which it may
+// flush; but a product below 2^-126 gives q 0 (Q4_0: 8) either way.
 uint quantizeQuad(uvec4 x, uint id) {
+  precise const vec4 product = uintBitsToFloat(x) * uintBitsToFloat(id);
+  const uvec4 v = floatBitsToUint(product);
+  return quantizeValue(v.x) | (quantizeValue(v.y) << 8) | (quantizeValue(v.z) << 16) |
+         (quantizeValue(v.w) << 24);
+}
+
+// The same for a quad with denormal values (kept out of the unrolled path: one copy of the
+// integer multiply), from UpdatesTensor's word w on.
+uint quantizeQuadSlowly(uint w, uint id) {
   uint bytes = 0u;
-  [[unroll]] for (uint c = 0u; c < 4u; ++c) {
-    const uint v = scaleValue(x[c], id);
-#if FORMAT == 8
-    const uint q = uint(roundHalfAway(v)) & 0xFFu;
-#else
-    // min(15, (int8_t)(x * id + 8.5f)): the sum rounded once, as the device's float add is
-    // (correctly rounded; a denormal x * id, flushed or not, leaves 8.5 as it is).
-    precise const float w = uintBitsToFloat(v) + 8.5;
-    const uint q = uint(min(15, int(w)));
-#endif
-    bytes |= q << (8u * c);
+  [[dont_unroll]] for (uint c = 0u; c < 4u; ++c) {
+    const uint x = updateWords[w + c];
+    precise const float product = uintBitsToFloat(x) * uintBitsToFloat(id);
+    const uint v = (x & 0x7F800000u) != 0u || (x & 0x7FFFFFFFu) == 0u ? floatBitsToUint(product)
+                                                                       : multiplyFloat32(x, id);
+    bytes |= quantizeValue(v) << (8u * c);
   }
   return bytes;
 }
@@ -187,6 +196,16 @@ void stageBytes(uint b, uint s, uint bits) {
   const uint w = b * kStage + (s >> 2u), r = 8u * (s & 3u);
   atomicOr(staging[w], bits << r);
   if (r != 0u) atomicOr(staging[w + 1u], bits >> (32u - r));
+}
+
+// Stages quad q's bytes (or Q4_0's nibbles) into its block's staging.
+void stageQuad(uint q, uint b, uint bytes) {
+  const uint s = (blockTarget[b] & 3u) + 2u;
+#if FORMAT == 8
+  stageBytes(b, s + 4u * (q & 7u), bytes);
+#else
+  stageBytes(b, s + 4u * (q & 3u), (q & 4u) != 0u ? bytes << 4u : bytes);
+#endif
 }
 
 void cooperative() {
@@ -254,16 +273,21 @@ void cooperative() {
     barrier();
     // 4. The quads' bytes: quad j of a block at byte 2 + 4j (Q8_0), or, Q4_0, values 0-15 in
     // the low nibbles of bytes 2 to 17 and values 16-31 in their high nibbles.
+    // Quads holding a denormal value (rare) are left to one loop after the others.
+    uint slow = 0u;
     [[unroll]] for (uint k = 0u; k < 8u; ++k) {
-      const uint q = t + k * kGroup, b = q >> 3u, f = blockFrom[b];
-      if (f != kSkip) {
-        const uint bytes = quantizeQuad(x[k], blockScale[b]), s = (blockTarget[b] & 3u) + 2u;
-#if FORMAT == 8
-        stageBytes(b, s + 4u * (q & 7u), bytes);
-#else
-        stageBytes(b, s + 4u * (q & 3u), (q & 4u) != 0u ? bytes << 4u : bytes);
-#endif
+      const uint q = t + k * kGroup, b = q >> 3u;
+      if (blockFrom[b] == kSkip) continue;
+      if (any(lessThan((x[k] & 0x7FFFFFFFu) - 1u, uvec4(0x7FFFFFu)))) {  // 1 to 0x7FFFFF
+        slow |= 1u << k;
+        continue;
       }
+      stageQuad(q, b, quantizeQuad(x[k], blockScale[b]));
+    }
+    [[dont_unroll]] while (slow != 0u) {
+      const uint k = uint(findLSB(slow)), q = t + k * kGroup, b = q >> 3u;
+      slow &= slow - 1u;
+      stageQuad(q, b, quantizeQuadSlowly(blockFrom[b] + 4u * (q & 7u), blockScale[b]));
     }
     barrier();
     // 5. The staging words, word j of block b by invocation (b * kStage + j) % kGroup.

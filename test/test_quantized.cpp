@@ -630,7 +630,7 @@ namespace {
 
 // A block of 32 values of one of the kinds the rule has edges at.
 void RandomBlock(Rng& rng, float* x) {
-  const UINT kind = rng.Ui(0, 7);
+  const UINT kind = rng.Ui(0, 8);
   const float scale = std::ldexp(1.0f, int(rng.Ui(0, 80)) - 40);
   std::normal_distribution<float> normal(0, 1);
   for (int j = 0; j < 32; ++j) x[j] = normal(rng.g) * scale;
@@ -664,6 +664,12 @@ void RandomBlock(Rng& rng, float* x) {
       const float unit = std::ldexp(1.0f, int(rng.Ui(0, 40)) - 20);
       for (int j = 0; j < 32; ++j) x[j] = (float(int(rng.Ui(0, 14)) - 7) + 0.5f) * unit;
       x[rng.Ui(0, 31)] = (rng.P(0.5) ? 8 : -8) * unit;
+      break;
+    }
+    case 6: {  // near the least normal: d normal or denormal, denormal values with q past 0
+      const int e = -int(rng.Ui(118, 127));
+      for (int j = 0; j < 32; ++j) x[j] = std::ldexp(normal(rng.g), e);
+      x[rng.Ui(0, 31)] = std::ldexp(rng.P(0.5) ? 1.0f : -1.0f, e + 1);
       break;
     }
     default:
