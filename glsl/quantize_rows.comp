@@ -119,10 +119,11 @@ void main() {
 #else
 // cooperative(): a workgroup of kGroup invocations takes loop elements (blocks) base to
 // base + kGroup - 1 in five steps, a barrier between each:
-// 1. invocation t finds block t's row, claim, source and target (blockFrom, blockTarget);
+// 1. invocation t finds block t's source (blockFrom);
 // 2. invocation t loads quads t + k * kGroup (k < 8: 16 bytes of one block each, block q / 8),
-//    all eight before using one, and keeps them; each quad's extreme (its first value of the
-//    greatest magnitude) goes to shared memory;
+//    all eight before using one, and keeps them; while they come, it reads block t's index and
+//    claim and finds its target (blockTarget; kSkip if the block is not stored); each quad's
+//    extreme (its first value of the greatest magnitude) goes to shared memory;
 // 3. invocation t takes block t's eight extremes in order (the first of equal magnitudes stays),
 //    computes d, 1 / d and d's float16 (one block per invocation: the serial divisions run side
 //    by side) and starts the block's bytes in `staging` with d's;
@@ -134,11 +135,11 @@ const uint kBlockBytes = FORMAT == 8 ? 34u : 18u;
 // staging: a block's words, from the word holding its first byte of the table (up to 3 bytes
 // before it); first (step 2 to 3) its quads' eight extremes.
 const uint kStage = FORMAT == 8 ? 10u : 8u;
-const uint kSkip = 0xFFFFFFFFu;  // blockFrom of a block not stored (dropped, unclaimed, past)
+const uint kSkip = 0xFFFFFFFFu;  // blockFrom past the loop; blockTarget of a block not stored
 #define kGroup gl_WorkGroupSize.x
 
 shared uint blockFrom[VKDML_GROUP_SIZE];    // its first value's word in UpdatesTensor, or kSkip
-shared uint blockTarget[VKDML_GROUP_SIZE];  // its first byte in the table
+shared uint blockTarget[VKDML_GROUP_SIZE];  // its first byte in the table, or kSkip
 shared uint blockScale[VKDML_GROUP_SIZE];   // 1 / d's bits; 0 where d is 0 or 1 / d overflows
 shared uint staging[VKDML_GROUP_SIZE * kStage];
 
@@ -212,22 +213,15 @@ void cooperative() {
   const uint p = pc.plan, t = gl_LocalInvocationID.x;
   const uint count = loopCount(p), step = gl_NumWorkGroups.x * kGroup;
   for (uint base = gl_WorkGroupID.x * kGroup; base < count;) {
-    // 1. Block t's row, claim, source and target.
-    uint from = kSkip, target = 0u;
-    if (t < count - base) {
-      // at.x: the block's first value in UpdatesTensor; at.y: its first byte in its row; at.z:
-      // the index; at.w: the row-major position.
-      const uvec4 at = loopOffsets(p, kRank, base + t);
-      const uint row = clampIndex(readIndex(at.z), VKDML_AT(plans[p].tupleSize, 0), at.w);
-      if ((!kDrop || row != VKDML_DROPPED) && TALLY(row) == at.w + 1u) {
-        from = (pc.srcBase >> 2) + at.x;
-        target = pc.dstBase + row * VKDML_AT(plans[p].tupleStride, 0) + at.y;
-      }
-    }
-    blockFrom[t] = from;
-    blockTarget[t] = target;
+    // 1. Block t's source (its values are read whether or not its row holds the claim).
+    // at.x: the block's first value in UpdatesTensor; at.y: its first byte in its row; at.z: the
+    // index; at.w: the row-major position.
+    const bool inRange = t < count - base;
+    const uvec4 at = inRange ? loopOffsets(p, kRank, base + t) : uvec4(0u);
+    blockFrom[t] = inRange ? (pc.srcBase >> 2) + at.x : kSkip;
     barrier();
-    // 2. Quads t + k * kGroup: loaded, each one's extreme to the staging of its block.
+    // 2. Quads t + k * kGroup loaded; while they come, block t's row, claim and target; then
+    // each quad's extreme to the staging of its block.
     uvec4 x[8];
     [[unroll]] for (uint k = 0u; k < 8u; ++k) {
       const uint q = t + k * kGroup, f = blockFrom[q >> 3u];
@@ -239,6 +233,13 @@ void cooperative() {
                                       updateWords[w + 3u]);
       }
     }
+    uint target = kSkip;  // kSkip: not stored (past the loop, dropped, or not the claim's row)
+    if (inRange) {
+      const uint row = clampIndex(readIndex(at.z), VKDML_AT(plans[p].tupleSize, 0), at.w);
+      if ((!kDrop || row != VKDML_DROPPED) && TALLY(row) == at.w + 1u)
+        target = pc.dstBase + row * VKDML_AT(plans[p].tupleStride, 0) + at.y;
+    }
+    blockTarget[t] = target;
     [[unroll]] for (uint k = 0u; k < 8u; ++k) {
       const uint q = t + k * kGroup;
       uint extreme = x[k].x;
@@ -248,7 +249,7 @@ void cooperative() {
     }
     barrier();
     // 3. Block t's d, 1 / d and d's float16 bytes.
-    if (from != kSkip) {
+    if (target != kSkip) {
       uint amax = 0u, extreme = 0u;  // largest magnitude's bits, and (Q4_0) that value's
       [[unroll]] for (uint j = 0u; j < 8u; ++j) {  // the first of equal magnitudes stays
         const uint e = staging[t * kStage + j];
@@ -277,7 +278,7 @@ void cooperative() {
     uint slow = 0u;
     [[unroll]] for (uint k = 0u; k < 8u; ++k) {
       const uint q = t + k * kGroup, b = q >> 3u;
-      if (blockFrom[b] == kSkip) continue;
+      if (blockTarget[b] == kSkip) continue;
       if (any(lessThan((x[k] & 0x7FFFFFFFu) - 1u, uvec4(0x7FFFFFu)))) {  // 1 to 0x7FFFFF
         slow |= 1u << k;
         continue;
@@ -293,19 +294,19 @@ void cooperative() {
     // 5. The staging words, word j of block b by invocation (b * kStage + j) % kGroup.
     [[unroll]] for (uint k = 0u; k < kStage; ++k) {
       const uint n = t + k * kGroup, b = n / kStage, j = n - b * kStage;
-      if (blockFrom[b] == kSkip) continue;
+      if (blockTarget[b] == kSkip) continue;
       const uint o = blockTarget[b], first = o & 3u, end = first + kBlockBytes;
       const uint lo = max(first, 4u * j), hi = min(end, 4u * j + 4u);  // its bytes in word j
       if (lo >= hi) continue;
       uint bits = staging[n];
       uint mask = (0xFFFFFFFFu >> (32u - 8u * (hi - lo))) << (8u * (lo - 4u * j));
-      if (j == 0u && first != 0u && b > 0u && blockFrom[b - 1u] != kSkip &&
+      if (j == 0u && first != 0u && b > 0u && blockTarget[b - 1u] != kSkip &&
           blockTarget[b - 1u] + kBlockBytes == o) {  // the previous block's last word too
         const uint last = ((blockTarget[b - 1u] & 3u) + kBlockBytes - 1u) >> 2u;
         bits |= staging[(b - 1u) * kStage + last];
         mask = 0xFFFFFFFFu;
-      } else if (hi == end && (end & 3u) != 0u && b + 1u < kGroup && blockFrom[b + 1u] != kSkip &&
-                 o + kBlockBytes == blockTarget[b + 1u]) {
+      } else if (hi == end && (end & 3u) != 0u && b + 1u < kGroup &&
+                 blockTarget[b + 1u] != kSkip && o + kBlockBytes == blockTarget[b + 1u]) {
         continue;  // the next block stores this word
       }
       const uint word = (o >> 2u) + j;
