@@ -15,6 +15,7 @@
 // BITS: 4 (two values a byte, the first in the low nibble) or 8; kKind VKDML_KIND_SIGNED for
 // INT4. INDEX64 selects 64-bit index loads.
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "half.glsl"
 #include "index.glsl"
@@ -28,6 +29,12 @@ layout(std430, set = 0, binding = VKDML_BIND_SOURCE) restrict readonly buffer So
   uint sourceWords[];  // the pass's source: InputTensor, ScaleTensor or ZeroPointTensor
 };
 layout(std430, set = 0, binding = VKDML_BIND_OUTPUT) restrict buffer Output { uint outputWords[]; };
+#if !defined(SCALES) && !defined(ZERO_POINTS) && !LARGE
+// The same, 16 bytes at a time: octet()'s values where their first byte is on 16.
+layout(std430, set = 0, binding = VKDML_BIND_OUTPUT) writeonly buffer OutputQuads {
+  uvec4 outputQuads[];
+};
+#endif
 
 // Each loop's stride: every invocation's (at most 65535 * 1024, below 2^26).
 #define kStep (gl_NumWorkGroups.x * gl_WorkGroupSize.x)
@@ -82,6 +89,8 @@ uint fillBits() {
 uint blockOf(uint p, uint n) {
   // The values after the quantize axis, along it, its blocks, and the block size.
   const uvec4 g = plans[p].params;
+  // The quantize axis innermost and whole blocks along it: block n / size, size a power of 2.
+  if (g.x == 1u && g.z * g.w == g.y) return n >> uint(findLSB(g.w));
   const uint outer = n / (g.y * g.x), rest = n - outer * g.y * g.x;
   const uint along = rest / g.x;
   return (outer * g.z + along / g.w) * g.x + (rest - along * g.x);
@@ -148,14 +157,14 @@ uint outputValue(uint p, uint i, out uint element) {
 // dimension, written to consecutive output elements (lib/kernels/kernel_blocks.cpp: Octets). One
 // index lookup, block, scale and zero point serve the eight; where the first value's number is a
 // multiple of 8 and its byte on a word, their bits come in one word (BITS 4) or two; where the
-// first output element's byte is on a word, they go out in whole words. Elsewhere value by
-// value, as kUnit 1.
+// first output element's byte is on a word, they go out in whole words (on 16 bytes, in 16-byte
+// stores). Elsewhere value by value, as kUnit 1.
 void octet(uint p, uint i) {
   const uvec4 at = loopOffsets(p, kRank, 8u * i);
   const uint n = indexedOffset(p, at);  // VKDML_NOT_OWNED if dropped
   uint bits[8];
   if (kDrop && n == VKDML_NOT_OWNED) {
-    for (uint k = 0u; k < 8u; ++k) bits[k] = fillBits();
+    [[unroll]] for (uint k = 0u; k < 8u; ++k) bits[k] = fillBits();
   } else {
     const uint b = pc.srcBase + (BITS == 4 ? n >> 1 : n);  // the first value's byte
     if ((n & 7u) == 0u && (b & 3u) == 0u) {
@@ -163,7 +172,7 @@ void octet(uint p, uint i) {
       const int zeroPoint = int(BLOCK(2u * block + 1u));
       const uint w = b >> 2;
       const uvec2 words = uvec2(sourceWords[w], BITS == 8 ? sourceWords[w + 1u] : 0u);
-      for (uint k = 0u; k < 8u; ++k) {
+      [[unroll]] for (uint k = 0u; k < 8u; ++k) {
 #if BITS == 4
         const uint v = (words.x >> (4u * k)) & 15u;
         const int value = kKind == VKDML_KIND_SIGNED ? int(v ^ 8u) - 8 : int(v);
@@ -173,16 +182,24 @@ void octet(uint p, uint i) {
         bits[k] = scaled(value, zeroPoint, scale);
       }
     } else {  // the eight may straddle two blocks
-      for (uint k = 0u; k < 8u; ++k) bits[k] = dequantized(p, n + k, n + k);
+      [[unroll]] for (uint k = 0u; k < 8u; ++k) bits[k] = dequantized(p, n + k, n + k);
     }
   }
-  if (kOutputSize == 4u) {
-    for (uint k = 0u; k < 8u; ++k) outputWords[(pc.dstBase >> 2) + at.x + k] = bits[k];
-  } else if (((pc.dstBase + 2u * at.x) & 3u) == 0u) {
-    const uint w = (pc.dstBase + 2u * at.x) >> 2;
-    for (uint k = 0u; k < 4u; ++k) outputWords[w + k] = bits[2u * k] | (bits[2u * k + 1u] << 16);
+  const uint first = pc.dstBase + kOutputSize * at.x;  // the first value's byte
+  if (kOutputSize == 4u && (first & 15u) == 0u) {
+    outputQuads[first >> 4] = uvec4(bits[0], bits[1], bits[2], bits[3]);
+    outputQuads[(first >> 4) + 1u] = uvec4(bits[4], bits[5], bits[6], bits[7]);
+  } else if (kOutputSize == 4u) {
+    [[unroll]] for (uint k = 0u; k < 8u; ++k) outputWords[(first >> 2) + k] = bits[k];
+  } else if ((first & 15u) == 0u) {
+    outputQuads[first >> 4] = uvec4(bits[0] | (bits[1] << 16), bits[2] | (bits[3] << 16),
+                                    bits[4] | (bits[5] << 16), bits[6] | (bits[7] << 16));
+  } else if ((first & 3u) == 0u) {
+    const uint w = first >> 2;
+    [[unroll]] for (uint k = 0u; k < 4u; ++k)
+      outputWords[w + k] = bits[2u * k] | (bits[2u * k + 1u] << 16);
   } else {
-    for (uint k = 0u; k < 8u; ++k) storeHalf(pc.dstBase + 2u * (at.x + k), bits[k]);
+    [[unroll]] for (uint k = 0u; k < 8u; ++k) storeHalf(pc.dstBase + 2u * (at.x + k), bits[k]);
   }
 }
 

@@ -1,11 +1,13 @@
 #version 450
 // Quantized rows gathered and dequantized (VKDML_OPERATOR_GATHER_QUANTIZED_ROWS;
-// lib/operators/operator.h: Pass::Kind::Dequantize): an invocation per group of 4 values of an
-// output row. Q8_0 (ggml's block of 34 bytes: a float16 scale d, 32 int8 q) or Q4_0 (18 bytes: d,
-// then 16 bytes whose low nibbles are values 0-15 and high nibbles 16-31, each q - 8): value d * q
-// in float32, one rounding, then to float16 in integer arithmetic where kOutputSize is 2. The table
-// is read and the output written in 32-bit words (bases in bytes: Kernel::unit 1), so no device
-// needs 8- or 16-bit storage; blocks start on any byte and are read across word boundaries.
+// lib/operators/operator.h: Pass::Kind::Dequantize): an invocation per two groups of 4 values of
+// an output row (loop elements 2j and 2j + 1: 8 values of one block, one index lookup and scale),
+// or on the large path per group. Q8_0 (ggml's block of 34 bytes: a float16 scale d, 32 int8 q) or
+// Q4_0 (18 bytes: d, then 16 bytes whose low nibbles are values 0-15 and high nibbles 16-31, each
+// q - 8): value d * q in float32, one rounding, then to float16 in integer arithmetic where
+// kOutputSize is 2. The table is read and the output written in 32-bit words (bases in bytes:
+// Kernel::unit 1), so no device needs 8- or 16-bit storage; blocks start on any byte and are read
+// across word boundaries.
 // On the large path (LARGE=1; lib/kernels/kernel_large.cpp) a dispatch takes the rows whose first
 // byte lies in its window of the table, which reaches a row past the window's end.
 // FORMAT: 8 (Q8_0) or 4 (Q4_0). INDEX64 selects 64-bit index loads.
@@ -47,6 +49,41 @@ void main() {
   const bool fills = true;
   const uint firstQuad = 0u;
 #endif
+#if !LARGE
+  // Pairs of groups: rows hold whole blocks (8 groups each), so 2j and 2j + 1 share a row and a
+  // block, their values and outputs consecutive.
+  for (uint j = gl_GlobalInvocationID.x; j < count / 2u;) {
+    const uint i = 2u * j;
+    const uvec4 at = locate(p, i);  // as below
+    uvec4 lo = fillBytes, hi = fillBytes;  // dropped: VKDML_OUT_OF_RANGE_MODE_FILL's bytes
+    if (at.w == 0u) {
+      const uint q = kRank > 1u ? i - divideBySize(p, kRank - 1u, i) * quads : i;
+      dequantizeOctet(pc.srcBase + at.y, q, lo, hi);
+      if (kOutputSize == 2u)
+        lo = uvec4(floatToHalf(lo.x) | (floatToHalf(lo.y) << 16),
+                   floatToHalf(lo.z) | (floatToHalf(lo.w) << 16),
+                   floatToHalf(hi.x) | (floatToHalf(hi.y) << 16),
+                   floatToHalf(hi.z) | (floatToHalf(hi.w) << 16));
+    }
+    const uint word = (pc.dstBase >> 2) + (kOutputSize == 4u ? at.x : at.x >> 1);
+    if ((word & 3u) == 0u) {
+      outputQuads[word >> 2] = lo;
+      if (kOutputSize == 4u) outputQuads[(word >> 2) + 1u] = hi;
+    } else if (kOutputSize == 2u) {
+      outputWords[word] = lo.x;
+      outputWords[word + 1u] = lo.y;
+      outputWords[word + 2u] = lo.z;
+      outputWords[word + 3u] = lo.w;
+    } else {
+      for (uint k = 0u; k < 4u; ++k) {
+        outputWords[word + k] = lo[k];
+        outputWords[word + 4u + k] = hi[k];
+      }
+    }
+    if (count / 2u - j <= step) break;
+    j += step;
+  }
+#else
   for (uint i = gl_GlobalInvocationID.x; i < count;) {
     // at.x: the output element; at.y: the row's first byte, VKDML_NOT_OWNED if dropped or (LARGE)
     // in another dispatch's window of the table; at.w: 1 if dropped.
@@ -80,4 +117,5 @@ void main() {
     if (count - i <= step) break;
     i += step;
   }
+#endif
 }

@@ -80,4 +80,38 @@ uint reciprocalFloat32(uint a) {
   return roundFloat32(a & 0x80000000u, q, -x - 50, r != 0u);
 }
 
+// reciprocalFloat32(a) for a finite nonzero a, most of it in a few steps: where 1 / a is a
+// normal float (a's exponent field 1 to 252), q = floor(2^47 / m) for a's significand m is the
+// device's float quotient, within a few units (Vulkan: 2.5 ULP), corrected by the remainder
+// 2^47 - q * m until it lies in [0, m), then proven exactly (the 64-bit product); the
+// significand is q rounded by the remainder (no ties: 2^47 / m is a whole number or has an odd
+// divisor). Elsewhere, or if the quotient was further off, the long division.
+uint reciprocalNormalFloat32(uint a) {
+  const uint field = (a >> 23) & 0xFFu;
+  if (field == 0u || field > 252u) return reciprocalFloat32(a);
+  const uint m = (a & 0x7FFFFFu) | 0x800000u;
+  uint q = uint(min(140737488355328.0 / float(m), 16777216.0));  // 2^47 / m, at most 2^24
+  int r = int(0u - q * m);  // 2^47 - q * m, within 2^31 while q is a few units off
+  for (uint k = 0u; k < 4u; ++k) {
+    if (r < 0) {
+      --q;
+      r += int(m);
+    } else if (r >= int(m)) {
+      ++q;
+      r -= int(m);
+    }
+  }
+  uint hi, lo;
+  umulExtended(q, m, hi, lo);  // 2^47 - q * m in [0, m): hi:lo is 2^47 - r
+  const bool exact = r >= 0 && r < int(m) && (r == 0 ? hi == 0x8000u && lo == 0u
+                                                        : hi == 0x7FFFu && lo == 0u - uint(r));
+  if (!exact) return reciprocalFloat32(a);
+  q += 2 * r >= int(m) ? 1u : 0u;  // 2^47 / m rounded to nearest
+  // 1 / a = (2^47 / m) * 2^(-47 - x), a = m * 2^x, x = field - 150: q's leading bit 2^23 gives
+  // the exponent field 253 - field, one more where q reached 2^24 (m a power of 2, or rounded up).
+  const uint f = q >= 0x1000000u ? 254u - field : 253u - field;
+  const uint s = q >= 0x1000000u ? q >> 1 : q;
+  return (a & 0x80000000u) | (f << 23) | (s & 0x7FFFFFu);
+}
+
 #endif  // VKDML_FLOAT32_GLSL

@@ -289,6 +289,25 @@ TEST_CASE("Block-quantized gather: the kernels chosen", "[block_quantized][kerne
   // Rows of whole eights of values along the quantize axis (the innermost), in blocks of whole
   // eights: eight values an invocation, FLOAT32 or FLOAT16.
   CHECK(set.steps[2].plain.spec[VKDML_SPEC_UNIT] == 8);
+  {  // an invocation per eight values, all at once: 2000 rows of 64, 16000 invocations
+    BlockCase many = c;
+    many.indices = {2000};
+    many.indexValues.assign(2000, 1);
+    BlockBuilt m;
+    Build(rng, many, &m);
+    vkdml::detail::OperatorImpl manyOp;
+    REQUIRE(vkdml::detail::BuildOperator(m.op, &manyOp).ok());
+    vkdml::detail::Capabilities wide;
+    wide.groupSize = 128;
+    wide.maxGroups = 65535;
+    vkdml::detail::KernelSet manySet;
+    REQUIRE(vkdml::detail::ChooseKernels(manyOp, 0, wide, &manySet).ok());
+    REQUIRE(manySet.steps.size() == 3);
+    CHECK(manySet.steps.back().plain.spec[VKDML_SPEC_UNIT] == 8);
+    CHECK(manySet.steps.back().plain.groups == 125);
+    CHECK(manySet.steps[0].plain.groups == 1);  // 6 x 2 scales, zero points: one each
+    CHECK(manySet.steps[1].plain.groups == 1);
+  }
   // Otherwise, FLOAT16: a word of two values an invocation where the output's rows are even and
   // contiguous, else each value alone (atomically); FLOAT32, a value an invocation.
   auto unit = [&rng](const BlockCase& k, Shape* outStrides) {

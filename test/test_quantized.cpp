@@ -630,7 +630,7 @@ namespace {
 
 // A block of 32 values of one of the kinds the rule has edges at.
 void RandomBlock(Rng& rng, float* x) {
-  const UINT kind = rng.Ui(0, 7);
+  const UINT kind = rng.Ui(0, 8);
   const float scale = std::ldexp(1.0f, int(rng.Ui(0, 80)) - 40);
   std::normal_distribution<float> normal(0, 1);
   for (int j = 0; j < 32; ++j) x[j] = normal(rng.g) * scale;
@@ -666,6 +666,12 @@ void RandomBlock(Rng& rng, float* x) {
       x[rng.Ui(0, 31)] = (rng.P(0.5) ? 8 : -8) * unit;
       break;
     }
+    case 6: {  // near the least normal: d normal or denormal, denormal values with q past 0
+      const int e = -int(rng.Ui(118, 127));
+      for (int j = 0; j < 32; ++j) x[j] = std::ldexp(normal(rng.g), e);
+      x[rng.Ui(0, 31)] = std::ldexp(rng.P(0.5) ? 1.0f : -1.0f, e + 1);
+      break;
+    }
     default:
       break;
   }
@@ -674,6 +680,7 @@ void RandomBlock(Rng& rng, float* x) {
 struct ScatterCase {
   VKDML_QUANTIZED_FORMAT format = VKDML_QUANTIZED_FORMAT_Q8_0;
   UINT rows = 1, blocks = 1, inStride = 0, outStride = 0;  // 0: packed
+  UINT updStride = 0;  // UpdatesTensor's row stride in values (0: packed)
   DML_TENSOR_DATA_TYPE indexType = DML_TENSOR_DATA_TYPE_INT32;
   std::vector<UINT> batch;
   std::vector<int64_t> indices;
@@ -704,7 +711,13 @@ void BuildScatter(const ScatterCase& c, BuiltScatter* b) {
   b->table = TensorDesc(DML_TENSOR_DATA_TYPE_UINT8, tableSizes, strides(c.In()));
   b->output = TensorDesc(DML_TENSOR_DATA_TYPE_UINT8, tableSizes, strides(c.Out()));
   b->indices = TensorDesc(c.indexType, indexSizes);
-  b->updates = TensorDesc(DML_TENSOR_DATA_TYPE_FLOAT32, updateSizes);
+  std::vector<UINT> updateStrides;  // rows of updStride values, the outer dimensions packed
+  if (c.updStride) {
+    updateStrides.assign(dims, 1);
+    updateStrides[dims - 2] = c.updStride;
+    for (UINT d = dims - 2; d-- > 0;) updateStrides[d] = updateStrides[d + 1] * updateSizes[d + 1];
+  }
+  b->updates = TensorDesc(DML_TENSOR_DATA_TYPE_FLOAT32, updateSizes, updateStrides);
   b->desc = {b->table.Desc(), b->indices.Desc(), b->updates.Desc(), b->output.Desc(), c.format};
   b->op = {VKDML_OPERATOR_SCATTER_QUANTIZED_ROWS, &b->desc};
 }
@@ -759,6 +772,13 @@ void RunScatterAndCheck(Rng& rng, const ScatterCase& c) {
   for (size_t k = 0; k < count * c.blocks; ++k) RandomBlock(rng, &updates[k * 32]);
   Bytes indexImage = IndexBytes(c.indexType, c.indices, b.indices.Total());
   const Bytes expected = ExpectedScatter(c, table, updates, Poisoned(b.output.Total()), false);
+  // UpdatesTensor's bytes: its rows at their stride, NaN in the gaps (never read).
+  std::vector<float> updateImage = updates;
+  if (c.updStride) {
+    updateImage.assign(b.updates.Total() / 4, std::nanf(""));
+    for (size_t r = 0; r < count; ++r)
+      std::copy_n(&updates[r * c.blocks * 32], c.blocks * 32, &updateImage[r * c.updStride]);
+  }
   std::unique_ptr<Operator> op;
   std::unique_ptr<CompiledOperator> compiled;
   Result r = Dev().CreateOperator(b.op, &op);
@@ -768,7 +788,7 @@ void RunScatterAndCheck(Rng& rng, const ScatterCase& c) {
   INFO(Str(r));
   REQUIRE(r.ok());
   Bytes out = Poisoned(b.output.Total());
-  r = Dev().Run(*compiled, {table.data(), indexImage.data(), updates.data()}, {out.data()});
+  r = Dev().Run(*compiled, {table.data(), indexImage.data(), updateImage.data()}, {out.data()});
   INFO(Str(r));
   REQUIRE(r.ok());
   CHECK(DiffBytes(out, expected, nullptr) == "");
@@ -804,6 +824,78 @@ TEST_CASE_METHOD(Fixture, "Quantized rows: random quantizing scatters vs referen
     if (!SweepRuns(n)) continue;
     INFO("case " << n << " (VKDML_TEST_CASE=" << n << " replays it)");
     RunScatterAndCheck(rng, c);
+  }
+}
+
+// Scatters of hundreds of update rows (blocks over several workgroups of the quantizer, a row's
+// blocks split between two of them; glsl/quantize_rows.comp: cooperative), rows of 1 to 9
+// blocks on odd bytes of the table half the time, update rows at an odd stride (values off 16
+// bytes) half the time, many duplicates (unclaimed blocks beside claimed ones); from case 4
+// on with 2 workgroups a dispatch (VKDML_MAX_GROUPS), each taking several groups of blocks.
+TEST_CASE_METHOD(Fixture, "Quantized rows: quantizing scatters over many workgroups",
+                 "[quantized]") {
+  for (uint64_t n = 0; n < 8; ++n) {
+    Rng rng(BaseSeed() ^ (0x5CA9 + n * 0x9E3779B97F4A7C15ull));
+    ScatterCase c;
+    c.format = n % 2 ? VKDML_QUANTIZED_FORMAT_Q4_0 : VKDML_QUANTIZED_FORMAT_Q8_0;
+    c.indexType = IndexTypes()[(n / 2) % 4];
+    c.rows = rng.Ui(40, 300);
+    c.blocks = rng.Ui(1, 9);
+    if (rng.P(0.5)) c.inStride = c.RowBytes() + rng.Ui(1, 5);
+    if (n % 4 != 3) c.outStride = c.RowBytes() + rng.Ui(1, 3);  // blocks off words
+    if (n % 4 != 2) c.updStride = c.blocks * 32 + rng.Ui(1, 3);
+    c.batch = std::vector<UINT>{rng.Ui(100, 400)};
+    c.indices = RandomIndices(rng, c.batch[0], c.rows, c.indexType);
+    if (!SweepRuns(n)) continue;
+    INFO("case " << n << " (VKDML_TEST_CASE=" << n << " replays it)");
+    std::unique_ptr<ScopedSwitch> groups;
+    if (n >= 4) groups = std::make_unique<ScopedSwitch>("VKDML_MAX_GROUPS", "2");
+    BuiltScatter b;
+    BuildScatter(c, &b);
+    const vkdml::detail::Kernel& k = Chosen(b.op).steps.back().plain;
+    const vkdml::detail::Capabilities caps = CapabilitiesOf(Dev());
+    const UINT64 blocks = UINT64(c.batch[0]) * c.blocks, size = caps.groupSize;
+    CHECK(k.groups == std::min<UINT64>(caps.maxGroups, (blocks + size - 1) / size));
+    CHECK((n < 4 || caps.maxGroups == 2));
+    RunScatterAndCheck(rng, c);
+  }
+}
+
+// GPU-free: the quantizer takes a workgroup per groupSize blocks, the gather one per groupSize
+// pairs of loop elements (8 values), within maxGroups (the rest in their loops).
+TEST_CASE("Quantized rows: the workgroups chosen", "[quantized][kernels]") {
+  ScatterCase c;
+  c.blocks = 5;
+  c.rows = 8;
+  c.batch = std::vector<UINT>{1000};
+  c.indices.assign(1000, 3);
+  BuiltScatter b;
+  BuildScatter(c, &b);
+  Case g;
+  g.rows = 8;
+  g.blocks = 5;
+  g.batch = std::vector<UINT>{1000};
+  Built gb;
+  Build(g, &gb);
+  vkdml::detail::OperatorImpl scatter, gather;
+  REQUIRE(vkdml::detail::BuildOperator(b.op, &scatter).ok());
+  REQUIRE(vkdml::detail::BuildOperator(gb.op, &gather).ok());
+  for (UINT size : {128u, 256u}) {
+    for (UINT maxGroups : {65535u, 7u}) {
+      vkdml::detail::Capabilities caps;
+      caps.groupSize = size;
+      caps.maxGroups = maxGroups;
+      vkdml::detail::KernelSet set;
+      REQUIRE(vkdml::detail::ChooseKernels(scatter, 0, caps, &set).ok());
+      const vkdml::detail::Kernel& k = set.steps.back().plain;
+      CHECK(k.module == "quantize_q8_0_i32");
+      CHECK(k.groups == std::min<UINT>(maxGroups, (5000 + size - 1) / size));  // 5000 blocks
+      vkdml::detail::KernelSet gset;
+      REQUIRE(vkdml::detail::ChooseKernels(gather, 0, caps, &gset).ok());
+      const vkdml::detail::Kernel& d = gset.steps.back().plain;
+      CHECK(d.module == "dequantize_q8_0_i32");
+      CHECK(d.groups == std::min<UINT>(maxGroups, (20000 + size - 1) / size));  // 40000 quads
+    }
   }
 }
 

@@ -69,9 +69,9 @@ Result ChooseBlocks(Choice& c, const Pass& pass) {
                     : Octets(op, pass.plan) ? 8
                     : Pairs(op, pass.plan)  ? 2
                                             : 1;
-  if (unit > 1) {
-    spec[VKDML_SPEC_UNIT] = unit;
-    const UINT64 perGroup = UINT64(c.caps.groupSize) * spec[VKDML_SPEC_UNROLL];
+  if (unit > 1) spec[VKDML_SPEC_UNIT] = unit;
+  if (!c.large) {  // an invocation per unit, all at once: their loads in flight together
+    const UINT64 perGroup = c.caps.groupSize;
     step.plain.groups = c.Groups((pass.plan.count / unit + perGroup - 1) / perGroup);
   }
   spec[VKDML_SPEC_ELEMENT_KIND] =

@@ -3,8 +3,10 @@
 // scatter's passes after its copy; a module per format and index size, the gather's output
 // element size a specialization constant. They read and write their tensors in 32-bit words on
 // every device, so every binding starts on a word (KernelSet::wordBindings), and their bases are
-// bytes (Kernel::unit 1). Both run on the large path: a dispatch per chunk of rows and window of
-// the table, taking the rows (the gather) or blocks (the scatter) that start in its window.
+// bytes (Kernel::unit 1). Off the large path the gather takes 8 values an invocation, and the
+// quantizer's workgroups a block per invocation together (glsl/quantize_rows.comp:
+// cooperative). Both run on the large path: a dispatch per chunk of rows and window of the table,
+// taking the rows (the gather) or blocks (the scatter) that start in its window.
 #include "kernels/kernel_choice.h"
 
 namespace vkdml::detail {
@@ -35,6 +37,14 @@ Result ChooseQuantized(Choice& c, const Pass& pass) {
   k = c.Elementwise(QuantizedModule(pass.kind, c.op.format, c.indexSize, c.large), pass.plan, slot,
                     1);
   k.spec[VKDML_SPEC_OUTPUT_SIZE] = c.op.outputs[0].elemSize;
+  // Off the large path, as many workgroups as take the work at once (each invocation's loads
+  // issued together, not one loop element after another): the quantizer's a block per
+  // invocation (a workgroup's blocks together: every invocation a block's scale, and quads of
+  // the group's values), the gather's two loop elements (8 values of a block).
+  const UINT64 perInvocation = pass.kind == Pass::Kind::Dequantize ? 2 : 1;
+  if (pass.kind != Pass::Kind::Claim && !c.large)
+    k.groups =
+        c.Groups((pass.plan.count / perInvocation + c.caps.groupSize - 1) / c.caps.groupSize);
   // On the large path: the rows (the gather's output, the scatter's updates) in their elements,
   // a loop element taking 4 values (the gather) or 32 (the quantizer); the table in bytes, a
   // loop element reading a row (the gather) or writing a block (the quantizer) from an offset
