@@ -194,6 +194,19 @@ MoeUnpermuteCase RandomUnpermuteCase(Rng& rng, uint64_t n) {
   return c;
 }
 
+// 10 tokens, top-4 of 40 rows of 8 float16 values, int64 ids (the kernel-choice checks').
+MoeUnpermuteCase Unpermute8() {
+  MoeUnpermuteCase u;
+  u.tokens = 10;
+  u.k = 4;
+  u.rows = 40;
+  u.width = u.yStride = u.outStride = 8;
+  u.valueType = u.outType = DML_TENSOR_DATA_TYPE_FLOAT16;
+  u.invType = DML_TENSOR_DATA_TYPE_INT64;
+  u.invStride[0] = u.weightStride[0] = 4;
+  return u;
+}
+
 // Runs unpermute c (built as b) on y, inv and w, and compares every output byte with the
 // reference's.
 void CheckUnpermute(const MoeUnpermuteCase& c, const MoeUnpermuteBuilt& b, const Bytes& y,
@@ -692,6 +705,16 @@ TEST_CASE("MoE: kernel choice", "[kernels][moe]") {
   CHECK(!set.steps[4].hasWide);
   CHECK(set.steps[4].plain.module == "moe_rows");
 
+  // Unpermute u's kernels on `gpu`.
+  const auto chooseUnpermute = [&](const MoeUnpermuteCase& u) {
+    MoeUnpermuteBuilt b;
+    Build(u, &b);
+    vkdml::detail::OperatorImpl op;
+    REQUIRE(vkdml::detail::BuildOperator(b.op, &op).ok());
+    KernelSet us;
+    REQUIRE(vkdml::detail::ChooseKernels(op, 0, gpu, &us).ok());
+    return us;
+  };
   struct Want {
     bool denormPreserve32, float64;
     const char* module;
@@ -701,20 +724,7 @@ TEST_CASE("MoE: kernel choice", "[kernels][moe]") {
         Want{true, true, "moe_unpermute_f16_i64_dp"}}) {
     gpu.denormPreserve32 = w.denormPreserve32;
     gpu.float64 = w.float64;
-    MoeUnpermuteCase u;
-    u.tokens = 10;
-    u.k = 4;
-    u.rows = 40;
-    u.width = u.yStride = u.outStride = 8;
-    u.valueType = u.outType = DML_TENSOR_DATA_TYPE_FLOAT16;
-    u.invType = DML_TENSOR_DATA_TYPE_INT64;
-    u.invStride[0] = u.weightStride[0] = 4;
-    MoeUnpermuteBuilt b;
-    Build(u, &b);
-    vkdml::detail::OperatorImpl op;
-    REQUIRE(vkdml::detail::BuildOperator(b.op, &op).ok());
-    KernelSet us;
-    REQUIRE(vkdml::detail::ChooseKernels(op, 0, gpu, &us).ok());
+    const KernelSet us = chooseUnpermute(Unpermute8());
     REQUIRE(us.steps.size() == 2);
     CHECK(us.steps[0].kind == Pass::Kind::MoeWeights);
     CHECK(us.steps[1].plain.module == w.module);
@@ -733,24 +743,11 @@ TEST_CASE("MoE: kernel choice", "[kernels][moe]") {
   // No wide kernel where OutputTensor's type differs, a row is not whole uvec4s, or a stride
   // is not on 16 bytes.
   for (int variant = 0; variant < 3; ++variant) {
-    MoeUnpermuteCase u;
-    u.tokens = 10;
-    u.k = 4;
-    u.rows = 40;
-    u.width = u.yStride = u.outStride = 8;
-    u.valueType = u.outType = DML_TENSOR_DATA_TYPE_FLOAT16;
+    MoeUnpermuteCase u = Unpermute8();
     if (variant == 0) u.outType = DML_TENSOR_DATA_TYPE_FLOAT32;
     if (variant == 1) u.width = 6;
     if (variant == 2) u.yStride = 10;
-    u.invType = DML_TENSOR_DATA_TYPE_INT64;
-    u.invStride[0] = u.weightStride[0] = 4;
-    MoeUnpermuteBuilt b;
-    Build(u, &b);
-    vkdml::detail::OperatorImpl op;
-    REQUIRE(vkdml::detail::BuildOperator(b.op, &op).ok());
-    KernelSet us;
-    REQUIRE(vkdml::detail::ChooseKernels(op, 0, gpu, &us).ok());
     INFO("variant " << variant);
-    CHECK_FALSE(us.steps[1].hasWide);
+    CHECK_FALSE(chooseUnpermute(u).steps[1].hasWide);
   }
 }
