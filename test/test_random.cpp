@@ -22,6 +22,23 @@ using namespace vt;
 
 namespace {
 
+// Strides of `sizes` whose lines (the last dimension) may be padded: none (packed) with
+// probability `packed`, else each line followed by one element now and then, or by 0 to 2 whole
+// `unit`s of elements.
+std::vector<UINT> PaddedLineStrides(Rng& rng, const std::vector<UINT>& sizes, double packed,
+                                    UINT unit) {
+  if (rng.P(packed)) return {};
+  const UINT D = UINT(sizes.size());
+  std::vector<UINT> st(D);
+  uint64_t cur = 1;
+  for (UINT d = D; d-- > 0;) {
+    st[d] = UINT(cur);
+    cur *= sizes[d];
+    if (d == D - 1) cur += rng.P(0.15) ? 1 : unit * rng.U(0, 2);
+  }
+  return st;
+}
+
 uint64_t Product(const std::vector<UINT>& v) {
   uint64_t p = 1;
   for (UINT x : v) p *= x;
@@ -1015,15 +1032,7 @@ TEST_CASE_METHOD(Fixture, "Random GatherElements and ScatterElements on aligned 
     // Strides: packed, or each line padded by whole u64vec4s of any element (or, now and then, by
     // one element).
     const auto strides = [&](const std::vector<UINT>& sizes) {
-      if (rng.P(0.4)) return std::vector<UINT>{};
-      std::vector<UINT> st(D);
-      uint64_t cur = 1;
-      for (UINT d = D; d-- > 0;) {
-        st[d] = UINT(cur);
-        cur *= sizes[d];
-        if (d == last) cur += rng.P(0.15) ? 1 : 32 * rng.U(0, 2);
-      }
-      return st;
+      return PaddedLineStrides(rng, sizes, 0.4, 32);
     };
     Case c;
     std::vector<UINT> outStrides = strides(scatter ? inSizes : idxSizes);
@@ -1110,15 +1119,7 @@ TEST_CASE_METHOD(Fixture, "Random GatherElements on GPUs' steps of indices",
       idxSizes[axis] = rng.Ui(1, 5);
     // Strides: packed, or each line padded by whole steps of any element, or by one element.
     const auto strides = [&](const std::vector<UINT>& sizes) {
-      if (rng.P(0.5)) return std::vector<UINT>{};
-      std::vector<UINT> st(D);
-      uint64_t cur = 1;
-      for (UINT d = D; d-- > 0;) {
-        st[d] = UINT(cur);
-        cur *= sizes[d];
-        if (d == last) cur += rng.P(0.15) ? 1 : 8 * rng.U(0, 2);
-      }
-      return st;
+      return PaddedLineStrides(rng, sizes, 0.5, 8);
     };
     TensorDesc in(dt, inSizes, strides(inSizes)), ix(it, idxSizes, strides(idxSizes));
     TensorDesc out(dt, idxSizes, strides(idxSizes));
