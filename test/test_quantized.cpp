@@ -852,7 +852,7 @@ TEST_CASE_METHOD(Fixture, "Quantized rows: quantizing scatters over many workgro
     if (n >= 4) groups = std::make_unique<ScopedSwitch>("VKDML_MAX_GROUPS", "2");
     BuiltScatter b;
     BuildScatter(c, &b);
-    const vkdml::detail::Kernel& k = Chosen(b.op).steps.back().plain;
+    const vkdml::detail::Kernel k = Chosen(b.op).steps.back().plain;
     const vkdml::detail::Capabilities caps = CapabilitiesOf(Dev());
     const UINT64 blocks = UINT64(c.batch[0]) * c.blocks, size = caps.groupSize;
     CHECK(k.groups == std::min<UINT64>(caps.maxGroups, (blocks + size - 1) / size));
