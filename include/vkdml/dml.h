@@ -591,7 +591,10 @@ enum VKDML_SEGMENT_EMPTY : UINT {
 //   PROD          1, times each row;
 //   MIN and MAX   the first row, then NumPy's minimum or maximum with each next (a NaN stays; of
 //                 equal values, -0 and +0 included, the earlier stays); ARGMIN and ARGMAX give
-//                 the row (0 to rows - 1, along Axis) where that value was taken.
+//                 the row (0 to rows - 1, along Axis) where that value was taken. For both,
+//                 run ARGMIN or ARGMAX, then DML_OPERATOR_GATHER_ELEMENTS of InputTensor along
+//                 Axis at those rows, wrapped for VKDML_OUT_OF_RANGE_MODE_FILL with the empty
+//                 value (an empty segment's row, rows, is out of range): MIN's or MAX's values.
 // An empty segment gets EmptyValue's (VKDML_SEGMENT_EMPTY); a NaN result's bits are
 // unspecified. VKDML_EXECUTION_FLAG_DETERMINISTIC changes nothing. Checked executions
 // (VKDML_EXECUTION_FLAG_CHECK_INDICES) report the first offset that is negative, past rows or

@@ -185,6 +185,28 @@ def test_segment_on_device_tensors(device):
     same(arg.numpy(), want_arg)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("reduce", ["min", "max"])
+def test_segment_min_max_values_at_their_rows(device, dtype, reduce):
+    """min and max take their values from src at the arg rows: ties of -0 and +0 keep the first
+    one's sign, a NaN stays, an empty segment (its row the axis size) gets 0; on host arrays and
+    on device tensors with out=."""
+    nan, inf = np.nan, np.inf
+    src = np.array([[-0.0, 1], [0.0, nan], [0.0, 2], [-1, 3], [inf, -inf], [nan, -inf],
+                    [-0.0, 5], [0.0, 4]], dtype)
+    indptr = np.array([0, 3, 3, 6, 8])
+    want, want_arg = ref_segment(src, *csr_bounds(indptr, 8), 0, reduce)
+    values, arg = vkdml.segment_csr(src, indptr, reduce)
+    same(values, want)
+    same(arg, want_arg)
+    assert values[0, 0].tobytes() == src[0, 0].tobytes()  # -0, the first of the equal zeros
+    out = device.empty(want.shape, dtype)
+    values, arg = vkdml.segment_csr(device.tensor(src), device.tensor(indptr), reduce, out=out)
+    assert values is out or isinstance(values, vkdml.Tensor)
+    same(out.numpy(), want)
+    same(arg.numpy(), want_arg)
+
+
 def test_segment_errors(device):
     src = np.ones((6, 2), np.float32)
     with pytest.raises(IndexError, match="offsets in \\[0, 6\\]"):

@@ -764,12 +764,19 @@ def _segment(op, label, src, indices, reduce, dim_size=-1, out=None, check=False
     if initial is not None:
         fill = _fill_bytes(initial, s.dtype if isinstance(s, np.ndarray) else
                            np.dtype(s.dtype_name))
-    values = _run(op, label, _device(device), s, idx, None, 0, 0, reduce, False, bool(check), 0,
-                  fill, True, out, segment=_SegArgs(dim_size, initial is not None))
+    dev = _device(device)
     if reduce not in ("min", "max") or not with_arg:
-        return values
-    arg = _run(op, label, _device(device), s, idx, None, 0, 0, "arg" + reduce, False, bool(check),
-               0, b"", True, None, segment=_SegArgs(dim_size, False))
+        return _run(op, label, dev, s, idx, None, 0, 0, reduce, False, bool(check), 0, fill, True,
+                    out, segment=_SegArgs(dim_size, initial is not None))
+    # One reduction: each value is src's at its arg row along the axis (the first of the best,
+    # a NaN's own bits), gathered; an empty segment's row, the axis size, is out of range and
+    # gets 0, pytorch_scatter's value.
+    arg = _run(op, label, dev, s, idx, None, 0, 0, "arg" + reduce, False, bool(check), 0, b"",
+               True, None, segment=_SegArgs(dim_size, False))
+    axis = len(idx.shape) - 1
+    zero = _fill_bytes(0, s.dtype)
+    values = _run("gather-elements", label, dev, s, arg, None, axis, 0, "none", False, False,
+                  _OUT_OF_RANGE["fill"], zero, True, out)
     return values, arg
 
 
