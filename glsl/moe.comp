@@ -18,6 +18,9 @@
 //   With V4 (_v4: rows of whole uvec4s, one type), a uvec4 of each entry a thread, folded in
 //   the device's float32 first and again exactly where a zero exponent, an infinity or a NaN
 //   shows that the device's result may differ.
+// HALVES (_h: float16 rows or row strides of an odd number of values): ROWS and UNPERMUTE a
+//   thread per 32-bit word of OutputTensor's span, each of its halves that is an element
+//   computed (so no two threads write one word), the others kept.
 // INDEX64: 64-bit ids (KEYS) or rows (UNPERMUTE); VALUE_BITS: UNPERMUTE's InputTensor type.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
@@ -41,7 +44,12 @@ layout(std430, set = 0, binding = VKDML_BIND_SOURCE) restrict readonly buffer So
 layout(std430, set = 0, binding = VKDML_BIND_INDICES) restrict readonly buffer Ids {
   uint idWords[];
 };
-layout(std430, set = 0, binding = VKDML_BIND_OUTPUT) restrict writeonly buffer Output {
+#if HALVES  // a word's other half is read and kept
+#define OUTPUT_ACCESS
+#else
+#define OUTPUT_ACCESS writeonly
+#endif
+layout(std430, set = 0, binding = VKDML_BIND_OUTPUT) restrict OUTPUT_ACCESS buffer Output {
   WORD outputWords[];
 };
 
@@ -70,6 +78,24 @@ void storeIndex(uint e, uint value, bool none) {
   } else {
     outputWords[pc.dstBase + e] = v;
   }
+}
+#endif
+
+#if HALVES
+// The float16 at half h of the source binding.
+uint sourceHalf(uint h) {
+  return (sourceWords[pc.srcBase + h / 2u] >> ((h & 1u) * 16u)) & 0xFFFFu;
+}
+
+// Output word w: its halves that hold elements (element) become v's, the others stay.
+void storeHalves(uint w, uvec2 v, bvec2 element) {
+  if (!any(element)) return;
+  uint word = v.x | (v.y << 16);
+  if (!all(element)) {
+    const uint old = outputWords[pc.dstBase + w];
+    word = element.x ? (old & 0xFFFF0000u) | v.x : (old & 0xFFFFu) | (v.y << 16);
+  }
+  outputWords[pc.dstBase + w] = word;
 }
 #endif
 
@@ -133,6 +159,23 @@ void main() {
     const uint t = i / params.y, j = i - t * params.y;
     SORT_KEY(i) = readId(t * params.z + j * params.w, params.x);
     SORT_VALUE(i) = i;
+  }
+#elif ROWS && HALVES
+  // A thread per 32-bit word of OutputTensor's span (float16 rows or row strides of an odd
+  // number of values): each half that is an element gets its entry's value (0 where dropped).
+  const uint width = params.z, entries = params.w, inStride = VKDML_AT(plans[p].direct, 0),
+             outStride = VKDML_AT(plans[p].direct, 1);
+  for (uint w = gl_GlobalInvocationID.x; w < count; w += kStep) {
+    uvec2 v = uvec2(0u);
+    bvec2 element = bvec2(false);
+    for (uint q = 0u; q < 2u; ++q) {
+      const uint h = 2u * w + q, row = h / outStride, col = h - row * outStride;
+      if (row >= entries || col >= width) continue;  // a stride's padding, past the last row
+      element[q] = true;
+      if (SORT_KEY(base + row) < params.x)
+        v[q] = sourceHalf(SORT_VALUE(base + row) / params.y * inStride + col);
+    }
+    storeHalves(w, v, element);
   }
 #elif ROWS
   const uint width = params.z, inStride = VKDML_AT(plans[p].direct, 0),
@@ -234,6 +277,40 @@ void main() {
                 floatToHalf(hi.x) | (floatToHalf(hi.y) << 16),
                 floatToHalf(hi.z) | (floatToHalf(hi.w) << 16));
 #endif
+    }
+  }
+#elif UNPERMUTE && HALVES
+  // A thread per 32-bit word of OutputTensor's span (a float16 tensor's rows or row strides of an
+  // odd number of values): each element in it (a float32, or each float16 half) the weighted sum
+  // of its token's entries, as below; a half that is no element stays.
+  const uint k = params.x, rows = params.y, width = params.z, tokens = params.w;
+  const uint s0 = VKDML_AT(plans[p].direct, 0), s1 = VKDML_AT(plans[p].direct, 1);
+  const uint inStride = VKDML_AT(plans[p].direct, 2), outStride = VKDML_AT(plans[p].direct, 3);
+  const uint per = kOutputSize == 4u ? 1u : 2u;  // elements a word
+  for (uint w = gl_GlobalInvocationID.x; w < count; w += kStep) {
+    uvec2 v = uvec2(0u);
+    bvec2 element = bvec2(false);
+    for (uint q = 0u; q < per; ++q) {
+      const uint e = per * w + q, t = e / outStride, col = e - t * outStride;
+      if (t >= tokens || col >= width) continue;  // a stride's padding, past the last row
+      element[q] = true;
+      uint acc = 0u;  // +0
+      for (uint j = 0u; j < k; ++j) {
+        const uint row = readId(t * s0 + j * s1, rows);
+        if (row == rows) continue;  // a dropped entry (-1) or a row past InputTensor
+#if VALUE_BITS == 32
+        const uint x = sourceWords[pc.srcBase + row * inStride + col];
+#else
+        const uint x = floatBitsToUint(halfToFloat(sourceHalf(row * inStride + col)));
+#endif
+        acc = floatArith(acc, floatArith(x, WEIGHT(t * k + j), false), true);
+      }
+      v[q] = kOutputSize == 4u ? acc : floatToHalf(acc);
+    }
+    if (kOutputSize == 4u) {
+      if (element.x) outputWords[pc.dstBase + w] = v.x;
+    } else {
+      storeHalves(w, v, element);
     }
   }
 #elif UNPERMUTE

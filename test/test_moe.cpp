@@ -5,6 +5,7 @@
 // bound over each other.
 #include <cmath>
 #include <functional>
+#include <tuple>
 
 #include "kernels/kernels.h"
 #include "moe_ref.h"
@@ -136,6 +137,11 @@ MoePermuteCase RandomPermuteCase(Rng& rng, uint64_t n) {
   if (rng.P(0.3)) c.width = f16 ? 8 * rng.Ui(1, 8) : 4 * rng.Ui(1, 8);  // uvec4 rows
   c.xStride = c.width + (rng.P(0.4) ? (f16 ? 2 : 1) * rng.Ui(1, 4) : 0);
   c.outStride = c.width + (rng.P(0.4) ? (f16 ? 8 : 4) * rng.Ui(1, 2) : 0);
+  if (f16 && rng.P(0.3)) {  // rows off 32-bit words (odd widths or strides): a thread a word
+    c.width = 2 * rng.Ui(1, 40) - rng.Ui(0, 1);
+    c.xStride = c.width + (rng.P(0.5) ? rng.Ui(1, 3) : 0);
+    c.outStride = c.width + (rng.P(0.5) ? rng.Ui(1, 3) : 0);
+  }
   if (rng.P(0.3)) {  // {tokens, k} transposed
     c.idStride[0] = 1;
     c.idStride[1] = c.tokens;
@@ -176,6 +182,10 @@ MoeUnpermuteCase RandomUnpermuteCase(Rng& rng, uint64_t n) {
     c.width = unit * rng.Ui(1, 8);
     c.yStride = c.width + (rng.P(0.4) ? unit * rng.Ui(1, 2) : 0);
     c.outStride = c.width + (rng.P(0.4) ? unit * rng.Ui(1, 2) : 0);
+  } else if (f16 && rng.P(0.4)) {  // float16 rows off 32-bit words: a thread a word
+    c.width = 2 * rng.Ui(1, 30) - rng.Ui(0, 1);
+    c.yStride = c.width + (rng.P(0.5) ? rng.Ui(1, 3) : 0);
+    c.outStride = c.width + (rng.P(0.5) ? rng.Ui(1, 3) : 0);
   }
   if (rng.P(0.3)) {
     c.invStride[0] = 1;
@@ -496,22 +506,6 @@ TEST_CASE_METHOD(Fixture, "MoE: validation", "[moe][validation]") {
          b.x = TensorDesc(f32, {4, 6}, {12, 2});
          b.desc.InputTensor = b.x.Desc();
        }},
-      {"InputTensor.Sizes[1] is 3, expected an even number of FLOAT16 values (the kernels move a "
-       "row in 32-bit words)",
-       [=](MoePermuteBuilt& b) {
-         b.x = TensorDesc(f16, {4, 3});
-         b.rows = TensorDesc(f16, {8, 3});
-         b.desc.InputTensor = b.x.Desc();
-         b.desc.OutputTensor = b.rows.Desc();
-       }},
-      {"InputTensor.Strides[0] is 7, expected an even number of FLOAT16 values (rows start on "
-       "32-bit words)",
-       [=](MoePermuteBuilt& b) {
-         b.x = TensorDesc(f16, {4, 6}, {7, 1});
-         b.rows = TensorDesc(f16, {8, 6});
-         b.desc.InputTensor = b.x.Desc();
-         b.desc.OutputTensor = b.rows.Desc();
-       }},
       {"OutputTensor.DataType is FLOAT16, expected FLOAT32 (InputTensor.DataType)",
        [=](MoePermuteBuilt& b) {
          b.rows = TensorDesc(f16, {8, 6});
@@ -594,12 +588,6 @@ TEST_CASE_METHOD(Fixture, "MoE: validation", "[moe][validation]") {
       {"OutputTensor.Sizes[1] is 5, expected 6 (InputTensor's values per row)",
        [=](MoeUnpermuteBuilt& b) {
          b.out = TensorDesc(f32, {4, 5});
-         b.desc.OutputTensor = b.out.Desc();
-       }},
-      {"OutputTensor.Strides[0] is 9, expected an even number of FLOAT16 values (rows start on "
-       "32-bit words)",
-       [=](MoeUnpermuteBuilt& b) {
-         b.out = TensorDesc(f16, {4, 6}, {9, 1});
          b.desc.OutputTensor = b.out.Desc();
        }},
       {"InputTensor.DimensionCount is 1, expected 2 to 8 (its last two dimensions are the rows "
@@ -704,6 +692,31 @@ TEST_CASE("MoE: kernel choice", "[kernels][moe]") {
   permute(c, &set);
   CHECK(!set.steps[4].hasWide);
   CHECK(set.steps[4].plain.module == "moe_rows");
+  // Float16 rows that do not all start on a word (an odd width or row stride): a thread a word of
+  // the output's span; even ones keep the row kernels (a single row's stride is not looked at).
+  c.valueType = DML_TENSOR_DATA_TYPE_FLOAT16;
+  for (const auto& [width, xStride, outStride, tokens, halves] :
+       {std::tuple{5u, 5u, 5u, 1000u, true}, std::tuple{6u, 7u, 6u, 1000u, true},
+        std::tuple{6u, 6u, 9u, 1000u, true}, std::tuple{6u, 6u, 6u, 1000u, false},
+        std::tuple{6u, 7u, 6u, 1u, false}}) {
+    c.width = width;
+    c.xStride = xStride;
+    c.outStride = outStride;
+    c.tokens = tokens;
+    c.idStride[0] = c.invStride[0] = c.k;
+    INFO("width " << width << ", strides " << xStride << " and " << outStride);
+    KernelSet hs;
+    permute(c, &hs);
+    const vkdml::detail::Step& rows = hs.steps[4];
+    CHECK(rows.plain.module == (halves ? "moe_rows_h" : "moe_rows"));
+    if (!halves) continue;
+    CHECK(!rows.hasWide);
+    const UINT64 words = (UINT64(tokens * c.k - 1) * outStride + width + 1) / 2;
+    CHECK(hs.plans[rows.plain.slot].count == words);
+    CHECK(rows.plain.groups == (words + 255) / 256);
+    CHECK(VKDML_AT(hs.plans[rows.plain.slot].direct, 0) == xStride);
+    CHECK(VKDML_AT(hs.plans[rows.plain.slot].direct, 1) == outStride);
+  }
 
   // Unpermute u's kernels on `gpu`.
   const auto chooseUnpermute = [&](const MoeUnpermuteCase& u) {
@@ -749,5 +762,27 @@ TEST_CASE("MoE: kernel choice", "[kernels][moe]") {
     if (variant == 2) u.yStride = 10;
     INFO("variant " << variant);
     CHECK_FALSE(chooseUnpermute(u).steps[1].hasWide);
+  }
+  // Float16 rows off words in either tensor: the halves' module, a thread a word of the output
+  // (a float32 output: a word a value).
+  for (int variant = 0; variant < 3; ++variant) {
+    MoeUnpermuteCase u = Unpermute8();
+    if (variant == 0) u.width = u.yStride = u.outStride = 7;
+    if (variant == 1) u.yStride = 9;
+    if (variant == 2) {
+      u.outType = DML_TENSOR_DATA_TYPE_FLOAT32;
+      u.outStride = 11;
+      u.yStride = 9;
+    }
+    INFO("variant " << variant);
+    const KernelSet us = chooseUnpermute(u);
+    CHECK(us.steps[1].plain.module == "moe_unpermute_f16_i64_dp_h");
+    CHECK_FALSE(us.steps[1].hasWide);
+    const UINT perWord = variant == 2 ? 1 : 2;
+    const UINT64 words = (UINT64(u.tokens - 1) * u.outStride + u.width + perWord - 1) / perWord;
+    CHECK(us.plans[us.steps[1].plain.slot].count == words);
+    CHECK(us.plans[us.steps[1].plain.slot].params[3] == u.tokens);
+    CHECK(VKDML_AT(us.plans[us.steps[1].plain.slot].direct, 2) == u.yStride);
+    CHECK(VKDML_AT(us.plans[us.steps[1].plain.slot].direct, 3) == u.outStride);
   }
 }

@@ -24,7 +24,7 @@ const char kMoeUsage[] =
     "\n"
     "vkdml's MoE routing. moe-permute: --indices (tokens, k) integer expert ids (token t's j-th\n"
     "expert is entry t * k + j; ids outside [0, N) are dropped), --input (tokens, width)\n"
-    "float32 or float16 rows (float16: an even width). The entries sorted by expert, stably\n"
+    "float32 or float16 rows. The entries sorted by expert, stably\n"
     "(numpy.argsort(kind=\"stable\"), dropped entries last): --output (tokens * k, width) the\n"
     "rows x[perm // k], zeros past the kept entries; --offsets-output (N + 1,) each expert's\n"
     "first row and the kept count; --permutation-output (tokens * k,) each row's entry, -1\n"

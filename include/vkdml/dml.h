@@ -431,8 +431,7 @@ struct VKDML_EMBEDDING_BAG_OPERATOR_DESC {
 //   e = ExpertCount: expert e's rows are [Offsets[e], Offsets[e + 1]).
 // Every tensor has rank 1 to 8, of sizes 1 but the last two (the last one for
 // OffsetsTensor and PermutationTensor), n = tokens * k below 2^31:
-//   InputTensor        {tokens, width}: FLOAT32 or FLOAT16, a last stride of 1, a row's bytes
-//                      and its stride's a multiple of 4 (FLOAT16: even);
+//   InputTensor        {tokens, width}: FLOAT32 or FLOAT16, a last stride of 1;
 //   TopkIdsTensor      {tokens, k}: INT32, INT64, UINT32 or UINT64, any strides;
 //   OutputTensor       {n, width}: InputTensor's DataType, as InputTensor's strides' rules;
 //   OffsetsTensor      {ExpertCount + 1}: INT32 or INT64, any stride;
@@ -460,8 +459,7 @@ struct VKDML_MOE_PERMUTE_OPERATOR_DESC {
 // (FLOAT16: to nearest even). A j whose row is outside [0, rows) (MOE_PERMUTE's -1 for a
 // dropped entry) adds nothing. Every execution gives the same bits.
 // Rank 1 to 8 for every tensor, of sizes 1 but the last two:
-//   InputTensor    {rows, width}: FLOAT32 or FLOAT16, a last stride of 1, a row's bytes and its
-//                  stride's a multiple of 4;
+//   InputTensor    {rows, width}: FLOAT32 or FLOAT16, a last stride of 1;
 //   InverseTensor  {tokens, k}: INT32, INT64, UINT32 or UINT64, any strides;
 //   WeightsTensor  {tokens, k}: FLOAT32 or FLOAT16, any strides;
 //   OutputTensor   {tokens, width}: FLOAT32 or FLOAT16, as InputTensor's strides' rules.

@@ -3,7 +3,8 @@
 // its outputs. Each stage reads its own values from its plan (interface.h: PackedPlan, the MoE
 // fields), so one pipeline serves every shape. Every tensor is read and written in 32-bit words
 // (KernelSet::wordBindings), the permuted rows and an unpermute's rows in uvec4s where both row
-// layouts and bindings are on 16 bytes (Step::wide). Not on the large path: every tensor fits one
+// layouts and bindings are on 16 bytes (Step::wide), and a thread per output word where float16
+// rows do not all start on a word (UseHalves). Not on the large path: every tensor fits one
 // descriptor.
 #include "kernels/kernel_choice.h"
 
@@ -11,7 +12,8 @@ namespace vkdml::detail {
 
 namespace {
 
-constexpr char kRows[] = "moe_rows", kRowsWide[] = "moe_rows_v4", kWide[] = "_v4";
+constexpr char kRows[] = "moe_rows", kRowsWide[] = "moe_rows_v4", kRowsHalves[] = "moe_rows_h";
+constexpr char kWide[] = "_v4", kHalves[] = "_h";
 
 std::string KeysModule(UINT indexSize) {
   return "moe_keys" + IndexSuffix(indexSize);
@@ -49,6 +51,25 @@ UINT Lanes(UINT64 units, UINT groupSize) {
 // A row's stride, in `unit`-byte units.
 UINT RowStride(const Tensor& t, UINT unit) {
   return UINT(UINT64(t.strides[t.dims - 2]) * t.elemSize / unit);
+}
+
+// A {rows, width} tensor's row stride in its elements (width for a single row, whose stride
+// may be anything), and whether its rows need the halves' kernels: FLOAT16 rows or a row
+// stride of an odd number of values, so rows do not all start on 32-bit words.
+UINT ElementStride(const Tensor& t, UINT width) {
+  return t.sizes[t.dims - 2] == 1 ? width : t.strides[t.dims - 2];
+}
+bool OddHalves(const Tensor& t, UINT width) {
+  return t.elemSize == 2 && (width % 2 != 0 || ElementStride(t, width) % 2 != 0);
+}
+
+// The halves' kernels: a thread per 32-bit word of `out`'s span of `rows` rows, `perWord`
+// elements a word.
+void UseHalves(Choice& c, Step& step, shader::PackedPlan& plan, UINT64 rows, UINT width,
+               UINT outStride, UINT perWord) {
+  const UINT64 words = ((rows - 1) * outStride + width + perWord - 1) / perWord;
+  plan.count = UINT(words);
+  step.plain.groups = c.Groups((words + c.caps.groupSize - 1) / c.caps.groupSize);
 }
 
 // The step's wide kernel (uvec4s where both bindings are on 16 bytes): the plain one's, with its
@@ -108,6 +129,14 @@ Result ChooseMoe(Choice& c, const Pass& pass) {
       VKDML_AT(plan.direct, 1) = RowStride(rows, 4);
       step.plain.module = kRows;
       step.plain.groups = c.Groups((UINT64(n) * lanes + group - 1) / group);
+      if (OddHalves(x, op.width) || OddHalves(rows, op.width)) {
+        plan.params = {{experts, k, op.width, n}};
+        VKDML_AT(plan.direct, 0) = ElementStride(x, op.width);
+        VKDML_AT(plan.direct, 1) = ElementStride(rows, op.width);
+        step.plain.module = kRowsHalves;
+        UseHalves(c, step, plan, n, op.width, ElementStride(rows, op.width), 2);
+        break;
+      }
       if (rowBytes % 16 == 0 && UINT64(x.strides[x.dims - 2]) * x.elemSize % 16 == 0 &&
           UINT64(rows.strides[rows.dims - 2]) * rows.elemSize % 16 == 0) {
         UINT wideSlot = 0;
@@ -163,6 +192,15 @@ Result ChooseMoe(Choice& c, const Pass& pass) {
       step.plain.module = module;
       step.plain.spec[VKDML_SPEC_OUTPUT_SIZE] = out.elemSize;
       step.plain.groups = c.Groups((UINT64(op.tokens) * lanes + group - 1) / group);
+      if (OddHalves(y, op.width) || OddHalves(out, op.width)) {
+        plan.params[3] = op.tokens;
+        VKDML_AT(plan.direct, 2) = ElementStride(y, op.width);
+        VKDML_AT(plan.direct, 3) = ElementStride(out, op.width);
+        step.plain.module = module + kHalves;
+        UseHalves(c, step, plan, op.tokens, op.width, ElementStride(out, op.width),
+                  out.elemSize == 2 ? 2 : 1);
+        break;
+      }
       // A uvec4 of each entry's row a thread where OutputTensor has InputTensor's type and both
       // row layouts (and, when recorded, both bindings) are on 16 bytes.
       const UINT rowBytes = op.width * y.elemSize;
@@ -195,7 +233,7 @@ void ListMoeModules(const ModuleSink& sink) {
     sink(KeysModule(index));
     for (UINT elem : {4u, 2u})
       ForEachCapabilities([&](const Capabilities& caps) {
-        for (const char* wide : {"", kWide})
+        for (const char* wide : {"", kWide, kHalves})
           sink(UnpermuteModule(elem, index,
                                FloatSuffix(VKDML_REDUCE_FUNCTION_ADD, VKDML_KIND_FLOAT, 4, caps)) +
                wide);
@@ -206,6 +244,7 @@ void ListMoeModules(const ModuleSink& sink) {
     sink(Module(kind));
   sink(kRows);
   sink(kRowsWide);
+  sink(kRowsHalves);
 }
 
 }  // namespace vkdml::detail

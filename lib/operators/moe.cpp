@@ -18,25 +18,14 @@ namespace {
 
 constexpr UINT kMaxExperts = 1u << 24;
 
-// Rows of values: FLOAT32 or FLOAT16 {rows, width}, a row's values consecutive, a row's bytes
-// and its stride's in whole 32-bit words (the kernels move words).
+// Rows of values: FLOAT32 or FLOAT16 {rows, width}, a row's values consecutive.
 Result CheckRows(const Tensor& t, UINT rows, UINT width, const std::string what[2]) {
   if (t.type != DML_TENSOR_DATA_TYPE_FLOAT32 && t.type != DML_TENSOR_DATA_TYPE_FLOAT16)
     return Fail(Status::InvalidArgument, t.field, ".DataType is ", DataTypeName(t.type),
                 ", expected FLOAT32 or FLOAT16");
   const UINT sizes[2] = {rows, width};
   VKDML_TRY(CheckSizes(t, 2, sizes, what));
-  VKDML_TRY(CheckLastStride(t, "a row's values are consecutive"));
-  const UINT last = t.dims - 1;
-  if (UINT64(t.sizes[last]) * t.elemSize % 4)
-    return Fail(Status::InvalidArgument, t.field, ".Sizes[", last, "] is ", t.sizes[last],
-                ", expected an even number of FLOAT16 values (the kernels move a row in 32-bit "
-                "words)");
-  if (UINT64(t.strides[last - 1]) * t.elemSize % 4)
-    return Fail(Status::InvalidArgument, t.field, ".Strides[", last - 1, "] is ",
-                t.strides[last - 1],
-                ", expected an even number of FLOAT16 values (rows start on 32-bit words)");
-  return {};
+  return CheckLastStride(t, "a row's values are consecutive");
 }
 
 // A free-sized tensor's last two sizes, at least rank 2.

@@ -63,7 +63,7 @@ def test_permute_matches_numpy(seed):
     tokens, k = int(rng.integers(1, 300)), int(rng.integers(1, 9))
     experts = int(rng.choice([1, 7, 64, 300]))
     xdt = [np.float32, np.float16][seed % 2]
-    width = 2 * int(rng.integers(1, 40))
+    width = 2 * int(rng.integers(1, 40)) - seed % 3 // 2  # float16 rows off words: odd widths
     x = rng.standard_normal((tokens, width)).astype(xdt)
     ids = random_ids(rng, tokens, k, experts, [np.int32, np.int64, np.uint32][seed % 3],
                      [0.0, 0.2, 0.9][seed % 3])
@@ -132,9 +132,10 @@ def test_against_torch(seed):
                                          (np.float16, np.float16, np.float16),
                                          (np.float16, np.float32, np.float32),
                                          (np.float32, np.float16, np.float16)])
-def test_unpermute_matches_numpy(ydt, wdt, odt):
+@pytest.mark.parametrize("width", [38, 37])
+def test_unpermute_matches_numpy(ydt, wdt, odt, width):
     rng = np.random.default_rng(7)
-    rows, tokens, k, width = 90, 40, 6, 38
+    rows, tokens, k = 90, 40, 6
     y = rng.standard_normal((rows, width)).astype(ydt)
     inv = rng.integers(0, rows, (tokens, k)).astype(np.int64)
     inv[rng.random((tokens, k)) < 0.2] = -1
@@ -176,8 +177,6 @@ def test_errors():
         vkdml.moe_permute(ids, ids, 4)
     with pytest.raises(ValueError, match="expected 4 tokens"):
         vkdml.moe_permute(x, np.zeros((3, 2), np.int32), 4)
-    with pytest.raises(ValueError, match="even number of FLOAT16 values"):
-        vkdml.moe_permute(np.zeros((4, 3), np.float16), ids, 4)
     with pytest.raises(ValueError, match="WeightsTensor.Sizes"):
         vkdml.moe_unpermute(x, ids, np.zeros((4, 3), np.float32))
     with pytest.raises(TypeError, match="out: expected 4"):

@@ -556,7 +556,7 @@ def moe_permute(x, topk_ids, experts, *, index_dtype=np.int64, device=None, out=
                offsets[-1] is the kept entries' count;
       perm     (tokens * k,): the entry at each position, -1 past offsets[-1];
       inv      (tokens, k): entry t * k + j's position, -1 where dropped.
-    x: (tokens, width) float32 or float16 (float16: an even width); topk_ids: (tokens, k)
+    x: (tokens, width) float32 or float16; topk_ids: (tokens, k)
     integers. index_dtype: int64 (default) or int32, of offsets, perm and inv. Host arrays in:
     NumPy arrays out; any device tensor in: device tensors out (out: a tuple of four tensors
     to write)."""
