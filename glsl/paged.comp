@@ -11,7 +11,8 @@
 //          skipped;
 // STARTS   an invocation per entry of SequenceStartsTensor (params.y 0) into the scratch's
 //          bounds, clamped into [0, params.x], or of TokenOffsetsTensor (params.y 1) into its
-//          weights (a negative or 2^31 or more: 2^31, past every sequence's blocks);
+//          weights (a negative or 2^31 or more: 2^31, past every sequence's blocks); with
+//          params.y 2 one workgroup sums SequenceLengthsTensor into the bounds (lengths());
 // ROWS     an invocation per output token: its sequence by bisection of the bounds (params.y
 //          sequences), its position plus the sequence's token offset (params.x bit 1), its block
 //          from BlockTableTensor (components 2: max_blocks and a sequence's entries' stride, 3:
@@ -286,10 +287,62 @@ void main() {
   }
 }
 #else
+#if STARTS
+// Entry i of the list bound as the source (SequenceStartsTensor, TokenOffsetsTensor or
+// SequenceLengthsTensor), sign- or zero-extended: (low, high) words.
+uvec2 listEntry(uint p, uint i) {
+  const uint e = (pc.srcBase >> 2) + i * VKDML_AT(plans[p].indices, 0) * (INDEX64 != 0 ? 2u : 1u);
+  const uint lo = tableWords[e];
+  return uvec2(lo, INDEX64 != 0 ? tableWords[e + 1u] : kSignedIndex && int(lo) < 0 ? ~0u : 0u);
+}
+
+// An entry clamped into [0, total].
+uint clampedEntry(uvec2 v, uint total) {
+  return kSignedIndex && int(v.y) < 0 ? 0u : v.y != 0u ? total : min(v.x, total);
+}
+
+// Checked mode's status words, in place of a fill.
+void setStatusWords() {
+  STATUS(VKDML_STATUS_POSITION) = STATUS(VKDML_STATUS_LO) = STATUS(VKDML_STATUS_HI) = STATUS(3) =
+      VKDML_NO_POSITION;
+}
+
+shared uint lengthSums[VKDML_GROUP_SIZE];
+
+// params.y 2 (one workgroup): bounds 1 to count the sums of the `count` lengths, each length and
+// each sum clamped into [0, total] (total_tokens, below 2^31: no sum of two wraps), bound 0 zero;
+// a chunk of the workgroup's size at a time, scanned in shared memory.
+void sumLengths(uint p, uint count, uint total) {
+  const uint t = gl_LocalInvocationID.x, n = gl_WorkGroupSize.x;
+  if (t == 0u) BOUND(0) = 0u;
+  uint carry = 0u;
+  for (uint first = 0u; first < count; first += n) {  // (uniform: every barrier met by all)
+    lengthSums[t] = first + t < count ? clampedEntry(listEntry(p, first + t), total) : 0u;
+    barrier();
+    for (uint d = 1u; d < n; d <<= 1) {  // inclusive scan
+      const uint add = t >= d ? lengthSums[t - d] : 0u;
+      barrier();
+      lengthSums[t] = min(lengthSums[t] + add, total);
+      barrier();
+    }
+    if (first + t < count) BOUND(first + t + 1u) = min(carry + lengthSums[t], total);
+    carry = min(carry + lengthSums[n - 1u], total);
+    barrier();
+  }
+}
+#endif
+
 void main() {
   const uint p = pc.plan;
   const uint count = loopCount(p);
   const uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+#if STARTS
+  if (plans[p].params.y == 2u) {  // SequenceLengthsTensor: one workgroup sums them
+    if (plans[p].params.z != 0u && gl_LocalInvocationID.x == 0u) setStatusWords();
+    sumLengths(p, count, plans[p].params.x);
+    return;
+  }
+#endif
   const uint blocks = VKDML_AT(plans[p].tupleSize, 0), blockSize = VKDML_AT(plans[p].tupleSize, 1);
   const uint blockStride = VKDML_AT(plans[p].tupleStride, 0);
   const uint rowStride = VKDML_AT(plans[p].tupleStride, 1);
@@ -305,16 +358,12 @@ void main() {
     const uvec2 s = readIndex(c.x * VKDML_AT(plans[p].indices, 0));
     if (indexBelow(s, blocks * blockSize) && TALLY(s.x) == c.x + 1u) writeGroup(p, c, s.x);
 #elif STARTS
-    const uint e = (pc.srcBase >> 2) + i * VKDML_AT(plans[p].indices, 0) * (INDEX64 != 0 ? 2u : 1u);
-    const uint lo = tableWords[e];
-    const uint hi = INDEX64 != 0 ? tableWords[e + 1u] : kSignedIndex && int(lo) < 0 ? ~0u : 0u;
+    const uvec2 v = listEntry(p, i);
+    const uint lo = v.x, hi = v.y;
     const bool negative = kSignedIndex && int(hi) < 0;
-    if (plans[p].params.z != 0u && i == 0u)  // checked mode's status words, in place of a fill
-      STATUS(VKDML_STATUS_POSITION) = STATUS(VKDML_STATUS_LO) = STATUS(VKDML_STATUS_HI) =
-          STATUS(3) = VKDML_NO_POSITION;
+    if (plans[p].params.z != 0u && i == 0u) setStatusWords();
     if (plans[p].params.y == 0u) {
-      const uint total = plans[p].params.x;
-      BOUND(i) = negative ? 0u : hi != 0u ? total : min(lo, total);
+      BOUND(i) = clampedEntry(v, plans[p].params.x);
     } else {
       WEIGHT(i) = negative || hi != 0u || lo >= 0x80000000u ? 0x80000000u : lo;
     }

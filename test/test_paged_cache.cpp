@@ -283,6 +283,9 @@ struct GatherCase {
   UINT maxBlocks = 1, extraRows = 0;
   std::vector<int64_t> table;  // {sequences, maxBlocks} row-major
   std::vector<int64_t> starts, offsets;
+  // Non-empty: the operator takes SequenceLengthsTensor, these lengths, which `starts` must
+  // follow (dml.h: each length and sum clamped into [0, total_tokens]).
+  std::vector<int64_t> lengths;
   std::vector<UINT> tableStrides, outStrides;
   UINT Sequences() const { return UINT(starts.size()) - 1; }
   UINT Total() const { return UINT(starts.back()) + extraRows; }
@@ -298,13 +301,18 @@ void BuildGather(const GatherCase& c, GatherBuilt* b) {
   const UINT seqs = c.Sequences();
   b->input = TensorDesc(c.cache.CacheType(), c.cache.Sizes(), c.cache.Strides());
   b->table = TensorDesc(c.tableType, {seqs, c.maxBlocks}, c.tableStrides);
-  b->starts = TensorDesc(c.tableType, {seqs + 1});
+  const bool lengths = !c.lengths.empty();
+  b->starts = TensorDesc(c.tableType, {lengths ? seqs : seqs + 1});
   b->offsets = TensorDesc(c.tableType, {seqs});
   b->output = TensorDesc(c.outType, {c.Total(), c.cache.heads, c.cache.headSize}, c.outStrides);
-  b->desc = {b->input.Desc(),  b->table.Desc(),
-             b->starts.Desc(), c.offsets.empty() ? nullptr : b->offsets.Desc(),
-             b->output.Desc(), c.cache.layout,
-             c.cache.format};
+  b->desc = {b->input.Desc(),
+             b->table.Desc(),
+             lengths ? nullptr : b->starts.Desc(),
+             c.offsets.empty() ? nullptr : b->offsets.Desc(),
+             b->output.Desc(),
+             c.cache.layout,
+             c.cache.format,
+             lengths ? b->starts.Desc() : nullptr};
   b->op = {VKDML_OPERATOR_PAGED_GATHER, &b->desc};
 }
 
@@ -397,6 +405,12 @@ GatherCase RandomGather(Rng& rng, uint64_t n, bool outOfRange) {
     v.valueType = c.outType;
     c.outStrides = ValueStrides(rng, v, c.Total());
   }
+  if (rng.P(0.4)) {  // the lengths instead: an empty sequence's negative, the last's clamped
+    for (UINT s = 0; s < seqs; ++s) c.lengths.push_back(c.starts[s + 1] - c.starts[s]);
+    for (auto& len : c.lengths)
+      if (len == 0 && Signed(c.tableType) && rng.P(0.5)) len = -int64_t(rng.U(1, 1000));
+    if (c.extraRows == 0 && rng.P(0.5)) c.lengths.back() += int64_t(rng.U(1, 5));
+  }
   return c;
 }
 
@@ -430,7 +444,8 @@ Result RunGather(Rng& rng, const GatherCase& c, VKDML_OUT_OF_RANGE_MODE mode) {
   BuildGather(c, &b);
   INFO("cache " << b.input.ToString() << ", table " << b.table.ToString() << ", output "
                 << b.output.ToString() << ", layout " << UINT(c.cache.layout) << ", format "
-                << UINT(c.cache.format) << ", offsets " << !c.offsets.empty());
+                << UINT(c.cache.format) << ", offsets " << !c.offsets.empty() << ", lengths "
+                << !c.lengths.empty());
   Bytes cache(b.input.Total());
   for (auto& x : cache) x = uint8_t(rng.U(0, 255));
   if (c.cache.format) {  // finite scales (NaN bits are unspecified)
@@ -441,7 +456,8 @@ Result RunGather(Rng& rng, const GatherCase& c, VKDML_OUT_OF_RANGE_MODE mode) {
           MakeScaleFinite(&cache[c.cache.RowByte(s, h) + k * BlockBytes(c.cache.format) + 0]);
   }
   const Bytes table = TableBytes(c, b.table.Total());
-  const Bytes starts = IndexBytes(c.tableType, c.starts, b.starts.Total());
+  const Bytes starts =
+      IndexBytes(c.tableType, c.lengths.empty() ? c.starts : c.lengths, b.starts.Total());
   const Bytes offsets = IndexBytes(c.tableType, c.offsets, b.offsets.Total());
   const UINT os = ref::ElementSize(c.outType);
   DML_SCALAR_UNION fill{};
@@ -585,6 +601,40 @@ TEST_CASE_METHOD(Fixture, "Paged cache: random gathers vs reference", "[paged]")
     const GatherCase c = RandomGather(rng, n, false);
     if (!SweepRuns(n)) continue;
     INFO("case " << n << " (VKDML_TEST_CASE=" << n << " replays it)");
+    const Result r = RunGather(rng, c, VKDML_OUT_OF_RANGE_MODE_ERROR);
+    INFO(Str(r));
+    CHECK(r.ok());
+  }
+}
+
+// SequenceLengthsTensor summed on the device, a workgroup's chunk of lengths at a time: 700
+// sequences (several chunks), lengths 0 to 8 and, by index type, negative ones (0) and a last
+// one past total_tokens (clamped; 64-bit types: 2^32), against the starts that dml.h's rule
+// gives.
+TEST_CASE_METHOD(Fixture, "Paged cache: lengths of many sequences", "[paged]") {
+  for (UINT n = 0; n < 4; ++n) {
+    Rng rng(BaseSeed() ^ (0x1E57 + n));
+    GatherCase c;
+    c.tableType = IndexTypes()[n];
+    c.cache.blocks = 8;
+    c.cache.blockSize = 4;
+    c.cache.heads = 1;
+    c.cache.headSize = 4;
+    c.maxBlocks = 2;
+    const UINT seqs = 700;
+    for (UINT s = 0; s < seqs; ++s) {
+      int64_t len = int64_t(rng.U(0, 8));
+      if (Signed(c.tableType) && rng.P(0.05)) len = -int64_t(rng.U(1, 1) << rng.U(0, 30));
+      if (s == seqs - 1) len = ref::ElementSize(c.tableType) == 8 ? int64_t(1) << 32 : 8;
+      c.lengths.push_back(len);
+    }
+    int64_t total = 5;  // the last sequence's first 5 rows
+    for (UINT s = 0; s + 1 < seqs; ++s) total += std::max<int64_t>(c.lengths[s], 0);
+    c.starts = {0};
+    for (int64_t len : c.lengths)
+      c.starts.push_back(std::min(c.starts.back() + std::max<int64_t>(len, 0), total));
+    for (UINT i = 0; i < seqs * c.maxBlocks; ++i) c.table.push_back(int64_t(rng.U(0, 7)));
+    INFO("index type " << UINT(c.tableType));
     const Result r = RunGather(rng, c, VKDML_OUT_OF_RANGE_MODE_ERROR);
     INFO(Str(r));
     CHECK(r.ok());
@@ -829,6 +879,24 @@ TEST_CASE_METHOD(Fixture, "Paged cache: validation", "[paged][validation]") {
        [&](GatherBuilt& b) {
          b.starts = TensorDesc(DML_TENSOR_DATA_TYPE_INT64, {3});
          b.desc.SequenceStartsTensor = b.starts.Desc();
+       }},
+      {"SequenceStartsTensor and SequenceLengthsTensor are both null, expected exactly one of "
+       "them",
+       nullptr, [&](GatherBuilt& b) { b.desc.SequenceStartsTensor = nullptr; }},
+      {"SequenceStartsTensor and SequenceLengthsTensor are both given, expected exactly one of "
+       "them",
+       nullptr, [&](GatherBuilt& b) { b.desc.SequenceLengthsTensor = b.starts.Desc(); }},
+      {"SequenceLengthsTensor.Sizes[0] is 3, expected 2 (BlockTableTensor.Sizes[0])", nullptr,
+       [&](GatherBuilt& b) {
+         b.desc.SequenceStartsTensor = nullptr;
+         b.desc.SequenceLengthsTensor = b.starts.Desc();  // {3}: the starts' sizes
+       }},
+      {"SequenceLengthsTensor.DataType is INT64, expected INT32 (BlockTableTensor.DataType)",
+       nullptr,
+       [&](GatherBuilt& b) {
+         b.starts = TensorDesc(DML_TENSOR_DATA_TYPE_INT64, {2});
+         b.desc.SequenceStartsTensor = nullptr;
+         b.desc.SequenceLengthsTensor = b.starts.Desc();
        }},
       {"TokenOffsetsTensor.Sizes[0] is 3, expected 2 (BlockTableTensor.Sizes[0])", nullptr,
        [&](GatherBuilt& b) {
@@ -1093,5 +1161,39 @@ TEST_CASE("Kernels: the paged cache's steps", "[paged][kernels]") {
       want.push_back(format ? "paged_gather_q4_0_i32" : "paged_gather_f_i32");
       CHECK(modules(set) == want);
       CHECK(set.rowWords == 64u * 2048);
+      CHECK(set.boundsWords == 65);
+      CHECK(set.steps[0].plain.groups == 1);
+      CHECK(set.plans[set.steps[0].plain.slot].params[1] == 0u);
+      // With the lengths: the same modules, the starts' pass one workgroup summing them (params
+      // y 2) into one more bound.
+      g.lengths.assign(64, 2048);
+      BuildGather(g, &b);
+      const auto summed = choose(b.op, 0);
+      CHECK(modules(summed) == want);
+      CHECK(summed.boundsWords == 65);
+      CHECK(summed.steps[0].plain.groups == 1);
+      CHECK(summed.plans[summed.steps[0].plain.slot].params[1] == 2u);
     }
+  // Where loops are bounded (CPU devices), lengths past what one workgroup sums within the bound
+  // are refused, naming the starts instead.
+  GatherCase g;
+  g.maxBlocks = 1;
+  const UINT many = 500000;
+  g.table.assign(many, 0);
+  g.lengths.assign(many, 0);
+  g.starts.assign(many + 1, 0);
+  g.extraRows = 1;
+  GatherBuilt b;
+  BuildGather(g, &b);
+  vkdml::detail::OperatorImpl op;
+  REQUIRE(vkdml::detail::BuildOperator(b.op, &op).ok());
+  vkdml::detail::KernelSet set;
+  CHECK(vkdml::detail::ChooseKernels(op, 0, device, &set).ok());
+  device.maxLoop = 16384;
+  set = {};
+  const Result r = vkdml::detail::ChooseKernels(op, 0, device, &set);
+  CHECK(r.status == Status::Unsupported);
+  CHECK(r.message ==
+        "PAGED_GATHER: SequenceLengthsTensor holds 500000 lengths, more than this device sums in "
+        "one kernel (419328): give SequenceStartsTensor, the cumulative lengths");
 }

@@ -1,7 +1,9 @@
 // `vkdml paged-cache-write` and `vkdml paged-gather`: vkdml's paged KV cache operators
 // (VKDML_OPERATOR_PAGED_CACHE_WRITE and _GATHER) on .npy arrays.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -41,7 +43,8 @@ const char kGatherUsage[] =
     "vLLM's gather_cache: each sequence's tokens from a paged cache (as paged-cache-write takes\n"
     "it), one after another: OUT is (total_tokens, heads, head_size). Sequence b's token i is the\n"
     "cache's row of block T[b, p // block_size], row p % block_size, p = i + O[b]. L: the\n"
-    "lengths; CU: the cumulative lengths (sequences + 1, from 0). T, L, CU and O: one integer\n"
+    "lengths (summed on the device, a negative one as 0); CU: the cumulative lengths\n"
+    "(sequences + 1, from 0). T, L, CU and O: one integer\n"
     "dtype (int32, int64, uint32 or uint64). Quantized caches give --dtype (default float32).\n"
     "Rows past the last sequence (--total-tokens larger than its end) are 0. A block out of\n"
     "range is an error (exit 2), or clamped, or --fill-value (default 0).\n";
@@ -146,6 +149,29 @@ bool Load(const std::string& path, npy::Array* a, std::string* error) {
   return true;
 }
 
+// The gather's rows without --total-tokens: the lengths' sum, each negative one counting 0 (as
+// the operator sums them), or the last cumulative length; 0 for an empty list.
+int64_t DefaultTotal(const npy::Array& list, bool lengths) {
+  const size_t item = npy::ItemSize(list.dtype);
+  const bool isSigned = list.dtype == npy::DType::Int32 || list.dtype == npy::DType::Int64;
+  const auto at = [&](uint64_t i) {
+    int64_t v = 0;
+    if (item == 4) {
+      int32_t w;
+      std::memcpy(&w, list.data.get() + i * 4, 4);
+      v = isSigned ? w : int64_t(uint32_t(w));
+    } else {
+      std::memcpy(&v, list.data.get() + i * 8, 8);
+    }
+    return !isSigned && v < 0 ? INT64_MAX : v;  // a uint64 past 2^63
+  };
+  const uint64_t n = list.ElementCount();
+  if (!lengths) return n ? at(n - 1) : 0;
+  int64_t sum = 0;
+  for (uint64_t i = 0; i < n; ++i) sum += std::min(std::max<int64_t>(at(i), 0), INT64_MAX - sum);
+  return sum;
+}
+
 int Main(int argc, char** argv, bool write) {
   const char* command = write ? "paged-cache-write" : "paged-gather";
   Options o;
@@ -163,40 +189,21 @@ int Main(int argc, char** argv, bool write) {
     return Fail(command, error);
   if (write && !Load(o.values, &third, &error)) return Fail(command, error);
   if (!o.offsets.empty() && !Load(o.offsets, &offsets, &error)) return Fail(command, error);
-  if (!write) {  // the cumulative lengths, from --seq-lens summed here
-    if (!Load(o.cuLens.empty() ? o.lens : o.cuLens, &third, &error)) return Fail(command, error);
+  const bool lengths = !write && o.cuLens.empty();  // --seq-lens: summed on the device
+  if (!write) {
+    if (!Load(lengths ? o.lens : o.cuLens, &third, &error)) return Fail(command, error);
     if (third.dtype != second.dtype)
-      return Fail(command, std::string(o.cuLens.empty() ? "--seq-lens" : "--cu-seq-lens") +
-                               ": dtype is " + npy::DTypeName(third.dtype) + ", expected " +
+      return Fail(command, std::string(lengths ? "--seq-lens" : "--cu-seq-lens") + ": dtype is " +
+                               npy::DTypeName(third.dtype) + ", expected " +
                                npy::DTypeName(second.dtype) + " (the block table's)");
-    if (o.cuLens.empty()) {
-      const size_t item = npy::ItemSize(third.dtype);
-      const bool isSigned = third.dtype == npy::DType::Int32 || third.dtype == npy::DType::Int64;
-      npy::Array cu;
-      cu.dtype = third.dtype;
-      cu.shape = {third.ElementCount() + 1};
-      uint8_t* dst = cu.Allocate();
-      int64_t sum = 0;
-      std::memset(dst, 0, item);
-      for (uint64_t i = 0; i < third.ElementCount(); ++i) {
-        int64_t v = 0;
-        if (item == 4) {
-          int32_t w;
-          std::memcpy(&w, third.data.get() + i * 4, 4);
-          v = isSigned ? w : int64_t(uint32_t(w));
-        } else {
-          std::memcpy(&v, third.data.get() + i * 8, 8);
-        }
-        sum += v;
-        std::memcpy(dst + (i + 1) * item, &sum, item);
-      }
-      third = cu;
-    }
   }
   std::vector<Desc> descs(4);
   const npy::Array* arrays[4] = {&cache, &second, &third, o.offsets.empty() ? nullptr : &offsets};
   const char* names[4] = {"--cache", write ? "--slot-mapping" : "--block-table",
-                          write ? "--values" : "--cu-seq-lens", "--token-offsets"};
+                          write     ? "--values"
+                          : lengths ? "--seq-lens"
+                                    : "--cu-seq-lens",
+                          "--token-offsets"};
   for (int i = 0; i < 4; ++i)
     if (arrays[i] && !Describe(*arrays[i], names[i], &descs[i], &error))
       return Fail(command, error);
@@ -209,11 +216,7 @@ int Main(int argc, char** argv, bool write) {
     if (cache.shape.size() != 4)
       return Fail(command, "--cache: shape " + npy::ShapeString(cache.shape) +
                                ", expected 4 dimensions (layout " + o.layout + ")");
-    int64_t last = 0;
-    const size_t item = npy::ItemSize(third.dtype);
-    std::memcpy(&last, third.data.get() + (third.ElementCount() - 1) * item, item);
-    if (item == 4) last = int32_t(last);
-    const int64_t total = o.total >= 0 ? o.total : last;
+    const int64_t total = o.total >= 0 ? o.total : DefaultTotal(third, lengths);
     if (total < 1) return Fail(command, "no tokens to gather (--total-tokens, or the lengths)");
     const uint64_t bytes = cache.shape[3];
     const uint64_t headSize =
@@ -231,9 +234,14 @@ int Main(int argc, char** argv, bool write) {
   DML_OPERATOR_DESC desc{};
   VKDML_PAGED_CACHE_WRITE_OPERATOR_DESC w{&descs[0].desc, &descs[1].desc, &descs[2].desc,
                                           &outDesc.desc,  layout,         format};
-  VKDML_PAGED_GATHER_OPERATOR_DESC g{
-      &descs[0].desc, &descs[1].desc, &descs[2].desc, o.offsets.empty() ? nullptr : &descs[3].desc,
-      &outDesc.desc,  layout,         format};
+  VKDML_PAGED_GATHER_OPERATOR_DESC g{&descs[0].desc,
+                                     &descs[1].desc,
+                                     lengths ? nullptr : &descs[2].desc,
+                                     o.offsets.empty() ? nullptr : &descs[3].desc,
+                                     &outDesc.desc,
+                                     layout,
+                                     format,
+                                     lengths ? &descs[2].desc : nullptr};
   desc = write ? DML_OPERATOR_DESC{VKDML_OPERATOR_PAGED_CACHE_WRITE, &w}
                : DML_OPERATOR_DESC{VKDML_OPERATOR_PAGED_GATHER, &g};
   VKDML_OUT_OF_RANGE_OPERATOR_DESC wrap{&desc, VKDML_OUT_OF_RANGE_MODE_ERROR, {}};

@@ -675,18 +675,19 @@ struct PagedTensor {
 };
 
 // Runs the write (op "write": args cache, slot_mapping, values; the cache written in place) or
-// the gather (op "gather": args cache, block_table, starts[, offsets]; a new output of `dtype`
-// and shape (total, heads, head_size), or `out`). All host arrays or all device tensors (the
-// Python side uploads the rest).
+// the gather (op "gather": args cache, block_table, starts (with `lengths`: the sequences'
+// lengths)[, offsets]; a new output of `dtype` and shape (total, heads, head_size), or `out`).
+// All host arrays or all device tensors (the Python side uploads the rest).
 py::object RunPaged(const std::string& op, py::object device, const std::vector<py::object>& items,
                     int layout, int format, const std::string& dtype, int outOfRange,
-                    const py::bytes& fill, uint64_t total, py::object out) {
+                    const py::bytes& fill, uint64_t total, py::object out, bool lengths) {
   const bool write = op == "write";
   static const char* const kWriteNames[] = {"cache", "slot_mapping", "values"};
-  static const char* const kGatherNames[] = {"cache", "block_table", "seq_starts", "token_offsets"};
+  const char* const gatherNames[] = {"cache", "block_table", lengths ? "seq_lens" : "seq_starts",
+                                     "token_offsets"};
   std::vector<Arg> args;
   for (size_t i = 0; i < items.size(); ++i)
-    args.push_back(ToArg(items[i], write ? kWriteNames[i] : kGatherNames[i]));
+    args.push_back(ToArg(items[i], write ? kWriteNames[i] : gatherNames[i]));
   std::shared_ptr<DeviceState> state;
   for (Arg& a : args)
     if (a.tensor) {
@@ -725,11 +726,12 @@ py::object RunPaged(const std::string& op, py::object device, const std::vector<
   } else {
     g = {&tensors[0]->desc,
          &tensors[1]->desc,
-         &tensors[2]->desc,
+         lengths ? nullptr : &tensors[2]->desc,
          tensors.size() > 3 ? &tensors[3]->desc : nullptr,
          &output->desc,
          VKDML_PAGED_CACHE_LAYOUT(layout),
-         VKDML_QUANTIZED_FORMAT(format)};
+         VKDML_QUANTIZED_FORMAT(format),
+         lengths ? &tensors[2]->desc : nullptr};
     desc = {VKDML_OPERATOR_PAGED_GATHER, &g};
   }
   // ERROR is the operators' own default; the others wrap them.
@@ -740,7 +742,8 @@ py::object RunPaged(const std::string& op, py::object device, const std::vector<
   const bool wrapped = outOfRange != VKDML_OUT_OF_RANGE_MODE_ERROR;
   std::string key = "paged/" + op + "/" + std::to_string(layout) + "/" + std::to_string(format) +
                     "/" + std::to_string(outOfRange) + ":" + std::to_string(wrap.FillValue.UInt64) +
-                    "/" + std::to_string(total) + "/" + std::to_string(int(outType));
+                    "/" + std::to_string(total) + "/" + std::to_string(int(outType)) +
+                    (lengths ? "/lengths" : "");
   for (const Arg& a : args) {
     key += "|" + std::to_string(int(a.ref.dtype));
     for (uint64_t d : a.ref.shape) key += ":" + std::to_string(d);
@@ -916,5 +919,5 @@ PYBIND11_MODULE(_vkdml, mod) {
           py::arg("experts"));
   mod.def("paged", &RunPaged, py::arg("op"), py::arg("device"), py::arg("items"), py::arg("layout"),
           py::arg("format"), py::arg("dtype"), py::arg("out_of_range"), py::arg("fill"),
-          py::arg("total"), py::arg("out"));
+          py::arg("total"), py::arg("out"), py::arg("lengths") = false);
 }

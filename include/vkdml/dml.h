@@ -519,7 +519,9 @@ struct VKDML_PAGED_CACHE_WRITE_OPERATOR_DESC {
 
 // vkdml's own (VKDML_OPERATOR_PAGED_GATHER; vLLM's gather_cache): each sequence's tokens from a
 // paged cache, one after another. Output row t (t < total_tokens) belongs to sequence b, the
-// last with SequenceStartsTensor[b] <= t (starts clamped into [0, total_tokens]); with
+// last with starts[b] <= t: SequenceStartsTensor[b] clamped into [0, total_tokens], or from
+// SequenceLengthsTensor starts[0] = 0 and starts[b + 1] = min(starts[b] + length b,
+// total_tokens), a negative length counting 0; with
 // i = t - starts[b] and p = i + TokenOffsetsTensor[b] (0 without it: prefix reuse), it is the
 // cache's row of block BlockTableTensor[b, p / block_size], row p % block_size, for every head:
 // values copied (Format 0) or dequantized as VKDML_GATHER_QUANTIZED_ROWS' (d * q in float32,
@@ -533,13 +535,16 @@ struct VKDML_PAGED_CACHE_WRITE_OPERATOR_DESC {
 //   BlockTableTensor       {sequences, max_blocks}, INT32, INT64, UINT32 or UINT64, any strides
 //                          (IndicesTensor: bound and reported as one);
 //   SequenceStartsTensor   {sequences + 1}: the cumulative lengths (vLLM's cu_seq_lens, starting
-//                          at 0), BlockTableTensor's DataType, any stride;
+//                          at 0), BlockTableTensor's DataType, any stride; or null, with
+//   SequenceLengthsTensor  {sequences}: each sequence's length, BlockTableTensor's DataType, any
+//                          stride (summed on the device: no cumulative lengths to compute);
 //   TokenOffsetsTensor     null, or {sequences}, BlockTableTensor's DataType, any stride; an
 //                          offset below 0 or from 2^31 puts its sequence's tokens out of range;
 //   OutputTensor           {total_tokens, heads, head_size}: the cache's DataType (Format 0), or
 //                          FLOAT32 or FLOAT16 (quantized); a last stride of 1, FLOAT16 even
 //                          strides.
-// Bind InputTensor, BlockTableTensor, SequenceStartsTensor and, when given, TokenOffsetsTensor.
+// Bind InputTensor, BlockTableTensor, SequenceStartsTensor (or SequenceLengthsTensor) and, when
+// given, TokenOffsetsTensor.
 // Every binding offset is a multiple of 4 bytes; tensors fit one descriptor (no large path).
 struct VKDML_PAGED_GATHER_OPERATOR_DESC {
   const DML_TENSOR_DESC* InputTensor;
@@ -548,7 +553,8 @@ struct VKDML_PAGED_GATHER_OPERATOR_DESC {
   const DML_TENSOR_DESC* TokenOffsetsTensor;  // optional
   const DML_TENSOR_DESC* OutputTensor;
   VKDML_PAGED_CACHE_LAYOUT Layout;
-  VKDML_QUANTIZED_FORMAT Format;  // 0: the cache holds values
+  VKDML_QUANTIZED_FORMAT Format;                // 0: the cache holds values
+  const DML_TENSOR_DESC* SequenceLengthsTensor;  // instead of SequenceStartsTensor (null)
 };
 
 // vkdml's own: how VKDML_OPERATOR_SEGMENT_REDUCE reduces a segment's rows.

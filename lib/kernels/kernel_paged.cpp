@@ -6,7 +6,8 @@
 // large path: each tensor fits one descriptor. Where ChooseFused allows, the write is one
 // dispatch (no claims: a bench write of 256 tokens was five steps of latency), its kernel
 // writing the status words whole (KernelSet::statusInKernel, reportInKernel); the gather's
-// starts' pass sets them (statusInKernel: no fill).
+// starts' pass sets them (statusInKernel: no fill), and with SequenceLengthsTensor it is one
+// workgroup summing the lengths (glsl/paged.comp: sumLengths).
 #include "kernels/kernel_choice.h"
 
 namespace vkdml::detail {
@@ -118,9 +119,22 @@ Result ChoosePaged(Choice& c, const Pass& pass) {
       c.set.tallyWords = op.slots;  // a claim per token slot
       break;
     case Pass::Kind::PagedStarts:  // clamped into [0, total_tokens]; z: the status words too
-      params = {{op.outputs[0].sizes[0], 0, c.set.checked ? 1u : 0u, 0}};
+      // (y 2: lengths, summed by one workgroup: the bounds are one more)
+      params = {{op.outputs[0].sizes[0], op.sequenceLengths ? 2u : 0u, c.set.checked ? 1u : 0u,
+                 0}};
       c.set.statusInKernel = c.set.checked;
-      c.set.boundsWords = pass.plan.count;
+      c.set.boundsWords = pass.plan.count + (op.sequenceLengths ? 1 : 0);
+      if (op.sequenceLengths) {
+        k.groups = 1;
+        // Its chunks' scans (log2 of the workgroup's size steps each) within a CPU device's
+        // loop bound (Capabilities::maxLoop).
+        const UINT64 chunks = (pass.plan.count + c.caps.groupSize - 1) / c.caps.groupSize;
+        if (c.caps.maxLoop != UINT64(-1) && chunks * 10 > c.caps.maxLoop)
+          return Fail(Status::Unsupported, op.name, ": SequenceLengthsTensor holds ",
+                      pass.plan.count, " lengths, more than this device sums in one kernel (",
+                      c.caps.maxLoop / 10 * c.caps.groupSize,
+                      "): give SequenceStartsTensor, the cumulative lengths");
+      }
       break;
     case Pass::Kind::PagedOffsets:
       params = {{0, 1, 0, 0}};

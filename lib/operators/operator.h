@@ -140,8 +140,9 @@ class OperatorImpl final : public Operator {
   // holds a row's values.
   bool moe = false;
   UINT experts = 0, topk = 0, tokens = 0;
-  // VKDML_OPERATOR_PAGED_CACHE_WRITE and _GATHER (format: the cache's blocks, 0 for values).
-  bool paged = false;
+  // VKDML_OPERATOR_PAGED_CACHE_WRITE and _GATHER (format: the cache's blocks, 0 for values);
+  // a gather given SequenceLengthsTensor (its PagedStarts pass sums them).
+  bool paged = false, sequenceLengths = false;
   // VKDML_OPERATOR_SEGMENT_REDUCE: its function, and its passes' PackedPlan::params (the fold's,
   // then the check's: glsl/segment_reduce.comp); `fill` holds an empty segment's value and the
   // fold's start.

@@ -196,10 +196,15 @@ Result BuildPagedGather(const VKDML_PAGED_GATHER_OPERATOR_DESC& desc, OperatorIm
   VKDML_TRY(CheckLayout(desc.Layout, desc.Format));
   Tensor input, table, starts, offsets, output;
   const bool hasOffsets = desc.TokenOffsetsTensor != nullptr;
+  const bool lengths = desc.SequenceLengthsTensor != nullptr;
+  if (lengths == (desc.SequenceStartsTensor != nullptr))
+    return Fail(Status::InvalidArgument, "SequenceStartsTensor and SequenceLengthsTensor are ",
+                lengths ? "both given" : "both null", ", expected exactly one of them");
   VKDML_TRY(ValidateTensor(desc.InputTensor, "InputTensor", TensorRole::Data, &input));
   VKDML_TRY(ValidateTensor(desc.BlockTableTensor, "BlockTableTensor", TensorRole::Indices, &table));
-  VKDML_TRY(ValidateTensor(desc.SequenceStartsTensor, "SequenceStartsTensor", TensorRole::Indices,
-                           &starts));
+  VKDML_TRY(ValidateTensor(lengths ? desc.SequenceLengthsTensor : desc.SequenceStartsTensor,
+                           lengths ? "SequenceLengthsTensor" : "SequenceStartsTensor",
+                           TensorRole::Indices, &starts));
   if (hasOffsets)
     VKDML_TRY(ValidateTensor(desc.TokenOffsetsTensor, "TokenOffsetsTensor", TensorRole::Indices,
                              &offsets));
@@ -216,9 +221,12 @@ Result BuildPagedGather(const VKDML_PAGED_GATHER_OPERATOR_DESC& desc, OperatorIm
     return Fail(Status::InvalidArgument,
                 "BlockTableTensor.Sizes[0] is 4294967295, expected less "
                 "(SequenceStartsTensor holds one more)");
-  VKDML_TRY(CheckList(starts, sequences + 1,
-                      "sequences + 1: BlockTableTensor.Sizes[0] plus the last sequence's end",
-                      table));
+  if (lengths)
+    VKDML_TRY(CheckList(starts, sequences, "BlockTableTensor.Sizes[0]", table));
+  else
+    VKDML_TRY(CheckList(starts, sequences + 1,
+                        "sequences + 1: BlockTableTensor.Sizes[0] plus the last sequence's end",
+                        table));
   if (hasOffsets) VKDML_TRY(CheckList(offsets, sequences, "BlockTableTensor.Sizes[0]", table));
   if (output.dims != 3)
     return Fail(Status::InvalidArgument, "OutputTensor.DimensionCount is ", output.dims,
@@ -227,9 +235,9 @@ Result BuildPagedGather(const VKDML_PAGED_GATHER_OPERATOR_DESC& desc, OperatorIm
   VKDML_TRY(CheckValueRows(output, total, "total_tokens: any", c, input, desc.Format));
   VKDML_TRY(CheckNoOverlap(output));
 
-  Pass bound;  // the sequences' starts, clamped into [0, total_tokens]
+  Pass bound;  // the sequences' starts, clamped into [0, total_tokens] (or their lengths, summed)
   bound.kind = Pass::Kind::PagedStarts;
-  bound.plan.AddDim(sequences + 1, 0, 0, starts.strides[0], 0);
+  bound.plan.AddDim(lengths ? sequences : sequences + 1, 0, 0, starts.strides[0], 0);
   Pass offset;  // their token offsets
   offset.kind = Pass::Kind::PagedOffsets;
   if (hasOffsets) offset.plan.AddDim(sequences, 0, 0, offsets.strides[0], 0);
@@ -261,6 +269,7 @@ Result BuildPagedGather(const VKDML_PAGED_GATHER_OPERATOR_DESC& desc, OperatorIm
   op->componentSizes = {c.blocks};
   op->format = desc.Format;
   op->paged = true;
+  op->sequenceLengths = lengths;
   op->outOfRange = VKDML_OUT_OF_RANGE_MODE_ERROR;  // a serving engine wants to know
   return {};
 }

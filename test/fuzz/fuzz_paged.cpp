@@ -93,6 +93,7 @@ int RunPaged(Decoder& d) {
           : (d.Byte() & 1 ? DML_TENSOR_DATA_TYPE_FLOAT16 : DML_TENSOR_DATA_TYPE_FLOAT32);
   UINT tokens = 0, seqs = 0, maxBlocks = 0, total = 0;
   const bool hasOffsets = d.Byte() & 1;
+  const bool lengths = !write && (d.Byte() & 1);  // SequenceLengthsTensor: the starts' steps
   const UINT slotCount = blocks * bs;
   if (write) {
     tokens = d.In(1, 6);
@@ -114,16 +115,17 @@ int RunPaged(Decoder& d) {
     total = UINT(starts.back()) + d.In(starts.back() ? 0 : 1, 2);
     for (UINT i = 0; i < seqs * maxBlocks; ++i) table.push_back(Near(d, blocks, it));
     tableDesc = Strided(d, it, {seqs, maxBlocks});
-    startsDesc = vt::TensorDesc(it, {seqs + 1}, {d.In(1, 2)});
+    startsDesc = vt::TensorDesc(it, {lengths ? seqs : seqs + 1}, {d.In(1, 2)});
     offsetsDesc = vt::TensorDesc(it, {seqs}, {d.In(1, 2)});
     output = Strided(d, outType, {total, heads, headSize});
     g = {cache.Desc(),
          tableDesc.Desc(),
-         startsDesc.Desc(),
+         lengths ? nullptr : startsDesc.Desc(),
          hasOffsets ? offsetsDesc.Desc() : nullptr,
          output.Desc(),
          layout,
-         format};
+         format,
+         lengths ? startsDesc.Desc() : nullptr};
   }
   if (raw) {  // one field from the input
     switch (d.Byte() % 3) {
@@ -233,8 +235,9 @@ int RunPaged(Decoder& d) {
                         table[b * maxBlocks + j]);
       ref::WriteIndex(it, offsetsImage.data() + Offset(offsetsDesc, {b}), offsets[b]);
     }
-    for (UINT b = 0; b <= seqs; ++b)
-      ref::WriteIndex(it, startsImage.data() + Offset(startsDesc, {b}), starts[b]);
+    for (UINT b = 0; b < (lengths ? seqs : seqs + 1); ++b)
+      ref::WriteIndex(it, startsImage.data() + Offset(startsDesc, {b}),
+                      lengths ? starts[b + 1] - starts[b] : starts[b]);
     std::vector<const void*> inputs = {cacheImage.data(), tableImage.data(), startsImage.data()};
     if (hasOffsets) inputs.push_back(offsetsImage.data());
     r = Dev().Run(*compiled, inputs, {got.data()});

@@ -124,6 +124,20 @@ def test_device_tensors_decode_step(device):
     want = ref_gather(want_k, block_table, seq_lens, None, "NHD", None, np.float16, block_size)
     assert same_bits(keys.numpy(), want)
     assert same_bits(v_cache.numpy(), ref_write(v_np, value, slots, "NHD", None, block_size))
+    # The lengths themselves on the device, summed there; out= gives total_tokens (no read back).
+    out = device.empty((10, heads, head_size), np.float16)
+    values = vkdml.paged_gather(v_cache, device.tensor(block_table),
+                                device.tensor(seq_lens), out=out)
+    want_v = ref_write(v_np, value, slots, "NHD", None, block_size)
+    assert same_bits(out.numpy(), ref_gather(want_v, block_table, seq_lens, None, "NHD", None,
+                                             np.float16, block_size))
+    assert values is out or isinstance(values, vkdml.Tensor)
+    # Host lengths: a negative one counts 0; a length past block_table's dtype is refused.
+    got = vkdml.paged_gather(k_np, block_table, np.array([6, -3], np.int64), total_tokens=6)
+    assert same_bits(got, ref_gather(k_np, block_table, np.array([6, 0]), None, "NHD", None,
+                                     np.float16, block_size))
+    with pytest.raises(ValueError, match="outside block_table's dtype int32"):
+        vkdml.paged_gather(k_np, block_table, np.array([6, 2**40], np.int64))
 
 
 def test_out_of_range(device):
@@ -189,7 +203,13 @@ def test_gather_out_and_total_tokens(device):
     assert res is out
     got = out.numpy()
     assert same_bits(got[:8], want) and (got[8:] == 7).all()
+    # Without total_tokens, out's rows are the output's (the rows past the last sequence kept).
+    out = device.tensor(np.full((9, 2, 8), 7, np.float32))
+    vkdml.paged_gather(device.tensor(cache), device.tensor(table),
+                       cu_seq_lens=device.tensor(np.array([0, 3, 8], np.int32)), out=out)
+    got = out.numpy()
+    assert same_bits(got[:8], want) and (got[8:] == 7).all()
     with pytest.raises(ValueError, match="out: shape"):
         vkdml.paged_gather(device.tensor(cache), device.tensor(table),
                            cu_seq_lens=device.tensor(np.array([0, 3, 8], np.int32)),
-                           out=device.empty((9, 2, 8)))
+                           out=device.empty((9, 2, 7)))

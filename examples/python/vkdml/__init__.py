@@ -675,12 +675,13 @@ def paged_gather(cache, block_table, seq_lens=None, format=None, dtype=None, *, 
     """vLLM's gather_cache: each sequence's tokens from a paged cache (as paged_cache_write
     takes it), one after another: ((total_tokens, heads, head_size)). Sequence b's token i is
     the cache's row of block block_table[b, p // block_size], row p % block_size, where
-    p = i + token_offsets[b] (0 without them: prefix reuse). seq_lens: each sequence's length;
-    or cu_seq_lens, the cumulative lengths (len(sequences) + 1 of them from 0, vLLM's), which
-    device tensors need (seq_lens of a device tensor are summed on the host). Quantized caches
+    p = i + token_offsets[b] (0 without them: prefix reuse). seq_lens: each sequence's length
+    (summed on the device, a negative one counting 0); or cu_seq_lens, the cumulative lengths
+    (len(sequences) + 1 of them from 0, vLLM's). Either has block_table's dtype. Quantized caches
     (format "q8_0"/"q4_0") are dequantized to dtype float32 (default) or float16; float caches
-    keep their dtype. total_tokens: the output's rows (default: the last cumulative length;
-    rows past it are left as they were: zeros in a new array). A block out of range raises
+    keep their dtype. total_tokens: the output's rows (default: out's, else the last cumulative
+    length or the lengths' sum, which reads device lengths back; rows past it are left as they
+    were: zeros in a new array). A block out of range raises
     IndexError (out_of_range "error"), is clamped ("clamp") or gives fill_value ("fill")."""
     lay, fmt = _paged_options(layout, format)
     if (seq_lens is None) == (cu_seq_lens is None):
@@ -691,17 +692,26 @@ def paged_gather(cache, block_table, seq_lens=None, format=None, dtype=None, *, 
     c = _arg(cache, "cache")
     table = _arg(block_table, "block_table")
     table_dtype = table.dtype if isinstance(table, np.ndarray) else np.dtype(table.dtype)
-    if cu_seq_lens is None:
-        lens = seq_lens.numpy() if isinstance(seq_lens, Tensor) else np.asarray(seq_lens)
-        starts = np.concatenate([[0], np.cumsum(lens.astype(np.int64))]).astype(table_dtype)
-    else:
-        starts = cu_seq_lens
-        if isinstance(starts, (list, tuple)):
-            starts = np.asarray(starts, dtype=table_dtype)
+    lengths = cu_seq_lens is None
+    starts = seq_lens if lengths else cu_seq_lens
+    if isinstance(starts, (list, tuple)) or (lengths and not isinstance(starts, Tensor)):
+        host = np.asarray(starts)
+        if host.dtype.kind not in "iu" and host.size:
+            raise TypeError(f"{'seq_lens' if lengths else 'cu_seq_lens'}: dtype is {host.dtype}, "
+                            f"expected integers")
+        info = np.iinfo(table_dtype)
+        if host.size and (host.min() < info.min or host.max() > info.max):
+            raise ValueError(f"{'seq_lens' if lengths else 'cu_seq_lens'}: values from "
+                             f"{host.min()} to {host.max()}, outside block_table's dtype "
+                             f"{np.dtype(table_dtype)}")
+        starts = host.astype(table_dtype)
     if isinstance(token_offsets, (list, tuple)):
         token_offsets = np.asarray(token_offsets, dtype=table_dtype)
+    if total_tokens is None and out is not None and len(out.shape) == 3:
+        total_tokens = out.shape[0]
     if total_tokens is None:
-        last = starts.numpy()[-1] if isinstance(starts, Tensor) else np.asarray(starts)[-1]
+        host = starts.numpy() if isinstance(starts, Tensor) else np.asarray(starts)
+        last = np.maximum(host.astype(np.int64), 0).sum() if lengths else host[-1]
         total_tokens = max(int(last), 0)
     total_tokens = _int(total_tokens, "total_tokens")
     if total_tokens < 1:
@@ -720,7 +730,8 @@ def paged_gather(cache, block_table, seq_lens=None, format=None, dtype=None, *, 
     fill = _fill_bytes(0 if fill_value is None else fill_value, out_dtype) \
         if out_of_range == "fill" else b""
     items = [c, table, starts] + ([] if token_offsets is None else [token_offsets])
-    names = ["cache", "block_table", "seq_starts", "token_offsets"][:len(items)]
+    names = ["cache", "block_table", "seq_lens" if lengths else "cu_seq_lens",
+             "token_offsets"][:len(items)]
     args = _paged_args(items, names)
     on_device = isinstance(args[0], Tensor)
     if on_device:
@@ -731,7 +742,7 @@ def paged_gather(cache, block_table, seq_lens=None, format=None, dtype=None, *, 
         host_out = out
         target = np.zeros((total_tokens,) + _paged_row_shape(args[0], lay, fmt), out_dtype)
     result = _paged("gather", _device(device), args, lay, fmt, out_dtype.name,
-                    _OUT_OF_RANGE[out_of_range], fill, total_tokens, target)
+                    _OUT_OF_RANGE[out_of_range], fill, total_tokens, target, lengths)
     if not on_device and host_out is not None:
         if host_out.shape != result.shape:
             raise ValueError(f"out: shape is {host_out.shape}, expected {result.shape}")
