@@ -699,8 +699,8 @@ def paged_gather(cache, block_table, seq_lens=None, format=None, dtype=None, *, 
         if host.dtype.kind not in "iu" and host.size:
             raise TypeError(f"{'seq_lens' if lengths else 'cu_seq_lens'}: dtype is {host.dtype}, "
                             f"expected integers")
-        info = np.iinfo(table_dtype)
-        if host.size and (host.min() < info.min or host.max() > info.max):
+        info = np.iinfo(table_dtype) if np.dtype(table_dtype).kind in "iu" else None
+        if info and host.size and (host.min() < info.min or host.max() > info.max):
             raise ValueError(f"{'seq_lens' if lengths else 'cu_seq_lens'}: values from "
                              f"{host.min()} to {host.max()}, outside block_table's dtype "
                              f"{np.dtype(table_dtype)}")
