@@ -12,7 +12,7 @@
 // STARTS   an invocation per entry of SequenceStartsTensor (params.y 0) into the scratch's
 //          bounds, clamped into [0, params.x], or of TokenOffsetsTensor (params.y 1) into its
 //          weights (a negative or 2^31 or more: 2^31, past every sequence's blocks); with
-//          params.y 2 one workgroup sums SequenceLengthsTensor into the bounds (lengths());
+//          params.y 2 one workgroup sums SequenceLengthsTensor into the bounds (sumLengths);
 // ROWS     an invocation per output token: its sequence by bisection of the bounds (params.y
 //          sequences), its position plus the sequence's token offset (params.x bit 1), its block
 //          from BlockTableTensor (components 2: max_blocks and a sequence's entries' stride, 3:

@@ -54,8 +54,8 @@ UINT RowStride(const Tensor& t, UINT unit) {
 }
 
 // A {rows, width} tensor's row stride in its elements (width for a single row, whose stride
-// may be anything), and whether its rows need the halves' kernels: FLOAT16 rows or a row
-// stride of an odd number of values, so rows do not all start on 32-bit words.
+// may be anything), and whether its rows need the halves' kernels: FLOAT16 with an odd width or
+// an odd row stride (in values), so its rows do not all start on 32-bit words.
 UINT ElementStride(const Tensor& t, UINT width) {
   return t.sizes[t.dims - 2] == 1 ? width : t.strides[t.dims - 2];
 }
