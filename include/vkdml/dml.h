@@ -553,7 +553,7 @@ struct VKDML_PAGED_GATHER_OPERATOR_DESC {
   const DML_TENSOR_DESC* TokenOffsetsTensor;  // optional
   const DML_TENSOR_DESC* OutputTensor;
   VKDML_PAGED_CACHE_LAYOUT Layout;
-  VKDML_QUANTIZED_FORMAT Format;                // 0: the cache holds values
+  VKDML_QUANTIZED_FORMAT Format;                 // 0: the cache holds values
   const DML_TENSOR_DESC* SequenceLengthsTensor;  // instead of SequenceStartsTensor (null)
 };
 

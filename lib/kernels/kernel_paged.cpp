@@ -120,8 +120,7 @@ Result ChoosePaged(Choice& c, const Pass& pass) {
       break;
     case Pass::Kind::PagedStarts:  // clamped into [0, total_tokens]; z: the status words too
       // (y 2: lengths, summed by one workgroup: the bounds are one more)
-      params = {{op.outputs[0].sizes[0], op.sequenceLengths ? 2u : 0u, c.set.checked ? 1u : 0u,
-                 0}};
+      params = {{op.outputs[0].sizes[0], op.sequenceLengths ? 2u : 0u, c.set.checked ? 1u : 0u, 0}};
       c.set.statusInKernel = c.set.checked;
       c.set.boundsWords = pass.plan.count + (op.sequenceLengths ? 1 : 0);
       if (op.sequenceLengths) {
