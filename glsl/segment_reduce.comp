@@ -248,6 +248,14 @@ void foldRows(inout VALUE acc[LANES], inout uint where[LANES], uint r, uint last
   }
 }
 
+// (bits << 1) - 2 of a float32 (a zero of either sign: 0xFFFFFFFE): at least kAddFloor where it
+// is 0 or of magnitude 2^-102 (0x0C800000) or more, the condition for a sum of such values to be
+// exact on a device that flushes denormals (foldVec, streamTile).
+const uint kAddFloor = 0x18FFFFFEu;
+uint lowest(uint v) {
+  return v * 2u - 2u;
+}
+
 #if VEC && !LONG
 // The fold's rows, 4 columns an invocation (foldVec): 4 rows' 16-byte loads held in registers (no
 // arrays, which a compiler may put in memory), the next 4 rows' loads issued before these are
@@ -275,14 +283,12 @@ const bool kFastAdd = kKind == VKDML_KIND_FLOAT && kReduce == VKDML_REDUCE_ADD;
 const bool kFastAdd = false;
 #endif
 const bool kFastPick = kKind == VKDML_KIND_FLOAT && kPick;
-// The lowest of (bits << 1) - 2 over the values (a zero: 0xFFFFFFFE): at least kAddFloor where
-// each is 0 or of magnitude 2^-102 (0x0C800000) or more, at least kNormalFloor where none is a
-// denormal. The highest of bits << 1: above kNanCeiling where one is a NaN.
-const uint kAddFloor = 0x18FFFFFEu, kNormalFloor = 0x00FFFFFEu, kNanCeiling = 0xFF000000u;
+// (With lowest() below: at least kNormalFloor where no value is a denormal. The highest of bits
+// << 1: above kNanCeiling where one is a NaN.)
+const uint kNormalFloor = 0x00FFFFFEu, kNanCeiling = 0xFF000000u;
 
 uint lowest(uvec4 v) {
-  const uvec4 t = v * 2u - 2u;
-  return min(min(t.x, t.y), min(t.z, t.w));
+  return min(min(lowest(v.x), lowest(v.y)), min(lowest(v.z), lowest(v.w)));
 }
 uint highest(uvec4 v) {
   const uvec4 t = v * 2u;
@@ -440,6 +446,15 @@ shared VALUE tileValues[2][kTile][LANES];
 // Rows of a tile that a folding invocation reads from shared memory before adding them.
 const uint kStreamBatch = 16u;
 
+// Float32 sums where the device may flush denormals (WIDE_FLOAT32, whose reduceBits checks each
+// addition): each tile folded in the device's additions (foldVec's rule: exact where every value
+// and the start is 0 or of magnitude 2^-102 or more), else folded again with reduceBits.
+#if WIDE_FLOAT32
+const bool kStreamFast = kKind == VKDML_KIND_FLOAT && kReduce == VKDML_REDUCE_ADD;
+#else
+const bool kStreamFast = false;
+#endif
+
 // Tile s of the stream (buffer h, s % 2): this invocation's rows of it from `held` into shared
 // memory, tile s + 2's loads into `held` in their place, then invocations 0 to LANES - 1 fold
 // tile s's column (of the 4) of their own into `a`, in row order.
@@ -458,6 +473,30 @@ void streamTile(uint s, uint h, inout VALUE held[kTileShare][LANES], inout VALUE
   if (t < LANES) {  // kStreamBatch rows' shared loads at once, then their additions in order
     const uint n = min(kTile, length - s * kTile);
     uint j = 0u;
+#if ELEM == 4
+    if (kStreamFast) {  // the device's additions, the tile folded again exactly where they may err
+      precise float f = uintBitsToFloat(a);
+      uint low = lowest(a);
+      for (; j + kStreamBatch <= n; j += kStreamBatch) {
+        uint v[kStreamBatch];
+        for (uint b = 0u; b < kStreamBatch; ++b) v[b] = tileValues[h][j + b][t];
+        for (uint b = 0u; b < kStreamBatch; ++b) {
+          f += uintBitsToFloat(v[b]);
+          low = min(low, lowest(v[b]));
+        }
+      }
+      for (; j < n; ++j) {
+        const uint v = tileValues[h][j][t];
+        f += uintBitsToFloat(v);
+        low = min(low, lowest(v));
+      }
+      if (low >= kAddFloor) {
+        a = floatBitsToUint(f);
+        return;
+      }
+      j = 0u;
+    }
+#endif
     for (; j + kStreamBatch <= n; j += kStreamBatch) {
       VALUE v[kStreamBatch];
       for (uint b = 0u; b < kStreamBatch; ++b) v[b] = tileValues[h][j + b][t];

@@ -801,6 +801,47 @@ TEST_CASE_METHOD(Fixture, "Segment reductions: long float segments streamed", "[
       }
 }
 
+// Float32 sums and means of long segments streamed (glsl/segment_reduce.comp: streamTile; where
+// the device may flush denormals, each tile in the device's additions and folded again exactly
+// where a value or the fold so far is a denormal or a normal below 2^-102): plain values (every
+// tile kept), one value in each column of a long segment 2^-120 or a denormal (its tile folded
+// again, the tiles around it kept), and an initial value that is a denormal; either sign of
+// zero in each; one column and 4 at a time.
+TEST_CASE_METHOD(Fixture, "Segment reductions: long float sums streamed fast or exactly",
+                 "[segment]") {
+  const bool denormals = KeepsDenormals32();
+  const std::vector<UINT> lengths = {5, 1100, 0, 700, 257};
+  int n = 0;
+  for (auto f : {VKDML_SEGMENT_REDUCE_FUNCTION_SUM, VKDML_SEGMENT_REDUCE_FUNCTION_MEAN})
+    for (int values = 0; values < 3; ++values)
+      for (bool wide : {false, true}) {
+        Rng rng(BaseSeed() ^ (0x57EF + 7919 * n++));
+        SegCase c;
+        c.type = DML_TENSOR_DATA_TYPE_FLOAT32;
+        c.f = f;
+        c.sorted = rng.P(0.5);
+        c.indexType = IndexTypes()[rng.U(0, 3)];
+        c.sizes = wide ? std::vector<UINT>{2062, 8} : std::vector<UINT>{2062, 3};
+        SetLengths(c, lengths, 1);
+        const UINT columns = c.sizes[1];
+        c.values.resize(Count(c.sizes));
+        for (auto& v : c.values) v = RandomBits(rng, c.type, false, false);
+        if (values == 1)  // a tiny value at a random row of each column of each long segment
+          for (UINT s = 0, start = 0; s < lengths.size(); start += lengths[s++])
+            for (UINT k = 0; k < columns && lengths[s] > 256; ++k) {
+              const UINT r = start + UINT(rng.U(0, lengths[s] - 1));
+              const float tiny = denormals && rng.P(0.5) ? 0x1.8p-140f : 0x1.4p-120f;
+              c.values[UINT64(r) * columns + k] = ToBits(rng.P(0.5) ? tiny : -tiny);
+            }
+        if (values == 2) {
+          c.empty = VKDML_SEGMENT_EMPTY_INITIAL;
+          c.initial = ToBits(denormals ? -0x1p-140f : -0x1p-110f);
+        }
+        INFO("function " << UINT(f) << ", values " << values << ", columns " << columns);
+        RunCase(c);
+      }
+}
+
 // Which steps the long path takes (GPU-free): on a GPU (loops unbounded) MAX and integer SUM of
 // more rows than VKDML_SEGMENT_LONG_ROWS take the fold (listing long segments) and the chunks'
 // stage (indirect; the last chunk of a segment to arrive combines them); float SUM, MEAN and PROD
