@@ -207,6 +207,28 @@ def test_segment_min_max_values_at_their_rows(device, dtype, reduce):
     same(arg.numpy(), want_arg)
 
 
+@pytest.mark.parametrize("reduce", ["min", "max"])
+def test_segment_min_max_where_inputs_live(device, reduce):
+    """min and max run on the device once src is there: host src and host indices give host
+    arrays (no out=), host src beside device indices gives device tensors, and no segments give
+    empty results."""
+    src = np.array([[3, 1], [2, 7], [5, 5], [0, -1], [4, 2]], np.float32)
+    indptr = np.array([0, 2, 2, 5])
+    want, want_arg = ref_segment(src, *csr_bounds(indptr, 5), 0, reduce)
+    values, arg = vkdml.segment_csr(src, indptr, reduce)
+    assert isinstance(values, np.ndarray) and isinstance(arg, np.ndarray)
+    same(values, want)
+    same(arg, want_arg)
+    values, arg = vkdml.segment_csr(src, device.tensor(indptr), reduce)
+    assert isinstance(values, vkdml.Tensor) and isinstance(arg, vkdml.Tensor)
+    same(values.numpy(), want)
+    same(arg.numpy(), want_arg)
+    with pytest.raises(TypeError, match="out: expected None for host arrays"):
+        vkdml.segment_csr(src, indptr, reduce, out=device.empty(want.shape, np.float32))
+    values, arg = vkdml.segment_coo(src, np.zeros(5, np.int64), dim_size=0, reduce=reduce)
+    assert values.shape == (0, 2) and arg.shape == (0, 2)
+
+
 def test_segment_errors(device):
     src = np.ones((6, 2), np.float32)
     with pytest.raises(IndexError, match="offsets in \\[0, 6\\]"):

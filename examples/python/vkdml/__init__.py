@@ -781,14 +781,21 @@ def _segment(op, label, src, indices, reduce, dim_size=-1, out=None, check=False
                     out, segment=_SegArgs(dim_size, initial is not None))
     # One reduction: each value is src's at its arg row along the axis (the first of the best,
     # a NaN's own bits), gathered; an empty segment's row, the axis size, is out of range and
-    # gets 0, pytorch_scatter's value.
+    # gets 0, pytorch_scatter's value. Both runs on the device, src uploaded once; host arrays
+    # in, host arrays out.
+    on_device = isinstance(s, Tensor) or isinstance(idx, Tensor)
+    if not on_device and out is not None:
+        raise TypeError("out: expected None for host arrays (a vkdml.Tensor only where src or "
+                        "the indices are device tensors)")
+    if not isinstance(s, Tensor):
+        s = (idx.device if isinstance(idx, Tensor) else dev).tensor(s)
     arg = _run(op, label, dev, s, idx, None, 0, 0, "arg" + reduce, False, bool(check), 0, b"",
                True, None, segment=_SegArgs(dim_size, False))
     axis = len(idx.shape) - 1
     zero = _fill_bytes(0, s.dtype)
     values = _run("gather-elements", label, dev, s, arg, None, axis, 0, "none", False, False,
                   _OUT_OF_RANGE["fill"], zero, True, out)
-    return values, arg
+    return (values, arg) if on_device else (values.numpy(), arg.numpy())
 
 
 def segment_csr(src, indptr, reduce="sum", out=None, *, check_indices=False, device=None):
