@@ -255,6 +255,9 @@ const uint kAddFloor = 0x18FFFFFEu;
 uint lowest(uint v) {
   return v * 2u - 2u;
 }
+uint lowest(uvec4 v) {
+  return min(min(lowest(v.x), lowest(v.y)), min(lowest(v.z), lowest(v.w)));
+}
 
 #if VEC && !LONG
 // The fold's rows, 4 columns an invocation (foldVec): 4 rows' 16-byte loads held in registers (no
@@ -283,13 +286,10 @@ const bool kFastAdd = kKind == VKDML_KIND_FLOAT && kReduce == VKDML_REDUCE_ADD;
 const bool kFastAdd = false;
 #endif
 const bool kFastPick = kKind == VKDML_KIND_FLOAT && kPick;
-// (With lowest() below: at least kNormalFloor where no value is a denormal. The highest of bits
+// (With lowest() above: at least kNormalFloor where no value is a denormal. The highest of bits
 // << 1: above kNanCeiling where one is a NaN.)
 const uint kNormalFloor = 0x00FFFFFEu, kNanCeiling = 0xFF000000u;
 
-uint lowest(uvec4 v) {
-  return min(min(lowest(v.x), lowest(v.y)), min(lowest(v.z), lowest(v.w)));
-}
 uint highest(uvec4 v) {
   const uvec4 t = v * 2u;
   return max(max(t.x, t.y), max(t.z, t.w));
@@ -508,8 +508,7 @@ void streamTile(uint s, uint h, inout VALUE held[kTileShare][LANES], inout VALUE
           f += uintBitsToFloat(v[b].y);
           f += uintBitsToFloat(v[b].z);
           f += uintBitsToFloat(v[b].w);
-          low = min(low, min(min(lowest(v[b].x), lowest(v[b].y)),
-                             min(lowest(v[b].z), lowest(v[b].w))));
+          low = min(low, lowest(v[b]));
         }
       }
 #else
