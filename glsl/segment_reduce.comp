@@ -259,17 +259,18 @@ uint lowest(uvec4 v) {
   return min(min(lowest(v.x), lowest(v.y)), min(lowest(v.z), lowest(v.w)));
 }
 
-#if VEC && !LONG
-// The fold's rows, 4 columns an invocation (foldVec): 4 rows' 16-byte loads held in registers (no
-// arrays, which a compiler may put in memory), the next 4 rows' loads issued before these are
-// folded, so a segment's loads stay in flight while it folds. Float32 SUM (where the device may
-// flush denormals: WIDE_FLOAT32) and float MIN and MAX fold in the device's float arithmetic,
-// recording what could make that differ from the exact fold (reduceBits); where anything could,
-// the rows are folded again exactly. SUM: x + u is exact on a device that flushes denormals when
-// x is no denormal and u is 0 or of magnitude 2^-102 or more (a sum of such values that is not 0
-// is a multiple of 2^-125 or at least 2^-103: a normal, so nothing is flushed, and so by induction
-// every partial sum is normal or 0). MIN, MAX: a device's max (min) is the exact one where no
-// value is a NaN or a denormal and the result is not a zero (whose sign is the first zero's).
+#if VEC
+// The fold's rows and the long path's chunks', 4 columns an invocation (foldVec): 4 rows' 16-byte
+// loads held in registers (no arrays, which a compiler may put in memory), the next 4 rows' loads
+// issued before these are folded, so a segment's loads stay in flight while it folds. Float32 SUM
+// (where the device may flush denormals: WIDE_FLOAT32) and float MIN and MAX fold in the device's
+// float arithmetic, recording what could make that differ from the exact fold (reduceBits); where
+// anything could, the rows are folded again exactly. SUM: x + u is exact on a device that flushes
+// denormals when x is no denormal and u is 0 or of magnitude 2^-102 or more (a sum of such values
+// that is not 0 is a multiple of 2^-125 or at least 2^-103: a normal, so nothing is flushed, and
+// so by induction every partial sum is normal or 0). MIN, MAX: a device's max (min) is the exact
+// one where no value is a NaN or a denormal and the result is not a zero (whose sign is the first
+// zero's).
 uvec4 loadRow(uint b) {
   return sourceVecs[b >> 4];
 }
@@ -603,7 +604,16 @@ void main() {
     const uint c = gl_WorkGroupID.y;
     if (c >= chunks) return;
     const uint r = start + c * part, last = min(r + part, start + length);
+#if VEC  // (never ARGMIN or ARGMAX: `where` unused)
+    const uvec4 folded = foldVec(uvec4(acc[0], acc[1], acc[2], acc[3]), r, last,
+                                 pc.srcBase + at.y + r * rowStride, rowStride, true);
+    for (uint k = 0u; k < LANES; ++k) {
+      acc[k] = folded[k];
+      where[k] = r;
+    }
+#else
     foldRows(acc, where, r, last, pc.srcBase + at.y + r * rowStride, rowStride, r, true);
+#endif
     // The chunk's results through the device's memory (atomics: no cache of this invocation's
     // holds them), then its arrival; the last to arrive in its group sees the group's chunks',
     // folds them in order into the group's first chunk's, and arrives for the segment; the last

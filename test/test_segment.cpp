@@ -527,6 +527,28 @@ TEST_CASE_METHOD(Fixture, "Segment reductions: four columns at a time", "[segmen
       }
 }
 
+namespace {
+
+// Value kind `values` of the fast-or-exact tests: plain ones (0: the fast folds kept), random bits
+// with NaN, infinities and (where kept) denormals (1), tiny ones (2: float32 normals below 2^-102
+// whose sums are denormals, and zeros), mostly zeros of both signs (3: MIN's and MAX's ties).
+uint64_t FastOrExactValue(Rng& rng, DML_TENSOR_DATA_TYPE type, int values, bool denormals) {
+  const float sign = rng.P(0.5) ? -1.0f : 1.0f;
+  switch (values) {
+    case 0:
+      return RandomBits(rng, type, false, false);
+    case 1:
+      return RandomBits(rng, type, denormals);
+    case 2:
+      return rng.P(0.1) ? ToBits(sign * 0.0f)
+                        : ToBits(sign * std::ldexp(float(rng.U(1, 7)), -int(rng.U(100, 126))));
+    default:
+      return ToBits(sign * (rng.P(0.8) ? 0.0f : 1.0f));
+  }
+}
+
+}  // namespace
+
 // The fold 4 columns an invocation (glsl/segment_reduce.comp, foldVec) on many short segments:
 // float32 SUM, MEAN, MIN and MAX fold in the device's float arithmetic where that is exact and
 // fold again exactly where it may not be (a denormal, a NaN, a zero MIN or MAX, a partial sum
@@ -554,20 +576,7 @@ TEST_CASE_METHOD(Fixture, "Segment reductions: four columns folded fast or exact
           c.segments = 60;      // about 5 rows each, some empty
           RandomIndices(rng, c, 1, false);
           c.values.resize(Count(c.sizes));
-          for (auto& v : c.values) {
-            if (values == 0) {
-              v = RandomBits(rng, type, false, false);
-            } else if (values == 1) {
-              v = RandomBits(rng, type, denormals);
-            } else if (values == 2) {  // tiny: 2^-126 to 2^-100 and zeros, either sign
-              const float sign = rng.P(0.5) ? -1.0f : 1.0f;
-              v = rng.P(0.1) ? ToBits(sign * 0.0f)
-                             : ToBits(sign * std::ldexp(float(rng.U(1, 7)), -int(rng.U(100, 126))));
-            } else {  // mostly zeros of either sign (MIN's and MAX's ties)
-              const float sign = rng.P(0.5) ? -1.0f : 1.0f;
-              v = ToBits(sign * (rng.P(0.8) ? 0.0f : 1.0f));
-            }
-          }
+          for (auto& v : c.values) v = FastOrExactValue(rng, type, values, denormals);
           if (empty == VKDML_SEGMENT_EMPTY_INITIAL)
             c.initial = values == 2 ? ToBits(-0x1p-140f) : RandomBits(rng, type, false, false);
           SegBuilt b;
@@ -756,6 +765,43 @@ TEST_CASE_METHOD(Fixture, "Segment reductions: long segments folded in chunks", 
       INFO("type " << UINT(type) << ", function " << UINT(f) << ", past the list");
       RunCase(c);
     }
+}
+
+// The long path's chunks 4 columns an invocation (foldVec, as the fold's above): float32 MIN and
+// MAX in the device's arithmetic where that is exact, folded again where it may not be, on each
+// kind of values; int32 beside them. Segments of 2,000 and 257 rows: 8 and 2 chunks.
+TEST_CASE_METHOD(Fixture, "Segment reductions: long segments' chunks folded fast or exactly",
+                 "[segment]") {
+  const bool denormals = KeepsDenormals32();
+  const std::vector<UINT> lengths = {5, 300, 0, 2000, 257, 438};  // 3,000
+  int n = 0;
+  for (auto type : {DML_TENSOR_DATA_TYPE_FLOAT32, DML_TENSOR_DATA_TYPE_INT32})
+    for (auto f : {VKDML_SEGMENT_REDUCE_FUNCTION_MIN, VKDML_SEGMENT_REDUCE_FUNCTION_MAX,
+                   VKDML_SEGMENT_REDUCE_FUNCTION_SUM})
+      for (int values = 0; values < 4; ++values) {
+        if (!Regroupable(type, f) || (values >= 2 && type != DML_TENSOR_DATA_TYPE_FLOAT32))
+          continue;
+        if (values == 2 && !denormals) continue;
+        Rng rng(BaseSeed() ^ (0xC4A7 + 977 * n++));
+        SegCase c;
+        c.type = type;
+        c.f = f;
+        c.sorted = n % 2 == 1;
+        c.sizes = {3000, 8};
+        SetLengths(c, lengths, 1);
+        c.values.resize(Count(c.sizes));
+        for (auto& v : c.values) v = FastOrExactValue(rng, type, values, denormals);
+        SegBuilt b;
+        Build(c, &b);
+        bool wide = false;
+        for (const auto& step : Chosen(b.op).steps)
+          wide = wide || (step.hasWide && step.wide.module.rfind("segment_w4v", 0) == 0 &&
+                          step.wide.module.find("_long") != std::string::npos);
+        INFO("type " << UINT(type) << ", function " << UINT(f) << ", values " << values
+                     << ", sorted " << c.sorted);
+        CHECK(wide);
+        RunCase(c);
+      }
 }
 
 // Float sums, means and products of long segments (the stream: each segment's rows in row
