@@ -26,6 +26,10 @@
 // chunk of loop elements at a time; its tokens write where no later token names their slot (each
 // invocation compares its share of the tokens with the chunk's, in shared memory); the first
 // chunk writes the status words whole (no fill, no report).
+// FUSED GATHER (kernel_paged.cpp says when) is ROWS and GATHER in one dispatch: a workgroup's
+// chunk of kUnroll loop elements an invocation at a time; the chunk's tokens' rows are found
+// first, a token an invocation, into shared memory, then each invocation loads its kUnroll
+// groups before it stores them.
 // Tensors are read and written in 32-bit words, as uvec4 and uvec2 where aligned (no 8/16-bit
 // storage needed); bases are bytes (Kernel::unit 1). kValueSize: the values' element size (the
 // write's UpdatesTensor, the gather's OutputTensor). INDEX64 selects 64-bit index loads.
@@ -50,11 +54,13 @@
 #define ROWS 0
 #endif
 #ifndef FUSED
-#define FUSED 0  // WRITE: CLAIM and WRITE as one dispatch (below)
+#define FUSED 0  // CLAIM and WRITE, or ROWS and GATHER, as one dispatch (below)
 #endif
 #ifndef FORMAT
 #define FORMAT 0
 #endif
+#define GATHER (!CLAIM && !WRITE && !STARTS && !ROWS)
+#define FIND_ROWS (ROWS || (GATHER && FUSED))  // tokenRow
 
 layout(local_size_x_id = VKDML_SPEC_GROUP_SIZE) in;  // Capabilities::groupSize
 layout(constant_id = VKDML_SPEC_OUTPUT_SIZE) const uint kValueSize = 4;
@@ -127,7 +133,7 @@ void storeGroup(uint w, uvec4 bits, uint words) {
   }
 }
 
-#if ROWS
+#if FIND_ROWS
 // Output token i's cache row (ROWS says how), or kUnwritten, or kFilled.
 uint tokenRow(uint p, uint i) {
   const uint blocks = VKDML_AT(plans[p].tupleSize, 0), blockSize = VKDML_AT(plans[p].tupleSize, 1);
@@ -207,6 +213,70 @@ void writeGroup(uint p, uvec3 c, uint s) {
 }
 #endif
 
+#if GATHER
+// The values of loop element c (token, head, group) from its token's cache row `source` (ROWS:
+// not kUnwritten): copied, dequantized, or FILL's value.
+uvec4 gatherBits(uint p, uvec3 c, uint source) {
+  if (source == kFilled) return fillBytes;  // VKDML_OUT_OF_RANGE_MODE_FILL: its bytes repeat
+  const uint from = pc.srcBase + source + c.y * VKDML_AT(plans[p].indexed, 1);
+#if FORMAT == 0
+  return sourceGroup((from >> 2) + c.z * kGroupWords);
+#else
+  const uint quad = c.z * (kUnit / 4u);  // (kUnit 8: float16 out, two quads)
+  uvec4 bits = dequantizeQuad(from, quad);
+  if (kValueSize == 2u) {
+    bits.xy = uvec2(floatToHalf(bits.x) | (floatToHalf(bits.y) << 16),
+                    floatToHalf(bits.z) | (floatToHalf(bits.w) << 16));
+    if (kUnit == 8u) {
+      const uvec4 next = dequantizeQuad(from, quad + 1u);
+      bits.zw = uvec2(floatToHalf(next.x) | (floatToHalf(next.y) << 16),
+                      floatToHalf(next.z) | (floatToHalf(next.w) << 16));
+    }
+  }
+  return bits;
+#endif
+}
+
+// Where loop element c's values go: OutputTensor's word.
+uint gatherTarget(uint p, uvec3 c) {
+  const uint at = c.x * VKDML_AT(plans[p].direct, 0) + c.y * VKDML_AT(plans[p].direct, 1) +
+                  kUnit * c.z;
+  return (pc.dstBase >> 2) + (kValueSize == 4u ? at : at >> 1);
+}
+#endif
+
+#if GATHER && FUSED
+const uint kMaxUnroll = 8u;  // kUnroll's bound (kernel_paged.cpp)
+shared uint chunkRows[VKDML_GROUP_SIZE * kMaxUnroll];  // the chunk's tokens' rows (tokenRow)
+
+// A workgroup's chunk of kUnroll loop elements an invocation at a time.
+void main() {
+  const uint p = pc.plan;
+  const uint count = loopCount(p);
+  const uint lid = gl_LocalInvocationID.x, size = gl_WorkGroupSize.x;
+  const uint perChunk = size * kUnroll;
+  const uint chunks = count / perChunk + (count % perChunk != 0u ? 1u : 0u);
+  for (uint chunk = gl_WorkGroupID.x; chunk < chunks; chunk += gl_NumWorkGroups.x) {
+    const uint base = chunk * perChunk, n = min(count - base, perChunk);
+    const uint first = divideBySize(p, 1u, divideBySize(p, 2u, base));
+    const uint rows = divideBySize(p, 1u, divideBySize(p, 2u, base + n - 1u)) - first + 1u;
+    for (uint r = lid; r < rows; r += size) chunkRows[r] = tokenRow(p, first + r);
+    barrier();
+    uvec4 bits[kMaxUnroll];
+    uint target[kMaxUnroll];
+    for (uint j = 0u; j < kUnroll; ++j) {  // every load before the stores
+      const uint e = base + j * size + lid;
+      const uvec3 c = coordinates(p, min(e, count - 1u));
+      const uint source = chunkRows[c.x - first];
+      target[j] = e < count && source != kUnwritten ? gatherTarget(p, c) : ~0u;
+      bits[j] = target[j] != ~0u ? gatherBits(p, c, source) : uvec4(0u);
+    }
+    for (uint j = 0u; j < kUnroll; ++j)
+      if (target[j] != ~0u) storeGroup(target[j], bits[j], kGroupWords);
+    barrier();
+  }
+}
+#else
 #if FUSED
 // A chunk's first token: loop element e's (plans of rank 3: tokens, heads, groups).
 uint tokenOf(uint p, uint e) {
@@ -372,35 +442,11 @@ void main() {
 #else  // GATHER
     const uvec3 c = coordinates(p, i);
     const uint source = TOKEN_ROW(c.x);
-    if (source != kUnwritten) {
-      const uint from = pc.srcBase + source + c.y * VKDML_AT(plans[p].indexed, 1);
-      uvec4 bits;
-      if (source == kFilled) {
-        bits = fillBytes;  // VKDML_OUT_OF_RANGE_MODE_FILL: the value's bytes repeat
-      } else {
-#if FORMAT == 0
-        bits = sourceGroup((from >> 2) + c.z * kGroupWords);
-#else
-        const uint quad = c.z * (kUnit / 4u);  // (kUnit 8: float16 out, two quads)
-        bits = dequantizeQuad(from, quad);
-        if (kValueSize == 2u) {
-          bits.xy = uvec2(floatToHalf(bits.x) | (floatToHalf(bits.y) << 16),
-                          floatToHalf(bits.z) | (floatToHalf(bits.w) << 16));
-          if (kUnit == 8u) {
-            const uvec4 next = dequantizeQuad(from, quad + 1u);
-            bits.zw = uvec2(floatToHalf(next.x) | (floatToHalf(next.y) << 16),
-                            floatToHalf(next.z) | (floatToHalf(next.w) << 16));
-          }
-        }
-#endif
-      }
-      const uint at = c.x * VKDML_AT(plans[p].direct, 0) + c.y * VKDML_AT(plans[p].direct, 1) +
-                      kUnit * c.z;
-      storeGroup((pc.dstBase >> 2) + (kValueSize == 4u ? at : at >> 1), bits, kGroupWords);
-    }
+    if (source != kUnwritten) storeGroup(gatherTarget(p, c), gatherBits(p, c, source), kGroupWords);
 #endif
     if (count - i <= step) break;
     i += step;
   }
 }
+#endif
 #endif

@@ -1080,6 +1080,7 @@ TEST_CASE_METHOD(Fixture, "Paged cache: the first block out of range is reported
 TEST_CASE("Kernels: the paged cache's steps", "[paged][kernels]") {
   using vkdml::detail::Pass;
   using K = Pass::Kind;
+  using Kernels = vkdml::detail::Capabilities::Kernels;
   vkdml::detail::Capabilities device;
   device.storage8 = device.storage16 = true;
   device.maxSharedMemory = 16 << 10;
@@ -1151,29 +1152,69 @@ TEST_CASE("Kernels: the paged cache's steps", "[paged][kernels]") {
       if (offsets) g.offsets.assign(64, 0);
       GatherBuilt b;
       BuildGather(g, &b);
-      const auto set = choose(b.op, 0);
-      CHECK(set.checked);
-      CHECK(set.statusInKernel);
-      CHECK_FALSE(set.reportInKernel);
-      std::vector<std::string> want = {"paged_starts_i32"};
-      if (offsets) want.push_back("paged_starts_i32");
-      want.push_back("paged_rows_i32");
-      want.push_back(format ? "paged_gather_q4_0_i32" : "paged_gather_f_i32");
-      CHECK(modules(set) == want);
-      CHECK(set.rowWords == 64u * 2048);
-      CHECK(set.boundsWords == 65);
-      CHECK(set.steps[0].plain.groups == 1);
-      CHECK(set.plans[set.steps[0].plain.slot].params[1] == 0u);
-      // With the lengths: the same modules, the starts' pass one workgroup summing them (params
-      // y 2) into one more bound.
-      g.lengths.assign(64, 2048);
-      BuildGather(g, &b);
-      const auto summed = choose(b.op, 0);
-      CHECK(modules(summed) == want);
-      CHECK(summed.boundsWords == 65);
-      CHECK(summed.steps[0].plain.groups == 1);
-      CHECK(summed.plans[summed.steps[0].plain.slot].params[1] == 2u);
+      // GPU kernels: the rows found where the values are copied (paged_gather_fused), 8 groups
+      // an invocation; CPU kernels: the rows' own pass, then the values.
+      for (bool cpu : {false, true}) {
+        INFO("CPU kernels " << cpu);
+        device.kernels = cpu ? Kernels::Cpu : Kernels::Gpu;
+        g.lengths.clear();
+        BuildGather(g, &b);
+        const auto set = choose(b.op, 0);
+        CHECK(set.checked);
+        CHECK(set.statusInKernel);
+        CHECK_FALSE(set.reportInKernel);
+        std::vector<std::string> want = {"paged_starts_i32"};
+        if (offsets) want.push_back("paged_starts_i32");
+        if (cpu) want.push_back("paged_rows_i32");
+        const std::string cache = format ? "q4_0_i32" : "f_i32";
+        want.push_back((cpu ? "paged_gather_" : "paged_gather_fused_") + cache);
+        CHECK(modules(set) == want);
+        CHECK(set.rowWords == (cpu ? 64u * 2048 : 0u));
+        CHECK(set.boundsWords == 65);
+        CHECK(set.steps[0].plain.groups == 1);
+        CHECK(set.plans[set.steps[0].plain.slot].params[1] == 0u);
+        const auto& values = set.steps.back().plain;
+        const UINT64 groups = 64u * 2048 * 8 * (128 / 8);  // 8 float16 values a group
+        if (!cpu) {
+          CHECK(values.spec[VKDML_SPEC_UNROLL] == 8);
+          CHECK(values.groups == (groups + 8 * VKDML_GROUP_SIZE - 1) / (8 * VKDML_GROUP_SIZE));
+          // ROWS' params: the offsets given, the sequences
+          CHECK(set.plans[values.slot].params[0] == (offsets ? 1u : 0u));
+          CHECK(set.plans[values.slot].params[1] == 64u);
+        }
+        // With the lengths: the same modules, the starts' pass one workgroup summing them
+        // (params y 2) into one more bound.
+        g.lengths.assign(64, 2048);
+        BuildGather(g, &b);
+        const auto summed = choose(b.op, 0);
+        CHECK(modules(summed) == want);
+        CHECK(summed.boundsWords == 65);
+        CHECK(summed.steps[0].plain.groups == 1);
+        CHECK(summed.plans[summed.steps[0].plain.slot].params[1] == 2u);
+      }
+      device.kernels = Kernels::Gpu;
     }
+  // Where the chunks a workgroup walks pass a CPU device's loop bound, the GPU kernels keep the
+  // rows' pass: here 128 tokens of 256 float32 groups, 16 chunks of 2048 over 4 workgroups.
+  {
+    GatherCase g;
+    g.cache.blocks = 8;
+    g.cache.blockSize = 16;
+    g.cache.heads = 8;
+    g.cache.headSize = 128;
+    g.maxBlocks = 8;
+    g.table.assign(8, 0);
+    g.starts = {0, 128};
+    GatherBuilt b;
+    BuildGather(g, &b);
+    device.maxGroups = 4;
+    device.maxLoop = 3;
+    CHECK(modules(choose(b.op, 0)).back() == "paged_gather_f_i32");
+    device.maxLoop = 4;
+    CHECK(modules(choose(b.op, 0)).back() == "paged_gather_fused_f_i32");
+    device.maxGroups = 65535;
+    device.maxLoop = UINT64(-1);
+  }
   // Where loops are bounded (CPU devices), lengths past what one workgroup sums within the bound
   // are refused, naming the starts instead.
   GatherCase g;

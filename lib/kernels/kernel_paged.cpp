@@ -7,7 +7,8 @@
 // dispatch (no claims: a bench write of 256 tokens was five steps of latency), its kernel
 // writing the status words whole (KernelSet::statusInKernel, reportInKernel); the gather's
 // starts' pass sets them (statusInKernel: no fill), and with SequenceLengthsTensor it is one
-// workgroup summing the lengths (glsl/paged.comp: sumLengths).
+// workgroup summing the lengths (glsl/paged.comp: sumLengths). On GPU kernels the gather then
+// finds its tokens' rows where it copies them (ChooseFusedGather: no ROWS pass).
 #include "kernels/kernel_choice.h"
 
 namespace vkdml::detail {
@@ -22,10 +23,12 @@ const char* CacheToken(VKDML_QUANTIZED_FORMAT format) {
 }
 
 // "paged_claim_i32", "paged_starts_i64", "paged_write_q8_0_i64", "paged_gather_f_i32"; the
-// fused write: "paged_write_fused_q4_0_i32".
+// fused write and gather: "paged_write_fused_q4_0_i32", "paged_gather_fused_f_i64".
 std::string PagedModule(Pass::Kind kind, VKDML_QUANTIZED_FORMAT format, UINT indexSize,
                         bool fused = false) {
-  if (fused) return Str("paged_write_fused_", CacheToken(format), IndexSuffix(indexSize));
+  if (fused)
+    return Str(kind == Pass::Kind::PagedWrite ? "paged_write_fused_" : "paged_gather_fused_",
+               CacheToken(format), IndexSuffix(indexSize));
   switch (kind) {
     case Pass::Kind::PagedClaim:
       return "paged_claim" + IndexSuffix(indexSize);
@@ -51,8 +54,7 @@ struct Fused {
 
 // Whether the write takes one dispatch (the claims in each workgroup's shared memory: every
 // token's slot compared with the chunk's), within the loop bound of CPU devices
-// (Capabilities::maxLoop). (A gather fused the same way, each invocation finding its token's
-// row and copying 4 uvec4s, ran 25% slower than ROWS and GATHER on an H200: not kept.)
+// (Capabilities::maxLoop).
 Fused ChooseFused(const Choice& c) {
   const OperatorImpl& op = c.op;
   Fused f;
@@ -78,6 +80,28 @@ Fused ChooseFused(const Choice& c) {
   return f;
 }
 
+// The fused gather (paged.comp: FUSED GATHER) on GPU kernels: kGatherUnroll loop elements an
+// invocation, its workgroup's chunk's token rows found first (a chunk's at most
+// kGatherUnroll * groupSize tokens, in shared memory), within the loop bound (Capabilities::
+// maxLoop) of a CPU device taking GPU kernels. CPU kernels keep ROWS: a run an invocation.
+// (examples/bench/PERF_NOTES.md, v46: on an H200, 5% faster than ROWS and GATHER; 4 and 16
+// elements an invocation, or fewer workgroups walking more chunks, slower. A first fused form,
+// each invocation finding its own token's row before copying 4 groups, was 25% slower.)
+constexpr UINT kGatherUnroll = 8;  // paged.comp: kMaxUnroll
+Fused ChooseFusedGather(const Choice& c) {
+  Fused f;
+  const Pass* values = nullptr;
+  for (const Pass& pass : c.op.passes)
+    if (pass.kind == Pass::Kind::PagedGather) values = &pass;
+  if (c.large || !values || values->plan.count == 0 || c.caps.kernels != Capabilities::Kernels::Gpu)
+    return f;
+  const UINT64 perChunk = UINT64(c.caps.groupSize) * kGatherUnroll;
+  const UINT64 chunks = (values->plan.count + perChunk - 1) / perChunk;
+  f.groups = c.Groups(chunks);
+  f.on = c.caps.maxLoop == UINT64(-1) || (chunks + f.groups - 1) / f.groups <= c.caps.maxLoop;
+  return f;
+}
+
 }  // namespace
 
 Result ChoosePaged(Choice& c, const Pass& pass) {
@@ -96,16 +120,24 @@ Result ChoosePaged(Choice& c, const Pass& pass) {
   const Fused fused = ChooseFused(c);
   if (fused.on && pass.kind == Pass::Kind::PagedClaim) return {};  // no claims
   const bool fusedWrite = fused.on && pass.kind == Pass::Kind::PagedWrite;
+  const Fused fusedGather = ChooseFusedGather(c);
+  if (fusedGather.on && pass.kind == Pass::Kind::PagedRows) return {};  // the gather finds them
+  const bool fusedRows = fusedGather.on && pass.kind == Pass::Kind::PagedGather;
   const Plan& plan = pass.plan;
   UINT slot = 0;
   VKDML_TRY(c.Slot(plan, &slot));
   Step step;
   step.kind = pass.kind;
   Kernel& k = step.plain;
-  k = c.Elementwise(PagedModule(pass.kind, op.format, c.indexSize, fusedWrite), plan, slot, 1);
+  k = c.Elementwise(PagedModule(pass.kind, op.format, c.indexSize, fusedWrite || fusedRows), plan,
+                    slot, 1);
   if (fusedWrite) {
     k.spec[VKDML_SPEC_UNROLL] = 1;
     k.groups = fused.groups;
+  }
+  if (fusedRows) {
+    k.spec[VKDML_SPEC_UNROLL] = kGatherUnroll;
+    k.groups = fusedGather.groups;
   }
   const bool write = op.IsScatter();
   k.spec[VKDML_SPEC_OUTPUT_SIZE] = write ? op.inputs[2].elemSize : op.outputs[0].elemSize;
@@ -139,9 +171,11 @@ Result ChoosePaged(Choice& c, const Pass& pass) {
       params = {{0, 1, 0, 0}};
       c.set.weightWords = pass.plan.count;
       break;
-    case Pass::Kind::PagedRows:  // x: TokenOffsetsTensor given (1); y: the sequences
-      params = {{op.inputs.size() > 3 ? 1u : 0u, pass.plan.tupleSize[3], 0, 0}};
-      c.set.rowWords = pass.plan.count;  // a token's row
+    case Pass::Kind::PagedRows:    // x: TokenOffsetsTensor given (1); y: the sequences
+    case Pass::Kind::PagedGather:  // (fused: ROWS' params; else none)
+      if (pass.kind == Pass::Kind::PagedRows || fusedRows)
+        params = {{op.inputs.size() > 3 ? 1u : 0u, pass.plan.tupleSize[3], 0, 0}};
+      if (pass.kind == Pass::Kind::PagedRows) c.set.rowWords = pass.plan.count;  // a token's row
       break;
     case Pass::Kind::PagedWrite:  // fused: the status words and the report in the kernel
       c.set.statusInKernel = c.set.reportInKernel = c.set.checked && fused.on;
@@ -165,7 +199,8 @@ void ListPagedModules(const ModuleSink& sink) {
         sink(PagedModule(kind, format, index));
     for (auto format :
          {VKDML_QUANTIZED_FORMAT(0), VKDML_QUANTIZED_FORMAT_Q8_0, VKDML_QUANTIZED_FORMAT_Q4_0})
-      sink(PagedModule(Pass::Kind::PagedWrite, format, index, true));
+      for (Pass::Kind kind : {Pass::Kind::PagedWrite, Pass::Kind::PagedGather})
+        sink(PagedModule(kind, format, index, true));
   }
 }
 

@@ -11,7 +11,7 @@
 // The gather: the sequences' starts and token offsets into the scratch (Vulkan guarantees four
 // storage buffers a stage: the cache, BlockTableTensor, the output and the scratch), then each
 // output token's cache row (bisecting the starts for its sequence, reading its block), then the
-// values from those rows.
+// values from those rows (on GPU kernels both in one pass: kernel_paged.cpp).
 #include "operators/error.h"
 #include "operators/operator.h"
 
@@ -140,6 +140,13 @@ void AddGeometry(Plan& plan, const Cache& c) {
   plan.AddComponent(c.blockSize, c.rowStride);
 }
 
+// The gather's components 2 and 3 (BlockTableTensor): a sequence's entries, and the sequences'
+// rows (glsl/paged.comp: tokenRow).
+void AddTable(Plan& plan, const Tensor& table) {
+  plan.AddComponent(table.sizes[1], table.strides[1]);
+  plan.AddComponent(table.sizes[0], table.strides[0]);
+}
+
 }  // namespace
 
 Result BuildPagedCacheWrite(const VKDML_PAGED_CACHE_WRITE_OPERATOR_DESC& desc, OperatorImpl* op) {
@@ -247,8 +254,7 @@ Result BuildPagedGather(const VKDML_PAGED_GATHER_OPERATOR_DESC& desc, OperatorIm
   rows.kind = Pass::Kind::PagedRows;
   rows.plan.AddDim(total, 0, 0, 0, 0);
   AddGeometry(rows.plan, c);
-  rows.plan.AddComponent(maxBlocks, table.strides[1]);  // a sequence's entries
-  rows.plan.AddComponent(sequences, table.strides[0]);  // the sequences' rows
+  AddTable(rows.plan, table);
   // The values: a group of 16 bytes of output values an invocation, as the write's (direct
   // offsets in OutputTensor's elements, indexed in the cache's bytes: the head's row; the kernel
   // places the group from its token's row).
@@ -259,6 +265,7 @@ Result BuildPagedGather(const VKDML_PAGED_GATHER_OPERATOR_DESC& desc, OperatorIm
   const UINT group = GroupValues(output.elemSize, c.headSize);
   gather.plan.AddDim(c.headSize / group, group, 0, 0, 0);
   AddGeometry(gather.plan, c);
+  AddTable(gather.plan, table);  // (the fused gather finds the rows itself)
   op->inputs = {input, table, starts};
   if (hasOffsets) op->inputs.push_back(offsets);
   op->outputs = {output};
