@@ -681,6 +681,22 @@ void SetLengths(SegCase& c, const std::vector<UINT>& lengths, UINT64 batches) {
   }
 }
 
+// 8 columns (2 elements of 4 a row) of the rows `lengths` sum to, in segments of those lengths;
+// the values to fill.
+SegCase ColumnsCase(DML_TENSOR_DATA_TYPE type, VKDML_SEGMENT_REDUCE_FUNCTION f, bool sorted,
+                    const std::vector<UINT>& lengths) {
+  SegCase c;
+  c.type = type;
+  c.f = f;
+  c.sorted = sorted;
+  UINT rows = 0;
+  for (UINT l : lengths) rows += l;
+  c.sizes = {rows, 8};
+  SetLengths(c, lengths, 1);
+  c.values.resize(Count(c.sizes));
+  return c;
+}
+
 }  // namespace
 
 // Long segments (past VKDML_SEGMENT_LONG_ROWS: the long path folds their chunks at once, then
@@ -730,13 +746,7 @@ TEST_CASE_METHOD(Fixture, "Segment reductions: long segments folded in chunks", 
     for (auto f : kFunctions) {
       if (!Regroupable(type, f)) continue;
       Rng rng(BaseSeed() ^ (0x4C06 + 7919 * n++));
-      SegCase c;
-      c.type = type;
-      c.f = f;
-      c.sorted = n % 2 == 1;
-      c.sizes = {3000, 8};
-      SetLengths(c, shorter, 1);
-      c.values.resize(Count(c.sizes));
+      SegCase c = ColumnsCase(type, f, n % 2 == 1, shorter);
       for (auto& v : c.values) v = RandomBits(rng, type, denormals);
       INFO("type " << UINT(type) << ", function " << UINT(f) << ", sorted " << c.sorted);
       RunCase(c);
@@ -783,13 +793,7 @@ TEST_CASE_METHOD(Fixture, "Segment reductions: long segments' chunks folded fast
           continue;
         if (values == 2 && !denormals) continue;
         Rng rng(BaseSeed() ^ (0xC4A7 + 977 * n++));
-        SegCase c;
-        c.type = type;
-        c.f = f;
-        c.sorted = n % 2 == 1;
-        c.sizes = {3000, 8};
-        SetLengths(c, lengths, 1);
-        c.values.resize(Count(c.sizes));
+        SegCase c = ColumnsCase(type, f, n % 2 == 1, lengths);
         for (auto& v : c.values) v = FastOrExactValue(rng, type, values, denormals);
         SegBuilt b;
         Build(c, &b);
