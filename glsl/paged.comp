@@ -245,6 +245,13 @@ uint gatherTarget(uint p, uvec3 c) {
 }
 #endif
 
+#if FUSED
+// Loop element e's token (plans of rank 3: tokens, heads, groups): a fused chunk's first and last.
+uint tokenOf(uint p, uint e) {
+  return divideBySize(p, 1u, divideBySize(p, 2u, e));
+}
+#endif
+
 #if GATHER && FUSED
 const uint kMaxUnroll = 8u;  // kUnroll's bound (kernel_paged.cpp)
 shared uint chunkRows[VKDML_GROUP_SIZE * kMaxUnroll];  // the chunk's tokens' rows (tokenRow)
@@ -258,8 +265,7 @@ void main() {
   const uint chunks = count / perChunk + (count % perChunk != 0u ? 1u : 0u);
   for (uint chunk = gl_WorkGroupID.x; chunk < chunks; chunk += gl_NumWorkGroups.x) {
     const uint base = chunk * perChunk, n = min(count - base, perChunk);
-    const uint first = divideBySize(p, 1u, divideBySize(p, 2u, base));
-    const uint rows = divideBySize(p, 1u, divideBySize(p, 2u, base + n - 1u)) - first + 1u;
+    const uint first = tokenOf(p, base), rows = tokenOf(p, base + n - 1u) - first + 1u;
     for (uint r = lid; r < rows; r += size) chunkRows[r] = tokenRow(p, first + r);
     barrier();
     uvec4 bits[kMaxUnroll];
@@ -278,11 +284,6 @@ void main() {
 }
 #else
 #if FUSED
-// A chunk's first token: loop element e's (plans of rank 3: tokens, heads, groups).
-uint tokenOf(uint p, uint e) {
-  return divideBySize(p, 1u, divideBySize(p, 2u, e));
-}
-
 const uint kNoSlot = 0xFFFFFFFFu;  // the token writes nothing
 shared uint chunkSlot[VKDML_GROUP_SIZE];   // the chunk's tokens' slots, or kNoSlot
 shared uint chunkLater[VKDML_GROUP_SIZE];  // nonzero: a later token names the same slot

@@ -52,15 +52,19 @@ struct Fused {
   UINT groups = 0;
 };
 
+// The operator's pass of `kind` (its values' pass: PagedWrite or PagedGather), or null.
+const Pass* ValuesPass(const OperatorImpl& op, Pass::Kind kind) {
+  for (const Pass& pass : op.passes)
+    if (pass.kind == kind) return &pass;
+  return nullptr;
+}
+
 // Whether the write takes one dispatch (the claims in each workgroup's shared memory: every
 // token's slot compared with the chunk's), within the loop bound of CPU devices
 // (Capabilities::maxLoop).
 Fused ChooseFused(const Choice& c) {
-  const OperatorImpl& op = c.op;
   Fused f;
-  const Pass* values = nullptr;
-  for (const Pass& pass : op.passes)
-    if (pass.kind == Pass::Kind::PagedWrite) values = &pass;
+  const Pass* values = ValuesPass(c.op, Pass::Kind::PagedWrite);
   if (c.large || !values || values->plan.count == 0 || values->plan.rank != 3) return f;
   const Plan& plan = values->plan;
   const UINT64 size = c.caps.groupSize, tokens = plan.sizes[0];
@@ -90,9 +94,7 @@ Fused ChooseFused(const Choice& c) {
 constexpr UINT kGatherUnroll = 8;  // paged.comp: kMaxUnroll
 Fused ChooseFusedGather(const Choice& c) {
   Fused f;
-  const Pass* values = nullptr;
-  for (const Pass& pass : c.op.passes)
-    if (pass.kind == Pass::Kind::PagedGather) values = &pass;
+  const Pass* values = ValuesPass(c.op, Pass::Kind::PagedGather);
   if (c.large || !values || values->plan.count == 0 || c.caps.kernels != Capabilities::Kernels::Gpu)
     return f;
   const UINT64 perChunk = UINT64(c.caps.groupSize) * kGatherUnroll;
