@@ -472,7 +472,8 @@ void Sweep(const Stage& s, std::map<std::string, uint64_t>* baselineOnly = nullp
         CHECK(r.ok());
       } else if (r.ok()) {
         // Only a documented fallback absorbs a failure: memory the host writes and the GPU reads
-        // comes from host memory when the device's own mappable memory fails.
+        // comes from host memory when the device's own mappable memory fails, and a checked
+        // operator's scratch from device-local memory (buffer.h: CreateScratch).
         ++gTally.injected;
         INFO("succeeded despite the failure");
         CHECK(function == "vkAllocateMemory");

@@ -120,12 +120,8 @@ Result BindingTableImpl::Init() {
 
   // The table's own buffers: the scratch (status words first), bound whole in every set, and
   // the host's copy of the status words.
-  const bool host = k.HostStatus();  // (KernelSet::HostStatus)
-  VKDML_TRY(BufferImpl::Create(
-      device_, k.scratchWords * 4,
-      VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-          VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT,
-      host ? Buffer::Memory::HostVisible : Buffer::Memory::DeviceLocal, &scratch_, host));
+  VKDML_TRY(BufferImpl::CreateScratch(device_, k.scratchWords * 4, k.checked, k.HostStatus(),
+                                      &scratch_, &hostStatus_));
   VKDML_TRY(BufferImpl::Create(device_, kStatusBytes, VK_BUFFER_USAGE_TRANSFER_DST_BIT,
                                Buffer::Memory::HostVisible, &status_));
   const VkDescriptorBufferInfo infos[] = {{op_->plans->Handle(), 0, op_->plans->Size()},
@@ -143,7 +139,7 @@ Result BindingTableImpl::Init() {
     }
     vk.vkUpdateDescriptorSets(device_->Handle(), 2, writes, 0, nullptr);
   }
-  std::memset((host ? scratch_ : status_)->Mapped(), 0xFF, kStatusBytes);
+  std::memset((hostStatus_ ? scratch_ : status_)->Mapped(), 0xFF, kStatusBytes);
   return {};
 }
 
@@ -502,15 +498,15 @@ Result BindingTableImpl::Record(VkCommandBuffer cmd) {
   }
   if (!kernels.checked) return {};
   // The status words to the host's copy, which IndexStatus reads (after this table's copy
-  // before, if one was recorded earlier); or the scratch's own, host visible.
-  if (!kernels.HostStatus()) {
+  // before, if one was recorded earlier); or the scratch's own (BufferImpl::CreateScratch).
+  if (!hostStatus_) {
     Barrier(cmd, compute | transfer, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
             transfer, VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
     const VkBufferCopy region{0, 0, kStatusBytes};
     vk.vkCmdCopyBuffer(cmd, scratch, status_->Handle(), 1, &region);
   }
-  Barrier(cmd, kernels.HostStatus() ? compute : transfer,
-          kernels.HostStatus() ? VK_ACCESS_SHADER_WRITE_BIT : VK_ACCESS_TRANSFER_WRITE_BIT,
+  Barrier(cmd, hostStatus_ ? compute : transfer,
+          hostStatus_ ? VK_ACCESS_SHADER_WRITE_BIT : VK_ACCESS_TRANSFER_WRITE_BIT,
           VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
   return {};
 }
@@ -552,7 +548,7 @@ Result BindingTableImpl::IndexStatus() {
   VKDML_TRY(device_->CheckNotLost());
   if (!op_->kernels.checked) return {};
   uint32_t s[VKDML_STATUS_WORDS];
-  std::memcpy(s, (op_->kernels.HostStatus() ? scratch_ : status_)->Mapped(), sizeof(s));
+  std::memcpy(s, (hostStatus_ ? scratch_ : status_)->Mapped(), sizeof(s));
   const UINT position = s[VKDML_STATUS_POSITION];
   if (position == VKDML_NO_POSITION) return {};
   const OperatorImpl& op = op_->op;

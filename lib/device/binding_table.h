@@ -57,8 +57,9 @@ class BindingTableImpl final : public BindingTable {
   // (a MoE permute's four) at VKDML_BIND_OUTPUT, indexed by its number.
   VkDescriptorSet sourceSets_[UINT(Role::Count)][kMaxOutputs] = {};
   std::vector<VkDescriptorSet> largeSets_;  // one per large dispatch, in LargeKernels() order
-  std::unique_ptr<BufferImpl> scratch_;     // KernelSet::scratchWords, device local
+  std::unique_ptr<BufferImpl> scratch_;     // KernelSet::scratchWords (BufferImpl::CreateScratch)
   std::unique_ptr<BufferImpl> status_;      // checked mode: the status words, read by the host
+  bool hostStatus_ = false;  // the host reads the status words in the scratch (no status_ copy)
   std::vector<DML_BUFFER_BINDING> inputs_, outputs_;
   bool inputsBound_ = false, outputsBound_ = false;
   UINT64 delta_[UINT(Role::Count)] = {};  // binding offset minus the descriptor's offset

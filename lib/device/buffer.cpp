@@ -10,7 +10,8 @@ namespace vkdml::detail {
 
 namespace {
 constexpr UINT64 kStagingChunk = 64ull << 20;  // Write and Read stage at most this much at once
-}
+constexpr UINT64 kMappedScratch = 64 << 10;    // CreateScratch's largest in a BAR
+}  // namespace
 
 Result BufferImpl::Allocate(UINT64 size, Memory memory, bool gpuReads) {
   Result r = Create(size, memory, gpuReads);
@@ -52,6 +53,7 @@ Result BufferImpl::Create(UINT64 size, Memory memory, bool gpuReads) {
         vk.vkAllocateMemory(dev, &ai, nullptr, &memory_) != VK_SUCCESS)
       memory_ = VK_NULL_HANDLE;
   }
+  if (!memory_ && mappedOnly_) return {};  // (CreateScratch: none, device-local memory next)
   if (!memory_) {
     int type = -1;
     if (memory == Memory::HostVisible) {
@@ -121,6 +123,26 @@ Result BufferImpl::Create(DeviceImpl* device, UINT64 size, VkBufferUsageFlags us
   VKDML_TRY(b->Allocate(size, memory, gpuReads));
   *out = std::move(b);
   return {};
+}
+
+Result BufferImpl::CreateScratch(DeviceImpl* device, UINT64 size, bool checked, bool statusOnly,
+                                 std::unique_ptr<BufferImpl>* out, bool* hostStatus) {
+  const VkBufferUsageFlags usage =
+      VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+      VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT;
+  *hostStatus = checked && statusOnly;
+  if (checked && !statusOnly && size <= kMappedScratch) {  // a BAR's, or none
+    auto b = std::make_unique<BufferImpl>(device, usage);
+    b->mappedOnly_ = true;
+    VKDML_TRY(b->Allocate(size, Memory::HostVisible, /*gpuReads=*/true));
+    *hostStatus = b->memory_ != VK_NULL_HANDLE;
+    if (*hostStatus) {
+      *out = std::move(b);
+      return {};
+    }
+  }
+  return Create(device, size, usage, *hostStatus ? Memory::HostVisible : Memory::DeviceLocal, out,
+                *hostStatus);
 }
 
 Result BufferImpl::Stage(UINT64 offset, const void* from, void* to, UINT64 size) {

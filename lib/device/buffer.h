@@ -17,6 +17,14 @@ class BufferImpl final : public Buffer {
   static Result Create(DeviceImpl* device, UINT64 size, VkBufferUsageFlags usage, Memory memory,
                        std::unique_ptr<BufferImpl>* out, bool gpuReads = false);
 
+  // A binding table's scratch (status words first). *hostStatus: checked mode's host reads the
+  // status words in place, where the scratch holds them alone (statusOnly: host-visible memory)
+  // or is at most 64 KiB and the device has memory the host maps (a BAR) for it; else it is
+  // device local and they are copied out after each run (a transfer between the dispatches:
+  // 5.7 us of a paged gather's 149 on an H200, examples/bench/PERF_NOTES.md v47).
+  static Result CreateScratch(DeviceImpl* device, UINT64 size, bool checked, bool statusOnly,
+                              std::unique_ptr<BufferImpl>* out, bool* hostStatus);
+
   BufferImpl(DeviceImpl* device, VkBufferUsageFlags usage) : device_(device), usage_(usage) {}
   ~BufferImpl() override;
   // gpuReads: host-visible memory the host writes and the GPU reads, placed in device memory
@@ -42,6 +50,7 @@ class BufferImpl final : public Buffer {
   VkDeviceMemory memory_ = VK_NULL_HANDLE;
   UINT64 size_ = 0;
   void* mapped_ = nullptr;
+  bool mappedOnly_ = false;  // CreateScratch's: no host memory in place of the device's
 };
 
 }  // namespace vkdml::detail
