@@ -29,7 +29,8 @@
 // FUSED GATHER (kernel_paged.cpp says when) is ROWS and GATHER in one dispatch: a workgroup's
 // chunk of kUnroll loop elements an invocation at a time; the chunk's tokens' rows are found
 // first, a token an invocation, into shared memory, then each invocation loads its kUnroll
-// groups before it stores them.
+// groups before it stores them. With params.z 1 the workgroup first copies the bounds (and the
+// token offsets) into shared memory, where the rows' bisections read them.
 // Tensors are read and written in 32-bit words, as uvec4 and uvec2 where aligned (no 8/16-bit
 // storage needed); bases are bytes (Kernel::unit 1). kValueSize: the values' element size (the
 // write's UpdatesTensor, the gather's OutputTensor). INDEX64 selects 64-bit index loads.
@@ -133,6 +134,19 @@ void storeGroup(uint w, uvec4 bits, uint words) {
   }
 }
 
+#if GATHER && FUSED
+const uint kMaxUnroll = 8u;  // kUnroll's bound (kernel_paged.cpp)
+shared uint chunkRows[VKDML_GROUP_SIZE * kMaxUnroll];  // the chunk's tokens' rows (tokenRow)
+// params.z 1: the bounds, then the token offsets (WEIGHT), copied for tokenRow to bisect.
+shared uint sharedBounds[VKDML_GROUP_SIZE];
+bool boundsShared = false;
+#define SEQ_BOUND(n) (boundsShared ? sharedBounds[n] : BOUND(n))
+#define SEQ_OFFSET(b) (boundsShared ? sharedBounds[plans[p].params.y + 1u + (b)] : WEIGHT(b))
+#else
+#define SEQ_BOUND(n) BOUND(n)
+#define SEQ_OFFSET(b) WEIGHT(b)
+#endif
+
 #if FIND_ROWS
 // Output token i's cache row (ROWS says how), or kUnwritten, or kFilled.
 uint tokenRow(uint p, uint i) {
@@ -141,7 +155,7 @@ uint tokenRow(uint p, uint i) {
   uint n = 0u, len = sequences + 1u;  // the bounds at or before the token
   while (len > 0u) {
     const uint mid = len >> 1;
-    if (BOUND(n + mid) <= i) {
+    if (SEQ_BOUND(n + mid) <= i) {
       n += mid + 1u;
       len -= mid + 1u;
     } else {
@@ -150,8 +164,8 @@ uint tokenRow(uint p, uint i) {
   }
   if (n == 0u || n > sequences) return kUnwritten;
   const uint b = n - 1u;
-  const uint offset = (plans[p].params.x & 1u) != 0u ? WEIGHT(b) : 0u;
-  const uint position = i - BOUND(b) + offset;
+  const uint offset = (plans[p].params.x & 1u) != 0u ? SEQ_OFFSET(b) : 0u;
+  const uint position = i - SEQ_BOUND(b) + offset;
   const uint entry = position / blockSize, row = position - entry * blockSize;
   const uint maxBlocks = VKDML_AT(plans[p].tupleSize, 2);
   const uint j = min(entry, maxBlocks - 1u);
@@ -253,14 +267,19 @@ uint tokenOf(uint p, uint e) {
 #endif
 
 #if GATHER && FUSED
-const uint kMaxUnroll = 8u;  // kUnroll's bound (kernel_paged.cpp)
-shared uint chunkRows[VKDML_GROUP_SIZE * kMaxUnroll];  // the chunk's tokens' rows (tokenRow)
-
 // A workgroup's chunk of kUnroll loop elements an invocation at a time.
 void main() {
   const uint p = pc.plan;
   const uint count = loopCount(p);
   const uint lid = gl_LocalInvocationID.x, size = gl_WorkGroupSize.x;
+  if (plans[p].params.z != 0u) {  // the bounds and offsets fit the workgroup: a word each
+    const uint sequences = plans[p].params.y;
+    const uint words = sequences + 1u + ((plans[p].params.x & 1u) != 0u ? sequences : 0u);
+    if (lid < words)
+      sharedBounds[lid] = lid <= sequences ? BOUND(lid) : WEIGHT(lid - sequences - 1u);
+    barrier();
+    boundsShared = true;
+  }
   const uint perChunk = size * kUnroll;
   const uint chunks = count / perChunk + (count % perChunk != 0u ? 1u : 0u);
   for (uint chunk = gl_WorkGroupID.x; chunk < chunks; chunk += gl_NumWorkGroups.x) {

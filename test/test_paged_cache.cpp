@@ -641,6 +641,36 @@ TEST_CASE_METHOD(Fixture, "Paged cache: lengths of many sequences", "[paged]") {
   }
 }
 
+// Many sequences with token offsets, on CPU and GPU kernels: 40 (the fused gather's bounds and
+// offsets in shared memory) and 300 (past them: read from the scratch), with 2 workgroups a
+// dispatch (VKDML_MAX_GROUPS) so that each walks several chunks.
+TEST_CASE_METHOD(Fixture, "Paged cache: many sequences with token offsets", "[paged]") {
+  for (UINT seqs : {40u, 300u})
+    for (bool gpu : {false, true}) {
+      Rng rng(BaseSeed() ^ (0x0FF5 + seqs * 2 + gpu));
+      GatherCase c;
+      c.tableType = IndexTypes()[(seqs / 40 + gpu) % 4];
+      c.cache.blocks = 16;
+      c.cache.blockSize = 4;
+      c.cache.heads = 2;
+      c.cache.headSize = 8;
+      c.maxBlocks = 3;
+      c.starts = {0};
+      for (UINT s = 0; s < seqs; ++s) {
+        const int64_t off = int64_t(rng.U(0, 11)), len = int64_t(rng.U(0, 12 - uint64_t(off)));
+        c.offsets.push_back(off);
+        c.starts.push_back(c.starts.back() + len);
+      }
+      for (UINT i = 0; i < seqs * c.maxBlocks; ++i) c.table.push_back(int64_t(rng.U(0, 15)));
+      INFO("sequences " << seqs << ", GPU kernels " << gpu);
+      ScopedSwitch kernels("VKDML_KERNELS", gpu ? "gpu" : "");
+      ScopedSwitch groups("VKDML_MAX_GROUPS", "2");
+      const Result r = RunGather(rng, c, VKDML_OUT_OF_RANGE_MODE_ERROR);
+      INFO(Str(r));
+      CHECK(r.ok());
+    }
+}
+
 // Gathers of more groups than 256 workgroups take an invocation each (kernels.cpp: Unroll), so
 // each invocation gathers several, with rows past the sequences (unwritten) and, with FILL,
 // blocks out of range among them.
@@ -1152,8 +1182,9 @@ TEST_CASE("Kernels: the paged cache's steps", "[paged][kernels]") {
       if (offsets) g.offsets.assign(64, 0);
       GatherBuilt b;
       BuildGather(g, &b);
-      // GPU kernels: the rows found where the values are copied (paged_gather_fused), 8 groups
-      // an invocation; CPU kernels: the rows' own pass, then the values.
+      // GPU kernels: the rows found where the values are copied (paged_gather_fused), the 65
+      // bounds (and 64 offsets) in shared memory, 4 groups an invocation; CPU kernels: the rows'
+      // own pass, then the values.
       for (bool cpu : {false, true}) {
         INFO("CPU kernels " << cpu);
         device.kernels = cpu ? Kernels::Cpu : Kernels::Gpu;
@@ -1176,11 +1207,12 @@ TEST_CASE("Kernels: the paged cache's steps", "[paged][kernels]") {
         const auto& values = set.steps.back().plain;
         const UINT64 groups = 64u * 2048 * 8 * (128 / 8);  // 8 float16 values a group
         if (!cpu) {
-          CHECK(values.spec[VKDML_SPEC_UNROLL] == 8);
-          CHECK(values.groups == (groups + 8 * VKDML_GROUP_SIZE - 1) / (8 * VKDML_GROUP_SIZE));
-          // ROWS' params: the offsets given, the sequences
+          CHECK(values.spec[VKDML_SPEC_UNROLL] == 4);
+          CHECK(values.groups == (groups + 4 * VKDML_GROUP_SIZE - 1) / (4 * VKDML_GROUP_SIZE));
+          // ROWS' params: the offsets given, the sequences; the bounds in shared memory
           CHECK(set.plans[values.slot].params[0] == (offsets ? 1u : 0u));
           CHECK(set.plans[values.slot].params[1] == 64u);
+          CHECK(set.plans[values.slot].params[2] == 1u);
         }
         // With the lengths: the same modules, the starts' pass one workgroup summing them
         // (params y 2) into one more bound.
@@ -1194,8 +1226,28 @@ TEST_CASE("Kernels: the paged cache's steps", "[paged][kernels]") {
       }
       device.kernels = Kernels::Gpu;
     }
+  // The bounds and offsets in shared memory while they fit a word an invocation (VKDML_GROUP_SIZE
+  // of them: 255 sequences, or 127 with offsets), 4 groups an invocation; past that the
+  // bisections read the scratch, 8 groups an invocation.
+  for (bool offsets : {false, true})
+    for (UINT extra : {0u, 1u}) {
+      const UINT seqs = (offsets ? (VKDML_GROUP_SIZE - 1) / 2 : VKDML_GROUP_SIZE - 1) + extra;
+      INFO("offsets " << offsets << ", sequences " << seqs);
+      GatherCase g;
+      g.maxBlocks = 1;
+      g.table.assign(seqs, 0);
+      for (UINT k = 0; k <= seqs; ++k) g.starts.push_back(k);
+      if (offsets) g.offsets.assign(seqs, 0);
+      GatherBuilt b;
+      BuildGather(g, &b);
+      const auto set = choose(b.op, 0);
+      const auto& values = set.steps.back().plain;
+      CHECK(values.module == "paged_gather_fused_f_i32");
+      CHECK(set.plans[values.slot].params[2] == (extra ? 0u : 1u));
+      CHECK(values.spec[VKDML_SPEC_UNROLL] == (extra ? 8u : 4u));
+    }
   // Where the chunks a workgroup walks pass a CPU device's loop bound, the GPU kernels keep the
-  // rows' pass: here 128 tokens of 256 float32 groups, 16 chunks of 2048 over 4 workgroups.
+  // rows' pass: here 128 tokens of 256 float32 groups, 32 chunks of 1024 over 4 workgroups.
   {
     GatherCase g;
     g.cache.blocks = 8;
@@ -1208,9 +1260,9 @@ TEST_CASE("Kernels: the paged cache's steps", "[paged][kernels]") {
     GatherBuilt b;
     BuildGather(g, &b);
     device.maxGroups = 4;
-    device.maxLoop = 3;
+    device.maxLoop = 7;
     CHECK(modules(choose(b.op, 0)).back() == "paged_gather_f_i32");
-    device.maxLoop = 4;
+    device.maxLoop = 8;
     CHECK(modules(choose(b.op, 0)).back() == "paged_gather_fused_f_i32");
     device.maxGroups = 65535;
     device.maxLoop = UINT64(-1);

@@ -84,20 +84,32 @@ Fused ChooseFused(const Choice& c) {
   return f;
 }
 
-// The fused gather (paged.comp: FUSED GATHER) on GPU kernels: kGatherUnroll loop elements an
+// The fused gather (paged.comp: FUSED GATHER) on GPU kernels: kUnroll loop elements an
 // invocation, its workgroup's chunk's token rows found first (a chunk's at most
 // kGatherUnroll * groupSize tokens, in shared memory), within the loop bound (Capabilities::
-// maxLoop) of a CPU device taking GPU kernels. CPU kernels keep ROWS: a run an invocation.
-// (examples/bench/PERF_NOTES.md, v46: on an H200, 5% faster than ROWS and GATHER; 4 and 16
-// elements an invocation, or fewer workgroups walking more chunks, slower. A first fused form,
-// each invocation finding its own token's row before copying 4 groups, was 25% slower.)
+// maxLoop) of a CPU device taking GPU kernels. Where the bounds and token offsets fit a word an
+// invocation, each workgroup first copies them into shared memory (bisected there, not in the
+// scratch) and takes 4 elements an invocation; else 8. CPU kernels keep ROWS: a run an
+// invocation. (examples/bench/PERF_NOTES.md, v46 and v47: on an H200, 8 elements 5% faster than
+// ROWS and GATHER, the shared bounds with 4 elements 2.7% faster again; 2, 3, 5 or 16 elements,
+// fewer workgroups walking more chunks, workgroups of 128 or 512, or each invocation finding
+// its own elements' rows, slower.)
 constexpr UINT kGatherUnroll = 8;  // paged.comp: kMaxUnroll
-Fused ChooseFusedGather(const Choice& c) {
-  Fused f;
+constexpr UINT kSharedBoundsUnroll = 4;
+struct FusedGather : Fused {
+  UINT unroll = kGatherUnroll;
+  bool sharedBounds = false;
+};
+FusedGather ChooseFusedGather(const Choice& c) {
+  FusedGather f;
   const Pass* values = ValuesPass(c.op, Pass::Kind::PagedGather);
   if (c.large || !values || values->plan.count == 0 || c.caps.kernels != Capabilities::Kernels::Gpu)
     return f;
-  const UINT64 perChunk = UINT64(c.caps.groupSize) * kGatherUnroll;
+  const UINT64 sequences = values->plan.tupleSize[3];
+  const bool offsets = c.op.inputs.size() > 3;
+  f.sharedBounds = sequences + 1 + (offsets ? sequences : 0) <= c.caps.groupSize;
+  if (f.sharedBounds) f.unroll = kSharedBoundsUnroll;
+  const UINT64 perChunk = UINT64(c.caps.groupSize) * f.unroll;
   const UINT64 chunks = (values->plan.count + perChunk - 1) / perChunk;
   f.groups = c.Groups(chunks);
   f.on = c.caps.maxLoop == UINT64(-1) || (chunks + f.groups - 1) / f.groups <= c.caps.maxLoop;
@@ -122,7 +134,7 @@ Result ChoosePaged(Choice& c, const Pass& pass) {
   const Fused fused = ChooseFused(c);
   if (fused.on && pass.kind == Pass::Kind::PagedClaim) return {};  // no claims
   const bool fusedWrite = fused.on && pass.kind == Pass::Kind::PagedWrite;
-  const Fused fusedGather = ChooseFusedGather(c);
+  const FusedGather fusedGather = ChooseFusedGather(c);
   if (fusedGather.on && pass.kind == Pass::Kind::PagedRows) return {};  // the gather finds them
   const bool fusedRows = fusedGather.on && pass.kind == Pass::Kind::PagedGather;
   const Plan& plan = pass.plan;
@@ -138,7 +150,7 @@ Result ChoosePaged(Choice& c, const Pass& pass) {
     k.groups = fused.groups;
   }
   if (fusedRows) {
-    k.spec[VKDML_SPEC_UNROLL] = kGatherUnroll;
+    k.spec[VKDML_SPEC_UNROLL] = fusedGather.unroll;
     k.groups = fusedGather.groups;
   }
   const bool write = op.IsScatter();
@@ -174,9 +186,10 @@ Result ChoosePaged(Choice& c, const Pass& pass) {
       c.set.weightWords = pass.plan.count;
       break;
     case Pass::Kind::PagedRows:    // x: TokenOffsetsTensor given (1); y: the sequences
-    case Pass::Kind::PagedGather:  // (fused: ROWS' params; else none)
+    case Pass::Kind::PagedGather:  // (fused: ROWS' params, z: the bounds in shared memory)
       if (pass.kind == Pass::Kind::PagedRows || fusedRows)
-        params = {{op.inputs.size() > 3 ? 1u : 0u, pass.plan.tupleSize[3], 0, 0}};
+        params = {{op.inputs.size() > 3 ? 1u : 0u, pass.plan.tupleSize[3],
+                   fusedRows && fusedGather.sharedBounds ? 1u : 0u, 0}};
       if (pass.kind == Pass::Kind::PagedRows) c.set.rowWords = pass.plan.count;  // a token's row
       break;
     case Pass::Kind::PagedWrite:  // fused: the status words and the report in the kernel
