@@ -439,7 +439,8 @@ bool GatherOutOfRange(const GatherCase& c) {
   return false;
 }
 
-Result RunGather(Rng& rng, const GatherCase& c, VKDML_OUT_OF_RANGE_MODE mode) {
+// `runs` runs of one compiled operator, each checked against the reference: the last's result.
+Result RunGather(Rng& rng, const GatherCase& c, VKDML_OUT_OF_RANGE_MODE mode, int runs = 1) {
   GatherBuilt b;
   BuildGather(c, &b);
   INFO("cache " << b.input.ToString() << ", table " << b.table.ToString() << ", output "
@@ -476,11 +477,14 @@ Result RunGather(Rng& rng, const GatherCase& c, VKDML_OUT_OF_RANGE_MODE mode) {
   REQUIRE(r.ok());
   const Bytes expected =
       ExpectedGather(c, cache, b, mode == VKDML_OUT_OF_RANGE_MODE_FILL ? &fillBits : nullptr);
-  Bytes out = Poisoned(b.output.Total());
   std::vector<const void*> inputs = {cache.data(), table.data(), starts.data()};
   if (!c.offsets.empty()) inputs.push_back(offsets.data());
-  r = Dev().Run(*compiled, inputs, {out.data()});
-  CHECK(DiffBytes(out, expected, nullptr) == "");
+  for (int k = 0; k < runs; ++k) {
+    INFO("run " << k);
+    Bytes out = Poisoned(b.output.Total());
+    r = Dev().Run(*compiled, inputs, {out.data()});
+    CHECK(DiffBytes(out, expected, nullptr) == "");
+  }
   return r;
 }
 
@@ -1070,37 +1074,53 @@ TEST_CASE_METHOD(Fixture, "Paged cache: many tokens, duplicates and a late slot 
 // The message of a block out of range names the first one read (row-major in BlockTableTensor;
 // entries past a sequence's tokens are not read), float caches and quantized ones, one workgroup
 // or several.
+// On both kernel families (GPU kernels: the fused gather), twice with one compiled operator (the
+// second run's report as fresh as the first's).
 TEST_CASE_METHOD(Fixture, "Paged cache: the first block out of range is reported", "[paged]") {
   Rng rng(BaseSeed() ^ 0xB10C);
-  for (auto format : {VKDML_QUANTIZED_FORMAT(0), VKDML_QUANTIZED_FORMAT_Q8_0}) {
-    INFO("format " << UINT(format));
-    GatherCase g;
-    g.cache.blocks = 3;
-    g.cache.blockSize = 2;
-    g.cache.heads = 1;
-    g.cache.format = format;
-    g.cache.headSize = format ? 32 : 4;
-    g.outType = DML_TENSOR_DATA_TYPE_FLOAT32;
-    g.maxBlocks = 3;
-    g.table = {0, 9, 2, -1, 7, 0};  // sequence 1 reads entries 0 and 1; 9 comes first
-    g.starts = {0, 6, 9};
-    Result r = RunGather(rng, g, VKDML_OUT_OF_RANGE_MODE_ERROR);
-    CHECK(r.message == "PAGED_GATHER: BlockTableTensor[0,1] is 9, outside the valid range [0, 2]");
-    g.table = {0, 1, 2, 2, 7, -5};  // entries past a sequence's tokens (-5) are not read
-    r = RunGather(rng, g, VKDML_OUT_OF_RANGE_MODE_ERROR);
-    CHECK(r.message == "PAGED_GATHER: BlockTableTensor[1,1] is 7, outside the valid range [0, 2]");
-    // 64 sequences of 64 tokens (several workgroups): entry 17 of sequence 40 comes first.
-    g.maxBlocks = 32;
-    g.table.assign(64 * 32, 1);
-    g.starts.clear();
-    for (int64_t s = 0; s <= 64; ++s) g.starts.push_back(s * 64);
-    g.table[50 * 32 + 3] = 3;
-    g.table[40 * 32 + 17] = 4;
-    g.table[40 * 32 + 30] = -2;
-    r = RunGather(rng, g, VKDML_OUT_OF_RANGE_MODE_ERROR);
-    CHECK(r.message ==
-          "PAGED_GATHER: BlockTableTensor[40,17] is 4, outside the valid range [0, 2]");
-  }
+  for (auto format : {VKDML_QUANTIZED_FORMAT(0), VKDML_QUANTIZED_FORMAT_Q8_0})
+    for (bool gpu : {false, true}) {
+      INFO("format " << UINT(format) << ", GPU kernels " << gpu);
+      ScopedSwitch kernels("VKDML_KERNELS", gpu ? "gpu" : "");
+      GatherCase g;
+      g.cache.blocks = 3;
+      g.cache.blockSize = 2;
+      g.cache.heads = 1;
+      g.cache.format = format;
+      g.cache.headSize = format ? 32 : 4;
+      g.outType = DML_TENSOR_DATA_TYPE_FLOAT32;
+      g.maxBlocks = 3;
+      g.table = {0, 9, 2, -1, 7, 0};  // sequence 1 reads entries 0 and 1; 9 comes first
+      g.starts = {0, 6, 9};
+      Result r = RunGather(rng, g, VKDML_OUT_OF_RANGE_MODE_ERROR);
+      CHECK(r.message ==
+            "PAGED_GATHER: BlockTableTensor[0,1] is 9, outside the valid range [0, 2]");
+      g.table = {0, 1, 2, 2, 7, -5};  // entries past a sequence's tokens (-5) are not read
+      r = RunGather(rng, g, VKDML_OUT_OF_RANGE_MODE_ERROR);
+      CHECK(r.message ==
+            "PAGED_GATHER: BlockTableTensor[1,1] is 7, outside the valid range [0, 2]");
+      // 64 sequences of 64 tokens (several workgroups): entry 17 of sequence 40 comes first.
+      g.maxBlocks = 32;
+      g.table.assign(64 * 32, 1);
+      g.starts.clear();
+      for (int64_t s = 0; s <= 64; ++s) g.starts.push_back(s * 64);
+      g.table[50 * 32 + 3] = 3;
+      g.table[40 * 32 + 17] = 4;
+      g.table[40 * 32 + 30] = -2;
+      r = RunGather(rng, g, VKDML_OUT_OF_RANGE_MODE_ERROR, 2);
+      CHECK(r.message ==
+            "PAGED_GATHER: BlockTableTensor[40,17] is 4, outside the valid range [0, 2]");
+      // 300 sequences of 2 tokens (the bounds past shared memory): entry 0 of sequence 257.
+      g.maxBlocks = 1;
+      g.table.assign(300, 2);
+      g.starts.clear();
+      for (int64_t s = 0; s <= 300; ++s) g.starts.push_back(s * 2);
+      g.table[281] = 5;
+      g.table[257] = 3;
+      r = RunGather(rng, g, VKDML_OUT_OF_RANGE_MODE_ERROR, 2);
+      CHECK(r.message ==
+            "PAGED_GATHER: BlockTableTensor[257,0] is 3, outside the valid range [0, 2]");
+    }
 }
 
 // Perf choices no output shows, pinned on the CPU: the write of up to 4096 tokens is one
