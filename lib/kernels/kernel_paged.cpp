@@ -91,9 +91,9 @@ Fused ChooseFused(const Choice& c) {
 // invocation, each workgroup first copies them into shared memory (bisected there, not in the
 // scratch) and takes 4 elements an invocation; else 8. CPU kernels keep ROWS: a run an
 // invocation. (examples/bench/PERF_NOTES.md, v46 and v47: on an H200, 8 elements 5% faster than
-// ROWS and GATHER, the shared bounds with 4 elements 2.7% faster again; 2, 3, 5 or 16 elements,
-// fewer workgroups walking more chunks, workgroups of 128 or 512, or each invocation finding
-// its own elements' rows, slower.)
+// ROWS and GATHER, the shared bounds with 4 elements 2.5% faster again (5 the same); 2, 3 or 16
+// elements, fewer workgroups walking more chunks, workgroups of 128 or 512, or each invocation
+// finding its own elements' rows, slower.)
 constexpr UINT kGatherUnroll = 8;  // paged.comp: kMaxUnroll
 constexpr UINT kSharedBoundsUnroll = 4;
 struct FusedGather : Fused {
