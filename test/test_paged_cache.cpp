@@ -1120,6 +1120,15 @@ TEST_CASE_METHOD(Fixture, "Paged cache: the first block out of range is reported
       r = RunGather(rng, g, VKDML_OUT_OF_RANGE_MODE_ERROR, 2);
       CHECK(r.message ==
             "PAGED_GATHER: BlockTableTensor[257,0] is 3, outside the valid range [0, 2]");
+      // 20000 sequences of a token: a scratch past 64 KiB, whose status words the host reads
+      // from a copy (buffer.h: CreateScratch) instead of in place.
+      g.table.assign(20000, 1);
+      g.starts.clear();
+      for (int64_t s = 0; s <= 20000; ++s) g.starts.push_back(s);
+      g.table[19999] = 6;
+      r = RunGather(rng, g, VKDML_OUT_OF_RANGE_MODE_ERROR, 2);
+      CHECK(r.message ==
+            "PAGED_GATHER: BlockTableTensor[19999,0] is 6, outside the valid range [0, 2]");
     }
 }
 
