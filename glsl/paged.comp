@@ -137,11 +137,11 @@ void storeGroup(uint w, uvec4 bits, uint words) {
 #if GATHER && FUSED
 const uint kMaxUnroll = 8u;  // kUnroll's bound (kernel_paged.cpp)
 shared uint chunkRows[VKDML_GROUP_SIZE * kMaxUnroll];  // the chunk's tokens' rows (tokenRow)
-// params.z 1: the bounds, then the token offsets (WEIGHT), copied for tokenRow to bisect.
+// params.z 1: the bounds, then the token offsets (WEIGHT), copied (main) for tokenRow to bisect.
 shared uint sharedBounds[VKDML_GROUP_SIZE];
-bool boundsShared = false;
-#define SEQ_BOUND(n) (boundsShared ? sharedBounds[n] : BOUND(n))
-#define SEQ_OFFSET(b) (boundsShared ? sharedBounds[plans[p].params.y + 1u + (b)] : WEIGHT(b))
+#define BOUNDS_SHARED (plans[p].params.z != 0u)
+#define SEQ_BOUND(n) (BOUNDS_SHARED ? sharedBounds[n] : BOUND(n))
+#define SEQ_OFFSET(b) (BOUNDS_SHARED ? sharedBounds[plans[p].params.y + 1u + (b)] : WEIGHT(b))
 #else
 #define SEQ_BOUND(n) BOUND(n)
 #define SEQ_OFFSET(b) WEIGHT(b)
@@ -272,13 +272,12 @@ void main() {
   const uint p = pc.plan;
   const uint count = loopCount(p);
   const uint lid = gl_LocalInvocationID.x, size = gl_WorkGroupSize.x;
-  if (plans[p].params.z != 0u) {  // the bounds and offsets fit the workgroup: a word each
+  if (BOUNDS_SHARED) {  // the bounds and offsets fit the workgroup: a word each
     const uint sequences = plans[p].params.y;
     const uint words = sequences + 1u + ((plans[p].params.x & 1u) != 0u ? sequences : 0u);
     if (lid < words)
       sharedBounds[lid] = lid <= sequences ? BOUND(lid) : WEIGHT(lid - sequences - 1u);
     barrier();
-    boundsShared = true;
   }
   const uint perChunk = size * kUnroll;
   const uint chunks = count / perChunk + (count % perChunk != 0u ? 1u : 0u);
